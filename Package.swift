@@ -1,0 +1,42 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "darkdisk",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "DarkDiskCrypto", targets: ["DarkDiskCrypto"]),
+        .library(name: "DarkDisk", targets: ["DarkDisk"]),
+        .library(name: "DarkDiskFS", targets: ["DarkDiskFS"]),
+        .executable(name: "darkdisk", targets: ["darkdisk"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .target(name: "DarkDiskCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "DarkDisk", dependencies: [
+            "DarkDiskCrypto",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "DarkDiskFS", dependencies: [
+            "DarkDisk", "DarkDiskCrypto", "CFuse3",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "darkdisk", dependencies: [
+            "DarkDisk", "DarkDiskFS",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto"],
+                    resources: [.copy("Fixtures")]),
+        .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk"]),
+        .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

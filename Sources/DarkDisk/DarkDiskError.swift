@@ -1,0 +1,48 @@
+import Foundation
+
+/// The error type of the store: a stable code for programs and a one-line message for people.
+public struct DarkDiskError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
+    public enum Code: String, Sendable, Equatable {
+        /// An ID does not match its allowed character set or length.
+        case invalidID
+        /// An argument is outside what the operation accepts.
+        case invalidArgument
+        /// No store exists at the resolved location.
+        case storeNotFound
+        /// `init` found a store already there.
+        case storeExists
+        /// The key file is missing, malformed, or has unsafe permissions.
+        case keyFile
+        /// The store's key is passphrase-protected and no passphrase was given.
+        case passphraseRequired
+        /// The passphrase does not unwrap the master key.
+        case wrongPassphrase
+        /// The requested file is not stored locally.
+        case notFound
+        /// An encrypted file failed to decrypt (tampering, truncation, wrong key).
+        case corrupt
+        /// A system call failed; `errno` says why.
+        case io
+        /// The index database failed.
+        case database
+    }
+
+    public let code: Code
+    public let message: String
+    /// The POSIX errno behind an `.io` error, if any.
+    public let errno: Int32?
+
+    public init(_ code: Code, _ message: String, errno: Int32? = nil) {
+        self.code = code
+        self.message = message
+        self.errno = errno
+    }
+
+    public var description: String { message }
+    public var errorDescription: String? { message }
+
+    /// An `.io` error for a failed system call on `path`, carrying the current `errno`.
+    static func posix(_ what: String, path: String, errno code: Int32 = Foundation.errno) -> DarkDiskError {
+        DarkDiskError(.io, "\(what) \(path): \(String(cString: strerror(code)))", errno: code)
+    }
+}

@@ -1,0 +1,22 @@
+import DarkDiskCrypto
+import Foundation
+
+/// A stored file handed out for reading (the seeds' `ZDCDiskExport`). Its `cryptoFile` carries a retain
+/// token: while this value (or a copy of the token) is alive, no process deletes the file.
+public struct DiskExport: Sendable {
+    public let cryptoFile: CryptoFile
+    public let mode: StorageMode
+    public let pool: Pool
+    /// Bytes of plaintext in the file's data section.
+    public let plaintextSize: UInt64
+    /// Bytes the encrypted file occupies.
+    public let storedSize: UInt64
+    public let lastModified: Date
+    /// The per-file expiration as imported (0 = pool default, < 0 = never).
+    public let expiration: Double
+
+    public var isStoredPersistently: Bool { mode == .persistent }
+
+    /// The token that keeps the file on disk; it also carries the open descriptor readers can share.
+    public var retainToken: RetainToken { cryptoFile.retainToken as! RetainToken }
+}

@@ -1,0 +1,35 @@
+import DarkDiskCrypto
+import Foundation
+
+/// What to import into the store and how to keep it (the seeds' `ZDCDiskImport`).
+public struct DiskImport: Sendable {
+    /// Where the bytes come from.
+    public enum Source: Sendable {
+        /// Plaintext in memory.
+        case cleartextData(Data)
+        /// A plaintext file; it is read, not moved.
+        case cleartextFile(path: String)
+        /// A plaintext stream of unknown length (a pipe, stdin); read to its end.
+        case cleartextStream(fileDescriptor: Int32)
+        /// An already encrypted file; it is moved into the store, not copied.
+        case cryptoFile(CryptoFile)
+    }
+
+    public var source: Source
+    /// Keep the file until it is deleted instead of in the pool's cache (default: cache, as in the seeds).
+    public var storePersistently: Bool = false
+    /// Cache files only: 0 = the pool's default, < 0 = never expire, > 0 = seconds after last modification.
+    public var expiration: Double = 0
+    /// Persistent until the upload finishes, then a cache file.
+    public var migrateToCacheAfterUpload: Bool = false
+    /// Deleted once the upload finishes.
+    public var deleteAfterUpload: Bool = false
+
+    public init(_ source: Source) {
+        self.source = source
+    }
+
+    public init(cleartextData: Data) { self.init(.cleartextData(cleartextData)) }
+    public init(cleartextFilePath: String) { self.init(.cleartextFile(path: cleartextFilePath)) }
+    public init(cryptoFile: CryptoFile) { self.init(.cryptoFile(cryptoFile)) }
+}

@@ -1,0 +1,78 @@
+import DarkDiskCrypto
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DiskManager {
+    /// The stored `kind` file of a node, retained, or nil if it is not on local disk (never stored, deleted,
+    /// expired, or removed from the cache folder behind our back).
+    public func nodeFile(_ nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> DiskExport? {
+        try export(kind: kind, owner: nodeID.rawValue, identity: "")
+    }
+
+    /// A user's avatar for one identity, retained, or nil if not on local disk.
+    public func userAvatar(_ userID: UserID, identityID: IdentityID) throws(DarkDiskError) -> DiskExport? {
+        try export(kind: .avatar, owner: userID.rawValue, identity: identityID.rawValue)
+    }
+
+    /// Whether the `kind` file of a node is on local disk right now (a snapshot: use `nodeFile` to keep it).
+    public func hasNodeFile(_ nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> Bool {
+        guard let record = try read({ db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }) else { return false }
+        return try !isExpired(record) && access(path(of: record), F_OK) == 0
+    }
+
+    private func export(kind: FileKind, owner: String, identity: String) throws(DarkDiskError) -> DiskExport? {
+        // A concurrent replace can unlink the file between our index read and our lock; re-read then.
+        for _ in 0..<4 {
+            guard let record = try read({ db in try FileRecord.find(db, kind: kind, owner: owner, identity: identity) }) else {
+                return nil
+            }
+            if try isExpired(record) {
+                try deleteRecords([record])
+                return nil
+            }
+            let filePath = path(of: record)
+            let fd = open(filePath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            if fd < 0 {
+                let code = errno
+                guard code == ENOENT else { throw .posix("cannot open", path: filePath, errno: code) }
+                if record.mode == .cache {
+                    // The cache folder was purged: the file is simply not local any more.
+                    try forgetVanished(record)
+                    return nil
+                }
+                if try read({ db in try FileRecord.fetchOne(db, key: record.id) }) == nil { continue }
+                throw DarkDiskError(.corrupt, "persistent file \(filePath) of \(kind.rawValue) '\(owner)' is missing from the store")
+            }
+            flock(fd, LOCK_SH)
+            var st = stat()
+            guard fstat(fd, &st) == 0, st.st_nlink > 0 else {
+                close(fd)
+                continue
+            }
+            let fileKey = try unwrap(record.wrappedKey)
+            let now = Date().timeIntervalSince1970
+            _ = try? database.write { db in
+                try db.execute(sql: "UPDATE file SET lastAccess = ? WHERE id = ?", arguments: [now, record.id])
+            }
+            return export(record, fileKey: fileKey, token: RetainToken(fileDescriptor: fd, path: filePath, deleter: deleter))
+        }
+        throw DarkDiskError(.io, "\(kind.rawValue) '\(owner)' keeps changing while being opened; try again")
+    }
+
+    /// Whether a cache file is past its expiration (its own, or its pool's default when its own is 0).
+    func isExpired(_ record: FileRecord, now: Double = Date().timeIntervalSince1970) throws(DarkDiskError) -> Bool {
+        guard record.mode == .cache else { return false }
+        var expiration = record.expiration
+        if expiration == 0 { expiration = try settings(for: record.pool).defaultExpiration }
+        return expiration > 0 && record.modified + expiration <= now
+    }
+
+    /// Drops the row of a cache file that disappeared from disk.
+    private func forgetVanished(_ record: FileRecord) throws(DarkDiskError) {
+        _ = try write { db in try FileRecord.deleteOne(db, key: record.id) }
+        logger.info("cache file of \(record.kind.rawValue) '\(record.ownerID)' vanished from disk; treating it as not local")
+    }
+}

@@ -1,0 +1,124 @@
+import DarkDiskCrypto
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DiskManager {
+    /// Encrypts (or moves, for a CryptoFile) `diskImport` into the store as the `kind` section of a node,
+    /// replacing any previous file of that node and kind. Returns the stored file, retained.
+    ///
+    /// The file is written to a staging file, flushed and renamed into place before the index row commits,
+    /// so a crash leaves either the old file or the new one, never a half-written file in the index.
+    @discardableResult
+    public func importNodeFile(_ diskImport: DiskImport, nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> DiskExport {
+        guard kind != .avatar else {
+            throw DarkDiskError(.invalidArgument, "avatars belong to users: use importUserAvatar")
+        }
+        return try store(diskImport, kind: kind, owner: nodeID.rawValue, identity: "", contentKey: nodeKey(nodeID))
+    }
+
+    /// Stores an avatar for one identity of a user.
+    @discardableResult
+    public func importUserAvatar(_ diskImport: DiskImport, userID: UserID, identityID: IdentityID) throws(DarkDiskError) -> DiskExport {
+        try store(diskImport, kind: .avatar, owner: userID.rawValue, identity: identityID.rawValue, contentKey: userKey(userID))
+    }
+
+    private func store(_ diskImport: DiskImport, kind: FileKind, owner: String, identity: String, contentKey: SymmetricKey) throws(DarkDiskError) -> DiskExport {
+        let mode: StorageMode = diskImport.storePersistently ? .persistent : .cache
+        let staging = mode == .persistent ? location.persistentStaging : location.cacheStaging
+        try FileSystem.makeDirectory(staging)
+        let name = FileSystem.randomName()
+        let temporary = staging + "/" + name
+
+        let fileKey: SymmetricKey
+        let header: CryptoFileHeader
+        do {
+            switch diskImport.source {
+            case .cleartextData(let data):
+                header = try FileConversion.encrypt(data, key: contentKey, to: temporary)
+                fileKey = contentKey
+            case .cleartextFile(let path):
+                header = try FileConversion.encrypt(fileAt: path, key: contentKey, to: temporary)
+                fileKey = contentKey
+            case .cleartextStream(let fd):
+                header = try FileConversion.encrypt(fileDescriptor: fd, key: contentKey, to: temporary)
+                fileKey = contentKey
+            case .cryptoFile(let cryptoFile):
+                // Authenticate before moving, so a bad file is refused while it is still where the caller put it.
+                header = try CryptoFileReader(path: cryptoFile.path, key: cryptoFile.key).header
+                try FileSystem.move(cryptoFile.path, to: temporary)
+                fileKey = cryptoFile.key
+            }
+        } catch let error as CryptoError {
+            FileSystem.remove(temporary)
+            throw DarkDiskError(crypto: error)
+        } catch let error as DarkDiskError {
+            FileSystem.remove(temporary)
+            throw error
+        } catch {
+            FileSystem.remove(temporary)
+            throw DarkDiskError(.io, "import failed: \(error)")
+        }
+
+        // Hold the new file (shared lock) from before it is visible until the caller drops the export.
+        let fd = open(temporary, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw .posix("cannot open", path: temporary) }
+        var tokenOwned = false
+        defer { if !tokenOwned { close(fd); FileSystem.remove(temporary) } }
+        flock(fd, LOCK_SH)
+        guard fsync(fd) == 0 else { throw .posix("cannot flush", path: temporary) }
+        var st = stat()
+        fstat(fd, &st)
+
+        let finalPath = path(name: name, mode: mode)
+        try FileSystem.rename(temporary, to: finalPath)
+        let now = Date().timeIntervalSince1970
+        var record = FileRecord(
+            id: nil, kind: kind, ownerID: owner, identityID: identity, pool: kind.pool, mode: mode,
+            format: header.format, name: name, wrappedKey: Data(masterKey.wrap(fileKey)),
+            storedSize: Int64(st.st_size), plaintextSize: Int64(header.sectionSizes[header.format == .cloudFile ? CloudFileSection.data.rawValue : 0]),
+            created: now, modified: now, lastAccess: now, expiration: diskImport.expiration,
+            migrateToCacheAfterUpload: diskImport.migrateToCacheAfterUpload, deleteAfterUpload: diskImport.deleteAfterUpload)
+        let replaced: String?
+        do {
+            replaced = try write { db -> String? in
+                let old = try FileRecord.find(db, kind: kind, owner: owner, identity: identity)
+                if let old {
+                    try FileDeleter.markPending(db, paths: [path(of: old)])
+                    _ = try old.delete(db)
+                }
+                try record.insert(db)
+                return old.map(path(of:))
+            }
+        } catch {
+            FileSystem.remove(finalPath)
+            throw error
+        }
+        tokenOwned = true
+        if let replaced { deleter.tryDelete(replaced) }
+        let token = RetainToken(fileDescriptor: fd, path: finalPath, deleter: deleter)
+        return export(record, fileKey: fileKey, token: token)
+    }
+
+    /// Builds the export of a record the caller already holds a token for.
+    func export(_ record: FileRecord, fileKey: SymmetricKey, token: RetainToken) -> DiskExport {
+        DiskExport(
+            cryptoFile: CryptoFile(path: token.path, format: record.format, key: fileKey, retainToken: token),
+            mode: record.mode, pool: record.pool, plaintextSize: UInt64(record.plaintextSize),
+            storedSize: UInt64(record.storedSize), lastModified: Date(timeIntervalSince1970: record.modified),
+            expiration: record.expiration)
+    }
+}
+
+extension DarkDiskError {
+    /// Maps a format error to the store's error type, keeping errno for I/O failures (ENOSPC stays ENOSPC).
+    public init(crypto error: CryptoError) {
+        switch error.code {
+        case .io: self.init(.io, error.message, errno: error.errno)
+        case .invalidKey, .openssl, .outOfRange: self.init(.invalidArgument, error.message)
+        default: self.init(.corrupt, error.message)
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import DarkDiskCrypto
+import Foundation
+import GRDB
+import Logging
+
+/// The store: imports files (encrypting them), hands them out with retain tokens, keeps pools and
+/// settings in the index, and deletes safely. One instance per store per process; the CLI and the mount
+/// daemon may have the same store open at once.
+public final class DiskManager: Sendable {
+    public let location: StoreLocation
+    let database: DatabasePool
+    let masterKey: SymmetricKey
+    let deleter: FileDeleter
+    let logger: Logger
+
+    /// Whether a store has been created at `location` (its key file exists).
+    public static func exists(at location: StoreLocation) -> Bool {
+        FileManager.default.fileExists(atPath: location.keyPath)
+    }
+
+    /// Creates a new store: folders, a random master key (optionally wrapped by `passphrase`) and the index.
+    public static func create(at location: StoreLocation, passphrase: [UInt8]? = nil, logger: Logger = Logger(label: "darkdisk.store")) throws(DarkDiskError) -> DiskManager {
+        if exists(at: location) {
+            throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
+        }
+        try FileSystem.makeDirectory(location.configDirectory)
+        let key = try MasterKeyFile.create(at: location.keyPath, passphrase: passphrase)
+        return try DiskManager(location: location, masterKey: key, logger: logger)
+    }
+
+    /// Opens an existing store, unlocking its key with `passphrase` if it has one.
+    public convenience init(location: StoreLocation, passphrase: [UInt8]? = nil, logger: Logger = Logger(label: "darkdisk.store")) throws(DarkDiskError) {
+        guard DiskManager.exists(at: location) else {
+            throw DarkDiskError(.storeNotFound, "no store at \(location.configDirectory); run 'darkdisk init' first")
+        }
+        let key = try MasterKeyFile.load(at: location.keyPath, passphrase: passphrase)
+        try self.init(location: location, masterKey: key, logger: logger)
+    }
+
+    init(location: StoreLocation, masterKey: SymmetricKey, logger: Logger) throws(DarkDiskError) {
+        self.location = location
+        self.masterKey = masterKey
+        self.logger = logger
+        try FileSystem.makeDirectory(location.dataDirectory)
+        try FileSystem.makeDirectory(location.persistentFiles)
+        try FileSystem.makeDirectory(location.persistentStaging)
+        self.database = try IndexDatabase.open(path: location.indexPath)
+        self.deleter = FileDeleter(database: database)
+        deleter.sweep()
+    }
+
+    /// Where the file of `record` lives: persistent files next to the index, cache files in the cache folder.
+    func path(of record: FileRecord) -> String {
+        path(name: record.name, mode: record.mode)
+    }
+
+    func path(name: String, mode: StorageMode) -> String {
+        let root = mode == .persistent ? location.persistentFiles : location.cacheFiles
+        return root + "/" + name.prefix(2) + "/" + name
+    }
+
+    /// Runs a read on the index, mapping database errors to `DarkDiskError`.
+    func read<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {
+        do { return try database.read(body) } catch let error as DarkDiskError { throw error } catch {
+            throw DarkDiskError(.database, "index read failed: \(error)")
+        }
+    }
+
+    /// Runs a write transaction on the index, mapping database errors to `DarkDiskError`.
+    func write<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {
+        do { return try database.write(body) } catch let error as DarkDiskError { throw error } catch {
+            throw DarkDiskError(.database, "index write failed: \(error)")
+        }
+    }
+
+    /// The content key of a node, created (random) the first time the node is stored.
+    func nodeKey(_ nodeID: NodeID) throws(DarkDiskError) -> SymmetricKey {
+        try ownerKey(table: "node", id: nodeID.rawValue, extraColumns: ", created", extraValues: [Date().timeIntervalSince1970])
+    }
+
+    /// The content key for a user's avatars.
+    func userKey(_ userID: UserID) throws(DarkDiskError) -> SymmetricKey {
+        try ownerKey(table: "user", id: userID.rawValue, extraColumns: "", extraValues: [])
+    }
+
+    private func ownerKey(table: String, id: String, extraColumns: String, extraValues: [any DatabaseValueConvertible]) throws(DarkDiskError) -> SymmetricKey {
+        let fresh = SymmetricKey.random()
+        let wrapped = Data(masterKey.wrap(fresh))
+        let stored: Data = try write { db in
+            let placeholders = Array(repeating: ", ?", count: extraValues.count).joined()
+            try db.execute(sql: "INSERT OR IGNORE INTO \(table) (id, wrappedKey\(extraColumns)) VALUES (?, ?\(placeholders))",
+                           arguments: StatementArguments([id, wrapped] + extraValues))
+            return try Data.fetchOne(db, sql: "SELECT wrappedKey FROM \(table) WHERE id = ?", arguments: [id])!
+        }
+        return try unwrap(stored)
+    }
+
+    func unwrap(_ wrapped: Data) throws(DarkDiskError) -> SymmetricKey {
+        do { return try masterKey.unwrap(Array(wrapped)) } catch {
+            throw DarkDiskError(.corrupt, "a key in the index does not unwrap with this store's master key: \(error)")
+        }
+    }
+}

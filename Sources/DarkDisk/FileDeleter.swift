@@ -1,0 +1,57 @@
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Deletes files that are no longer in the index, unless a retain token (in any process) holds them;
+/// those stay in the `pendingDelete` table until the last holder releases them or a later sweep runs.
+final class FileDeleter: Sendable {
+    let database: DatabasePool
+
+    init(database: DatabasePool) {
+        self.database = database
+    }
+
+    /// Records `paths` as pending inside the caller's transaction, before the caller tries to delete them,
+    /// so that a token released in between still sees the entry.
+    static func markPending(_ db: Database, paths: [String]) throws {
+        let now = Date().timeIntervalSince1970
+        for path in paths {
+            try db.execute(sql: "INSERT OR IGNORE INTO pendingDelete (path, since) VALUES (?, ?)", arguments: [path, now])
+        }
+    }
+
+    /// Deletes `path` now if nobody retains it; returns whether it is gone.
+    @discardableResult
+    func tryDelete(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            if errno == ENOENT || errno == ELOOP { forget(path) ; return true }
+            return false
+        }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
+        unlink(path)
+        forget(path)
+        return true
+    }
+
+    /// Called when a retain token lets go: completes a delete that was waiting for it.
+    func finishPendingDelete(_ path: String) {
+        let pending = (try? database.read { db in
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM pendingDelete WHERE path = ?", arguments: [path])
+        }) ?? nil
+        if pending == true { tryDelete(path) }
+    }
+
+    /// Retries every pending delete (at start-up and from sweeps).
+    func sweep() {
+        let paths = (try? database.read { db in try String.fetchAll(db, sql: "SELECT path FROM pendingDelete") }) ?? []
+        for path in paths { tryDelete(path) }
+    }
+
+    private func forget(_ path: String) {
+        _ = try? database.write { db in try db.execute(sql: "DELETE FROM pendingDelete WHERE path = ?", arguments: [path]) }
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Thin, errno-checked wrappers over the POSIX calls the store relies on for atomicity
+/// (write to a staging file, fsync, rename, fsync the directory) and for locking (flock).
+enum FileSystem {
+    /// Creates `path` and its parents with `mode` (existing folders are left as they are).
+    static func makeDirectory(_ path: String, mode: mode_t = 0o700) throws(DarkDiskError) {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir) {
+            guard isDir.boolValue else { throw DarkDiskError(.io, "\(path) exists and is not a directory") }
+            return
+        }
+        let parent = (path as NSString).deletingLastPathComponent
+        if parent != path && !parent.isEmpty { try makeDirectory(parent, mode: mode) }
+        if mkdir(path, mode) != 0 && errno != EEXIST { throw .posix("cannot create directory", path: path) }
+    }
+
+    /// Writes a new file (never replacing one) and flushes it to disk.
+    static func writeNewFile(_ path: String, contents: Data, mode: mode_t) throws(DarkDiskError) {
+        try makeDirectory((path as NSString).deletingLastPathComponent)
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
+        guard fd >= 0 else { throw .posix("cannot create", path: path) }
+        defer { close(fd) }
+        let ok = contents.withUnsafeBytes { buffer -> Bool in
+            var done = 0
+            while done < buffer.count {
+                let n = write(fd, buffer.baseAddress! + done, buffer.count - done)
+                if n < 0 { if errno == EINTR { continue }; return false }
+                done += n
+            }
+            return true
+        }
+        guard ok, fsync(fd) == 0 else {
+            let e = errno
+            unlink(path)
+            throw .posix("cannot write", path: path, errno: e)
+        }
+        try syncDirectory(of: path)
+    }
+
+    /// Reads a small file that must be a regular file owned by us and closed to group and others.
+    static func readPrivateFile(_ path: String, what: String) throws(DarkDiskError) -> Data {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            if errno == ENOENT { throw DarkDiskError(.keyFile, "\(what) \(path) does not exist", errno: ENOENT) }
+            if errno == ELOOP { throw DarkDiskError(.keyFile, "\(what) \(path) is a symbolic link; refusing to use it", errno: ELOOP) }
+            throw .posix("cannot open \(what)", path: path)
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .posix("cannot stat \(what)", path: path) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { throw DarkDiskError(.keyFile, "\(what) \(path) is not a regular file") }
+        guard st.st_uid == getuid() else {
+            throw DarkDiskError(.keyFile, "\(what) \(path) is owned by uid \(st.st_uid), not by you (uid \(getuid())); refusing to use it")
+        }
+        let perms = st.st_mode & 0o777
+        guard perms & 0o077 == 0 else {
+            throw DarkDiskError(.keyFile, "\(what) \(path) is accessible by group or others (mode \(String(perms, radix: 8))); run 'chmod 600 \(path)'")
+        }
+        guard st.st_size < 1 << 20 else { throw DarkDiskError(.keyFile, "\(what) \(path) is too large") }
+        var data = Data(count: Int(st.st_size))
+        let n = data.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
+        guard n == Int(st.st_size) else { throw .posix("cannot read \(what)", path: path) }
+        return data
+    }
+
+    /// Flushes the directory entry of `path` (after a create or rename) so it survives a power loss.
+    static func syncDirectory(of path: String) throws(DarkDiskError) {
+        let dir = (path as NSString).deletingLastPathComponent
+        let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw .posix("cannot open directory", path: dir) }
+        defer { close(fd) }
+        _ = fsync(fd)
+    }
+
+    /// Atomically moves `source` to `destination` (same file system), creating the destination folder.
+    static func rename(_ source: String, to destination: String) throws(DarkDiskError) {
+        try makeDirectory((destination as NSString).deletingLastPathComponent)
+        guard Glibc.rename(source, destination) == 0 else { throw .posix("cannot move \(source) to", path: destination) }
+        try syncDirectory(of: destination)
+    }
+
+    /// Removes a file; a file that is already gone is not an error.
+    static func remove(_ path: String) {
+        if unlink(path) != 0 && errno != ENOENT {
+            // Leave it: the orphan sweep at the next start retries.
+        }
+    }
+
+    /// A fresh random file name (128 bits, hex) with an extension.
+    static func randomName(extension ext: String = "ddf") -> String {
+        var rng = SystemRandomNumberGenerator()
+        return String(format: "%016llx%016llx.%@", rng.next() as UInt64, rng.next() as UInt64, ext)
+    }
+
+    /// Bytes a file occupies on disk (allocated blocks), or nil if it is gone.
+    static func allocatedSize(_ path: String) -> UInt64? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return UInt64(st.st_blocks) * 512
+    }
+}
+
+extension FileSystem {
+    /// Moves a file, across file systems if needed (copy, flush, then unlink the source).
+    static func move(_ source: String, to destination: String) throws(DarkDiskError) {
+        if Glibc.rename(source, destination) == 0 { return }
+        guard errno == EXDEV else { throw .posix("cannot move \(source) to", path: destination) }
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw .posix("cannot open", path: source) }
+        defer { close(input) }
+        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw .posix("cannot create", path: destination) }
+        defer { close(output) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = read(input, &buffer, buffer.count)
+            if n < 0 { if errno == EINTR { continue }; let e = errno; unlink(destination); throw .posix("cannot read", path: source, errno: e) }
+            if n == 0 { break }
+            var done = 0
+            while done < n {
+                let w = buffer.withUnsafeBytes { write(output, $0.baseAddress! + done, n - done) }
+                if w < 0 { if errno == EINTR { continue }; let e = errno; unlink(destination); throw .posix("cannot write", path: destination, errno: e) }
+                done += w
+            }
+        }
+        guard fsync(output) == 0 else { let e = errno; unlink(destination); throw .posix("cannot flush", path: destination, errno: e) }
+        unlink(source)
+    }
+}

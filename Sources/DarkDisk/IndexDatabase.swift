@@ -1,0 +1,78 @@
+import Foundation
+import GRDB
+
+/// The store's index: one SQLite database (WAL, through GRDB) shared by the CLI and the mount daemon.
+enum IndexDatabase {
+    /// Opens (creating and migrating if needed) the index at `path`.
+    static func open(path: String) throws(DarkDiskError) -> DatabasePool {
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        config.label = "darkdisk.index"
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        do {
+            let pool = try DatabasePool(path: path, configuration: config)
+            try migrator.migrate(pool)
+            return pool
+        } catch {
+            throw DarkDiskError(.database, "cannot open the index \(path): \(error)")
+        }
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.create(table: "setting") { t in
+                t.primaryKey("pool", .text)
+                t.column("maxSize", .integer).notNull()
+                t.column("defaultExpiration", .double).notNull()
+            }
+            for pool in Pool.allCases {
+                try db.execute(sql: "INSERT INTO setting (pool, maxSize, defaultExpiration) VALUES (?, ?, ?)",
+                               arguments: [pool.rawValue, Int64(pool.defaultMaxSize), pool.defaultExpiration])
+            }
+            // The outline: every node known locally, with its content key wrapped by the master key.
+            try db.create(table: "node") { t in
+                t.primaryKey("id", .text)
+                t.column("wrappedKey", .blob).notNull()
+                t.column("name", .text)
+                t.column("parentID", .text)
+                t.column("cloudETag", .text)
+                t.column("created", .double).notNull()
+            }
+            try db.create(table: "user") { t in
+                t.primaryKey("id", .text)
+                t.column("wrappedKey", .blob).notNull()
+            }
+            // One row per stored encrypted file.
+            try db.create(table: "file") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("kind", .text).notNull()
+                t.column("ownerID", .text).notNull()
+                t.column("identityID", .text).notNull().defaults(to: "")
+                t.column("pool", .text).notNull()
+                t.column("mode", .text).notNull()
+                t.column("format", .integer).notNull()
+                t.column("name", .text).notNull().unique()
+                t.column("wrappedKey", .blob).notNull()
+                t.column("storedSize", .integer).notNull()
+                t.column("plaintextSize", .integer).notNull()
+                t.column("created", .double).notNull()
+                t.column("modified", .double).notNull()
+                t.column("lastAccess", .double).notNull()
+                t.column("expiration", .double).notNull().defaults(to: 0)
+                t.column("migrateToCacheAfterUpload", .boolean).notNull().defaults(to: false)
+                t.column("deleteAfterUpload", .boolean).notNull().defaults(to: false)
+                t.uniqueKey(["kind", "ownerID", "identityID"])
+            }
+            try db.create(index: "file_lru", on: "file", columns: ["pool", "mode", "lastAccess"])
+            // Files whose row is gone but which a retain token still holds; the last holder deletes them.
+            try db.create(table: "pendingDelete") { t in
+                t.primaryKey("path", .text)
+                t.column("since", .double).notNull()
+            }
+        }
+        return migrator
+    }
+}

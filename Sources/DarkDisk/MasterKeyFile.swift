@@ -1,0 +1,97 @@
+import DarkDiskCrypto
+import Foundation
+
+/// The store's master key on disk: a random key in a `0600` JSON file, either in the clear (`kdf: none`)
+/// or wrapped by a key derived from a passphrase with scrypt (as gocryptfs keeps `gocryptfs.conf`).
+public enum MasterKeyFile {
+    /// scrypt cost used for new key files (gocryptfs' default); the file records it, so it may change later.
+    public static let scryptN: UInt64 = 1 << 16
+    public static let scryptR: UInt64 = 8
+    public static let scryptP: UInt64 = 1
+
+    struct Contents: Codable {
+        var version: Int
+        var kdf: String
+        var key: String?
+        var n: UInt64?
+        var r: UInt64?
+        var p: UInt64?
+        var salt: String?
+        var wrappedKey: String?
+    }
+
+    /// Creates a new random master key at `path` (failing if one exists) and returns it.
+    public static func create(at path: String, passphrase: [UInt8]?) throws(DarkDiskError) -> SymmetricKey {
+        let key = SymmetricKey.random()
+        var contents = Contents(version: 1, kdf: "none")
+        if let passphrase {
+            let salt = SecureRandom.bytes(32)
+            let kek: SymmetricKey
+            do {
+                kek = try Scrypt.deriveKey(passphrase: passphrase, salt: salt, n: scryptN, r: scryptR, p: scryptP)
+            } catch {
+                throw DarkDiskError(.keyFile, "cannot derive a key from the passphrase: \(error)")
+            }
+            contents.kdf = "scrypt"
+            contents.n = scryptN
+            contents.r = scryptR
+            contents.p = scryptP
+            contents.salt = Hex.encode(salt)
+            contents.wrappedKey = Hex.encode(kek.wrap(key))
+        } else {
+            contents.key = Hex.encode(key.bytes)
+        }
+        let json: Data
+        do { json = try JSONEncoder().encode(contents) } catch {
+            throw DarkDiskError(.keyFile, "cannot encode key file: \(error)")
+        }
+        try FileSystem.writeNewFile(path, contents: json + Data("\n".utf8), mode: 0o600)
+        return key
+    }
+
+    /// Whether the key file at `path` needs a passphrase.
+    public static func needsPassphrase(at path: String) throws(DarkDiskError) -> Bool {
+        try read(at: path).kdf != "none"
+    }
+
+    /// Loads the master key, refusing a key file that group or others can access.
+    public static func load(at path: String, passphrase: [UInt8]?) throws(DarkDiskError) -> SymmetricKey {
+        let contents = try read(at: path)
+        switch contents.kdf {
+        case "none":
+            guard let hex = contents.key, let bytes = Hex.decode(hex), let key = try? SymmetricKey(bytes: bytes) else {
+                throw DarkDiskError(.keyFile, "key file \(path) is malformed")
+            }
+            return key
+        case "scrypt":
+            guard let passphrase else {
+                throw DarkDiskError(.passphraseRequired, "the store's key is protected by a passphrase: pass --passphrase-file FILE (or set DARKDISK_PASSPHRASE_FILE)")
+            }
+            guard let n = contents.n, let r = contents.r, let p = contents.p,
+                  let salt = contents.salt.flatMap(Hex.decode), let wrapped = contents.wrappedKey.flatMap(Hex.decode) else {
+                throw DarkDiskError(.keyFile, "key file \(path) is malformed")
+            }
+            let kek: SymmetricKey
+            do {
+                kek = try Scrypt.deriveKey(passphrase: passphrase, salt: salt, n: n, r: r, p: p)
+            } catch {
+                throw DarkDiskError(.keyFile, "key file \(path) has unusable scrypt parameters: \(error)")
+            }
+            do {
+                return try kek.unwrap(wrapped)
+            } catch {
+                throw DarkDiskError(.wrongPassphrase, "wrong passphrase for key file \(path)")
+            }
+        default:
+            throw DarkDiskError(.keyFile, "key file \(path) uses an unknown key derivation '\(ValidatedID.printable(contents.kdf))'")
+        }
+    }
+
+    private static func read(at path: String) throws(DarkDiskError) -> Contents {
+        let data = try FileSystem.readPrivateFile(path, what: "key file")
+        guard let contents = try? JSONDecoder().decode(Contents.self, from: data), contents.version == 1 else {
+            throw DarkDiskError(.keyFile, "key file \(path) is malformed or of an unknown version")
+        }
+        return contents
+    }
+}

@@ -1,0 +1,5 @@
+/// Persistent files stay until deleted; cache files belong to a size-limited, expiring pool (DESIGN §1).
+public enum StorageMode: String, Sendable, Codable {
+    case persistent
+    case cache
+}

@@ -1,0 +1,182 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Random-access reader of an encrypted file in either format. Opening reads and authenticates the header
+/// with one `pread` and checks the file length with `fstat`; each read then decrypts and verifies only the
+/// chunks it covers. Immutable after opening, so any number of threads may read concurrently.
+public final class CryptoFileReader: Sendable {
+    /// Bytes before the ciphertext in a read's scratch buffer, holding the chunk parameters.
+    private static let scratchPrefix = 64
+
+    /// The authenticated header.
+    public let header: CryptoFileHeader
+    private let fd: Int32
+    private let closeOnDeinit: Bool
+    private let fileID: [UInt8]
+    private let fileKey: [UInt8]
+    private let name: String
+
+    /// Opens the file at `fileDescriptor` (readable with `pread`). With `closeOnDeinit` the reader owns the
+    /// descriptor and closes it when released; if opening throws, the descriptor is left open.
+    public convenience init(fileDescriptor: Int32, key: SymmetricKey, closeOnDeinit: Bool) throws(CryptoError) {
+        let name = "file descriptor \(fileDescriptor)"
+        let (header, fileKey) = try Self.authenticate(fileDescriptor, key: key, name: name)
+        self.init(fileDescriptor: fileDescriptor, header: header, fileKey: fileKey, closeOnDeinit: closeOnDeinit, name: name)
+    }
+
+    /// Opens `path` read-only; the reader closes it when released.
+    public convenience init(path: String, key: SymmetricKey) throws(CryptoError) {
+        let fd = try POSIXIO.openForReading(path)
+        let header: CryptoFileHeader
+        let fileKey: [UInt8]
+        do {
+            (header, fileKey) = try Self.authenticate(fd, key: key, name: path)
+        } catch {
+            close(fd)
+            throw error
+        }
+        self.init(fileDescriptor: fd, header: header, fileKey: fileKey, closeOnDeinit: true, name: path)
+    }
+
+    private init(fileDescriptor: Int32, header: CryptoFileHeader, fileKey: [UInt8], closeOnDeinit: Bool, name: String) {
+        fd = fileDescriptor
+        self.header = header
+        self.fileID = header.fileID
+        self.fileKey = fileKey
+        self.closeOnDeinit = closeOnDeinit
+        self.name = name
+    }
+
+    deinit {
+        if closeOnDeinit { close(fd) }
+    }
+
+    /// Reads, parses and authenticates the header and checks that the file has exactly the length it implies.
+    private static func authenticate(_ fd: Int32, key: SymmetricKey, name: String) throws(CryptoError) -> (CryptoFileHeader, [UInt8]) {
+        var bytes = [UInt8](repeating: 0, count: CryptoFormat.headerSize)
+        let readResult: Result<Int, CryptoError> = bytes.withUnsafeMutableBytes { buffer in
+            Result { () throws(CryptoError) in
+                try POSIXIO.pread(fd, into: buffer.baseAddress!, count: buffer.count, at: 0, name: name)
+            }
+        }
+        let count = try readResult.get()
+        let (header, fileKey) = try CryptoFileHeader.decode(Array(bytes[0..<count]), contentKey: key, name: name)
+        let actual = try POSIXIO.fileSize(fd, name: name)
+        let expected = header.fileLength
+        if actual < expected {
+            throw CryptoError(.truncated, "\(name) is truncated: \(actual) bytes, the header says \(expected)")
+        }
+        if actual > expected {
+            throw CryptoError(.extended, "\(name) is longer than its header says: \(actual) bytes, expected \(expected)")
+        }
+        return (header, fileKey)
+    }
+
+    /// The section holding the content: 0 for cache files, 2 for cloud files.
+    public var dataSection: Int { header.format.dataSection }
+
+    /// Plaintext size of `section`.
+    public func plaintextSize(ofSection section: Int) -> UInt64 {
+        header.sectionSizes[section]
+    }
+
+    /// Reads plaintext [offset, offset + count) of `section`, clamped at the section's end, into `buffer`
+    /// (which must hold `count` bytes) and returns the number of bytes written. Reading at the end returns
+    /// 0; an offset past the end is `.outOfRange`. Issues one `pread` for the covering chunks' ciphertext,
+    /// then verifies and decrypts each chunk; on a failed chunk the buffer is zeroed and the error names
+    /// the section and chunk. This is the FUSE hot path: its only allocations are one scratch buffer and
+    /// one cipher context.
+    public func read(section: Int, offset: UInt64, count: Int, into buffer: UnsafeMutableRawBufferPointer) throws(CryptoError) -> Int {
+        precondition(count >= 0 && count <= buffer.count, "count \(count) does not fit the buffer of \(buffer.count) bytes")
+        guard section >= 0 && section < header.format.sectionCount else {
+            throw CryptoError(.outOfRange, "\(name) has no section \(section)")
+        }
+        let size = header.sectionSizes[section]
+        guard offset <= size else {
+            throw CryptoError(.outOfRange, "offset \(offset) is past the end (\(size)) of section \(section) of \(name)", section: section)
+        }
+        let length = Int(min(UInt64(count), size - offset))
+        guard length > 0, let destination = buffer.baseAddress else { return 0 }
+
+        let chunkSize = UInt64(header.chunkSize)
+        let stride = chunkSize + UInt64(CryptoFormat.tagSize)
+        let end = offset + UInt64(length)
+        let firstChunk = offset / chunkSize
+        let lastChunk = (end - 1) / chunkSize
+        let lastChunkOfSection = header.chunkCount(ofSection: section) - 1
+        let readStart = header.sectionOffset(section) + firstChunk * stride
+        let readLength = Int((lastChunk - firstChunk) * stride) + header.plaintextLength(ofChunk: lastChunk, section: section)
+            + CryptoFormat.tagSize
+
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: Self.scratchPrefix + readLength, alignment: 16)
+        defer { scratch.deallocate() }
+        let ciphertext = scratch + Self.scratchPrefix
+        let got = try POSIXIO.pread(fd, into: ciphertext, count: readLength, at: readStart, name: name)
+        guard got == readLength else {
+            throw CryptoError(.truncated, "\(name) was truncated after it was opened", section: section, chunk: firstChunk)
+        }
+        let context = try GCMContext(key: fileKey, encrypting: false)
+        for chunk in firstChunk...lastChunk {
+            let chunkStart = chunk * chunkSize
+            let chunkLength = header.plaintextLength(ofChunk: chunk, section: section)
+            let sealed = ciphertext + Int((chunk - firstChunk) * stride)
+            let wantedStart = Int(max(offset, chunkStart) - chunkStart)
+            let wantedEnd = Int(min(end, chunkStart + UInt64(chunkLength)) - chunkStart)
+            let target = destination + Int(chunkStart + UInt64(wantedStart) - offset)
+            let whole = wantedStart == 0 && wantedEnd == chunkLength
+            ChunkParameters.write(to: scratch, fileID: fileID, section: section, chunk: chunk, last: chunk == lastChunkOfSection)
+            let verified = try context.open(nonce: ChunkParameters.nonce(in: scratch), aad: ChunkParameters.aad(in: scratch),
+                                            ciphertext: sealed, count: chunkLength, tag: sealed + chunkLength,
+                                            plaintext: whole ? target : sealed)
+            guard verified else {
+                destination.initializeMemory(as: UInt8.self, repeating: 0, count: length)
+                throw CryptoError(.chunkAuthenticationFailed,
+                                  "\(name): chunk \(chunk) of section \(section) failed authentication (tampered or corrupted)",
+                                  section: section, chunk: chunk)
+            }
+            if !whole {
+                target.copyMemory(from: sealed + wantedStart, byteCount: wantedEnd - wantedStart)
+            }
+        }
+        return length
+    }
+
+    /// Reads plaintext [offset, offset + count) of `section`, clamped at its end, into a new array.
+    public func read(section: Int, offset: UInt64, count: Int) throws(CryptoError) -> [UInt8] {
+        precondition(count >= 0, "negative count \(count)")
+        guard section >= 0 && section < header.format.sectionCount else {
+            throw CryptoError(.outOfRange, "\(name) has no section \(section)")
+        }
+        let available = header.sectionSizes[section] > offset ? header.sectionSizes[section] - offset : 0
+        let capacity = Int(min(UInt64(count), available))
+        var failure: CryptoError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            do throws(CryptoError) {
+                initialized = try read(section: section, offset: offset, count: capacity, into: UnsafeMutableRawBufferPointer(buffer))
+            } catch {
+                failure = error
+                initialized = 0
+            }
+        }
+        if let failure { throw failure }
+        return bytes
+    }
+
+    /// Reads plaintext [offset, offset + count) of `section`, clamped at its end, into a new `Data`.
+    func readData(section: Int, offset: UInt64, count: Int) throws(CryptoError) -> Data {
+        guard section >= 0 && section < header.format.sectionCount else {
+            throw CryptoError(.outOfRange, "\(name) has no section \(section)")
+        }
+        let available = header.sectionSizes[section] > offset ? header.sectionSizes[section] - offset : 0
+        var data = Data(count: Int(min(UInt64(count), available)))
+        let result: Result<Int, CryptoError> = data.withUnsafeMutableBytes { buffer in
+            Result { () throws(CryptoError) in
+                try read(section: section, offset: offset, count: buffer.count, into: buffer)
+            }
+        }
+        data.count = try result.get()
+        return data
+    }
+}

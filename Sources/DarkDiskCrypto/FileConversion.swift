@@ -1,0 +1,134 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Whole-file conversions between plaintext and the encrypted formats. Output files are created with
+/// mode 0600 (replacing any old file) and removed again if anything fails; nothing is fsynced.
+public enum FileConversion {
+    /// Bytes moved per read or write when streaming.
+    static let blockSize = 1 << 20
+
+    /// Encrypts `data` into a new file at `path`. For `.cloudFile`, `data` becomes the data section and
+    /// the metadata and thumbnail sections are empty.
+    public static func encrypt(_ data: Data, key: SymmetricKey, format: CryptoFileFormat = .cacheFile, to path: String,
+                               chunkSize: UInt32 = CryptoFormat.defaultChunkSize) throws(CryptoError) -> CryptoFileHeader {
+        try writeFile(at: path, key: key, format: format, chunkSize: chunkSize) { writer throws(CryptoError) in
+            for _ in 0..<format.dataSection {
+                try writer.endSection()
+            }
+            try writer.append(data)
+        }
+    }
+
+    /// Encrypts the file at `source` into a new cache file at `path`, reading 1 MiB at a time.
+    public static func encrypt(fileAt source: String, key: SymmetricKey, to path: String,
+                               chunkSize: UInt32 = CryptoFormat.defaultChunkSize) throws(CryptoError) -> CryptoFileHeader {
+        let fd = try POSIXIO.openForReading(source)
+        defer { close(fd) }
+        return try writeFile(at: path, key: key, format: .cacheFile, chunkSize: chunkSize) { writer throws(CryptoError) in
+            try copyStream(fd, name: source, into: writer)
+        }
+    }
+
+    /// Encrypts everything readable from `source` (a pipe, stdin: any stream of unknown length, read until
+    /// end of file) into a new cache file at `path`. Does not close `source`.
+    public static func encrypt(fileDescriptor source: Int32, key: SymmetricKey, to path: String,
+                               chunkSize: UInt32 = CryptoFormat.defaultChunkSize) throws(CryptoError) -> CryptoFileHeader {
+        try writeFile(at: path, key: key, format: .cacheFile, chunkSize: chunkSize) { writer throws(CryptoError) in
+            try copyStream(source, name: "file descriptor \(source)", into: writer)
+        }
+    }
+
+    /// Writes a cloud file at `path`: `metadata` and `thumbnail` (empty sections when nil) followed by the
+    /// content of the file at `dataFileAt`.
+    public static func encryptCloudFile(metadata: Data?, thumbnail: Data?, dataFileAt: String, key: SymmetricKey, to path: String,
+                                        chunkSize: UInt32 = CryptoFormat.defaultChunkSize) throws(CryptoError) -> CryptoFileHeader {
+        let fd = try POSIXIO.openForReading(dataFileAt)
+        defer { close(fd) }
+        return try writeFile(at: path, key: key, format: .cloudFile, chunkSize: chunkSize) { writer throws(CryptoError) in
+            if let metadata { try writer.append(metadata) }
+            try writer.endSection()
+            if let thumbnail { try writer.append(thumbnail) }
+            try writer.endSection()
+            try copyStream(fd, name: dataFileAt, into: writer)
+        }
+    }
+
+    /// Decrypts `section` (`nil`: the data section) of the file at `path` into memory.
+    public static func decryptIntoMemory(path: String, key: SymmetricKey, section: Int? = nil) throws(CryptoError) -> Data {
+        let reader = try CryptoFileReader(path: path, key: key)
+        let section = section ?? reader.dataSection
+        guard section >= 0 && section < reader.header.format.sectionCount else {
+            throw CryptoError(.outOfRange, "\(path) has no section \(section)")
+        }
+        let size = reader.plaintextSize(ofSection: section)
+        guard size <= UInt64(Int.max) else {
+            throw CryptoError(.outOfRange, "section \(section) of \(path) is too large for memory")
+        }
+        var plaintext = Data(capacity: Int(size))
+        var offset: UInt64 = 0
+        while offset < size {
+            let block = try reader.readData(section: section, offset: offset, count: blockSize)
+            plaintext.append(block)
+            offset += UInt64(block.count)
+        }
+        return plaintext
+    }
+
+    /// Decrypts `section` (`nil`: the data section) of the file at `path` into a new file at `output`.
+    public static func decrypt(path: String, key: SymmetricKey, section: Int? = nil, toFileAt output: String) throws(CryptoError) {
+        let reader = try CryptoFileReader(path: path, key: key)
+        let section = section ?? reader.dataSection
+        guard section >= 0 && section < reader.header.format.sectionCount else {
+            throw CryptoError(.outOfRange, "\(path) has no section \(section)")
+        }
+        let fd = try POSIXIO.createFile(output)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 16)
+        defer { buffer.deallocate() }
+        do {
+            let size = reader.plaintextSize(ofSection: section)
+            var offset: UInt64 = 0
+            while offset < size {
+                let count = try reader.read(section: section, offset: offset, count: blockSize, into: buffer)
+                try POSIXIO.write(fd, from: buffer.baseAddress!, count: count, name: output)
+                offset += UInt64(count)
+            }
+            try POSIXIO.closeWritten(fd, name: output)
+        } catch {
+            close(fd)
+            unlink(output)
+            throw error
+        }
+    }
+
+    /// Creates `path`, lets `body` fill a writer for it, finishes and closes it; removes the file on failure.
+    private static func writeFile(at path: String, key: SymmetricKey, format: CryptoFileFormat, chunkSize: UInt32,
+                                  body: (CryptoFileWriter) throws(CryptoError) -> Void) throws(CryptoError) -> CryptoFileHeader {
+        let fd = try POSIXIO.createFile(path)
+        var closed = false
+        do {
+            let writer = try CryptoFileWriter(fileDescriptor: fd, key: key, format: format, chunkSize: chunkSize, name: path)
+            try body(writer)
+            let header = try writer.finish()
+            closed = true
+            try POSIXIO.closeWritten(fd, name: path)
+            return header
+        } catch {
+            if !closed { close(fd) }
+            unlink(path)
+            throw error
+        }
+    }
+
+    /// Appends everything readable from `fd` until end of file to the writer's current section.
+    private static func copyStream(_ fd: Int32, name: String, into writer: CryptoFileWriter) throws(CryptoError) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = try POSIXIO.read(fd, into: buffer.baseAddress!, count: buffer.count, name: name)
+            if count == 0 { return }
+            try writer.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        }
+    }
+}

@@ -1,0 +1,90 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// errno-checked loops over the POSIX I/O calls the module uses, retrying `EINTR` and short transfers.
+enum POSIXIO {
+    /// Flags and mode for every file this module creates: private to the owner, replacing old content.
+    static func createFile(_ path: String) throws(CryptoError) -> Int32 {
+        let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .posix("cannot create \(path)", errno: errno) }
+        return fd
+    }
+
+    /// Opens `path` for reading.
+    static func openForReading(_ path: String) throws(CryptoError) -> Int32 {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .posix("cannot open \(path)", errno: errno) }
+        return fd
+    }
+
+    /// Closes a descriptor this module wrote to, reporting a failed close (which can carry a deferred write error).
+    static func closeWritten(_ fd: Int32, name: String) throws(CryptoError) {
+        guard close(fd) == 0 else { throw .posix("cannot write \(name)", errno: errno) }
+    }
+
+    /// Reads up to `count` bytes at `offset`, stopping early only at end of file; returns the bytes read.
+    static func pread(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: UInt64,
+                      name: String) throws(CryptoError) -> Int {
+        var done = 0
+        while done < count {
+            let result = Glibc.pread(fd, buffer + done, count - done, off_t(offset) + off_t(done))
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw .posix("cannot read \(name)", errno: errno)
+            }
+            if result == 0 { break }
+            done += result
+        }
+        return done
+    }
+
+    /// Writes all `count` bytes at `offset`.
+    static func pwrite(_ fd: Int32, from buffer: UnsafeRawPointer, count: Int, at offset: UInt64,
+                       name: String) throws(CryptoError) {
+        var done = 0
+        while done < count {
+            let result = Glibc.pwrite(fd, buffer + done, count - done, off_t(offset) + off_t(done))
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw .posix("cannot write \(name)", errno: errno)
+            }
+            done += result
+        }
+    }
+
+    /// Reads from a stream until `count` bytes arrived or it ended; returns the bytes read (0 only at end).
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, name: String) throws(CryptoError) -> Int {
+        var done = 0
+        while done < count {
+            let result = Glibc.read(fd, buffer + done, count - done)
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw .posix("cannot read \(name)", errno: errno)
+            }
+            if result == 0 { break }
+            done += result
+        }
+        return done
+    }
+
+    /// Writes all `count` bytes to a stream at its current position.
+    static func write(_ fd: Int32, from buffer: UnsafeRawPointer, count: Int, name: String) throws(CryptoError) {
+        var done = 0
+        while done < count {
+            let result = Glibc.write(fd, buffer + done, count - done)
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw .posix("cannot write \(name)", errno: errno)
+            }
+            done += result
+        }
+    }
+
+    /// The size of the open file `fd`.
+    static func fileSize(_ fd: Int32, name: String) throws(CryptoError) -> UInt64 {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw .posix("cannot stat \(name)", errno: errno) }
+        return UInt64(status.st_size)
+    }
+}

@@ -1,0 +1,181 @@
+import CFuse3
+import DarkDisk
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension FuseFileSystem {
+    func lookup(_ req: fuse_req_t?, parent: fuse_ino_t, name: String) {
+        guard let parentEntry = inodes.withLock({ $0.entry(for: parent) }) else { fuse_reply_err(req, ENOENT); return }
+        do {
+            guard let entry = try child(of: parentEntry, named: name), var st = try attributes(of: entry) else {
+                fuse_reply_err(req, ENOENT)
+                return
+            }
+            let ino = inodes.withLock { $0.inode(for: entry) }
+            st.st_ino = __ino_t(ino)
+            var param = fuse_entry_param()
+            param.ino = ino
+            param.generation = 1
+            param.attr = st
+            param.attr_timeout = cacheTimeout
+            param.entry_timeout = cacheTimeout
+            fuse_reply_entry(req, &param)
+        } catch {
+            logger.error("lookup of \(name): \(error)")
+            fuse_reply_err(req, FuseErrno.from(error))
+        }
+    }
+
+    func getattr(_ req: fuse_req_t?, ino: fuse_ino_t) {
+        guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { fuse_reply_err(req, ENOENT); return }
+        do {
+            guard var st = try attributes(of: entry) else { fuse_reply_err(req, ENOENT); return }
+            st.st_ino = __ino_t(ino)
+            fuse_reply_attr(req, &st, cacheTimeout)
+        } catch {
+            fuse_reply_err(req, FuseErrno.from(error))
+        }
+    }
+
+    func opendir(_ req: fuse_req_t?, ino: fuse_ino_t, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard let entry = inodes.withLock({ $0.entry(for: ino) }), entry.isDirectory else { fuse_reply_err(req, ENOTDIR); return }
+        do {
+            let parentIno = inodes.withLock { $0.inode(for: entry.parent) }
+            var listing = [DirectoryEntry(name: ".", ino: ino, isDirectory: true), DirectoryEntry(name: "..", ino: parentIno, isDirectory: true)]
+            for (name, child) in try children(of: entry) {
+                listing.append(DirectoryEntry(name: name, ino: inodes.withLock { $0.inode(for: child) }, isDirectory: child.isDirectory))
+            }
+            let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
+            directoryListings.withLock { $0[handle] = listing }
+            fi.pointee.fh = handle
+            fuse_reply_open(req, fi)
+        } catch {
+            logger.error("listing: \(error)")
+            fuse_reply_err(req, FuseErrno.from(error))
+        }
+    }
+
+    func readdir(_ req: fuse_req_t?, ino: fuse_ino_t, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard let listing = directoryListings.withLock({ $0[fi.pointee.fh] }) else { fuse_reply_err(req, EBADF); return }
+        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(size, 1))
+        defer { buffer.deallocate() }
+        var used = 0
+        var index = Int(offset)
+        while index < listing.count {
+            let item = listing[index]
+            var st = stat()
+            st.st_ino = __ino_t(item.ino)
+            st.st_mode = item.isDirectory ? S_IFDIR : S_IFREG
+            let needed = fuse_add_direntry(req, buffer + used, size - used, item.name, &st, off_t(index + 1))
+            if needed > size - used { break }
+            used += needed
+            index += 1
+        }
+        fuse_reply_buf(req, buffer, used)
+    }
+
+    func releasedir(_ req: fuse_req_t?, fi: UnsafeMutablePointer<fuse_file_info>) {
+        _ = directoryListings.withLock { $0.removeValue(forKey: fi.pointee.fh) }
+        fuse_reply_err(req, 0)
+    }
+
+    func statfs(_ req: fuse_req_t?) {
+        // fstatvfs: Swift cannot call `statvfs()`, whose name it resolves to the struct.
+        let fd = Glibc.open(manager.location.dataDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { fuse_reply_err(req, errno); return }
+        defer { close(fd) }
+        var st = statvfs()
+        guard fstatvfs(fd, &st) == 0 else { fuse_reply_err(req, errno); return }
+        fuse_reply_statfs(req, &st)
+    }
+
+    /// The entry called `name` inside `parent`, if the store has it.
+    func child(of parent: FSEntry, named name: String) throws(DarkDiskError) -> FSEntry? {
+        switch parent {
+        case .root:
+            return ["nodes": .nodes, "thumbs": .thumbs, "avatars": .avatars][name]
+        case .nodes:
+            guard let id = try? NodeID(name), try !manager.storedFiles(id).isEmpty else { return nil }
+            return .nodeDirectory(id)
+        case .nodeDirectory(let id):
+            guard let kind = FileKind(rawValue: name), kind != .avatar, try manager.storedFile(id, kind: kind) != nil else { return nil }
+            return .nodeFile(id, kind)
+        case .thumbs:
+            guard let id = try? NodeID(name), try manager.storedFile(id, kind: .thumbnail) != nil else { return nil }
+            return .thumb(id)
+        case .avatars:
+            guard let user = try? UserID(name), try !manager.storedAvatars(user).isEmpty else { return nil }
+            return .avatarDirectory(user)
+        case .avatarDirectory(let user):
+            guard let identity = try? IdentityID(name), try manager.storedAvatar(user, identityID: identity) != nil else { return nil }
+            return .avatarFile(user, identity)
+        case .nodeFile, .thumb, .avatarFile:
+            return nil
+        }
+    }
+
+    /// The named children of a folder.
+    func children(of entry: FSEntry) throws(DarkDiskError) -> [(String, FSEntry)] {
+        switch entry {
+        case .root:
+            return [("nodes", .nodes), ("thumbs", .thumbs), ("avatars", .avatars)]
+        case .nodes:
+            return try manager.storedNodeIDs().map { ($0.rawValue, .nodeDirectory($0)) }
+        case .nodeDirectory(let id):
+            return try manager.storedFiles(id).map { ($0.kind.rawValue, .nodeFile(id, $0.kind)) }.sorted { $0.0 < $1.0 }
+        case .thumbs:
+            var thumbs: [(String, FSEntry)] = []
+            for id in try manager.storedNodeIDs() where try manager.storedFile(id, kind: .thumbnail) != nil {
+                thumbs.append((id.rawValue, .thumb(id)))
+            }
+            return thumbs
+        case .avatars:
+            return try manager.storedAvatarUsers().map { ($0.rawValue, .avatarDirectory($0)) }
+        case .avatarDirectory(let user):
+            return try manager.storedAvatars(user).compactMap { file in
+                guard let identity = try? IdentityID(file.identityID) else { return nil }
+                return (identity.rawValue, .avatarFile(user, identity))
+            }
+        case .nodeFile, .thumb, .avatarFile:
+            return []
+        }
+    }
+
+    /// `stat` of an entry (nil when it no longer exists); st_ino is filled in by the caller.
+    func attributes(of entry: FSEntry) throws(DarkDiskError) -> stat? {
+        var st = stat()
+        st.st_uid = uid
+        st.st_gid = gid
+        st.st_blksize = 65536
+        if entry.isDirectory {
+            st.st_mode = S_IFDIR | 0o555
+            st.st_nlink = 2
+            let t = timespec(tv_sec: Int(mountTime.timeIntervalSince1970), tv_nsec: 0)
+            st.st_mtim = t
+            st.st_ctim = t
+            st.st_atim = t
+            return st
+        }
+        guard let file = try storedFile(of: entry) else { return nil }
+        st.st_mode = S_IFREG | 0o444
+        st.st_nlink = 1
+        st.st_size = off_t(file.plaintextSize)
+        st.st_blocks = blkcnt_t((file.storedSize + 511) / 512)
+        let modified = timespec(tv_sec: Int(file.modified.timeIntervalSince1970), tv_nsec: 0)
+        st.st_mtim = modified
+        st.st_ctim = modified
+        st.st_atim = timespec(tv_sec: Int(file.lastAccess.timeIntervalSince1970), tv_nsec: 0)
+        return st
+    }
+
+    func storedFile(of entry: FSEntry) throws(DarkDiskError) -> StoredFile? {
+        switch entry {
+        case .nodeFile(let id, let kind): try manager.storedFile(id, kind: kind)
+        case .thumb(let id): try manager.storedFile(id, kind: .thumbnail)
+        case .avatarFile(let user, let identity): try manager.storedAvatar(user, identityID: identity)
+        default: nil
+        }
+    }
+}

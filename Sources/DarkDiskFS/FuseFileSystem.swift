@@ -1,0 +1,88 @@
+import CFuse3
+import DarkDisk
+import DarkDiskCrypto
+import Foundation
+import Logging
+import Synchronization
+
+/// The FUSE driver: serves the store read-only at a mount point (DESIGN §5) through libfuse's low-level API.
+///
+/// libfuse calls the operations on its own worker threads; they run synchronously there (index reads,
+/// one `pread` and decrypt per read) and never touch Swift's cooperative thread pool. Swift state is
+/// reached from the C callbacks through the session's userdata pointer.
+public final class FuseFileSystem: Sendable {
+    let manager: DiskManager
+    let logger: Logger
+    let inodes = Mutex(InodeTable())
+    let handles = Mutex<[UInt64: OpenFile]>([:])
+    let nextHandle = Atomic<UInt64>(1)
+    let directoryListings = Mutex<[UInt64: [DirectoryEntry]]>([:])
+    let mountTime = Date()
+    let uid = getuid()
+    let gid = getgid()
+    /// How long the kernel may cache names and attributes.
+    let cacheTimeout: Double = 1.0
+
+    public init(manager: DiskManager, logger: Logger) {
+        self.manager = manager
+        self.logger = logger
+    }
+
+    /// Mounts at `mountpoint` and serves requests until unmounted (`fusermount3 -u`, `darkdisk unmount`)
+    /// or interrupted (SIGINT, SIGTERM, SIGHUP). `ready` runs once the mount is in place.
+    /// - Parameter options: extra `-o` options, e.g. `allow_other`.
+    public func run(mountpoint: String, options: [String] = [], threads: Int = 16, ready: () -> Void) throws(DarkDiskError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: mountpoint, isDirectory: &isDirectory) else {
+            throw DarkDiskError(.invalidArgument, "mount point \(mountpoint) does not exist")
+        }
+        guard isDirectory.boolValue else {
+            throw DarkDiskError(.invalidArgument, "mount point \(mountpoint) is not a directory")
+        }
+        for option in options where !MountOptions.isAllowed(option) {
+            throw DarkDiskError(.invalidArgument, "unsupported mount option '\(option)'")
+        }
+        let optionString = (["ro", "default_permissions", "fsname=darkdisk", "subtype=darkdisk"] + options).joined(separator: ",")
+        let arguments: [String] = ["darkdisk", "-o", optionString]
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for arg in argv { free(arg) } }
+        try argv.withUnsafeBufferPointer { (buffer) throws(DarkDiskError) -> Void in
+            var args = darkdisk_fuse_args(Int32(argv.count - 1), UnsafeMutablePointer(mutating: buffer.baseAddress))
+            var ops = FuseFileSystem.operations
+            let userdata = Unmanaged.passUnretained(self).toOpaque()
+            guard let session = fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, userdata) else {
+                fuse_opt_free_args(&args)
+                throw DarkDiskError(.invalidArgument, "cannot start a FUSE session with options '\(optionString)'")
+            }
+            defer {
+                fuse_session_destroy(session)
+                fuse_opt_free_args(&args)
+            }
+            guard fuse_set_signal_handlers(session) == 0 else {
+                throw DarkDiskError(.io, "cannot install signal handlers")
+            }
+            defer { fuse_remove_signal_handlers(session) }
+            guard fuse_session_mount(session, mountpoint) == 0 else {
+                throw DarkDiskError(.io, "cannot mount at \(mountpoint) (is /dev/fuse available and fusermount3 installed? see the line above)")
+            }
+            logger.info("mounted \(manager.location.dataDirectory) at \(mountpoint)")
+            ready()
+            let rc = darkdisk_fuse_session_loop_mt(session, UInt32(threads), 4)
+            fuse_session_unmount(session)
+            handles.withLock { $0.removeAll() }
+            logger.info("unmounted \(mountpoint) (loop ended with \(rc))")
+        }
+    }
+
+    /// The driver behind a request.
+    static func from(_ req: fuse_req_t?) -> FuseFileSystem {
+        Unmanaged<FuseFileSystem>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue()
+    }
+}
+
+/// One line of a directory listing.
+struct DirectoryEntry: Sendable {
+    let name: String
+    let ino: fuse_ino_t
+    let isDirectory: Bool
+}

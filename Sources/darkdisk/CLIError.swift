@@ -1,0 +1,6 @@
+/// A usage or environment problem found by the command line itself; printed as one line.
+struct CLIError: Error, CustomStringConvertible {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
+}

@@ -1,0 +1,73 @@
+import DarkDisk
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Backgrounds the mount without `fork()` (unsafe in a threaded Swift process): the command starts
+/// itself again with `--foreground --ready-fd N` in a new session, its output going to the store's log,
+/// and waits until the child reports "mounted" or an error through the pipe.
+enum DaemonLauncher {
+    /// glibc's POSIX_SPAWN_SETSID (hidden behind _GNU_SOURCE, so not imported): detach from the terminal's session.
+    private static let posixSpawnSetsid: Int16 = 0x80
+
+    static func launch(location: StoreLocation) throws {
+        var pipeFds: [Int32] = [0, 0]
+        guard pipe(&pipeFds) == 0 else { throw CLIError("cannot create a pipe: \(String(cString: strerror(errno)))") }
+        let (readEnd, writeEnd) = (pipeFds[0], pipeFds[1])
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let arguments = [executable] + CommandLine.arguments.dropFirst() + ["--foreground", "--ready-fd", String(writeEnd)]
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, location.logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, posixSpawnSetsid)
+
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for arg in argv { free(arg) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        close(writeEnd)
+        guard rc == 0 else {
+            close(readEnd)
+            throw CLIError("cannot start the mount daemon: \(String(cString: strerror(rc)))")
+        }
+        var message = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(readEnd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            message.append(contentsOf: buffer[0..<n])
+        }
+        close(readEnd)
+        let text = String(decoding: message, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if text == "ok" { return }
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        if text.hasPrefix("error: ") { throw CLIError(String(text.dropFirst(7))) }
+        throw CLIError("the mount daemon exited before mounting; see \(location.logPath)")
+    }
+
+    static func signalReady(fd: Int32) {
+        report("ok\n", fd: fd)
+    }
+
+    static func signalFailure(fd: Int32, message: String) {
+        report("error: \(message)\n", fd: fd)
+    }
+
+    private static func report(_ text: String, fd: Int32) {
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+}

@@ -1,0 +1,39 @@
+import ArgumentParser
+import DarkDisk
+import Foundation
+
+/// The `darkdisk` command line (DESIGN §6).
+struct DarkdiskCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "darkdisk",
+        abstract: "An encrypted file store that mounts as a directory.",
+        discussion: """
+            Every command takes --store DIR (or DARKDISK_STORE) to use a store kept entirely under DIR; \
+            without it the default store lives in the XDG folders ($XDG_DATA_HOME, $XDG_CACHE_HOME, \
+            $XDG_CONFIG_HOME under darkdisk/default).
+            """,
+        subcommands: [InitCommand.self, ImportCommand.self, ExportCommand.self, MountCommand.self,
+                      UnmountCommand.self, StatusCommand.self])
+
+    /// Parses, runs, and turns every failure into one line on stderr and a non-zero exit.
+    static func runAndExit() -> Never {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+            Foundation.exit(0)
+        } catch let error as DarkDiskError {
+            fail(error.message)
+        } catch let error as CLIError {
+            fail(error.message)
+        } catch {
+            if exitCode(for: error) == .success { exit(withError: error) }
+            let message = self.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            fail(message + " (see 'darkdisk help')")
+        }
+    }
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("darkdisk: \(message)\n".utf8))
+        Foundation.exit(1)
+    }
+}

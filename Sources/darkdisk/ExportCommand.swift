@@ -1,0 +1,81 @@
+import ArgumentParser
+import DarkDisk
+import DarkDiskCrypto
+import Foundation
+
+struct ExportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Decrypt a node's data, thumbnail or metadata to stdout or a file.",
+        discussion: "Only authenticated bytes are written; a damaged file stops the export with an error. With -o the file appears only when complete.")
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Option(help: ArgumentHelp("The node to export.", valueName: "ID"))
+    var node: String
+
+    @Option(help: ArgumentHelp("Which section: data, thumbnail or metadata.", valueName: "KIND"))
+    var kind: String = "data"
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write to FILE instead of standard output.", valueName: "FILE"))
+    var output: String?
+
+    func run() throws {
+        let id = try NodeID(node)
+        guard let kind = FileKind(rawValue: kind), kind != .avatar else {
+            throw CLIError("invalid --kind '\(kind)': use data, thumbnail or metadata")
+        }
+        let manager = try storeOptions.open()
+        guard let export = try manager.nodeFile(id, kind: kind) else {
+            throw CLIError("node '\(id)' has no \(kind.rawValue) stored locally, and the store has no remote to fetch it from")
+        }
+        let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+        if let output {
+            let temporary = output + ".darkdisk-partial"
+            guard FileManager.default.createFile(atPath: temporary, contents: nil),
+                  let handle = FileHandle(forWritingAtPath: temporary) else {
+                throw CLIError("cannot create \(output)")
+            }
+            do {
+                try copy(reader, to: handle.fileDescriptor, name: output)
+                try handle.synchronize()
+                try handle.close()
+                guard rename(temporary, output) == 0 else { throw CLIError("cannot create \(output): \(String(cString: strerror(errno)))") }
+            } catch {
+                try? handle.close()
+                unlink(temporary)
+                throw error
+            }
+        } else {
+            try copy(reader, to: STDOUT_FILENO, name: "standard output")
+        }
+    }
+
+    /// Streams the data section in 1 MiB authenticated pieces.
+    private func copy(_ reader: CryptoFileReader, to fd: Int32, name: String) throws {
+        let section = reader.dataSection
+        let size = reader.plaintextSize(ofSection: section)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset: UInt64 = 0
+        while offset < size {
+            let n: Int
+            do {
+                n = try reader.read(section: section, offset: offset, count: buffer.count, into: buffer)
+            } catch {
+                throw CLIError("node '\(node)' \(kind): \(error.message)")
+            }
+            guard n > 0 else { break }
+            var written = 0
+            while written < n {
+                let w = write(fd, buffer.baseAddress! + written, n - written)
+                if w < 0 {
+                    if errno == EINTR { continue }
+                    throw CLIError("cannot write \(name): \(String(cString: strerror(errno)))")
+                }
+                written += w
+            }
+            offset += UInt64(n)
+        }
+    }
+}

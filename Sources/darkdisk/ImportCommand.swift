@@ -1,0 +1,89 @@
+import ArgumentParser
+import DarkDisk
+import Foundation
+
+struct ImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Encrypt a file (or stdin) into the store as a node's data, thumbnail or metadata, or as a user's avatar.",
+        discussion: "Files are cache files (evictable, expiring) unless --persistent is given, as in the seeds. Creates the store on first use.")
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Argument(help: ArgumentHelp("The plaintext file, or - for standard input.", valueName: "FILE|-"))
+    var file: String
+
+    @Option(help: ArgumentHelp("The node to store the file for.", valueName: "ID"))
+    var node: String?
+
+    @Option(help: ArgumentHelp("Which section of the node: data, thumbnail or metadata.", valueName: "KIND"))
+    var kind: String = "data"
+
+    @Option(help: ArgumentHelp("Store an avatar for this user (with --identity).", valueName: "ID"))
+    var user: String?
+
+    @Option(help: ArgumentHelp("The user's identity the avatar belongs to.", valueName: "ID"))
+    var identity: String?
+
+    @Flag(help: "Keep the file until it is deleted instead of in the pool's cache.")
+    var persistent = false
+
+    @Option(help: ArgumentHelp("Cache files: seconds after import before the file expires (0: the pool's default, negative: never).", valueName: "SECONDS"))
+    var expiration: Int = 0
+
+    @Flag(help: "Keep the file persistent until it is uploaded, then make it a cache file.")
+    var migrateAfterUpload = false
+
+    @Flag(help: "Delete the file once it is uploaded.")
+    var deleteAfterUpload = false
+
+    func run() throws {
+        enum Target { case node(NodeID, FileKind), avatar(UserID, IdentityID) }
+        let target: Target
+        switch (node, user, identity) {
+        case (let node?, nil, nil):
+            guard let kind = FileKind(rawValue: kind), kind != .avatar else {
+                throw CLIError("invalid --kind '\(kind)': use data, thumbnail or metadata")
+            }
+            target = .node(try NodeID(node), kind)
+        case (nil, let user?, let identity?):
+            target = .avatar(try UserID(user), try IdentityID(identity))
+        case (nil, _?, nil), (nil, nil, _?):
+            throw CLIError("an avatar needs both --user and --identity")
+        case (nil, nil, nil):
+            throw CLIError("say what to import: --node ID, or --user ID --identity ID")
+        default:
+            throw CLIError("use either --node or --user/--identity, not both")
+        }
+
+        let source: DiskImport.Source
+        var input: FileHandle?
+        if file == "-" {
+            source = .cleartextStream(fileDescriptor: FileHandle.standardInput.fileDescriptor)
+        } else {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
+                throw CLIError("cannot read \(file): no such file")
+            }
+            guard !isDirectory.boolValue else { throw CLIError("cannot import \(file): it is a directory") }
+            guard let handle = FileHandle(forReadingAtPath: file) else { throw CLIError("cannot read \(file): permission denied") }
+            input = handle
+            source = .cleartextStream(fileDescriptor: handle.fileDescriptor)
+        }
+        defer { try? input?.close() }
+
+        var diskImport = DiskImport(source)
+        diskImport.storePersistently = persistent || migrateAfterUpload
+        diskImport.expiration = Double(expiration)
+        diskImport.migrateToCacheAfterUpload = migrateAfterUpload
+        diskImport.deleteAfterUpload = deleteAfterUpload
+
+        let manager = try storeOptions.open(create: true)
+        switch target {
+        case .node(let id, let kind):
+            try manager.importNodeFile(diskImport, nodeID: id, kind: kind)
+        case .avatar(let user, let identity):
+            try manager.importUserAvatar(diskImport, userID: user, identityID: identity)
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import ArgumentParser
+import DarkDisk
+import DarkDiskFS
+import Foundation
+
+struct MountCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mount",
+        abstract: "Mount the store at MOUNTPOINT: /nodes/<id>/data, /nodes/<id>/metadata, /nodes/<id>/thumbnail, /thumbs/<id>, /avatars/<user>/<identity>.",
+        discussion: """
+            Returns once the mount is in place and keeps serving in the background, logging to the store's \
+            darkdisk.log; --foreground stays attached and logs to stderr. Creates the store on first use. \
+            Stop with 'darkdisk unmount MOUNTPOINT', 'fusermount3 -u MOUNTPOINT', SIGINT or SIGTERM.
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Argument(help: ArgumentHelp("An existing, empty directory.", valueName: "MOUNTPOINT"))
+    var mountpoint: String
+
+    @Flag(help: "Stay in the foreground and log to stderr.")
+    var foreground = false
+
+    @Option(name: .customShort("o"), help: ArgumentHelp("A mount option: allow_other, allow_root, auto_unmount, noatime, nodev, nosuid, noexec, max_read=N (repeatable, comma-separated).", valueName: "OPTION"))
+    var options: [String] = []
+
+    @Option(help: .hidden)
+    var readyFd: Int32?
+
+    func run() throws {
+        let mountOptions: [String]
+        do { mountOptions = try MountOptions.parse(options) } catch { throw CLIError(error.description) }
+        let path = URL(fileURLWithPath: mountpoint).standardizedFileURL.path
+        if !foreground {
+            // Make the store (and surface key problems) here, where the user sees the error.
+            _ = try storeOptions.open(create: true)
+            try DaemonLauncher.launch(location: storeOptions.location)
+            return
+        }
+        let logger = CLILog.make(label: "darkdisk.mount", defaultLevel: .info)
+        do {
+            let manager = try storeOptions.open(create: true, logger: logger)
+            let fileSystem = FuseFileSystem(manager: manager, logger: logger)
+            try fileSystem.run(mountpoint: path, options: mountOptions) {
+                if let readyFd { DaemonLauncher.signalReady(fd: readyFd) }
+            }
+        } catch {
+            if let readyFd { DaemonLauncher.signalFailure(fd: readyFd, message: "\(error)") }
+            throw error
+        }
+    }
+}

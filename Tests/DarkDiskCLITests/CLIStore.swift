@@ -1,0 +1,47 @@
+import DarkDisk
+import Foundation
+
+/// A temporary folder with a store in it, driven through the real `darkdisk` binary.
+final class CLIStore {
+    let directory: String
+    var storePath: String { directory + "/store" }
+
+    init() throws {
+        directory = NSTemporaryDirectory() + "darkdisk-cli-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Runs `darkdisk ARGS --store STORE`.
+    @discardableResult
+    func darkdisk(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) throws -> Run {
+        try Shell.run(Shell.darkdisk, arguments + ["--store", storePath], stdin: stdin, environment: environment)
+    }
+
+    /// Writes `data` to a file in the temporary folder and returns its path.
+    func file(_ name: String, _ data: Data) throws -> String {
+        let path = directory + "/" + name
+        try data.write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// The same store through the library (the CLI and the daemon may have it open at the same time).
+    func manager() throws -> DiskManager {
+        try DiskManager(location: StoreLocation(directory: storePath))
+    }
+
+    static func bytes(_ count: Int, seed: UInt64 = 1) -> Data {
+        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+        var data = Data(count: count)
+        data.withUnsafeMutableBytes { buffer in
+            for i in 0..<count {
+                state ^= state << 13; state ^= state >> 7; state ^= state << 17
+                buffer[i] = UInt8(truncatingIfNeeded: state)
+            }
+        }
+        return data
+    }
+}

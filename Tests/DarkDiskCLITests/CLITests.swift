@@ -1,0 +1,112 @@
+import DarkDisk
+import Foundation
+import Testing
+
+@Suite struct CLITests {
+    /// A failure is exactly one line, prefixed, with a non-zero exit.
+    func expectOneLineFailure(_ run: Run, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(run.status != 0, "exit status", sourceLocation: sourceLocation)
+        #expect(run.stderrLines.count == 1, "stderr: \(run.stderr)", sourceLocation: sourceLocation)
+        #expect(run.stderr.hasPrefix("darkdisk: "), "stderr: \(run.stderr)", sourceLocation: sourceLocation)
+        #expect(run.stderr.lowercased().contains(text.lowercased()), "stderr: \(run.stderr)", sourceLocation: sourceLocation)
+    }
+
+    @Test func initImportExportStatus() throws {
+        let store = try CLIStore()
+        let initRun = try store.darkdisk(["init"])
+        #expect(initRun.status == 0, "\(initRun.stderr)")
+        let plaintext = CLIStore.bytes(1_000_000, seed: 9)
+        let input = try store.file("in.bin", plaintext)
+        #expect(try store.darkdisk(["import", input, "--node", "file1", "--persistent"]).status == 0)
+        #expect(try store.darkdisk(["import", "-", "--node", "stdin1"], stdin: plaintext).status == 0)
+        #expect(try store.darkdisk(["import", "-", "--node", "thumb1", "--kind", "thumbnail"], stdin: Data("png".utf8)).status == 0)
+        #expect(try store.darkdisk(["import", "-", "--user", "u1", "--identity", "me@x.org"], stdin: Data("av".utf8)).status == 0)
+
+        let toStdout = try store.darkdisk(["export", "--node", "file1"])
+        #expect(toStdout.status == 0)
+        #expect(toStdout.stdout == plaintext)
+        let outPath = store.directory + "/out.bin"
+        #expect(try store.darkdisk(["export", "--node", "stdin1", "-o", outPath]).status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: outPath)) == plaintext)
+        #expect(try store.darkdisk(["export", "--node", "thumb1", "--kind", "thumbnail"]).stdout == Data("png".utf8))
+
+        let status = try store.darkdisk(["status", "--json"])
+        #expect(status.status == 0)
+        let json = try JSONSerialization.jsonObject(with: status.stdout) as! [String: Any]
+        let pools = json["pools"] as! [[String: Any]]
+        let data = pools.first { $0["name"] as? String == "data" }!
+        #expect((data["files"] as? Int) == 2)
+        #expect((data["persistentSize"] as? Int ?? 0) > 1_000_000)
+        #expect((data["maxSize"] as? Int) == 25 * 1024 * 1024)
+        let table = try store.darkdisk(["status"])
+        #expect(table.output.contains("thumbnails"))
+    }
+
+    @Test func importCreatesTheStoreOnFirstUse() throws {
+        let store = try CLIStore()
+        #expect(try store.darkdisk(["import", "-", "--node", "n"], stdin: Data("x".utf8)).status == 0)
+        #expect(try store.darkdisk(["export", "--node", "n"]).stdout == Data("x".utf8))
+    }
+
+    @Test func badInputsFailWithOneLine() throws {
+        let store = try CLIStore()
+        #expect(try store.darkdisk(["init"]).status == 0)
+        expectOneLineFailure(try store.darkdisk(["init"]), mentioning: "already exists")
+        expectOneLineFailure(try store.darkdisk(["import", store.directory + "/missing", "--node", "n"]), mentioning: "no such file")
+        expectOneLineFailure(try store.darkdisk(["import", store.directory, "--node", "n"]), mentioning: "directory")
+        expectOneLineFailure(try store.darkdisk(["import", "-", "--node", "../x"], stdin: Data()), mentioning: "invalid node ID")
+        expectOneLineFailure(try store.darkdisk(["import", "-", "--node", String(repeating: "a", count: 300)], stdin: Data()), mentioning: "1 to 64")
+        expectOneLineFailure(try store.darkdisk(["import", "-", "--node", "n", "--kind", "bogus"], stdin: Data()), mentioning: "--kind")
+        expectOneLineFailure(try store.darkdisk(["import", "-"], stdin: Data()), mentioning: "--node")
+        expectOneLineFailure(try store.darkdisk(["import", "-", "--user", "u"], stdin: Data()), mentioning: "--identity")
+        expectOneLineFailure(try store.darkdisk(["export", "--node", "nothing"]), mentioning: "no data stored locally")
+        expectOneLineFailure(try store.darkdisk(["export", "--node", "a/b"]), mentioning: "invalid node ID")
+        expectOneLineFailure(try store.darkdisk(["export"]), mentioning: "--node")
+        expectOneLineFailure(try store.darkdisk(["frobnicate"]), mentioning: "frobnicate")
+        expectOneLineFailure(try store.darkdisk(["mount", store.directory + "/nowhere"]), mentioning: "does not exist")
+        expectOneLineFailure(try store.darkdisk(["mount", store.directory, "-o", "suid_everything"]), mentioning: "unsupported mount option")
+        expectOneLineFailure(try store.darkdisk(["unmount", store.directory]), mentioning: "cannot unmount")
+
+        let other = try CLIStore()
+        expectOneLineFailure(try other.darkdisk(["status"]), mentioning: "darkdisk init")
+        expectOneLineFailure(try other.darkdisk(["export", "--node", "n"]), mentioning: "darkdisk init")
+    }
+
+    @Test func keyFileReadableByOthersIsRefused() throws {
+        let store = try CLIStore()
+        #expect(try store.darkdisk(["init"]).status == 0)
+        let keyPath = StoreLocation(directory: store.storePath).keyPath
+        chmod(keyPath, 0o644)
+        expectOneLineFailure(try store.darkdisk(["status"]), mentioning: "chmod 600")
+        chmod(keyPath, 0o600)
+        #expect(try store.darkdisk(["status"]).status == 0)
+    }
+
+    @Test func passphraseStore() throws {
+        let store = try CLIStore()
+        let good = try store.file("good.pass", Data("correct horse battery\n".utf8))
+        let bad = try store.file("bad.pass", Data("wrong horse\n".utf8))
+        let empty = try store.file("empty.pass", Data())
+        expectOneLineFailure(try store.darkdisk(["init", "--passphrase-file", empty]), mentioning: "empty")
+        #expect(try store.darkdisk(["init", "--passphrase-file", good]).status == 0)
+        #expect(try store.darkdisk(["import", "-", "--node", "n", "--passphrase-file", good], stdin: Data("s".utf8)).status == 0)
+        expectOneLineFailure(try store.darkdisk(["export", "--node", "n"]), mentioning: "passphrase")
+        expectOneLineFailure(try store.darkdisk(["export", "--node", "n", "--passphrase-file", bad]), mentioning: "wrong passphrase")
+        expectOneLineFailure(try store.darkdisk(["export", "--node", "n", "--passphrase-file", store.directory + "/none"]), mentioning: "cannot read passphrase file")
+        #expect(try store.darkdisk(["export", "--node", "n"], environment: ["DARKDISK_PASSPHRASE_FILE": good]).stdout == Data("s".utf8))
+    }
+
+    @Test func storeFromEnvironment() throws {
+        let store = try CLIStore()
+        let run = try Shell.run(Shell.darkdisk, ["import", "-", "--node", "env"], stdin: Data("e".utf8), environment: ["DARKDISK_STORE": store.storePath])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try store.darkdisk(["export", "--node", "env"]).stdout == Data("e".utf8))
+    }
+
+    @Test func helpIsNotAnError() throws {
+        let run = try Shell.run(Shell.darkdisk, ["--help"])
+        #expect(run.status == 0)
+        #expect(run.output.contains("mount"))
+        #expect(try Shell.run(Shell.darkdisk, ["import", "--help"]).output.contains("--persistent"))
+    }
+}

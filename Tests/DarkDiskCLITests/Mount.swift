@@ -1,0 +1,45 @@
+import Foundation
+
+/// A real FUSE mount of a CLIStore, made with `darkdisk mount` (backgrounded) and torn down at the end.
+final class Mount {
+    let store: CLIStore
+    let path: String
+
+    init(_ store: CLIStore, options: [String] = []) throws {
+        self.store = store
+        path = store.directory + "/mnt"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let run = try store.darkdisk(["mount", path] + options)
+        guard run.status == 0 else { throw MountFailed(message: run.stderr) }
+        guard Mount.isMounted(path) else { throw MountFailed(message: "mount returned but \(path) is not mounted") }
+    }
+
+    deinit {
+        if Mount.isMounted(path) { _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", path]) }
+    }
+
+    /// The daemon's log (the store's darkdisk.log).
+    var log: String {
+        (try? String(contentsOfFile: store.storePath + "/data/darkdisk.log", encoding: .utf8)) ?? ""
+    }
+
+    static func isMounted(_ path: String) -> Bool {
+        let mounts = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
+        return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first.map(String.init) == path }
+    }
+
+    /// Waits until `condition` holds or `seconds` pass.
+    static func wait(seconds: Double = 10, until condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return condition()
+    }
+
+    struct MountFailed: Error, CustomStringConvertible {
+        let message: String
+        var description: String { "mount failed: \(message)" }
+    }
+}

@@ -1,0 +1,145 @@
+import DarkDisk
+import DarkDiskCrypto
+import Foundation
+import Testing
+
+@Suite struct MountTests {
+    @Test func catCpAndDdReadThePlaintext() throws {
+        let store = try CLIStore()
+        let files: [(String, Data)] = [("empty", Data()), ("one", Data([0x2A])), ("big", CLIStore.bytes(5_300_001, seed: 5))]
+        for (id, data) in files {
+            let input = try store.file(id + ".in", data)
+            #expect(try store.darkdisk(["import", input, "--node", id, "--persistent"]).status == 0)
+        }
+        let mount = try Mount(store)
+
+        let listing = try Shell.sh("ls \(Shell.quote(mount.path))/nodes")
+        #expect(listing.output.split(separator: "\n") == ["big", "empty", "one"])
+        #expect(try Shell.sh("ls \(Shell.quote(mount.path))/nodes/big").output == "data\n")
+        for (id, data) in files {
+            let dataPath = mount.path + "/nodes/\(id)/data"
+            let attributes = try FileManager.default.attributesOfItem(atPath: dataPath)
+            #expect((attributes[.size] as? Int) == data.count, "ls -l shows the plaintext size of \(id)")
+            let original = store.directory + "/\(id).in"
+            let cat = try Shell.sh("cat \(Shell.quote(dataPath)) | sha256sum; sha256sum < \(Shell.quote(original))")
+            let sums = cat.output.split(separator: "\n")
+            #expect(sums.count == 2 && sums[0] == sums[1], "cat of \(id): \(cat.output) \(cat.stderr)")
+            let copy = store.directory + "/\(id).copy"
+            #expect(try Shell.sh("cp \(Shell.quote(dataPath)) \(Shell.quote(copy))").status == 0)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == data)
+        }
+
+        let big = files[2].1
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<12 {
+            let skip = Int.random(in: 0..<big.count, using: &rng)
+            let count = Int.random(in: 1...200_000, using: &rng)
+            let bs = [1, 7, 512, 4096, 65536, 1 << 20].randomElement(using: &rng)!
+            let run = try Shell.sh("dd if=\(Shell.quote(mount.path + "/nodes/big/data")) bs=\(bs) iflag=skip_bytes,count_bytes skip=\(skip) count=\(count) status=none")
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stdout == big.subdata(in: skip..<min(big.count, skip + count)), "dd skip=\(skip) count=\(count) bs=\(bs)")
+        }
+    }
+
+    @Test func tamperedFileGivesIOErrorAndOthersStillRead() throws {
+        let store = try CLIStore()
+        let good = CLIStore.bytes(300_000, seed: 1)
+        #expect(try store.darkdisk(["import", try store.file("t", CLIStore.bytes(300_000, seed: 2)), "--node", "tampered", "--persistent"]).status == 0)
+        #expect(try store.darkdisk(["import", try store.file("g", good), "--node", "good", "--persistent"]).status == 0)
+        // Flip one bit in the second chunk of the tampered node's stored file.
+        let export = try #require(try store.manager().nodeFile(NodeID("tampered")))
+        let path = export.cryptoFile.path
+        let chunkSize = try CryptoFileReader(path: path, key: export.cryptoFile.key).header.chunkSize
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        let offset = UInt64(80 + chunkSize + 16 + 100)
+        try handle.seek(toOffset: offset)
+        var byte = try #require(try handle.read(upToCount: 1))
+        byte[0] ^= 0x01
+        try handle.seek(toOffset: offset)
+        try handle.write(contentsOf: byte)
+        try handle.close()
+
+        let mount = try Mount(store)
+        let bad = try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/tampered/data")) > /dev/null")
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("Input/output error"), "\(bad.stderr)")
+        // The first chunk is intact and still readable on its own.
+        let head = try Shell.sh("head -c 1000 \(Shell.quote(mount.path + "/nodes/tampered/data"))")
+        #expect(head.stdout == CLIStore.bytes(300_000, seed: 2).prefix(1000))
+        let ok = try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/good/data"))")
+        #expect(ok.status == 0)
+        #expect(ok.stdout == good)
+        #expect(Mount.wait(seconds: 5) { mount.log.contains("node tampered data: chunk 1 ") }, "log: \(mount.log)")
+    }
+
+    @Test func treeHasThumbnailsMetadataAndAvatars() throws {
+        let store = try CLIStore()
+        #expect(try store.darkdisk(["import", "-", "--node", "n1"], stdin: Data("data".utf8)).status == 0)
+        #expect(try store.darkdisk(["import", "-", "--node", "n1", "--kind", "thumbnail"], stdin: Data("thumb".utf8)).status == 0)
+        #expect(try store.darkdisk(["import", "-", "--node", "n1", "--kind", "metadata"], stdin: Data("{}".utf8)).status == 0)
+        #expect(try store.darkdisk(["import", "-", "--user", "alice", "--identity", "github|42"], stdin: Data("face".utf8)).status == 0)
+        let mount = try Mount(store)
+        #expect(try Shell.sh("ls \(Shell.quote(mount.path))").output == "avatars\nnodes\nthumbs\n")
+        #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/nodes/n1"))").output == "data\nmetadata\nthumbnail\n")
+        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/n1/metadata"))").output == "{}")
+        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/thumbs/n1"))").output == "thumb")
+        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/n1/thumbnail"))").output == "thumb")
+        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/avatars/alice/github|42"))").output == "face")
+        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/n2/data"))").status != 0)
+        let write = try Shell.sh("echo x > \(Shell.quote(mount.path + "/nodes/n1/data"))")
+        #expect(write.status != 0, "the mount is read-only")
+        #expect(write.stderr.contains("Read-only file system"), "\(write.stderr)")
+        // No attributes yet, but asking is not an error that makes the kernel give up (ENODATA, not ENOSYS).
+        let getfattr = try Shell.sh("getfattr -n user.darkdisk.nothing \(Shell.quote(mount.path + "/nodes/n1/data"))")
+        #expect(getfattr.stderr.contains("No such attribute"), "\(getfattr.stderr)")
+        #expect(try Shell.sh("df \(Shell.quote(mount.path))").status == 0)
+    }
+
+    @Test func commandsWorkWhileMountedAndNewImportsAppear() throws {
+        let store = try CLIStore()
+        #expect(try store.darkdisk(["import", "-", "--node", "first"], stdin: Data("1".utf8)).status == 0)
+        let mount = try Mount(store)
+        #expect(try store.darkdisk(["import", "-", "--node", "second"], stdin: Data("2".utf8)).status == 0)
+        #expect(try store.darkdisk(["status"]).status == 0)
+        #expect(Mount.wait { (try? Shell.sh("cat \(Shell.quote(mount.path + "/nodes/second/data"))").output) == "2" })
+        // Replacing a node's data is seen by the next open (the kernel cache is dropped for a new version).
+        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/first/data"))").output == "1")
+        #expect(try store.darkdisk(["import", "-", "--node", "first"], stdin: Data("one, again".utf8)).status == 0)
+        #expect(Mount.wait { (try? Shell.sh("cat \(Shell.quote(mount.path + "/nodes/first/data"))").output) == "one, again" })
+    }
+
+    @Test func unmountWithDarkdiskAndFusermount() throws {
+        let store = try CLIStore()
+        #expect(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: Data("still here".utf8)).status == 0)
+        let first = try Mount(store)
+        #expect(try store.darkdisk(["unmount", first.path]).status == 0)
+        #expect(!Mount.isMounted(first.path))
+        #expect(Mount.wait { first.log.contains("unmounted") }, "the daemon exits cleanly: \(first.log)")
+
+        let second = try Mount(store)
+        #expect(try Shell.sh("cat \(Shell.quote(second.path + "/nodes/n/data"))").output == "still here")
+        #expect(try Shell.run("/bin/fusermount3", ["-u", second.path]).status == 0)
+        #expect(!Mount.isMounted(second.path))
+        #expect(try store.darkdisk(["export", "--node", "n"]).output == "still here")
+    }
+
+    @Test(arguments: [SIGTERM, SIGINT])
+    func signalsUnmountAForegroundDaemon(signal: Int32) throws {
+        let store = try CLIStore()
+        #expect(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: Data("x".utf8)).status == 0)
+        let mountpoint = store.directory + "/fg"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Shell.darkdisk)
+        process.arguments = ["mount", mountpoint, "--foreground", "--store", store.storePath]
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        #expect(Mount.wait { Mount.isMounted(mountpoint) })
+        #expect(try Shell.sh("cat \(Shell.quote(mountpoint + "/nodes/n/data"))").output == "x")
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(!Mount.isMounted(mountpoint))
+        #expect(try store.darkdisk(["export", "--node", "n"]).output == "x")
+    }
+}
