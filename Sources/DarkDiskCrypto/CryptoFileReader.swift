@@ -1,4 +1,3 @@
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,7 +15,7 @@ public final class CryptoFileReader: Sendable {
     private let closeOnDeinit: Bool
     private let fileID: [UInt8]
     private let fileKey: [UInt8]
-    private let name: String
+    let name: String
 
     /// Opens the file at `fileDescriptor` (readable with `pread`). With `closeOnDeinit` the reader owns the
     /// descriptor and closes it when released; if opening throws, the descriptor is left open.
@@ -162,21 +161,5 @@ public final class CryptoFileReader: Sendable {
         }
         if let failure { throw failure }
         return bytes
-    }
-
-    /// Reads plaintext [offset, offset + count) of `section`, clamped at its end, into a new `Data`.
-    func readData(section: Int, offset: UInt64, count: Int) throws(CryptoError) -> Data {
-        guard section >= 0 && section < header.format.sectionCount else {
-            throw CryptoError(.outOfRange, "\(name) has no section \(section)")
-        }
-        let available = header.sectionSizes[section] > offset ? header.sectionSizes[section] - offset : 0
-        var data = Data(count: Int(min(UInt64(count), available)))
-        let result: Result<Int, CryptoError> = data.withUnsafeMutableBytes { buffer in
-            Result { () throws(CryptoError) in
-                try read(section: section, offset: offset, count: buffer.count, into: buffer)
-            }
-        }
-        data.count = try result.get()
-        return data
     }
 }

@@ -58,6 +58,15 @@ public final class FuseFileSystem: Sendable {
                 fuse_session_destroy(session)
                 fuse_opt_free_args(&args)
             }
+            // A parent may have left these blocked (Dispatch threads block every signal, and masks survive exec).
+            var stopSignals = sigset_t()
+            sigemptyset(&stopSignals)
+            for signal in [SIGINT, SIGTERM, SIGHUP] {
+                sigaddset(&stopSignals, signal)
+                // libfuse only takes over signals left at their default; a shell's `&` ignores SIGINT.
+                Glibc.signal(signal, SIG_DFL)
+            }
+            pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
             guard fuse_set_signal_handlers(session) == 0 else {
                 throw DarkDiskError(.io, "cannot install signal handlers")
             }

@@ -62,7 +62,7 @@ import Testing
         expectOneLineFailure(try store.darkdisk(["export", "--node", "nothing"]), mentioning: "no data stored locally")
         expectOneLineFailure(try store.darkdisk(["export", "--node", "a/b"]), mentioning: "invalid node ID")
         expectOneLineFailure(try store.darkdisk(["export"]), mentioning: "--node")
-        expectOneLineFailure(try store.darkdisk(["frobnicate"]), mentioning: "frobnicate")
+        expectOneLineFailure(try Shell.run(Shell.darkdisk, ["frobnicate"]), mentioning: "frobnicate")
         expectOneLineFailure(try store.darkdisk(["mount", store.directory + "/nowhere"]), mentioning: "does not exist")
         expectOneLineFailure(try store.darkdisk(["mount", store.directory, "-o", "suid_everything"]), mentioning: "unsupported mount option")
         expectOneLineFailure(try store.darkdisk(["unmount", store.directory]), mentioning: "cannot unmount")

@@ -37,12 +37,13 @@ import Testing
 
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)
+        let writeEnd = fds[1]
         let writer = Thread {
             plaintext.withUnsafeBytes { buffer in
                 var done = 0
-                while done < buffer.count { done += write(fds[1], buffer.baseAddress! + done, min(4096, buffer.count - done)) }
+                while done < buffer.count { done += write(writeEnd, buffer.baseAddress! + done, min(4096, buffer.count - done)) }
             }
-            close(fds[1])
+            close(writeEnd)
         }
         writer.start()
         try manager.importNodeFile(DiskImport(.cleartextStream(fileDescriptor: fds[0])), nodeID: NodeID("stream"))
