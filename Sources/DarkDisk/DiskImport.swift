@@ -24,6 +24,8 @@ public struct DiskImport: Sendable {
     public var migrateToCacheAfterUpload: Bool = false
     /// Deleted once the upload finishes.
     public var deleteAfterUpload: Bool = false
+    /// Plaintext bytes per encrypted chunk for cleartext sources (a power of two, 4 KiB to 4 MiB).
+    public var chunkSize: UInt32 = CryptoFormat.defaultChunkSize
 
     public init(_ source: Source) {
         self.source = source

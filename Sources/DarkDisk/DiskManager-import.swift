@@ -37,13 +37,13 @@ extension DiskManager {
         do {
             switch diskImport.source {
             case .cleartextData(let data):
-                header = try FileConversion.encrypt(data, key: contentKey, to: temporary)
+                header = try FileConversion.encrypt(data, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize)
                 fileKey = contentKey
             case .cleartextFile(let path):
-                header = try FileConversion.encrypt(fileAt: path, key: contentKey, to: temporary)
+                header = try FileConversion.encrypt(fileAt: path, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize)
                 fileKey = contentKey
             case .cleartextStream(let fd):
-                header = try FileConversion.encrypt(fileDescriptor: fd, key: contentKey, to: temporary)
+                header = try FileConversion.encrypt(fileDescriptor: fd, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize)
                 fileKey = contentKey
             case .cryptoFile(let cryptoFile):
                 // Authenticate before moving, so a bad file is refused while it is still where the caller put it.

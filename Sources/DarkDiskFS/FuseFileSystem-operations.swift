@@ -42,10 +42,10 @@ extension FuseFileSystem {
         ops.listxattr = { req, _, size in
             if size == 0 { fuse_reply_xattr(req, 0) } else { fuse_reply_buf(req, nil, 0) }
         }
-        ops.`init` = { userdata, conn in
+        ops.`init` = { _, conn in
             guard let conn else { return }
             // Ask for large reads: fewer round trips per MiB for `cat` and `cp`.
-            conn.pointee.max_readahead = 1 << 20
+            conn.pointee.max_readahead = FuseFileSystem.maxReadahead
             conn.pointee.max_write = 1 << 20
         }
         return ops

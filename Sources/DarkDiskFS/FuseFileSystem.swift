@@ -20,6 +20,8 @@ public final class FuseFileSystem: Sendable {
     let mountTime = Date()
     let uid = getuid()
     let gid = getgid()
+    /// The largest readahead the driver asks the kernel for (see `ReadAhead`).
+    static let maxReadahead: UInt32 = 1 << 20
     /// How long the kernel may cache names and attributes.
     let cacheTimeout: Double = 1.0
 
@@ -74,7 +76,8 @@ public final class FuseFileSystem: Sendable {
             guard fuse_session_mount(session, mountpoint) == 0 else {
                 throw DarkDiskError(.io, "cannot mount at \(mountpoint) (is /dev/fuse available and fusermount3 installed? see the line above)")
             }
-            logger.info("mounted \(manager.location.dataDirectory) at \(mountpoint)")
+            let raised = ReadAhead.raise(mountpoint: mountpoint, kilobytes: Int(FuseFileSystem.maxReadahead / 1024))
+            logger.info("mounted \(manager.location.dataDirectory) at \(mountpoint)\(raised ? "" : " (readahead left at the kernel default)")")
             ready()
             let rc = darkdisk_fuse_session_loop_mt(session, UInt32(threads), 4)
             fuse_session_unmount(session)

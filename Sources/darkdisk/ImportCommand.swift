@@ -37,6 +37,9 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Delete the file once it is uploaded.")
     var deleteAfterUpload = false
 
+    @Option(help: ArgumentHelp("Plaintext bytes per encrypted chunk (a power of two from 4096 to 4194304; for tuning).", valueName: "BYTES", visibility: .hidden))
+    var chunkSize: UInt32?
+
     func run() throws {
         enum Target { case node(NodeID, FileKind), avatar(UserID, IdentityID) }
         let target: Target
@@ -77,6 +80,7 @@ struct ImportCommand: ParsableCommand {
         diskImport.expiration = Double(expiration)
         diskImport.migrateToCacheAfterUpload = migrateAfterUpload
         diskImport.deleteAfterUpload = deleteAfterUpload
+        if let chunkSize { diskImport.chunkSize = chunkSize }
 
         let manager = try storeOptions.open(create: true)
         switch target {

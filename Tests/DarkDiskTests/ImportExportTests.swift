@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 @Suite struct ImportExportTests {
-    @Test(arguments: [0, 1, 32 * 1024 - 1, 32 * 1024, 32 * 1024 + 1, 3 * 1024 * 1024 + 5])
+    @Test(arguments: [0, 1, Int(CryptoFormat.defaultChunkSize) - 1, Int(CryptoFormat.defaultChunkSize), Int(CryptoFormat.defaultChunkSize) + 1, 3 * 1024 * 1024 + 5])
     func roundTripFromData(size: Int) throws {
         let store = try TemporaryStore()
         let manager = try store.create()
