@@ -7,7 +7,7 @@ public enum CryptoFormat {
     /// Bytes of the GCM tag after each chunk and in the header.
     public static let tagSize = 16
     /// Plaintext bytes per chunk for new files: the unit of random access and of authentication.
-    public static let defaultChunkSize: UInt32 = 16 * 1024
+    public static let defaultChunkSize: UInt32 = 4 * 1024
 
     static let magic: [UInt8] = Array("DDSK".utf8)
     static let minimumChunkSize: UInt32 = 4096

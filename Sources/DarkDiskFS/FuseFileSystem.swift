@@ -35,8 +35,12 @@ public final class FuseFileSystem: Sendable {
     /// - Parameter options: extra `-o` options, e.g. `allow_other`.
     public func run(mountpoint: String, options: [String] = [], threads: Int = 16, ready: () -> Void) throws(DarkDiskError) {
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: mountpoint, isDirectory: &isDirectory) else {
-            throw DarkDiskError(.invalidArgument, "mount point \(mountpoint) does not exist")
+        if !FileManager.default.fileExists(atPath: mountpoint, isDirectory: &isDirectory) {
+            // Like `Scripts/darkdisk mount ~/DarkDisk` on a fresh machine: make the last component, not its parents.
+            guard mkdir(mountpoint, 0o755) == 0 else {
+                throw DarkDiskError(.invalidArgument, "mount point \(mountpoint) does not exist and cannot be created: \(String(cString: strerror(errno)))")
+            }
+            isDirectory = true
         }
         guard isDirectory.boolValue else {
             throw DarkDiskError(.invalidArgument, "mount point \(mountpoint) is not a directory")

@@ -63,7 +63,8 @@ import Testing
         expectOneLineFailure(try store.darkdisk(["export", "--node", "a/b"]), mentioning: "invalid node ID")
         expectOneLineFailure(try store.darkdisk(["export"]), mentioning: "--node")
         expectOneLineFailure(try Shell.run(Shell.darkdisk, ["frobnicate"]), mentioning: "frobnicate")
-        expectOneLineFailure(try store.darkdisk(["mount", store.directory + "/nowhere"]), mentioning: "does not exist")
+        expectOneLineFailure(try store.darkdisk(["mount", store.directory + "/no/where"]), mentioning: "does not exist")
+        expectOneLineFailure(try store.darkdisk(["mount", try store.file("plain-file", Data())]), mentioning: "not a directory")
         expectOneLineFailure(try store.darkdisk(["mount", store.directory, "-o", "suid_everything"]), mentioning: "unsupported mount option")
         expectOneLineFailure(try store.darkdisk(["unmount", store.directory]), mentioning: "cannot unmount")
 

@@ -108,6 +108,17 @@ import Testing
         #expect(Mount.wait { (try? Shell.sh("cat \(Shell.quote(mount.path + "/nodes/first/data"))").output) == "one, again" })
     }
 
+    @Test func mountCreatesAMissingMountPointAndTheStore() throws {
+        let store = try CLIStore()
+        let mountpoint = store.directory + "/DarkDisk"
+        let run = try store.darkdisk(["mount", mountpoint])
+        #expect(run.status == 0, "\(run.stderr)")
+        defer { _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", mountpoint]) }
+        #expect(Mount.isMounted(mountpoint))
+        #expect(try Shell.sh("ls \(Shell.quote(mountpoint))").output == "avatars\nnodes\nthumbs\n")
+        #expect(try store.darkdisk(["status"]).status == 0, "the store was created on first use")
+    }
+
     @Test func unmountWithDarkdiskAndFusermount() throws {
         let store = try CLIStore()
         #expect(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: Data("still here".utf8)).status == 0)

@@ -84,3 +84,19 @@ import Testing
         }
     }
 }
+
+@Suite struct StoreLocationTests {
+    @Test func xdgFoldersAndOverrides() {
+        let env = ["HOME": "/home/u", "XDG_DATA_HOME": "/d", "XDG_CACHE_HOME": "relative/ignored"]
+        let xdg = StoreLocation.resolve(store: nil, environment: env)
+        #expect(xdg.dataDirectory == "/d/darkdisk/default")
+        #expect(xdg.cacheDirectory == "/home/u/.cache/darkdisk/default", "a relative XDG value is ignored, as the spec says")
+        #expect(xdg.configDirectory == "/home/u/.config/darkdisk/default")
+        #expect(xdg.keyPath == "/home/u/.config/darkdisk/default/master.key")
+
+        let fromEnv = StoreLocation.resolve(store: nil, environment: env.merging(["DARKDISK_STORE": "/s"]) { $1 })
+        #expect(fromEnv.dataDirectory == "/s/data" && fromEnv.cacheDirectory == "/s/cache" && fromEnv.configDirectory == "/s/config")
+        let fromFlag = StoreLocation.resolve(store: "/flag", environment: env.merging(["DARKDISK_STORE": "/s"]) { $1 })
+        #expect(fromFlag.dataDirectory == "/flag/data", "--store wins over DARKDISK_STORE")
+    }
+}
