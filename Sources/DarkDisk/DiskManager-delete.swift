@@ -2,42 +2,92 @@ import Foundation
 import GRDB
 
 extension DiskManager {
-    /// Deletes every stored file of a node and forgets the node. Files held by a retain token are
-    /// deleted when the last token is released.
+    /// Deletes every stored file of a node (data, metadata, thumbnail) and forgets the node. Files held by a
+    /// retain token are deleted when the last token is released.
     public func deleteNode(_ nodeID: NodeID) throws(DarkDiskError) {
+        try deleteNodes([nodeID])
+    }
+
+    /// Deletes every stored file of each node and forgets the nodes.
+    public func deleteNodes(_ nodeIDs: [NodeID]) throws(DarkDiskError) {
+        let ids = nodeIDs.map(\.rawValue)
         let records = try read { db in
-            try FileRecord.filter(Column("ownerID") == nodeID.rawValue && Column("kind") != FileKind.avatar.rawValue).fetchAll(db)
+            try FileRecord.filter(ids.contains(Column("ownerID")) && Column("kind") != FileKind.avatar.rawValue).fetchAll(db)
         }
-        try deleteRecords(records) { db in
-            try db.execute(sql: "DELETE FROM node WHERE id = ?", arguments: [nodeID.rawValue])
+        try deleteRecords(records, reason: .deleted) { db in
+            for id in ids { try db.execute(sql: "DELETE FROM node WHERE id = ?", arguments: [id]) }
         }
     }
 
     /// Deletes one stored file of a node; returns whether there was one.
     @discardableResult
     public func deleteNodeFile(_ nodeID: NodeID, kind: FileKind) throws(DarkDiskError) -> Bool {
-        guard let record = try read({ db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }) else { return false }
-        try deleteRecords([record])
-        return true
+        try deleteNodeFiles([nodeID], kind: kind) > 0
+    }
+
+    /// Deletes the `kind` file of each node; returns how many files there were.
+    @discardableResult
+    public func deleteNodeFiles(_ nodeIDs: [NodeID], kind: FileKind) throws(DarkDiskError) -> Int {
+        let ids = nodeIDs.map(\.rawValue)
+        let records = try read { db in
+            try FileRecord.filter(ids.contains(Column("ownerID")) && Column("kind") == kind.rawValue).fetchAll(db)
+        }
+        try deleteRecords(records, reason: .deleted)
+        return records.count
     }
 
     /// Deletes every avatar of a user.
     public func deleteUserAvatars(_ userID: UserID) throws(DarkDiskError) {
-        let records = try read { db in
-            try FileRecord.filter(Column("ownerID") == userID.rawValue && Column("kind") == FileKind.avatar.rawValue).fetchAll(db)
-        }
-        try deleteRecords(records)
+        try deleteUserAvatars(forUsers: [userID])
     }
 
-    /// Removes rows and then their files: the pending-delete entries commit with the row removal, so a
-    /// crash at any point leaves either the row or a pending entry that a later sweep completes.
-    func deleteRecords(_ records: [FileRecord], also extra: ((Database) throws -> Void)? = nil) throws(DarkDiskError) {
-        let paths = records.map(path(of:))
-        try write { db in
-            try FileDeleter.markPending(db, paths: paths)
-            for record in records { _ = try FileRecord.deleteOne(db, key: record.id) }
-            try extra?(db)
+    /// Deletes every avatar of each user.
+    public func deleteUserAvatars(forUsers userIDs: [UserID]) throws(DarkDiskError) {
+        let ids = userIDs.map(\.rawValue)
+        let records = try read { db in
+            try FileRecord.filter(ids.contains(Column("ownerID")) && Column("kind") == FileKind.avatar.rawValue).fetchAll(db)
         }
-        for path in paths { deleter.tryDelete(path) }
+        try deleteRecords(records, reason: .deleted)
+    }
+
+    /// Deletes the avatar of one identity of a user; returns whether there was one.
+    @discardableResult
+    public func deleteUserAvatar(_ userID: UserID, identityID: IdentityID) throws(DarkDiskError) -> Bool {
+        guard let record = try read({ db in try FileRecord.find(db, kind: .avatar, owner: userID.rawValue, identity: identityID.rawValue) }) else {
+            return false
+        }
+        try deleteRecords([record], reason: .deleted)
+        return true
+    }
+
+    /// Deletes `path` unless it is a file the store manages: for callers holding a file that may or may not
+    /// have been handed to the store (the seeds' `deleteFileIfUnmanaged`).
+    public func deleteFileIfUnmanaged(_ path: String) {
+        let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        for root in [location.persistentFiles, location.cacheFiles, location.persistentStaging, location.cacheStaging] {
+            let managedRoot = URL(fileURLWithPath: root).resolvingSymlinksInPath().path
+            if resolved.hasPrefix(managedRoot + "/") { return }
+        }
+        FileSystem.remove(path)
+    }
+
+    /// Removes rows (only if they are still the same version) and then their files: the pending-delete
+    /// entries commit with the row removal, so a crash at any point leaves either the row or a pending
+    /// entry that a later sweep completes.
+    func deleteRecords(_ records: [FileRecord], reason: StoreChange.Reason, also extra: ((Database) throws -> Void)? = nil) throws(DarkDiskError) {
+        let deleted = try write { db -> [FileRecord] in
+            var deleted: [FileRecord] = []
+            for record in records {
+                try db.execute(sql: "DELETE FROM file WHERE id = ? AND name = ?", arguments: [record.id, record.name])
+                if db.changesCount == 1 { deleted.append(record) }
+            }
+            try FileDeleter.markPending(db, paths: deleted.map(path(of:)))
+            try extra?(db)
+            return deleted
+        }
+        for record in deleted {
+            deleter.tryDelete(path(of: record))
+            notify(record, reason)
+        }
     }
 }

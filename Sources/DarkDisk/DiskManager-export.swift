@@ -12,9 +12,33 @@ extension DiskManager {
         try export(kind: kind, owner: nodeID.rawValue, identity: "")
     }
 
-    /// A user's avatar for one identity, retained, or nil if not on local disk.
-    public func userAvatar(_ userID: UserID, identityID: IdentityID) throws(DarkDiskError) -> DiskExport? {
-        try export(kind: .avatar, owner: userID.rawValue, identity: identityID.rawValue)
+    /// The `kind` file of a node in `preferredFormat` if the stored version has it, else whatever is stored
+    /// (the store keeps one version per node and kind; a download may leave a cloud-format file).
+    public func nodeFile(_ nodeID: NodeID, kind: FileKind = .data, preferredFormat: CryptoFileFormat) throws(DarkDiskError) -> DiskExport? {
+        try nodeFile(nodeID, kind: kind)
+    }
+
+    /// A user's avatar for one identity, or for any identity when `identityID` is nil (the most recently
+    /// modified), retained; nil if none is on local disk.
+    public func userAvatar(_ userID: UserID, identityID: IdentityID? = nil) throws(DarkDiskError) -> DiskExport? {
+        if let identityID {
+            return try export(kind: .avatar, owner: userID.rawValue, identity: identityID.rawValue)
+        }
+        for avatar in try storedAvatars(userID).sorted(by: { $0.modified > $1.modified }) {
+            if let export = try export(kind: .avatar, owner: userID.rawValue, identity: avatar.identityID) { return export }
+        }
+        return nil
+    }
+
+    /// Whether a user has an avatar on local disk, for one identity or any.
+    public func hasUserAvatar(_ userID: UserID, identityID: IdentityID? = nil) throws(DarkDiskError) -> Bool {
+        let records = try read { db in
+            var request = FileRecord.filter(Column("ownerID") == userID.rawValue && Column("kind") == FileKind.avatar.rawValue)
+            if let identityID { request = request.filter(Column("identityID") == identityID.rawValue) }
+            return try request.fetchAll(db)
+        }
+        for record in records where try !isExpired(record) && access(path(of: record), F_OK) == 0 { return true }
+        return false
     }
 
     /// Whether the `kind` file of a node is on local disk right now (a snapshot: use `nodeFile` to keep it).
@@ -30,7 +54,7 @@ extension DiskManager {
                 return nil
             }
             if try isExpired(record) {
-                try deleteRecords([record])
+                try deleteRecords([record], reason: .expired)
                 return nil
             }
             let filePath = path(of: record)
@@ -40,7 +64,8 @@ extension DiskManager {
                 guard code == ENOENT else { throw .posix("cannot open", path: filePath, errno: code) }
                 if record.mode == .cache {
                     // The cache folder was purged: the file is simply not local any more.
-                    try forgetVanished(record)
+                    try deleteRecords([record], reason: .vanished)
+                    logger.info("cache file of \(record.kind.rawValue) '\(record.ownerID)' vanished from disk; treating it as not local")
                     return nil
                 }
                 if try read({ db in try FileRecord.fetchOne(db, key: record.id) }) == nil { continue }
@@ -57,7 +82,7 @@ extension DiskManager {
             _ = try? database.write { db in
                 try db.execute(sql: "UPDATE file SET lastAccess = ? WHERE id = ?", arguments: [now, record.id])
             }
-            return export(record, fileKey: fileKey, token: RetainToken(fileDescriptor: fd, path: filePath, deleter: deleter))
+            return export(record, fileKey: fileKey, token: RetainToken(fileDescriptor: fd, path: filePath, pool: record.pool, manager: self))
         }
         throw DarkDiskError(.io, "\(kind.rawValue) '\(owner)' keeps changing while being opened; try again")
     }
@@ -68,11 +93,5 @@ extension DiskManager {
         var expiration = record.expiration
         if expiration == 0 { expiration = try settings(for: record.pool).defaultExpiration }
         return expiration > 0 && record.modified + expiration <= now
-    }
-
-    /// Drops the row of a cache file that disappeared from disk.
-    private func forgetVanished(_ record: FileRecord) throws(DarkDiskError) {
-        _ = try write { db in try FileRecord.deleteOne(db, key: record.id) }
-        logger.info("cache file of \(record.kind.rawValue) '\(record.ownerID)' vanished from disk; treating it as not local")
     }
 }

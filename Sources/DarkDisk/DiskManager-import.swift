@@ -31,6 +31,13 @@ extension DiskManager {
         try FileSystem.makeDirectory(staging)
         let name = FileSystem.randomName()
         let temporary = staging + "/" + name
+        // Our descriptor on the file being written, locked exclusively until its row commits, so that no
+        // orphan sweep (in any process) takes it for debris; it then becomes the caller's retain token.
+        var fd = open(temporary, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .posix("cannot create", path: temporary) }
+        flock(fd, LOCK_EX)
+        var tokenOwned = false
+        defer { if !tokenOwned { close(fd); FileSystem.remove(temporary) } }
 
         let fileKey: SymmetricKey
         let header: CryptoFileHeader
@@ -42,32 +49,27 @@ extension DiskManager {
             case .cleartextFile(let path):
                 header = try FileConversion.encrypt(fileAt: path, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize)
                 fileKey = contentKey
-            case .cleartextStream(let fd):
-                header = try FileConversion.encrypt(fileDescriptor: fd, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize)
+            case .cleartextStream(let source):
+                header = try FileConversion.encrypt(fileDescriptor: source, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize)
                 fileKey = contentKey
             case .cryptoFile(let cryptoFile):
                 // Authenticate before moving, so a bad file is refused while it is still where the caller put it.
                 header = try CryptoFileReader(path: cryptoFile.path, key: cryptoFile.key).header
                 try FileSystem.move(cryptoFile.path, to: temporary)
+                let moved = open(temporary, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                guard moved >= 0 else { throw DarkDiskError.posix("cannot open", path: temporary) }
+                flock(moved, LOCK_EX)
+                close(fd)
+                fd = moved
                 fileKey = cryptoFile.key
             }
         } catch let error as CryptoError {
-            FileSystem.remove(temporary)
             throw DarkDiskError(crypto: error)
         } catch let error as DarkDiskError {
-            FileSystem.remove(temporary)
             throw error
         } catch {
-            FileSystem.remove(temporary)
             throw DarkDiskError(.io, "import failed: \(error)")
         }
-
-        // Hold the new file (shared lock) from before it is visible until the caller drops the export.
-        let fd = open(temporary, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw .posix("cannot open", path: temporary) }
-        var tokenOwned = false
-        defer { if !tokenOwned { close(fd); FileSystem.remove(temporary) } }
-        flock(fd, LOCK_SH)
         guard fsync(fd) == 0 else { throw .posix("cannot flush", path: temporary) }
         var st = stat()
         fstat(fd, &st)
@@ -97,8 +99,14 @@ extension DiskManager {
             throw error
         }
         tokenOwned = true
+        flock(fd, LOCK_SH)
         if let replaced { deleter.tryDelete(replaced) }
-        let token = RetainToken(fileDescriptor: fd, path: finalPath, deleter: deleter)
+        notify(record, .imported)
+        if mode == .cache {
+            // Synchronous, so the pool is within its limit when import returns (a CLI process exits right after).
+            do { try enforceLimits(of: record.pool) } catch { logger.error("eviction after import: \(error)") }
+        }
+        let token = RetainToken(fileDescriptor: fd, path: finalPath, pool: record.pool, manager: self)
         return export(record, fileKey: fileKey, token: token)
     }
 

@@ -2,6 +2,7 @@ import DarkDiskCrypto
 import Foundation
 import GRDB
 import Logging
+import Synchronization
 
 /// The store: imports files (encrypting them), hands them out with retain tokens, keeps pools and
 /// settings in the index, and deletes safely. One instance per store per process; the CLI and the mount
@@ -12,6 +13,12 @@ public final class DiskManager: Sendable {
     let masterKey: SymmetricKey
     let deleter: FileDeleter
     let logger: Logger
+    /// Eviction, expiry and sweeps run here, never on a caller's (or a FUSE) thread.
+    let maintenanceQueue = DispatchQueue(label: "darkdisk.maintenance")
+    let maintenanceTimer = Mutex<MaintenanceTimer?>(nil)
+    let broadcaster = ChangeBroadcaster()
+    /// How often the timer enforces expiry, pool limits and the free-space floor.
+    public static let maintenanceInterval: Double = 2
 
     /// Whether a store has been created at `location` (its key file exists).
     public static func exists(at location: StoreLocation) -> Bool {
@@ -46,7 +53,32 @@ public final class DiskManager: Sendable {
         try FileSystem.makeDirectory(location.persistentStaging)
         self.database = try IndexDatabase.open(path: location.indexPath)
         self.deleter = FileDeleter(database: database)
-        deleter.sweep()
+        // Start-up enforcement: finish interrupted deletes, expire, evict. All index-driven, so fast at any size;
+        // the directory scan for orphans runs in the background.
+        runMaintenance()
+        maintenanceQueue.async { [weak self] in self?.sweepOrphans() }
+        startMaintenanceTimer()
+    }
+
+    deinit {
+        maintenanceTimer.withLock { $0?.cancel() }
+        broadcaster.finish()
+    }
+
+    /// Changes to stored files, as they happen in this process (imports, deletes, evictions, expiries, migrations).
+    public func changes(in pool: Pool? = nil) -> AsyncStream<StoreChange> {
+        broadcaster.subscribe(pool: pool)
+    }
+
+    func notify(_ record: FileRecord, _ reason: StoreChange.Reason) {
+        broadcaster.send(StoreChange(pool: record.pool, kind: record.kind, ownerID: record.ownerID, identityID: record.identityID, reason: reason))
+    }
+
+    private func startMaintenanceTimer() {
+        let timer = MaintenanceTimer(queue: maintenanceQueue, interval: Self.maintenanceInterval) { [weak self] in
+            self?.runMaintenance()
+        }
+        maintenanceTimer.withLock { $0 = timer }
     }
 
     /// Where the file of `record` lives: persistent files next to the index, cache files in the cache folder.

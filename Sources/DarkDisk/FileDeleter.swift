@@ -51,7 +51,7 @@ final class FileDeleter: Sendable {
         for path in paths { tryDelete(path) }
     }
 
-    private func forget(_ path: String) {
+    func forget(_ path: String) {
         _ = try? database.write { db in try db.execute(sql: "DELETE FROM pendingDelete WHERE path = ?", arguments: [path]) }
     }
 }

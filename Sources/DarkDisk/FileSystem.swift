@@ -96,11 +96,11 @@ enum FileSystem {
         return String(format: "%016llx%016llx.%@", rng.next() as UInt64, rng.next() as UInt64, ext)
     }
 
-    /// Bytes a file occupies on disk (allocated blocks), or nil if it is gone.
-    static func allocatedSize(_ path: String) -> UInt64? {
+    /// Seconds since the file's status last changed (created, renamed, written), or 0 if it is gone.
+    static func changedSecondsAgo(_ path: String) -> Double {
         var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        return UInt64(st.st_blocks) * 512
+        guard stat(path, &st) == 0 else { return 0 }
+        return Date().timeIntervalSince1970 - Double(st.st_ctim.tv_sec)
     }
 }
 
@@ -129,5 +129,29 @@ extension FileSystem {
         }
         guard fsync(output) == 0 else { let e = errno; unlink(destination); throw .posix("cannot flush", path: destination, errno: e) }
         unlink(source)
+    }
+}
+
+extension FileSystem {
+    /// Copies the open file `source` to a new file `destination` and flushes it.
+    static func copy(_ source: Int32, from sourcePath: String, to destination: String) throws(DarkDiskError) {
+        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw .posix("cannot create", path: destination) }
+        defer { close(output) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: off_t = 0
+        while true {
+            let n = pread(source, &buffer, buffer.count, offset)
+            if n < 0 { if errno == EINTR { continue }; let e = errno; unlink(destination); throw .posix("cannot read", path: sourcePath, errno: e) }
+            if n == 0 { break }
+            var done = 0
+            while done < n {
+                let w = buffer.withUnsafeBytes { write(output, $0.baseAddress! + done, n - done) }
+                if w < 0 { if errno == EINTR { continue }; let e = errno; unlink(destination); throw .posix("cannot write", path: destination, errno: e) }
+                done += w
+            }
+            offset += off_t(n)
+        }
+        guard fsync(output) == 0 else { let e = errno; unlink(destination); throw .posix("cannot flush", path: destination, errno: e) }
     }
 }

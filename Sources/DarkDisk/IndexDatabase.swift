@@ -73,6 +73,43 @@ enum IndexDatabase {
                 t.column("since", .double).notNull()
             }
         }
+        migrator.registerMigration("v2: pool usage, store settings, expiry index") { db in
+            // Running totals per pool and mode, kept exact by triggers inside every transaction, so status
+            // and the over-limit check cost O(1) at any number of files.
+            try db.create(table: "usage") { t in
+                t.column("pool", .text).notNull()
+                t.column("mode", .text).notNull()
+                t.column("bytes", .integer).notNull().defaults(to: 0)
+                t.column("files", .integer).notNull().defaults(to: 0)
+                t.primaryKey(["pool", "mode"])
+            }
+            for pool in Pool.allCases {
+                for mode in [StorageMode.persistent, .cache] {
+                    try db.execute(sql: """
+                        INSERT INTO usage (pool, mode, bytes, files)
+                        SELECT ?, ?, COALESCE(SUM(storedSize), 0), COUNT(*) FROM file WHERE pool = ? AND mode = ?
+                        """, arguments: [pool.rawValue, mode.rawValue, pool.rawValue, mode.rawValue])
+                }
+            }
+            try db.execute(sql: """
+                CREATE TRIGGER file_usage_insert AFTER INSERT ON file BEGIN
+                  UPDATE usage SET bytes = bytes + NEW.storedSize, files = files + 1 WHERE pool = NEW.pool AND mode = NEW.mode;
+                END;
+                CREATE TRIGGER file_usage_delete AFTER DELETE ON file BEGIN
+                  UPDATE usage SET bytes = bytes - OLD.storedSize, files = files - 1 WHERE pool = OLD.pool AND mode = OLD.mode;
+                END;
+                CREATE TRIGGER file_usage_update AFTER UPDATE OF pool, mode, storedSize ON file BEGIN
+                  UPDATE usage SET bytes = bytes - OLD.storedSize, files = files - 1 WHERE pool = OLD.pool AND mode = OLD.mode;
+                  UPDATE usage SET bytes = bytes + NEW.storedSize, files = files + 1 WHERE pool = NEW.pool AND mode = NEW.mode;
+                END;
+                """)
+            try db.create(index: "file_expiry", on: "file", columns: ["pool", "mode", "expiration", "modified"])
+            try db.create(table: "storeSetting") { t in
+                t.primaryKey("key", .text)
+                t.column("value", .double).notNull()
+            }
+            try db.execute(sql: "INSERT INTO storeSetting (key, value) VALUES ('minFreeFraction', 0.10)")
+        }
         return migrator
     }
 }

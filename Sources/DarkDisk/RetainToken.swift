@@ -4,23 +4,27 @@ import Glibc
 
 /// Keeps one stored file from being deleted while it is alive, in this process and in every other one.
 ///
-/// It holds an open descriptor with a shared `flock`; deleters take an exclusive lock without waiting and,
-/// when that fails, leave the path in the index's pending-delete list. The last holder to let go finishes
-/// the delete. The kernel drops the lock if the process dies, so a `kill -9` never strands a file.
+/// It holds an open descriptor with a shared `flock`; deleters and evictors take an exclusive lock without
+/// waiting. Eviction skips a held file; a delete, expiry or migration leaves its path in the index's
+/// pending-delete list, and the last holder to let go finishes it. Releasing a token also re-checks the
+/// pool's limit, since a file that was skipped may now be evicted. The kernel drops the lock if the process
+/// dies, so a `kill -9` never strands a file.
 public final class RetainToken: Sendable {
     /// An open, read-only descriptor of the retained file (readers may `pread` it; the token closes it).
     public let fileDescriptor: Int32
     let path: String
-    private let deleter: FileDeleter
+    let pool: Pool
+    private let manager: DiskManager
 
-    init(fileDescriptor: Int32, path: String, deleter: FileDeleter) {
+    init(fileDescriptor: Int32, path: String, pool: Pool, manager: DiskManager) {
         self.fileDescriptor = fileDescriptor
         self.path = path
-        self.deleter = deleter
+        self.pool = pool
+        self.manager = manager
     }
 
     deinit {
         close(fileDescriptor)
-        deleter.finishPendingDelete(path)
+        manager.released(path: path, pool: pool)
     }
 }

@@ -1,0 +1,185 @@
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DiskManager {
+    /// One round of upkeep, run at start-up and by the timer: finish pending deletes, expire cache files,
+    /// bring every pool under its limit and the cache file system above its free-space floor.
+    func runMaintenance() {
+        deleter.sweep()
+        do {
+            try expireFiles()
+            for pool in Pool.allCases { try enforceLimits(of: pool) }
+            try enforceFreeSpace()
+        } catch {
+            logger.error("maintenance: \(error)")
+        }
+    }
+
+    /// A retain token let go: finish a delete that waited for it, and evict if the pool is still over its limit.
+    func released(path: String, pool: Pool) {
+        deleter.finishPendingDelete(path)
+        maintenanceQueue.async { [self] in
+            do { try enforceLimits(of: pool) } catch { logger.error("eviction after release: \(error)") }
+        }
+    }
+
+    /// Evicts least recently accessed, unretained cache files while the pool's cache files exceed its max
+    /// size, down to 90 % of it (so that not every import pays for an eviction). Returns how many went.
+    @discardableResult
+    public func enforceLimits(of pool: Pool) throws(DarkDiskError) -> Int {
+        let (maxSize, cached) = try read { db in
+            (try Self.settings(db, pool: pool).maxSize,
+             UInt64(max(0, try Int64.fetchOne(db, sql: "SELECT bytes FROM usage WHERE pool = ? AND mode = 'cache'", arguments: [pool.rawValue]) ?? 0)))
+        }
+        guard cached > maxSize else { return 0 }
+        let lowWater = maxSize - maxSize / 10
+        let evicted = try evict(from: [pool], bytes: cached - lowWater)
+        if evicted > 0 { logger.debug("evicted \(evicted) files from the \(pool.rawValue) pool") }
+        return evicted
+    }
+
+    /// Deletes every cache file past its expiration (retained ones when their last token goes). Returns how many.
+    @discardableResult
+    public func expireFiles() throws(DarkDiskError) -> Int {
+        let now = Date().timeIntervalSince1970
+        let expired = try read { db -> [FileRecord] in
+            var result: [FileRecord] = []
+            for pool in Pool.allCases {
+                result += try FileRecord.fetchAll(db, sql: """
+                    SELECT * FROM file WHERE pool = ? AND mode = 'cache' AND expiration > 0 AND modified + expiration <= ?
+                    """, arguments: [pool.rawValue, now])
+                let poolDefault = try Self.settings(db, pool: pool).defaultExpiration
+                if poolDefault > 0 {
+                    result += try FileRecord.fetchAll(db, sql: """
+                        SELECT * FROM file WHERE pool = ? AND mode = 'cache' AND expiration = 0 AND modified <= ?
+                        """, arguments: [pool.rawValue, now - poolDefault])
+                }
+            }
+            return result
+        }
+        guard !expired.isEmpty else { return 0 }
+        try deleteRecords(expired, reason: .expired)
+        return expired.count
+    }
+
+    /// Evicts cache files (least recently accessed first, any pool) while the cache file system has less
+    /// free space than the configured floor: the Linux stand-in for "the OS deletes caches under pressure".
+    @discardableResult
+    public func enforceFreeSpace() throws(DarkDiskError) -> Int {
+        let fraction = try minimumFreeFraction()
+        guard fraction > 0 else { return 0 }
+        let fd = open(location.cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return 0 }
+        defer { close(fd) }
+        var st = statvfs()
+        guard fstatvfs(fd, &st) == 0 else { return 0 }
+        let total = Double(st.f_blocks) * Double(st.f_frsize)
+        let available = Double(st.f_bavail) * Double(st.f_frsize)
+        let wanted = fraction * total
+        guard available < wanted else { return 0 }
+        let evicted = try evict(from: Pool.allCases, bytes: UInt64(wanted - available))
+        if evicted > 0 {
+            logger.info("free space on \(location.cacheDirectory) below \(Int(fraction * 100)) %: evicted \(evicted) cache files")
+        }
+        return evicted
+    }
+
+    /// Evicts unretained cache files of `pools`, least recently accessed first, until `needed` bytes are freed
+    /// or no candidate is left. Returns how many files went.
+    func evict(from pools: [Pool], bytes needed: UInt64) throws(DarkDiskError) -> Int {
+        var freed: UInt64 = 0
+        var evicted = 0
+        var cursor: (lastAccess: Double, id: Int64) = (-Double.infinity, Int64.min)
+        let poolList = pools.map { "'\($0.rawValue)'" }.joined(separator: ",")
+        while freed < needed {
+            let batch = try read { db in
+                try FileRecord.fetchAll(db, sql: """
+                    SELECT * FROM file WHERE pool IN (\(poolList)) AND mode = 'cache' AND (lastAccess, id) > (?, ?)
+                    ORDER BY lastAccess, id LIMIT 64
+                    """, arguments: [cursor.lastAccess, cursor.id])
+            }
+            guard let last = batch.last else { break }
+            cursor = (last.lastAccess, last.id ?? 0)
+            for record in batch where freed < needed {
+                if try evictOne(record) {
+                    freed += UInt64(record.storedSize)
+                    evicted += 1
+                }
+            }
+        }
+        return evicted
+    }
+
+    /// Removes one cache file unless someone retains it: its row and the file go under an exclusive lock, so
+    /// a reader that opened it a moment earlier either holds it (and we skip) or sees it gone and re-looks.
+    private func evictOne(_ record: FileRecord) throws(DarkDiskError) -> Bool {
+        let filePath = path(of: record)
+        let fd = open(filePath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            guard errno == ENOENT else { return false }
+            if try removeRow(record) { notify(record, .vanished) }
+            return true
+        }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
+        guard try removeRow(record, markingPending: filePath) else { return false }
+        unlink(filePath)
+        deleter.forget(filePath)
+        notify(record, .evicted)
+        return true
+    }
+
+    /// Deletes the row of `record` if it is still that version (same ID and file name).
+    private func removeRow(_ record: FileRecord, markingPending path: String? = nil) throws(DarkDiskError) -> Bool {
+        try write { db in
+            try db.execute(sql: "DELETE FROM file WHERE id = ? AND name = ?", arguments: [record.id, record.name])
+            guard db.changesCount == 1 else { return false }
+            if let path { try FileDeleter.markPending(db, paths: [path]) }
+            return true
+        }
+    }
+
+    /// Removes files no index row knows (left by a crash between writing a file and committing its row) and
+    /// abandoned staging files. A file someone holds a lock on (an import in flight) is left alone.
+    @discardableResult
+    func sweepOrphans() -> Int {
+        var removed = 0
+        for staging in [location.persistentStaging, location.cacheStaging] {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? [] {
+                // Unlocked and untouched for ten minutes: a CryptoFile being moved in is briefly unlocked.
+                let path = staging + "/" + name
+                if removeIfUnlocked(path, stillOrphan: { FileSystem.changedSecondsAgo(path) > 600 }) { removed += 1 }
+            }
+        }
+        for (root, mode) in [(location.persistentFiles, StorageMode.persistent), (location.cacheFiles, .cache)] {
+            let known = Set((try? database.read { db in
+                try String.fetchAll(db, sql: "SELECT name FROM file WHERE mode = ?", arguments: [mode.rawValue])
+            }) ?? [])
+            for shard in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [] {
+                for name in (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + shard)) ?? [] where !known.contains(name) {
+                    let stillOrphan = { [self] in
+                        ((try? database.read { db in
+                            try Bool.fetchOne(db, sql: "SELECT 1 FROM file WHERE name = ? AND mode = ?", arguments: [name, mode.rawValue])
+                        }) ?? nil) == nil
+                    }
+                    if removeIfUnlocked(root + "/" + shard + "/" + name, stillOrphan: stillOrphan) { removed += 1 }
+                }
+            }
+        }
+        if removed > 0 { logger.info("removed \(removed) orphaned files") }
+        return removed
+    }
+
+    private func removeIfUnlocked(_ path: String, stillOrphan: () -> Bool) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0, stillOrphan() else { return false }
+        unlink(path)
+        deleter.forget(path)
+        return true
+    }
+}

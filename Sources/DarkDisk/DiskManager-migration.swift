@@ -1,0 +1,92 @@
+import DarkDiskCrypto
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DiskManager {
+    /// Moves a node's `kind` file between persistent storage and the cache pool. A file someone retains is
+    /// copied instead, and the original is deleted when its last token goes (as in the seeds). Returns
+    /// whether the node has such a file.
+    @discardableResult
+    public func makeNodeFilePersistent(_ persistent: Bool, nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> Bool {
+        guard let record = try read({ db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }) else { return false }
+        try migrate(record, to: persistent ? .persistent : .cache)
+        return true
+    }
+
+    /// Moves all of a user's avatars between persistent storage and the cache pool.
+    public func makeUserAvatarsPersistent(_ persistent: Bool, userID: UserID) throws(DarkDiskError) {
+        let records = try read { db in
+            try FileRecord.filter(Column("ownerID") == userID.rawValue && Column("kind") == FileKind.avatar.rawValue).fetchAll(db)
+        }
+        for record in records { try migrate(record, to: persistent ? .persistent : .cache) }
+    }
+
+    /// Tells the store that a node's file reached the cloud: `migrateToCacheAfterUpload` files become cache
+    /// files, `deleteAfterUpload` files are deleted.
+    public func didUploadNodeFile(_ nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) {
+        guard let record = try read({ db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }) else { return }
+        if record.deleteAfterUpload {
+            try deleteRecords([record], reason: .deleted)
+        } else if record.migrateToCacheAfterUpload {
+            try write { db in
+                try db.execute(sql: "UPDATE file SET migrateToCacheAfterUpload = 0 WHERE id = ?", arguments: [record.id])
+            }
+            var updated = record
+            updated.migrateToCacheAfterUpload = false
+            try migrate(updated, to: .cache)
+        }
+    }
+
+    func migrate(_ record: FileRecord, to mode: StorageMode) throws(DarkDiskError) {
+        guard record.mode != mode else { return }
+        let oldPath = path(of: record)
+        let name = FileSystem.randomName()
+        let newPath = path(name: name, mode: mode)
+        let staging = mode == .persistent ? location.persistentStaging : location.cacheStaging
+        try FileSystem.makeDirectory(staging)
+
+        let fd = open(oldPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            guard errno == ENOENT, record.mode == .cache else { throw .posix("cannot open", path: oldPath) }
+            // A cache file purged from disk has nothing to migrate: it is simply not local any more.
+            try deleteRecords([record], reason: .vanished)
+            return
+        }
+        defer { close(fd) }
+        let retained = flock(fd, LOCK_EX | LOCK_NB) != 0
+        // Moving by rename needs no copy, but only an unretained file may leave its path.
+        var moved = false
+        if !retained {
+            try FileSystem.makeDirectory((newPath as NSString).deletingLastPathComponent)
+            moved = Glibc.rename(oldPath, newPath) == 0
+        }
+        if !moved {
+            let temporary = staging + "/" + name
+            try FileSystem.copy(fd, from: oldPath, to: temporary)
+            try FileSystem.rename(temporary, to: newPath)
+        } else {
+            try FileSystem.syncDirectory(of: newPath)
+        }
+        var updated = record
+        updated.mode = mode
+        updated.name = name
+        let committed = try write { db -> Bool in
+            try db.execute(sql: "UPDATE file SET mode = ?, name = ? WHERE id = ? AND name = ?",
+                           arguments: [mode.rawValue, name, record.id, record.name])
+            guard db.changesCount == 1 else { return false }
+            if !moved { try FileDeleter.markPending(db, paths: [oldPath]) }
+            return true
+        }
+        guard committed else {
+            // The file changed under us (replaced or deleted): undo our copy or move.
+            if moved { _ = Glibc.rename(newPath, oldPath) } else { FileSystem.remove(newPath) }
+            return
+        }
+        if !moved { deleter.tryDelete(oldPath) }
+        notify(updated, .migrated)
+        if mode == .cache { try enforceLimits(of: record.pool) }
+    }
+}
