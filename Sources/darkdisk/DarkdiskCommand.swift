@@ -13,7 +13,7 @@ struct DarkdiskCommand: ParsableCommand {
             $XDG_CONFIG_HOME under darkdisk/default).
             """,
         subcommands: [InitCommand.self, ImportCommand.self, ExportCommand.self, MountCommand.self,
-                      UnmountCommand.self, StatusCommand.self])
+                      UnmountCommand.self, PersistCommand.self, DeleteCommand.self, StatusCommand.self, ConfigCommand.self])
 
     /// Parses, runs, and turns every failure into one line on stderr and a non-zero exit.
     static func runAndExit() -> Never {

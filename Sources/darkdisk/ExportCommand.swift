@@ -22,9 +22,7 @@ struct ExportCommand: ParsableCommand {
 
     func run() throws {
         let id = try NodeID(node)
-        guard let kind = FileKind(rawValue: kind), kind != .avatar else {
-            throw CLIError("invalid --kind '\(kind)': use data, thumbnail or metadata")
-        }
+        let kind = try FileKind.parseNodeKind(kind)
         let manager = try storeOptions.open()
         guard let export = try manager.nodeFile(id, kind: kind) else {
             throw CLIError("node '\(id)' has no \(kind.rawValue) stored locally, and the store has no remote to fetch it from")

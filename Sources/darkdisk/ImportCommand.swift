@@ -45,10 +45,7 @@ struct ImportCommand: ParsableCommand {
         let target: Target
         switch (node, user, identity) {
         case (let node?, nil, nil):
-            guard let kind = FileKind(rawValue: kind), kind != .avatar else {
-                throw CLIError("invalid --kind '\(kind)': use data, thumbnail or metadata")
-            }
-            target = .node(try NodeID(node), kind)
+            target = .node(try NodeID(node), try FileKind.parseNodeKind(kind))
         case (nil, let user?, let identity?):
             target = .avatar(try UserID(user), try IdentityID(identity))
         case (nil, _?, nil), (nil, nil, _?):
