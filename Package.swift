@@ -33,6 +33,8 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Measurements for Scripts/bench that need the library in-process (100,000-file stores).
+        .executableTarget(name: "darkdisk-bench", dependencies: ["DarkDisk"]),
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk"]),

@@ -101,45 +101,52 @@ extension DiskManager {
                     ORDER BY lastAccess, id LIMIT 64
                     """, arguments: [cursor.lastAccess, cursor.id])
             }
-            guard let last = batch.last else { break }
-            cursor = (last.lastAccess, last.id ?? 0)
-            for record in batch where freed < needed {
-                if try evictOne(record) {
-                    freed += UInt64(record.storedSize)
-                    evicted += 1
-                }
+            guard !batch.isEmpty else { break }
+            // Take just enough of the batch; the next round resumes after the last one tried.
+            var chosen: [FileRecord] = []
+            var wanted = freed
+            for record in batch where wanted < needed {
+                chosen.append(record)
+                wanted += UInt64(record.storedSize)
+            }
+            cursor = (chosen.last!.lastAccess, chosen.last!.id ?? 0)
+            for record in try evictBatch(chosen) {
+                freed += UInt64(record.storedSize)
+                evicted += 1
             }
         }
         return evicted
     }
 
-    /// Removes one cache file unless someone retains it: its row and the file go under an exclusive lock, so
-    /// a reader that opened it a moment earlier either holds it (and we skip) or sees it gone and re-looks.
-    private func evictOne(_ record: FileRecord) throws(DarkDiskError) -> Bool {
-        let filePath = path(of: record)
-        let fd = open(filePath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            guard errno == ENOENT else { return false }
-            if try removeRow(record) { notify(record, .vanished) }
-            return true
+    /// Removes the cache files of `records` that nobody retains, in one index transaction: each file's row
+    /// and the file go under an exclusive lock, so a reader that opened it a moment earlier either holds it
+    /// (and it is skipped) or finds it gone and looks again. Returns the records evicted.
+    private func evictBatch(_ records: [FileRecord]) throws(DarkDiskError) -> [FileRecord] {
+        var locked: [(record: FileRecord, fd: Int32)] = []
+        var vanished: [FileRecord] = []
+        defer { for item in locked { close(item.fd) } }
+        for record in records {
+            let fd = open(path(of: record), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            if fd < 0 {
+                if errno == ENOENT { vanished.append(record) }
+                continue
+            }
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { locked.append((record, fd)) } else { close(fd) }
         }
-        defer { close(fd) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
-        guard try removeRow(record, markingPending: filePath) else { return false }
-        unlink(filePath)
-        deleter.forget(filePath)
-        notify(record, .evicted)
-        return true
-    }
-
-    /// Deletes the row of `record` if it is still that version (same ID and file name).
-    private func removeRow(_ record: FileRecord, markingPending path: String? = nil) throws(DarkDiskError) -> Bool {
-        try write { db in
-            try db.execute(sql: "DELETE FROM file WHERE id = ? AND name = ?", arguments: [record.id, record.name])
-            guard db.changesCount == 1 else { return false }
-            if let path { try FileDeleter.markPending(db, paths: [path]) }
-            return true
+        let removed = try write { db -> (evicted: [FileRecord], vanished: [FileRecord]) in
+            func delete(_ record: FileRecord) throws -> Bool {
+                try db.execute(sql: "DELETE FROM file WHERE id = ? AND name = ?", arguments: [record.id, record.name])
+                return db.changesCount == 1
+            }
+            let evicted = try locked.map(\.record).filter(delete)
+            try FileDeleter.markPending(db, paths: evicted.map(path(of:)))
+            return (evicted, try vanished.filter(delete))
         }
+        for record in removed.evicted { unlink(path(of: record)) }
+        deleter.forget(removed.evicted.map(path(of:)))
+        for record in removed.evicted { notify(record, .evicted) }
+        for record in removed.vanished { notify(record, .vanished) }
+        return removed.evicted + removed.vanished
     }
 
     /// Removes files no index row knows (left by a crash between writing a file and committing its row) and

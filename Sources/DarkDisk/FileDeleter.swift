@@ -52,6 +52,13 @@ final class FileDeleter: Sendable {
     }
 
     func forget(_ path: String) {
-        _ = try? database.write { db in try db.execute(sql: "DELETE FROM pendingDelete WHERE path = ?", arguments: [path]) }
+        forget([path])
+    }
+
+    func forget(_ paths: [String]) {
+        guard !paths.isEmpty else { return }
+        _ = try? database.write { db in
+            for path in paths { try db.execute(sql: "DELETE FROM pendingDelete WHERE path = ?", arguments: [path]) }
+        }
     }
 }

@@ -1,0 +1,70 @@
+// Store measurements for `Scripts/bench store`: start-up and eviction cost at many files, and the cost of
+// an import into a full pool against an empty one. Prints `store.FIGURE VALUE UNIT` lines.
+import DarkDisk
+import Foundation
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3, let count = Int(arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: darkdisk-bench STORE-DIR FILE-COUNT\n".utf8))
+    exit(2)
+}
+let location = StoreLocation(directory: arguments[1])
+
+func seconds(_ body: () throws -> Void) rethrows -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+func line(_ name: String, _ value: Double, _ unit: String, _ extra: String = "") {
+    print("store.\(name) \(String(format: value < 10 ? "%.3f" : "%.0f", value)) \(unit)\(extra)")
+}
+
+do {
+    let payload = Data(repeating: 0x5A, count: 1024)
+    let manager = try DiskManager.exists(at: location) ? DiskManager(location: location) : DiskManager.create(at: location)
+    try manager.setMaxSize(UInt64.max >> 2, for: .data)
+
+    // Imports into an empty pool.
+    let sample = 500
+    let empty = try seconds {
+        for i in 0..<sample { try manager.importNodeFile(DiskImport(cleartextData: payload), nodeID: NodeID("empty-\(i)")) }
+    } / Double(sample)
+
+    // Fill the index to `count` files.
+    var filled = try manager.status().map(\.fileCount).reduce(0, +)
+    let fill = try seconds {
+        while filled < count {
+            try manager.importNodeFile(DiskImport(cleartextData: payload), nodeID: NodeID("fill-\(filled)"))
+            filled += 1
+        }
+    }
+    FileHandle.standardError.write(Data("indexed \(filled) files (\(Int(fill)) s)\n".utf8))
+
+    // Imports into a full pool: the limit is the current size, so imports keep evicting.
+    let cached = try manager.storageSize(of: .data, mode: .cache)
+    try manager.setMaxSize(cached, for: .data)
+    let full = try seconds {
+        for i in 0..<sample { try manager.importNodeFile(DiskImport(cleartextData: payload), nodeID: NodeID("full-\(i)")) }
+    } / Double(sample)
+    line("import_empty_pool", empty * 1e3, "ms")
+    line("import_full_pool", full * 1e3, "ms", " ratio \(String(format: "%.2f", full / empty)) vs import_empty_pool")
+
+    // Evicting 10 % of the pool in one go.
+    let evictedBytes = try manager.storageSize(of: .data, mode: .cache) / 10
+    let evictions = try seconds { try manager.setMaxSize(try manager.storageSize(of: .data, mode: .cache) - evictedBytes, for: .data) }
+    line("evict_10_percent_of_\(count)", evictions, "s")
+    try manager.setMaxSize(UInt64.max >> 2, for: .data)
+} catch {
+    FileHandle.standardError.write(Data("darkdisk-bench: \(error)\n".utf8))
+    exit(1)
+}
+
+// Start-up: open the store with `count` files indexed, as a new process would.
+do {
+    let open = try seconds { _ = try DiskManager(location: location) }
+    line("open_\(count)_files", open, "s", " ratio \(String(format: "%.2f", open / 3.65)) vs PINCache_3.65s_published")
+} catch {
+    FileHandle.standardError.write(Data("darkdisk-bench: \(error)\n".utf8))
+    exit(1)
+}
