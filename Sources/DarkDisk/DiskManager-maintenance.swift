@@ -9,6 +9,7 @@ extension DiskManager {
     /// bring every pool under its limit and the cache file system above its free-space floor.
     func runMaintenance() {
         deleter.sweep()
+        retryLockedOrphans()
         do {
             try expireFiles()
             for pool in Pool.allCases { try enforceLimits(of: pool) }
@@ -167,17 +168,39 @@ extension DiskManager {
             }) ?? [])
             for shard in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [] {
                 for name in (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + shard)) ?? [] where !known.contains(name) {
-                    let stillOrphan = { [self] in
-                        ((try? database.read { db in
-                            try Bool.fetchOne(db, sql: "SELECT 1 FROM file WHERE name = ? AND mode = ?", arguments: [name, mode.rawValue])
-                        }) ?? nil) == nil
+                    let path = root + "/" + shard + "/" + name
+                    switch removeOrphan(path) {
+                    case .removed: removed += 1
+                    case .locked: lockedOrphans.withLock { _ = $0.insert(path) }
+                    case .notOrphan: break
                     }
-                    if removeIfUnlocked(root + "/" + shard + "/" + name, stillOrphan: stillOrphan) { removed += 1 }
                 }
             }
         }
         if removed > 0 { logger.info("removed \(removed) orphaned files") }
         return removed
+    }
+
+    enum OrphanOutcome { case removed, locked, notOrphan }
+
+    /// Removes a file under the stored-files folders if no row names it and nobody holds it.
+    func removeOrphan(_ path: String) -> OrphanOutcome {
+        let name = (path as NSString).lastPathComponent
+        let mode: StorageMode = path.hasPrefix(location.persistentFiles + "/") ? .persistent : .cache
+        let known = { [self] in
+            ((try? database.read { db in
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM file WHERE name = ? AND mode = ?", arguments: [name, mode.rawValue])
+            }) ?? nil) != nil
+        }
+        guard !known(), access(path, F_OK) == 0 else { return .notOrphan }
+        return removeIfUnlocked(path, stillOrphan: { !known() }) ? .removed : .locked
+    }
+
+    private func retryLockedOrphans() {
+        let paths = lockedOrphans.withLock { $0 }
+        for path in paths where removeOrphan(path) != .locked {
+            lockedOrphans.withLock { _ = $0.remove(path) }
+        }
     }
 
     private func removeIfUnlocked(_ path: String, stillOrphan: () -> Bool) -> Bool {

@@ -6,9 +6,9 @@ import Glibc
 #endif
 
 extension DiskManager {
-    /// Moves a node's `kind` file between persistent storage and the cache pool. A file someone retains is
-    /// copied instead, and the original is deleted when its last token goes (as in the seeds). Returns
-    /// whether the node has such a file.
+    /// Moves a node's `kind` file between persistent storage and the cache pool. The file gets its new name
+    /// first (a hard link, or a copy across file systems); the old name goes when no one retains it, else
+    /// when the last token is released (as in the seeds). Returns whether the node has such a file.
     @discardableResult
     public func makeNodeFilePersistent(_ persistent: Bool, nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> Bool {
         guard let record = try read({ db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }) else { return false }
@@ -56,20 +56,20 @@ extension DiskManager {
             return
         }
         defer { close(fd) }
-        let retained = flock(fd, LOCK_EX | LOCK_NB) != 0
-        // Moving by rename needs no copy, but only an unretained file may leave its path.
-        var moved = false
-        if !retained {
-            try FileSystem.makeDirectory((newPath as NSString).deletingLastPathComponent)
-            moved = Glibc.rename(oldPath, newPath) == 0
-        }
-        if !moved {
+        // Held while the new name exists without a row, so no orphan sweep takes it; a retained file keeps its
+        // holders' shared lock instead, which stops a sweep just as well.
+        _ = flock(fd, LOCK_EX | LOCK_NB)
+        // The new name is a hard link (or, across file systems, a flushed copy); the old name goes only after
+        // the row points at the new one. A crash in between leaves the old row and file intact and the new
+        // name an orphan, which the next sweep removes.
+        try FileSystem.makeDirectory((newPath as NSString).deletingLastPathComponent)
+        if link(oldPath, newPath) != 0 {
+            guard errno == EXDEV else { throw .posix("cannot link \(oldPath) to", path: newPath) }
             let temporary = staging + "/" + name
             try FileSystem.copy(fd, from: oldPath, to: temporary)
             try FileSystem.rename(temporary, to: newPath)
-        } else {
-            try FileSystem.syncDirectory(of: newPath)
         }
+        try FileSystem.syncDirectory(of: newPath)
         var updated = record
         updated.mode = mode
         updated.name = name
@@ -77,15 +77,17 @@ extension DiskManager {
             try db.execute(sql: "UPDATE file SET mode = ?, name = ? WHERE id = ? AND name = ?",
                            arguments: [mode.rawValue, name, record.id, record.name])
             guard db.changesCount == 1 else { return false }
-            if !moved { try FileDeleter.markPending(db, paths: [oldPath]) }
+            try FileDeleter.markPending(db, paths: [oldPath])
             return true
         }
         guard committed else {
-            // The file changed under us (replaced or deleted): undo our copy or move.
-            if moved { _ = Glibc.rename(newPath, oldPath) } else { FileSystem.remove(newPath) }
+            // The file changed under us (replaced or deleted): drop the new name.
+            FileSystem.remove(newPath)
             return
         }
-        if !moved { deleter.tryDelete(oldPath) }
+        // Releasing our lock first lets the delete go through unless someone else retains the file.
+        flock(fd, LOCK_UN)
+        deleter.tryDelete(oldPath)
         notify(updated, .migrated)
         if mode == .cache { try enforceLimits(of: record.pool) }
     }

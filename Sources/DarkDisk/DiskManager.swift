@@ -17,6 +17,8 @@ public final class DiskManager: Sendable {
     let maintenanceQueue = DispatchQueue(label: "darkdisk.maintenance")
     let maintenanceTimer = Mutex<MaintenanceTimer?>(nil)
     let broadcaster = ChangeBroadcaster()
+    /// Orphans the start-up sweep found locked (by a reader of the same inode); each maintenance round retries them.
+    let lockedOrphans = Mutex<Set<String>>([])
     /// How often the timer enforces expiry, pool limits and the free-space floor.
     public static let maintenanceInterval: Double = 2
 
