@@ -28,7 +28,8 @@ extension DiskManager {
     }
 
     /// Evicts least recently accessed, unretained cache files while the pool's cache files exceed its max
-    /// size, down to 90 % of it (so that not every import pays for an eviction). Returns how many went.
+    /// size, down to 99 % of it: a small margin, so that not every import into a full pool pays for an
+    /// eviction, yet no single import pays for evicting a large share of a big pool. Returns how many went.
     @discardableResult
     public func enforceLimits(of pool: Pool) throws(DarkDiskError) -> Int {
         let (maxSize, cached) = try read { db in
@@ -36,7 +37,7 @@ extension DiskManager {
              UInt64(max(0, try Int64.fetchOne(db, sql: "SELECT bytes FROM usage WHERE pool = ? AND mode = 'cache'", arguments: [pool.rawValue]) ?? 0)))
         }
         guard cached > maxSize else { return 0 }
-        let lowWater = maxSize - maxSize / 10
+        let lowWater = maxSize - maxSize / 100
         let evicted = try evict(from: [pool], bytes: cached - lowWater)
         if evicted > 0 { logger.debug("evicted \(evicted) files from the \(pool.rawValue) pool") }
         return evicted
