@@ -38,7 +38,13 @@ extension DiskManager {
         }
         guard cached > maxSize else { return 0 }
         let lowWater = maxSize - maxSize / 100
-        let evicted = try evict(from: [pool], bytes: cached - lowWater)
+        // Measured again inside every eviction transaction, so evictions running at once (another process,
+        // the timer, a release) together take only what one would.
+        let evicted = try evict(from: [pool]) { db, _ in
+            let bytes = UInt64(max(0, try Int64.fetchOne(db, sql: "SELECT bytes FROM usage WHERE pool = ? AND mode = 'cache'",
+                                                         arguments: [pool.rawValue]) ?? 0))
+            return bytes > lowWater ? bytes - lowWater : 0
+        }
         if evicted > 0 { logger.debug("evicted \(evicted) files from the \(pool.rawValue) pool") }
         return evicted
     }
@@ -82,37 +88,41 @@ extension DiskManager {
         let available = Double(st.f_bavail) * Double(st.f_frsize)
         let wanted = fraction * total
         guard available < wanted else { return 0 }
-        let evicted = try evict(from: Pool.allCases, bytes: UInt64(wanted - available))
+        let needed = UInt64(wanted - available)
+        let evicted = try evict(from: Pool.allCases) { _, freed in freed < needed ? needed - freed : 0 }
         if evicted > 0 {
             logger.info("free space on \(location.cacheDirectory) below \(Int(fraction * 100)) %: evicted \(evicted) cache files")
         }
         return evicted
     }
 
-    /// Evicts unretained cache files of `pools`, least recently accessed first, until `needed` bytes are freed
-    /// or no candidate is left. Returns how many files went.
-    func evict(from pools: [Pool], bytes needed: UInt64) throws(DarkDiskError) -> Int {
+    /// Evicts unretained cache files of `pools`, least recently accessed first, while `excess` (bytes still to
+    /// free, given the index and the bytes this call freed so far) is above 0 and candidates remain.
+    /// Returns how many files went.
+    func evict(from pools: [Pool], excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> Int {
         var freed: UInt64 = 0
         var evicted = 0
         var cursor: (lastAccess: Double, id: Int64) = (-Double.infinity, Int64.min)
         let poolList = pools.map { "'\($0.rawValue)'" }.joined(separator: ",")
-        while freed < needed {
-            let batch = try read { db in
-                try FileRecord.fetchAll(db, sql: """
+        while true {
+            let (needed, batch) = try read { db -> (UInt64, [FileRecord]) in
+                let needed = try excess(db, freed)
+                guard needed > 0 else { return (0, []) }
+                return (needed, try FileRecord.fetchAll(db, sql: """
                     SELECT * FROM file WHERE pool IN (\(poolList)) AND mode = 'cache' AND (lastAccess, id) > (?, ?)
                     ORDER BY lastAccess, id LIMIT 64
-                    """, arguments: [cursor.lastAccess, cursor.id])
+                    """, arguments: [cursor.lastAccess, cursor.id]))
             }
-            guard !batch.isEmpty else { break }
+            guard needed > 0, !batch.isEmpty else { break }
             // Take just enough of the batch; the next round resumes after the last one tried.
             var chosen: [FileRecord] = []
-            var wanted = freed
+            var wanted: UInt64 = 0
             for record in batch where wanted < needed {
                 chosen.append(record)
                 wanted += UInt64(record.storedSize)
             }
             cursor = (chosen.last!.lastAccess, chosen.last!.id ?? 0)
-            for record in try evictBatch(chosen) {
+            for record in try evictBatch(chosen, alreadyFreed: freed, excess: excess) {
                 freed += UInt64(record.storedSize)
                 evicted += 1
             }
@@ -123,7 +133,8 @@ extension DiskManager {
     /// Removes the cache files of `records` that nobody retains, in one index transaction: each file's row
     /// and the file go under an exclusive lock, so a reader that opened it a moment earlier either holds it
     /// (and it is skipped) or finds it gone and looks again. Returns the records evicted.
-    private func evictBatch(_ records: [FileRecord]) throws(DarkDiskError) -> [FileRecord] {
+    private func evictBatch(_ records: [FileRecord], alreadyFreed: UInt64,
+                            excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> [FileRecord] {
         var locked: [(record: FileRecord, fd: Int32)] = []
         var vanished: [FileRecord] = []
         defer { for item in locked { close(item.fd) } }
@@ -140,9 +151,18 @@ extension DiskManager {
                 try db.execute(sql: "DELETE FROM file WHERE id = ? AND name = ?", arguments: [record.id, record.name])
                 return db.changesCount == 1
             }
-            let evicted = try locked.map(\.record).filter(delete)
+            let gone = try vanished.filter(delete)
+            var freed = alreadyFreed + gone.reduce(0) { $0 + UInt64($1.storedSize) }
+            var evicted: [FileRecord] = []
+            for record in locked.map(\.record) {
+                guard try excess(db, freed) > 0 else { break }
+                if try delete(record) {
+                    evicted.append(record)
+                    freed += UInt64(record.storedSize)
+                }
+            }
             try FileDeleter.markPending(db, paths: evicted.map(path(of:)))
-            return (evicted, try vanished.filter(delete))
+            return (evicted, gone)
         }
         for record in removed.evicted { unlink(path(of: record)) }
         deleter.forget(removed.evicted.map(path(of:)))

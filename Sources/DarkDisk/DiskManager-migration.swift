@@ -6,9 +6,9 @@ import Glibc
 #endif
 
 extension DiskManager {
-    /// Moves a node's `kind` file between persistent storage and the cache pool. The file gets its new name
-    /// first (a hard link, or a copy across file systems); the old name goes when no one retains it, else
-    /// when the last token is released (as in the seeds). Returns whether the node has such a file.
+    /// Moves a node's `kind` file between persistent storage and the cache pool. An unretained file is moved
+    /// (hard link, then the old name goes); a retained file is copied and the original deleted when its last
+    /// token is released (as in the seeds). Returns whether the node has such a file.
     @discardableResult
     public func makeNodeFilePersistent(_ persistent: Bool, nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> Bool {
         guard let record = try read({ db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }) else { return false }
@@ -56,17 +56,23 @@ extension DiskManager {
             return
         }
         defer { close(fd) }
-        // Held while the new name exists without a row, so no orphan sweep takes it; a retained file keeps its
-        // holders' shared lock instead, which stops a sweep just as well.
-        _ = flock(fd, LOCK_EX | LOCK_NB)
-        // The new name is a hard link (or, across file systems, a flushed copy); the old name goes only after
-        // the row points at the new one. A crash in between leaves the old row and file intact and the new
-        // name an orphan, which the next sweep removes.
+        // An unretained file is held exclusively while its new name exists without a row, so no orphan sweep
+        // takes it. It gets the new name as a hard link (no copy). A retained file is copied, as in the seeds:
+        // its holders keep the original, which goes when the last of them lets go. Either way the old name
+        // goes only after the row points at the new one: a crash in between leaves the old row and file
+        // intact and the new name an orphan for the next sweep.
+        let retained = flock(fd, LOCK_EX | LOCK_NB) != 0
         try FileSystem.makeDirectory((newPath as NSString).deletingLastPathComponent)
-        if link(oldPath, newPath) != 0 {
-            guard errno == EXDEV else { throw .posix("cannot link \(oldPath) to", path: newPath) }
+        let linked = !retained && link(oldPath, newPath) == 0
+        var copyLock: Int32 = -1
+        defer { if copyLock >= 0 { close(copyLock) } }
+        if !linked {
+            guard retained || errno == EXDEV else { throw .posix("cannot link \(oldPath) to", path: newPath) }
             let temporary = staging + "/" + name
             try FileSystem.copy(fd, from: oldPath, to: temporary)
+            // Locked from before it appears under files/ until its row commits (fresh staging files are spared).
+            copyLock = open(temporary, O_RDONLY | O_CLOEXEC)
+            flock(copyLock, LOCK_EX)
             try FileSystem.rename(temporary, to: newPath)
         }
         try FileSystem.syncDirectory(of: newPath)
@@ -85,9 +91,14 @@ extension DiskManager {
             FileSystem.remove(newPath)
             return
         }
-        // Releasing our lock first lets the delete go through unless someone else retains the file.
-        flock(fd, LOCK_UN)
-        deleter.tryDelete(oldPath)
+        if linked {
+            unlink(oldPath)
+            deleter.forget(oldPath)
+        } else {
+            // The original goes now if its holders are gone, else when the last token is released.
+            flock(fd, LOCK_UN)
+            deleter.tryDelete(oldPath)
+        }
         notify(updated, .migrated)
         if mode == .cache { try enforceLimits(of: record.pool) }
     }

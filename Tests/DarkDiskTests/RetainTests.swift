@@ -1,0 +1,108 @@
+import DarkDisk
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 3, part 2: a file whose export (retain token) is alive survives eviction, expiry, delete and
+/// migration, stays readable through the token's descriptor, and goes away once released.
+@Suite struct RetainTests {
+    @Test func retainedFileIsSkippedByEvictionAndGoesAfterRelease() async throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        var held: DiskExport? = try manager.importNodeFile(DiskImport(cleartextData: contents("a0")), nodeID: NodeID("a0"))
+        let heldPath = held!.cryptoFile.path
+        let unit = held!.storedSize
+        try manager.setMaxSize(unit * 7 / 2, for: .data) // 3.5 files
+        try importFile(manager, "a1")
+        try importFile(manager, "a2")
+        // Let the evictions queued by the releases above finish (two at once over-evict: ConcurrentEvictionTests).
+        try await Task.sleep(for: .milliseconds(150))
+        try importFile(manager, "a3")
+        // 4 units > 3.5: a0 is the least recently accessed but held, so a1 goes instead.
+        #expect(try isStored(manager, "a0"), "a retained file is skipped by eviction")
+        #expect(try !isStored(manager, "a1"), "the next least recently accessed file is evicted instead")
+        #expect(try isStored(manager, "a2") && isStored(manager, "a3"))
+
+        try manager.setMaxSize(0, for: .data)
+        #expect(try !isStored(manager, "a2") && !isStored(manager, "a3"))
+        #expect(fileExists(heldPath))
+        #expect(try poolStatus(manager, .data).cachedSize == unit, "the held file still counts while held")
+        #expect(try decrypt(held!) == contents("a0"), "the token's descriptor stays readable")
+
+        held = nil
+        let released = try await eventually(within: 3) { try poolStatus(manager, .data).cachedSize == 0 }
+        #expect(released, "the pool is back under its max shortly after the release")
+        #expect(!fileExists(heldPath), "the released file is evicted from disk")
+        #expect(try manager.storedFile(NodeID("a0")) == nil)
+    }
+
+    @Test func retainedFileSurvivesExpiry() async throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        var diskImport = DiskImport(cleartextData: contents("e"))
+        diskImport.expiration = 1
+        var held: DiskExport? = try manager.importNodeFile(diskImport, nodeID: NodeID("e"))
+        let path = held!.cryptoFile.path
+        try await Task.sleep(for: .milliseconds(1_200))
+        _ = try manager.expireFiles()
+        #expect(try manager.nodeFile(NodeID("e")) == nil, "an expired file is not handed out")
+        #expect(try !manager.hasNodeFile(NodeID("e")))
+        #expect(fileExists(path), "an expired but retained file stays on disk")
+        #expect(try decrypt(held!) == contents("e"))
+        held = nil
+        #expect(try await eventually(within: 3) { !fileExists(path) }, "the release completes the expiry")
+    }
+
+    @Test func retainedFileSurvivesDeleteAndLastTokenCompletesIt() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let id = try NodeID("d")
+        try importFile(manager, "d", size: 100_000)
+        var first: DiskExport? = try manager.nodeFile(id)
+        var second: DiskExport? = try manager.nodeFile(id)
+        let path = try #require(first).cryptoFile.path
+        try manager.deleteNode(id)
+        #expect(try manager.nodeFile(id) == nil)
+        #expect(try poolStatus(manager, .data).cachedSize == 0, "a deleted file no longer counts in the pool")
+        #expect(try decrypt(first!) == contents("d", size: 100_000))
+        first = nil
+        #expect(fileExists(path), "another token still holds the file")
+        #expect(try decrypt(second!) == contents("d", size: 100_000), "the other token still reads it")
+        second = nil
+        #expect(!fileExists(path), "the last release deletes the file")
+    }
+
+    @Test func retainedFileSurvivesMigrationAndTheOriginalGoesOnRelease() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let id = try NodeID("m")
+        try importFile(manager, "m", size: 30_000)
+        var held: DiskExport? = try manager.nodeFile(id)
+        let oldPath = held!.cryptoFile.path
+        #expect(try manager.makeNodeFilePersistent(true, nodeID: id))
+        do {
+            let moved = try #require(try manager.nodeFile(id))
+            #expect(moved.cryptoFile.path != oldPath)
+            #expect(moved.cryptoFile.path.hasPrefix(store.location.persistentFiles + "/"))
+            #expect(try decrypt(moved) == contents("m", size: 30_000))
+        }
+        #expect(fileExists(oldPath), "a retained file keeps its old name until released")
+        #expect(try decrypt(held!) == contents("m", size: 30_000))
+        held = nil
+        #expect(!fileExists(oldPath), "the original is deleted when its token is released")
+        #expect(try decrypt(try #require(try manager.nodeFile(id))) == contents("m", size: 30_000))
+    }
+
+    @Test func tokenDescriptorReadsAfterTheFileIsGoneFromItsFolder() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let held = try manager.importNodeFile(DiskImport(cleartextData: contents("x", size: 70_000)), nodeID: NodeID("x"))
+        try FileManager.default.removeItem(atPath: store.location.cacheDirectory)
+        #expect(try manager.nodeFile(NodeID("x")) == nil)
+        var st = stat()
+        #expect(fstat(held.retainToken.fileDescriptor, &st) == 0)
+        #expect(try decrypt(held) == contents("x", size: 70_000), "an open token keeps reading even after a purge")
+    }
+}
