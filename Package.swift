@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "DarkDiskCrypto", targets: ["DarkDiskCrypto"]),
         .library(name: "DarkDisk", targets: ["DarkDisk"]),
+        .library(name: "DarkDiskCloud", targets: ["DarkDiskCloud"]),
         .library(name: "DarkDiskFS", targets: ["DarkDiskFS"]),
         .executable(name: "darkdisk", targets: ["darkdisk"]),
     ],
@@ -24,12 +25,13 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        .target(name: "DarkDiskCloud", dependencies: ["DarkDisk", "DarkDiskCrypto"]),
         .target(name: "DarkDiskFS", dependencies: [
             "DarkDisk", "DarkDiskCrypto", "CFuse3",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "darkdisk", dependencies: [
-            "DarkDisk", "DarkDiskFS",
+            "DarkDisk", "DarkDiskFS", "DarkDiskCloud",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -38,6 +40,7 @@ let package = Package(
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk"]),
+        .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskCloud", "DarkDisk", "DarkDiskCrypto"]),
         .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto"]),
     ],
     swiftLanguageModes: [.v6]

@@ -28,12 +28,22 @@ public final class DiskManager: Sendable {
     }
 
     /// Creates a new store: folders, a random master key (optionally wrapped by `passphrase`) and the index.
-    public static func create(at location: StoreLocation, passphrase: [UInt8]? = nil, logger: Logger = Logger(label: "darkdisk.store")) throws(DarkDiskError) -> DiskManager {
+    /// With `adoptingKeyFile` (another machine's passphrase-protected key file) the store joins that key.
+    public static func create(at location: StoreLocation, passphrase: [UInt8]? = nil, adoptingKeyFile: Data? = nil,
+                              logger: Logger = Logger(label: "darkdisk.store")) throws(DarkDiskError) -> DiskManager {
         if exists(at: location) {
             throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
         }
         try FileSystem.makeDirectory(location.configDirectory)
-        let key = try MasterKeyFile.create(at: location.keyPath, passphrase: passphrase)
+        let key: SymmetricKey
+        if let adoptingKeyFile {
+            guard let passphrase else {
+                throw DarkDiskError(.passphraseRequired, "the remote's key is protected by a passphrase: pass --passphrase-file FILE")
+            }
+            key = try MasterKeyFile.adopt(adoptingKeyFile, at: location.keyPath, passphrase: passphrase)
+        } else {
+            key = try MasterKeyFile.create(at: location.keyPath, passphrase: passphrase)
+        }
         return try DiskManager(location: location, masterKey: key, logger: logger)
     }
 

@@ -1,6 +1,6 @@
-/// Lower-case hexadecimal for keys and salts in text files.
-enum Hex {
-    static func encode(_ bytes: [UInt8]) -> String {
+/// Lower-case hexadecimal for keys and salts in text files (the key file, remote records).
+public enum Hex {
+    public static func encode(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
@@ -11,7 +11,7 @@ enum Hex {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func decode(_ text: String) -> [UInt8]? {
+    public static func decode(_ text: String) -> [UInt8]? {
         let chars = Array(text.utf8)
         guard chars.count % 2 == 0 else { return nil }
         func value(_ c: UInt8) -> UInt8? {

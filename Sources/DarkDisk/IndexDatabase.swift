@@ -110,6 +110,26 @@ enum IndexDatabase {
             }
             try db.execute(sql: "INSERT INTO storeSetting (key, value) VALUES ('minFreeFraction', 0.10)")
         }
+        migrator.registerMigration("v3: outline sizes, remote") { db in
+            // What `pull` learns of a node: enough to list it (and its size) before any data is local.
+            try db.alter(table: "node") { t in
+                t.add(column: "metadataSize", .integer).notNull().defaults(to: 0)
+                t.add(column: "thumbnailSize", .integer).notNull().defaults(to: 0)
+                t.add(column: "dataSize", .integer).notNull().defaults(to: 0)
+            }
+            try db.create(table: "storeText") { t in
+                t.primaryKey("key", .text)
+                t.column("value", .text).notNull()
+            }
+            // Ranges of a cloud file already downloaded into a partial file, so a fetch resumes after a crash.
+            try db.create(table: "download") { t in
+                t.primaryKey("nodeID", .text)
+                t.column("etag", .text).notNull()
+                t.column("size", .integer).notNull()
+                t.column("partialName", .text).notNull()
+                t.column("ranges", .text).notNull()
+            }
+        }
         return migrator
     }
 }

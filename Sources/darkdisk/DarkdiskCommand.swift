@@ -1,5 +1,7 @@
 import ArgumentParser
 import DarkDisk
+import DarkDiskCloud
+import DarkDiskCrypto
 import Foundation
 
 /// The `darkdisk` command line (DESIGN §6).
@@ -13,15 +15,26 @@ struct DarkdiskCommand: ParsableCommand {
             $XDG_CONFIG_HOME under darkdisk/default).
             """,
         subcommands: [InitCommand.self, ImportCommand.self, ExportCommand.self, MountCommand.self,
-                      UnmountCommand.self, PersistCommand.self, DeleteCommand.self, StatusCommand.self, ConfigCommand.self])
+                      UnmountCommand.self, PushCommand.self, PullCommand.self, FetchCommand.self,
+                      PersistCommand.self, DeleteCommand.self, StatusCommand.self, ConfigCommand.self])
 
     /// Parses, runs, and turns every failure into one line on stderr and a non-zero exit.
+    /// Synchronous commands (mount above all) run on the main thread, whose signal mask libfuse's threads
+    /// inherit; async ones run as a task while the main thread waits.
     static func runAndExit() -> Never {
         do {
             var command = try parseAsRoot()
-            try command.run()
+            if let asyncCommand = command as? AsyncParsableCommand {
+                try AsyncBridge.run { var command = asyncCommand; try await command.run() }
+            } else {
+                try command.run()
+            }
             Foundation.exit(0)
         } catch let error as DarkDiskError {
+            fail(error.message)
+        } catch let error as RemoteError {
+            fail(error.message)
+        } catch let error as CryptoError {
             fail(error.message)
         } catch let error as CLIError {
             fail(error.message)

@@ -1,9 +1,10 @@
 import ArgumentParser
 import DarkDisk
+import DarkDiskCloud
 import DarkDiskCrypto
 import Foundation
 
-struct ExportCommand: ParsableCommand {
+struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Decrypt a node's data, thumbnail or metadata to stdout or a file.",
@@ -20,12 +21,16 @@ struct ExportCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("Write to FILE instead of standard output.", valueName: "FILE"))
     var output: String?
 
-    func run() throws {
+    func run() async throws {
         let id = try NodeID(node)
         let kind = try FileKind.parseNodeKind(kind)
         let manager = try storeOptions.open()
-        guard let export = try manager.nodeFile(id, kind: kind) else {
-            throw CLIError("node '\(id)' has no \(kind.rawValue) stored locally, and the store has no remote to fetch it from")
+        var found = try manager.nodeFile(id, kind: kind)
+        if found == nil, kind == .data, try manager.outlineEntry(id) != nil {
+            found = try await DownloadManager(manager: manager, remote: StoreRemote.remote(for: manager)).nodeData(id)
+        }
+        guard let export = found else {
+            throw CLIError("node '\(id)' has no \(kind.rawValue) stored locally, and the remote's outline does not have it (try 'darkdisk pull')")
         }
         let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
         if let output {

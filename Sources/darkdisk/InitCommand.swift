@@ -1,16 +1,45 @@
 import ArgumentParser
 import DarkDisk
+import DarkDiskCloud
+import Foundation
 
-struct InitCommand: ParsableCommand {
+struct InitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "init",
         abstract: "Create a store: its folders, a random master key and the index.",
-        discussion: "With --passphrase-file the master key is stored wrapped by a key derived from the passphrase (scrypt); every later command then needs the same passphrase file.")
+        discussion: """
+            With --passphrase-file the master key is stored wrapped by a key derived from the passphrase \
+            (scrypt); every later command then needs the same passphrase file. With --remote as well, the \
+            wrapped key is also kept in the remote, and a second machine joins with the same two options, \
+            then 'darkdisk pull'. Without --remote the store uses a file:// remote inside its data folder.
+            """)
 
     @OptionGroup var storeOptions: StoreOptions
 
-    func run() throws {
-        let manager = try DiskManager.create(at: storeOptions.location, passphrase: storeOptions.passphrase(), logger: CLILog.cli)
-        print("created store: data \(manager.location.dataDirectory), cache \(manager.location.cacheDirectory), key \(manager.location.keyPath)")
+    @Option(help: ArgumentHelp("The remote: file:///path (default: a folder inside the store).", valueName: "URL"))
+    var remote: String?
+
+    func run() async throws {
+        let location = storeOptions.location
+        let passphrase = try storeOptions.passphrase()
+        guard !DiskManager.exists(at: location) else {
+            throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
+        }
+        var remoteKeyFile: Data?
+        var attached: (any Remote)?
+        if let remote {
+            let target = try RemoteURL.remote(remote)
+            remoteKeyFile = try await target.readAll(CloudLayout.masterKey)
+            attached = target
+        }
+        let manager = try DiskManager.create(at: location, passphrase: passphrase, adoptingKeyFile: remoteKeyFile, logger: CLILog.cli)
+        if let remote, let attached {
+            try manager.setText(remote, for: StoreRemote.settingKey)
+            if remoteKeyFile == nil, passphrase != nil {
+                _ = try await attached.write(CloudLayout.masterKey, data: MasterKeyFile.contents(at: location.keyPath))
+            }
+        }
+        let joined = remoteKeyFile != nil ? " (joined the remote's key)" : ""
+        print("created store\(joined): data \(manager.location.dataDirectory), cache \(manager.location.cacheDirectory), key \(manager.location.keyPath)")
     }
 }

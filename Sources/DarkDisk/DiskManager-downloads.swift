@@ -1,0 +1,55 @@
+import Foundation
+import GRDB
+
+extension DiskManager {
+    /// The recorded state of an interrupted download of a node's cloud file, if any (and its file still exists).
+    public func partialDownload(_ nodeID: NodeID) throws(DarkDiskError) -> PartialDownload? {
+        let row = try read { db in try Row.fetchOne(db, sql: "SELECT * FROM download WHERE nodeID = ?", arguments: [nodeID.rawValue]) }
+        guard let row else { return nil }
+        let path = partialPath(row["partialName"])
+        guard FileManager.default.fileExists(atPath: path) else {
+            try removePartialDownload(nodeID)
+            return nil
+        }
+        let text: String = row["ranges"]
+        let ranges = text.split(separator: ",").compactMap { part -> Range<UInt64>? in
+            let bounds = part.split(separator: "-").compactMap { UInt64($0) }
+            return bounds.count == 2 && bounds[0] < bounds[1] ? bounds[0]..<bounds[1] : nil
+        }
+        return PartialDownload(nodeID: nodeID, etag: row["etag"], size: UInt64(row["size"] as Int64), path: path, ranges: ranges)
+    }
+
+    /// Starts recording a new download (replacing any older one, whose partial file is removed).
+    public func beginPartialDownload(_ nodeID: NodeID, etag: String, size: UInt64) throws(DarkDiskError) -> PartialDownload {
+        try removePartialDownload(nodeID)
+        let name = FileSystem.randomName(extension: "part")
+        try FileSystem.makeDirectory(location.cacheDirectory + "/partial")
+        try write { db in
+            try db.execute(sql: "INSERT INTO download (nodeID, etag, size, partialName, ranges) VALUES (?, ?, ?, ?, '')",
+                           arguments: [nodeID.rawValue, etag, Int64(size), name])
+        }
+        return PartialDownload(nodeID: nodeID, etag: etag, size: size, path: partialPath(name), ranges: [])
+    }
+
+    /// Records received ranges; call after the bytes are flushed to the partial file.
+    public func savePartialDownload(_ download: PartialDownload) throws(DarkDiskError) {
+        let text = download.ranges.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ",")
+        try write { db in
+            try db.execute(sql: "UPDATE download SET ranges = ? WHERE nodeID = ? AND etag = ?",
+                           arguments: [text, download.nodeID.rawValue, download.etag])
+        }
+    }
+
+    /// Forgets a download and removes its partial file (after it completed, or to restart from zero).
+    public func removePartialDownload(_ nodeID: NodeID) throws(DarkDiskError) {
+        let name = try read { db in
+            try String.fetchOne(db, sql: "SELECT partialName FROM download WHERE nodeID = ?", arguments: [nodeID.rawValue])
+        }
+        if let name { FileSystem.remove(partialPath(name)) }
+        try write { db in try db.execute(sql: "DELETE FROM download WHERE nodeID = ?", arguments: [nodeID.rawValue]) }
+    }
+
+    private func partialPath(_ name: String) -> String {
+        location.cacheDirectory + "/partial/" + name
+    }
+}

@@ -1,0 +1,84 @@
+import DarkDiskCrypto
+import Foundation
+import GRDB
+
+extension DiskManager {
+    /// The node's content key (created the first time it is needed) and the same key wrapped by the master
+    /// key, as a remote record carries it.
+    public func contentKey(for nodeID: NodeID) throws(DarkDiskError) -> (key: SymmetricKey, wrapped: [UInt8]) {
+        let key = try nodeKey(nodeID)
+        let wrapped = try read { db in
+            try Data.fetchOne(db, sql: "SELECT wrappedKey FROM node WHERE id = ?", arguments: [nodeID.rawValue])
+        }
+        return (key, Array(wrapped ?? Data()))
+    }
+
+    /// Unwraps a key wrapped by this store's master key (from a remote record); a key from another master key fails.
+    public func unwrapKey(_ wrapped: [UInt8]) throws(DarkDiskError) -> SymmetricKey {
+        try unwrap(Data(wrapped))
+    }
+
+    /// The outline entry of a node, if the remote has told us about it.
+    public func outlineEntry(_ nodeID: NodeID) throws(DarkDiskError) -> OutlineEntry? {
+        try read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM node WHERE id = ? AND cloudETag IS NOT NULL", arguments: [nodeID.rawValue])
+                .map(Self.entry(from:))
+        }
+    }
+
+    /// Every node the remote has told us about.
+    public func outline() throws(DarkDiskError) -> [OutlineEntry] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM node WHERE cloudETag IS NOT NULL ORDER BY id").map(Self.entry(from:))
+        }
+    }
+
+    /// Records what a pull or push learned about a node. On a pull, a new ETag means the node changed in the
+    /// cloud: its local files are stale and are deleted (retained ones when released); a push of local files
+    /// passes `invalidatingLocalFiles: false`. Returns whether the ETag changed.
+    @discardableResult
+    public func updateOutline(_ entry: OutlineEntry, invalidatingLocalFiles: Bool = true) throws(DarkDiskError) -> Bool {
+        _ = try unwrapKey(entry.wrappedKey)
+        let previous = try read { db in
+            try Row.fetchOne(db, sql: "SELECT wrappedKey, cloudETag FROM node WHERE id = ?", arguments: [entry.nodeID.rawValue])
+        }
+        let previousETag: String? = previous?["cloudETag"]
+        let changed = previous != nil && previousETag != nil && previousETag != entry.cloudETag
+        if invalidatingLocalFiles, changed || (previous != nil && previousETag == nil && (previous!["wrappedKey"] as Data) != Data(entry.wrappedKey)) {
+            // Local files were made for another version (or under another key): they are not this node any more.
+            let stale = try read { db in
+                try FileRecord.filter(Column("ownerID") == entry.nodeID.rawValue && Column("kind") != FileKind.avatar.rawValue).fetchAll(db)
+            }
+            try deleteRecords(stale, reason: .deleted)
+        }
+        try write { db in
+            try db.execute(sql: """
+                INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET wrappedKey = excluded.wrappedKey, name = excluded.name,
+                  parentID = excluded.parentID, cloudETag = excluded.cloudETag, metadataSize = excluded.metadataSize,
+                  thumbnailSize = excluded.thumbnailSize, dataSize = excluded.dataSize
+                """, arguments: [entry.nodeID.rawValue, Data(entry.wrappedKey), entry.name, entry.parentID, entry.cloudETag,
+                                 Date().timeIntervalSince1970, Int64(entry.metadataSize), Int64(entry.thumbnailSize), Int64(entry.dataSize)])
+        }
+        return changed
+    }
+
+    /// A text setting of the store (e.g. its remote URL).
+    public func text(_ key: String) throws(DarkDiskError) -> String? {
+        try read { db in try String.fetchOne(db, sql: "SELECT value FROM storeText WHERE key = ?", arguments: [key]) }
+    }
+
+    public func setText(_ value: String, for key: String) throws(DarkDiskError) {
+        try write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO storeText (key, value) VALUES (?, ?)", arguments: [key, value])
+        }
+    }
+
+    private static func entry(from row: Row) throws -> OutlineEntry {
+        OutlineEntry(nodeID: try NodeID(row["id"]), name: row["name"], parentID: row["parentID"],
+                     metadataSize: UInt64(row["metadataSize"] as Int64), thumbnailSize: UInt64(row["thumbnailSize"] as Int64),
+                     dataSize: UInt64(row["dataSize"] as Int64), wrappedKey: Array(row["wrappedKey"] as Data),
+                     cloudETag: row["cloudETag"])
+    }
+}

@@ -1,0 +1,39 @@
+import DarkDiskCrypto
+
+/// A node as the remote's outline describes it: enough to list it, size it and decrypt it, with no data.
+public struct OutlineEntry: Sendable, Equatable, Codable {
+    public let nodeID: NodeID
+    public var name: String?
+    public var parentID: String?
+    public var metadataSize: UInt64
+    public var thumbnailSize: UInt64
+    public var dataSize: UInt64
+    /// The node's content key wrapped by the master key (shared by every machine of the user).
+    public var wrappedKey: [UInt8]
+    /// The ETag of the node's cloud file; a change means the node changed.
+    public var cloudETag: String
+
+    public init(nodeID: NodeID, name: String?, parentID: String?, metadataSize: UInt64, thumbnailSize: UInt64,
+                dataSize: UInt64, wrappedKey: [UInt8], cloudETag: String) {
+        self.nodeID = nodeID
+        self.name = name
+        self.parentID = parentID
+        self.metadataSize = metadataSize
+        self.thumbnailSize = thumbnailSize
+        self.dataSize = dataSize
+        self.wrappedKey = wrappedKey
+        self.cloudETag = cloudETag
+    }
+}
+
+extension NodeID: Codable {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        self = try NodeID(text)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}

@@ -1,0 +1,17 @@
+import DarkDisk
+
+/// Where things live in a remote bucket: one cloud file and one small JSON record per node, and the
+/// passphrase-wrapped master key (like gocryptfs' `gocryptfs.conf`).
+public enum CloudLayout {
+    public static let recordsPrefix = "records/"
+    public static let masterKey = "keys/master.json"
+
+    public static func cloudFile(_ nodeID: NodeID) -> String { "nodes/\(nodeID.rawValue).ddc" }
+    public static func record(_ nodeID: NodeID) -> String { "records/\(nodeID.rawValue).json" }
+
+    /// The node ID a record key names, if it is a well-formed record key.
+    public static func nodeID(ofRecordKey key: String) -> NodeID? {
+        guard key.hasPrefix(recordsPrefix), key.hasSuffix(".json") else { return nil }
+        return try? NodeID(String(key.dropFirst(recordsPrefix.count).dropLast(5)))
+    }
+}

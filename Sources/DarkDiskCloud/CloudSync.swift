@@ -1,0 +1,75 @@
+import DarkDisk
+import DarkDiskCrypto
+import Foundation
+
+/// Push and pull between a store and its remote (DESIGN §4): push uploads a node as one cloud file plus its
+/// record; pull brings the outline (every node's record, no data) into the store.
+public struct CloudSync: Sendable {
+    public let manager: DiskManager
+    public let remote: any Remote
+
+    public init(manager: DiskManager, remote: any Remote) {
+        self.manager = manager
+        self.remote = remote
+    }
+
+    /// What a pull changed.
+    public struct PullResult: Sendable, Equatable {
+        public var added = 0
+        public var changed = 0
+        public var deleted = 0
+        public var unchanged = 0
+    }
+
+    /// Encrypts `dataFile` (with optional thumbnail and metadata) into the cloud-file format under the node's
+    /// key, uploads it, then its record; then tells the store the upload finished (upload hooks fire).
+    @discardableResult
+    public func push(dataFile: String, nodeID: NodeID, name: String? = nil, parentID: String? = nil,
+                     thumbnail: Data? = nil, metadata: Data? = nil) async throws -> OutlineEntry {
+        let (key, wrapped) = try manager.contentKey(for: nodeID)
+        let temporary = NSTemporaryDirectory() + "darkdisk-push-" + UUID().uuidString
+        defer { unlink(temporary) }
+        let header = try FileConversion.encryptCloudFile(metadata: metadata, thumbnail: thumbnail, dataFileAt: dataFile,
+                                                         key: key, to: temporary)
+        let info = try await remote.write(CloudLayout.cloudFile(nodeID), fromFile: temporary)
+        let record = NodeRecord(nodeID: nodeID.rawValue, name: name, parentID: parentID,
+                                metadataSize: header.sectionSizes[CloudFileSection.metadata.rawValue],
+                                thumbnailSize: header.sectionSizes[CloudFileSection.thumbnail.rawValue],
+                                dataSize: header.sectionSizes[CloudFileSection.data.rawValue],
+                                wrappedKey: Hex.encode(wrapped), cloudETag: info.etag)
+        _ = try await remote.write(CloudLayout.record(nodeID), data: record.encoded())
+        let entry = try record.outlineEntry()
+        try manager.updateOutline(entry, invalidatingLocalFiles: false)
+        for kind in [FileKind.data, .metadata, .thumbnail] { try manager.didUploadNodeFile(nodeID, kind: kind) }
+        return entry
+    }
+
+    /// Fetches every record: new nodes appear (no data downloaded), nodes with a new ETag lose their stale
+    /// local copies, nodes gone from the remote are deleted locally. A remote that cannot be listed fails the
+    /// pull before anything changes: "unreachable" is never taken for "deleted".
+    public func pull() async throws -> PullResult {
+        let objects = try await remote.list(prefix: CloudLayout.recordsPrefix)
+        var result = PullResult()
+        var seen = Set<NodeID>()
+        let known = Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) })
+        for object in objects {
+            guard let nodeID = CloudLayout.nodeID(ofRecordKey: object.key) else { continue }
+            guard let data = try await remote.readAll(object.key) else { continue }
+            let entry = try NodeRecord.decode(data, expected: nodeID).outlineEntry()
+            seen.insert(nodeID)
+            if let old = known[nodeID] {
+                if old.cloudETag != entry.cloudETag { result.changed += 1 } else { result.unchanged += 1 }
+                if old == entry { continue }
+            } else {
+                result.added += 1
+            }
+            try manager.updateOutline(entry)
+        }
+        let gone = known.keys.filter { !seen.contains($0) }
+        if !gone.isEmpty {
+            try manager.deleteNodes(Array(gone))
+            result.deleted = gone.count
+        }
+        return result
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A remote that is a local folder (`file:///path`): the embedded default, and what tests and a second store
+/// on the same machine use. Objects are files; writes go through a temporary file and a rename; the ETag
+/// is derived from the file's inode, size and modification time, so any replacement changes it.
+public struct FileRemote: Remote {
+    public let root: String
+    public var url: String { "file://" + root }
+
+    public init(root: String) {
+        self.root = root
+    }
+
+    public func list(prefix: String) async throws(RemoteError) -> [ObjectInfo] {
+        // A missing folder is an unreachable remote, never an empty one (that would read as "all deleted").
+        try checkReachable()
+        let base = URL(fileURLWithPath: root)
+        var result: [ObjectInfo] = []
+        guard let enumerator = FileManager.default.enumerator(atPath: root) else {
+            throw RemoteError(.unreachable, "remote folder \(root) cannot be read")
+        }
+        while let sub = enumerator.nextObject() as? String {
+            guard sub.hasPrefix(prefix), !sub.hasPrefix(".tmp/") else { continue }
+            var st = stat()
+            guard stat(base.appendingPathComponent(sub).path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            result.append(ObjectInfo(key: sub, size: UInt64(st.st_size), etag: Self.etag(st)))
+        }
+        return result.sorted { $0.key < $1.key }
+    }
+
+    public func info(_ key: String) async throws(RemoteError) -> ObjectInfo? {
+        try RemoteKey.check(key)
+        try checkReachable()
+        var st = stat()
+        guard stat(path(key), &st) == 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw RemoteError(.io, "cannot stat \(path(key)): \(String(cString: strerror(errno)))")
+        }
+        return ObjectInfo(key: key, size: UInt64(st.st_size), etag: Self.etag(st))
+    }
+
+    public func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?) async throws(RemoteError) -> Data {
+        try RemoteKey.check(key)
+        try checkReachable()
+        let fd = open(path(key), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { throw RemoteError(.notFound, "\(key) is not in \(url)") }
+            throw RemoteError(.io, "cannot open \(path(key)): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var st = stat()
+        fstat(fd, &st)
+        if let etag, Self.etag(st) != etag { throw RemoteError(.changed, "\(key) changed in \(url)") }
+        guard range.upperBound <= UInt64(st.st_size) else {
+            throw RemoteError(.invalidResponse, "\(key) has \(st.st_size) bytes, not the \(range.upperBound) asked for")
+        }
+        var data = Data(count: range.count)
+        let got = data.withUnsafeMutableBytes { buffer -> Int in
+            var done = 0
+            while done < buffer.count {
+                let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(range.lowerBound) + off_t(done))
+                if n < 0 { if errno == EINTR { continue }; return -1 }
+                if n == 0 { break }
+                done += n
+            }
+            return done
+        }
+        guard got == range.count else { throw RemoteError(.invalidResponse, "short read of \(key)") }
+        return data
+    }
+
+    public func write(_ key: String, fromFile source: String) async throws(RemoteError) -> ObjectInfo {
+        try RemoteKey.check(key)
+        let temporary = try temporaryPath()
+        do {
+            try FileManager.default.copyItem(atPath: source, toPath: temporary)
+        } catch {
+            throw RemoteError(.io, "cannot copy \(source) to \(url): \(error.localizedDescription)")
+        }
+        return try commit(temporary, as: key)
+    }
+
+    public func write(_ key: String, data: Data) async throws(RemoteError) -> ObjectInfo {
+        try RemoteKey.check(key)
+        let temporary = try temporaryPath()
+        guard FileManager.default.createFile(atPath: temporary, contents: data) else {
+            throw RemoteError(.io, "cannot write \(temporary)")
+        }
+        return try commit(temporary, as: key)
+    }
+
+    public func delete(_ key: String) async throws(RemoteError) {
+        try RemoteKey.check(key)
+        if unlink(path(key)) != 0 && errno != ENOENT {
+            throw RemoteError(.io, "cannot delete \(path(key)): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    private func path(_ key: String) -> String { root + "/" + key }
+
+    private func checkReachable() throws(RemoteError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw RemoteError(.unreachable, "remote folder \(root) does not exist")
+        }
+    }
+
+    private func temporaryPath() throws(RemoteError) -> String {
+        let folder = root + "/.tmp"
+        do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
+            throw RemoteError(.unreachable, "cannot write to remote folder \(root): \(error.localizedDescription)")
+        }
+        return folder + "/" + UUID().uuidString
+    }
+
+    private func commit(_ temporary: String, as key: String) throws(RemoteError) -> ObjectInfo {
+        let destination = path(key)
+        do {
+            try FileManager.default.createDirectory(atPath: (destination as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        } catch {
+            unlink(temporary)
+            throw RemoteError(.io, "cannot create the folder of \(destination)")
+        }
+        let fd = open(temporary, O_RDONLY | O_CLOEXEC)
+        if fd >= 0 { fsync(fd); close(fd) }
+        guard rename(temporary, destination) == 0 else {
+            let message = String(cString: strerror(errno))
+            unlink(temporary)
+            throw RemoteError(.io, "cannot store \(destination): \(message)")
+        }
+        var st = stat()
+        stat(destination, &st)
+        return ObjectInfo(key: key, size: UInt64(st.st_size), etag: Self.etag(st))
+    }
+
+    static func etag(_ st: stat) -> String {
+        String(format: "%llx-%llx-%llx", UInt64(st.st_ino), UInt64(st.st_size), UInt64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ UInt64(st.st_mtim.tv_nsec))
+    }
+}

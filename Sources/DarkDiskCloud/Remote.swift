@@ -1,0 +1,42 @@
+import Foundation
+
+/// An object store holding the cloud files and records of a user's nodes (DESIGN §4). Keys are relative
+/// paths made of `[A-Za-z0-9._/-]`, never absolute and never containing `..`.
+public protocol Remote: Sendable {
+    /// The remote's URL, for messages.
+    var url: String { get }
+    /// Every object whose key starts with `prefix`.
+    func list(prefix: String) async throws(RemoteError) -> [ObjectInfo]
+    /// The object's size and ETag, or nil if it does not exist.
+    func info(_ key: String) async throws(RemoteError) -> ObjectInfo?
+    /// Bytes `range` of the object; fails with `.changed` if its ETag is no longer `ifMatch`, and never
+    /// returns fewer bytes than asked (a short body is `.invalidResponse`).
+    func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?) async throws(RemoteError) -> Data
+    /// Stores a whole object from a local file, atomically; returns its new info.
+    func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo
+    /// Stores a whole small object, atomically.
+    func write(_ key: String, data: Data) async throws(RemoteError) -> ObjectInfo
+    /// Removes an object; a missing object is not an error.
+    func delete(_ key: String) async throws(RemoteError)
+}
+
+extension Remote {
+    /// Reads a whole small object.
+    public func readAll(_ key: String) async throws(RemoteError) -> Data? {
+        guard let info = try await info(key) else { return nil }
+        return try await read(key, range: 0..<info.size, ifMatch: info.etag)
+    }
+}
+
+/// Key validation shared by remotes: no traversal out of the bucket.
+enum RemoteKey {
+    static func check(_ key: String) throws(RemoteError) {
+        let allowed = key.utf8.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+                || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: "-") || b == UInt8(ascii: "/")
+        }
+        guard allowed, !key.isEmpty, !key.hasPrefix("/"), !key.split(separator: "/").contains("..") else {
+            throw RemoteError(.invalidURL, "invalid object key '\(key)'")
+        }
+    }
+}

@@ -1,0 +1,27 @@
+/// The error type of remotes and transfers: a code programs can branch on and a one-line message.
+public struct RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// The object does not exist (a 404/403 on HTTP remotes).
+        case notFound
+        /// The remote could not be reached; never taken to mean "deleted".
+        case unreachable
+        /// The object changed (its ETag no longer matches) during a transfer.
+        case changed
+        /// The remote answered something that is not what was asked (wrong length, bad record).
+        case invalidResponse
+        /// The URL is not a remote darkdisk can use.
+        case invalidURL
+        /// A local file could not be read or written.
+        case io
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

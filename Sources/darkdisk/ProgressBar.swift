@@ -1,0 +1,26 @@
+import DarkDiskCloud
+import Foundation
+
+/// A one-line progress bar on stderr: bar, percentage, bytes, rate and time left.
+final class ProgressBar: Sendable {
+    func show(_ progress: DownloadProgress) {
+        let width = 30
+        let filled = Int(progress.fractionCompleted * Double(width))
+        let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+        let eta = progress.estimatedTimeRemaining.map { "ETA \(Int($0.rounded()))s" } ?? ""
+        let line = "\r[\(bar)] \(Int(progress.fractionCompleted * 100))% \(Self.bytes(progress.completedBytes))/\(Self.bytes(progress.totalBytes)) \(Self.bytes(UInt64(progress.throughput)))/s \(eta)   "
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+
+    func finish() {
+        FileHandle.standardError.write(Data("\n".utf8))
+    }
+
+    static func bytes(_ count: UInt64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
+        return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
+    }
+}

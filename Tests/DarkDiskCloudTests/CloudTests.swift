@@ -1,0 +1,193 @@
+import DarkDisk
+import DarkDiskCloud
+import DarkDiskCrypto
+import Foundation
+import Testing
+
+@Suite struct CloudTests {
+    /// Two stores sharing one master key (as `init --remote --passphrase-file` arranges) and a file remote.
+    final class Setup {
+        let directory: String
+        let remote: FileRemote
+        let a: DiskManager
+        let b: DiskManager
+
+        init() throws {
+            directory = NSTemporaryDirectory() + "darkdisk-cloud-" + UUID().uuidString
+            try FileManager.default.createDirectory(atPath: directory + "/remote", withIntermediateDirectories: true)
+            remote = FileRemote(root: directory + "/remote")
+            let passphrase = Array("shared secret".utf8)
+            a = try DiskManager.create(at: StoreLocation(directory: directory + "/a"), passphrase: passphrase)
+            let keyFile = try MasterKeyFile.contents(at: a.location.keyPath)
+            b = try DiskManager.create(at: StoreLocation(directory: directory + "/b"), passphrase: passphrase, adoptingKeyFile: keyFile)
+        }
+
+        deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+        func file(_ name: String, _ data: Data) throws -> String {
+            let path = directory + "/" + name
+            try data.write(to: URL(fileURLWithPath: path))
+            return path
+        }
+    }
+
+    static func bytes(_ count: Int, seed: UInt64) -> Data {
+        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+        var data = Data(count: count)
+        data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) in
+            for i in 0..<count {
+                state ^= state << 13; state ^= state >> 7; state ^= state << 17
+                buffer[i] = UInt8(truncatingIfNeeded: state)
+            }
+        }
+        return data
+    }
+
+    func plaintext(_ export: DiskExport) throws -> Data {
+        let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+        return Data(try reader.read(section: reader.dataSection, offset: 0, count: Int(reader.plaintextSize(ofSection: reader.dataSection))))
+    }
+
+    @Test func pushOnOneStorePullAndReadOnAnother() async throws {
+        let setup = try Setup()
+        let data = Self.bytes(3_000_000, seed: 1)
+        let entry = try await CloudSync(manager: setup.a, remote: setup.remote)
+            .push(dataFile: setup.file("d", data), nodeID: NodeID("n1"), name: "photo.jpg", thumbnail: Data("thumb".utf8), metadata: Data("{}".utf8))
+        #expect(entry.dataSize == 3_000_000 && entry.thumbnailSize == 5 && entry.metadataSize == 2)
+
+        let result = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        #expect(result.added == 1)
+        let outline = try #require(try setup.b.outlineEntry(NodeID("n1")))
+        #expect(outline.name == "photo.jpg" && outline.dataSize == 3_000_000)
+        #expect(try setup.b.nodeFile(NodeID("n1")) == nil, "pull downloads no data")
+
+        let downloads = DownloadManager(manager: setup.b, remote: setup.remote, partSize: 256 * 1024)
+        let export = try await downloads.nodeData(NodeID("n1"))
+        #expect(try plaintext(export) == data)
+        #expect(export.mode == .cache)
+        #expect(try setup.b.partialDownload(NodeID("n1")) == nil)
+    }
+
+    @Test func resumeTransfersOnlyTheMissingBytes() async throws {
+        let setup = try Setup()
+        let data = Self.bytes(4_000_000, seed: 2)
+        try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("d", data), nodeID: NodeID("big"))
+        _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+
+        let flaky = FaultyRemote(setup.remote)
+        flaky.failAfterReads.store(6, ordering: .relaxed)
+        let partSize: UInt64 = 256 * 1024
+        await #expect(throws: RemoteError.self) {
+            _ = try await DownloadManager(manager: setup.b, remote: flaky, partSize: partSize, parallelParts: 1).nodeData(NodeID("big"))
+        }
+        let partial = try #require(try setup.b.partialDownload(NodeID("big")))
+        #expect(partial.receivedBytes == 6 * partSize, "the parts that arrived are recorded")
+
+        let counting = FaultyRemote(setup.remote)
+        let export = try await DownloadManager(manager: setup.b, remote: counting, partSize: partSize).nodeData(NodeID("big"))
+        #expect(try plaintext(export) == data)
+        let total = Int(try #require(try await setup.remote.info(CloudLayout.cloudFile(NodeID("big")))).size)
+        #expect(counting.bytesRead.load(ordering: .relaxed) == total - 6 * Int(partSize), "only the missing bytes cross the wire")
+    }
+
+    @Test func etagChangeMidDownloadRestartsFromZero() async throws {
+        let setup = try Setup()
+        let old = Self.bytes(2_000_000, seed: 3)
+        let new = Self.bytes(2_000_000, seed: 4)
+        let id = try NodeID("changing")
+        try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("old", old), nodeID: id)
+        _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        // Prepare the replacement cloud file (same node key, new content) and swap it in after two parts.
+        let key = try setup.a.contentKey(for: id).key
+        let replacement = setup.directory + "/replacement.ddc"
+        _ = try FileConversion.encryptCloudFile(metadata: nil, thumbnail: nil, dataFileAt: setup.file("new", new), key: key, to: replacement)
+        let proxy = FaultyRemote(setup.remote)
+        proxy.replaceAfterReads.withLock { $0 = (2, CloudLayout.cloudFile(id), try! Data(contentsOf: URL(fileURLWithPath: replacement))) }
+        let export = try await DownloadManager(manager: setup.b, remote: proxy, partSize: 128 * 1024, parallelParts: 1).nodeData(id)
+        #expect(try plaintext(export) == new, "never a mix of two versions")
+    }
+
+    @Test func truncatedBodiesAreRefused() async throws {
+        let setup = try Setup()
+        try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("d", Self.bytes(500_000, seed: 5)), nodeID: NodeID("t"))
+        _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        let proxy = FaultyRemote(setup.remote)
+        proxy.truncate.store(true, ordering: .relaxed)
+        do {
+            _ = try await DownloadManager(manager: setup.b, remote: proxy).nodeData(NodeID("t"))
+            Issue.record("a truncated body was accepted")
+        } catch let error as RemoteError {
+            #expect(error.code == .invalidResponse)
+        }
+        #expect(try setup.b.nodeFile(NodeID("t")) == nil)
+    }
+
+    @Test func concurrentRequestsShareOneTransfer() async throws {
+        let setup = try Setup()
+        let data = Self.bytes(1_000_000, seed: 6)
+        try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("d", data), nodeID: NodeID("popular"))
+        _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        let counting = FaultyRemote(setup.remote)
+        let downloads = DownloadManager(manager: setup.b, remote: counting, partSize: 128 * 1024)
+        let results = try await withThrowingTaskGroup(of: Data.self) { group in
+            for _ in 0..<20 { group.addTask { try self.plaintext(try await downloads.nodeData(NodeID("popular"))) } }
+            return try await group.reduce(into: [Data]()) { $0.append($1) }
+        }
+        #expect(results.count == 20 && results.allSatisfy { $0 == data })
+        let total = Int(try #require(try await setup.remote.info(CloudLayout.cloudFile(NodeID("popular")))).size)
+        #expect(counting.bytesRead.load(ordering: .relaxed) == total, "exactly one transfer")
+    }
+
+    @Test func pullFollowsChangesAndDeletionsButNotOutages() async throws {
+        let setup = try Setup()
+        let syncA = CloudSync(manager: setup.a, remote: setup.remote)
+        let syncB = CloudSync(manager: setup.b, remote: setup.remote)
+        try await syncA.push(dataFile: setup.file("1", Data("one".utf8)), nodeID: NodeID("keep"))
+        try await syncA.push(dataFile: setup.file("2", Data("two".utf8)), nodeID: NodeID("gone"))
+        _ = try await syncB.pull()
+        _ = try await DownloadManager(manager: setup.b, remote: setup.remote).nodeData(NodeID("keep"))
+        #expect(try setup.b.nodeFile(NodeID("keep")) != nil)
+
+        // A new version of "keep" invalidates B's local copy; the next read gets the new bytes.
+        try await syncA.push(dataFile: setup.file("1b", Data("one, changed".utf8)), nodeID: NodeID("keep"))
+        try await setup.remote.delete(CloudLayout.record(NodeID("gone")))
+        let result = try await syncB.pull()
+        #expect(result.changed == 1 && result.deleted == 1)
+        #expect(try setup.b.nodeFile(NodeID("keep")) == nil, "the stale copy is gone")
+        #expect(try setup.b.outlineEntry(NodeID("gone")) == nil)
+        let fresh = try await DownloadManager(manager: setup.b, remote: setup.remote).nodeData(NodeID("keep"))
+        #expect(try plaintext(fresh) == Data("one, changed".utf8))
+
+        // An unreachable remote fails the pull and deletes nothing.
+        let vanished = FileRemote(root: setup.directory + "/no-such-remote")
+        await #expect(throws: RemoteError.self) { _ = try await CloudSync(manager: setup.b, remote: vanished).pull() }
+        #expect(try setup.b.outlineEntry(NodeID("keep")) != nil)
+    }
+
+    @Test func hostileRecordsAreRefused() async throws {
+        let setup = try Setup()
+        try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("1", Data("x".utf8)), nodeID: NodeID("real"))
+        // A record that claims to be another node, and one that is not JSON.
+        let record = try #require(try await setup.remote.readAll(CloudLayout.record(NodeID("real"))))
+        _ = try await setup.remote.write(CloudLayout.record(NodeID("impostor")), data: record)
+        do {
+            _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+            Issue.record("a record for another node was accepted")
+        } catch let error as RemoteError {
+            #expect(error.code == .invalidResponse && error.message.contains("another node"))
+        }
+        try await setup.remote.delete(CloudLayout.record(NodeID("impostor")))
+        _ = try await setup.remote.write(CloudLayout.record(NodeID("garbage")), data: Data("<xml/>".utf8))
+        await #expect(throws: RemoteError.self) { _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull() }
+        // Keys that escape the bucket are refused by the remote itself.
+        await #expect(throws: RemoteError.self) { _ = try await setup.remote.info("../outside") }
+        await #expect(throws: RemoteError.self) { _ = try await setup.remote.info("/etc/passwd") }
+    }
+
+    @Test func remoteURLs() throws {
+        #expect(try RemoteURL.remote("file:///tmp/x").url == "file:///tmp/x")
+        for bad in ["ftp://x/y", "file://relative", "not a url", "http://example.com/b"] {
+            #expect(throws: RemoteError.self, "\(bad)") { _ = try RemoteURL.remote(bad) }
+        }
+    }
+}
