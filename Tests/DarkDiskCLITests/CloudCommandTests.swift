@@ -1,0 +1,65 @@
+import DarkDisk
+import Foundation
+import Testing
+
+@Suite struct CloudCommandTests {
+    func expectOneLineFailure(_ run: Run, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(run.status != 0, sourceLocation: sourceLocation)
+        #expect(run.stderrLines.count == 1 && run.stderr.hasPrefix("darkdisk: "), "stderr: \(run.stderr)", sourceLocation: sourceLocation)
+        #expect(run.stderr.contains(text), "stderr: \(run.stderr)", sourceLocation: sourceLocation)
+    }
+
+    @Test func secondMachineJoinsPullsAndReads() throws {
+        let a = try CLIStore()
+        let b = try CLIStore()
+        let remote = a.directory + "/bucket"
+        try FileManager.default.createDirectory(atPath: remote, withIntermediateDirectories: true)
+        let passphrase = try a.file("pass", Data("two machines\n".utf8))
+        let data = CLIStore.bytes(3_000_000, seed: 11)
+        #expect(try a.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", passphrase]).status == 0)
+        let push = try a.darkdisk(["push", try a.file("photo", data), "--node", "photo", "--name", "photo.jpg",
+                                   "--thumbnail", try a.file("t", Data("thumb".utf8)), "--passphrase-file", passphrase])
+        #expect(push.status == 0, "\(push.stderr)")
+
+        let wrong = try b.file("wrong", Data("one machine\n".utf8))
+        expectOneLineFailure(try b.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", wrong]), mentioning: "wrong passphrase")
+        let joined = try b.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", passphrase])
+        #expect(joined.status == 0, "\(joined.stderr)")
+        #expect(joined.output.contains("joined"))
+        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).output.contains("1 new"))
+        // Not local yet: export downloads it on demand.
+        let exported = try b.darkdisk(["export", "--node", "photo", "--passphrase-file", passphrase])
+        #expect(exported.status == 0, "\(exported.stderr)")
+        #expect(exported.stdout == data)
+
+        // push keeps no local copy; fetch is quiet when stderr is not a terminal, and a fetched node is local.
+        #expect(try a.darkdisk(["status", "--json", "--passphrase-file", passphrase]).output.contains("\"files\" : 0"))
+        let fetch = try a.darkdisk(["fetch", "--node", "photo", "--passphrase-file", passphrase])
+        #expect(fetch.status == 0 && fetch.stderr.isEmpty, "\(fetch.stderr)")
+        let status = try a.darkdisk(["status", "--json", "--passphrase-file", passphrase])
+        #expect(status.output.contains("\"files\" : 1"))
+    }
+
+    @Test func badRemotesFailWithOneLine() throws {
+        let store = try CLIStore()
+        expectOneLineFailure(try store.darkdisk(["init", "--remote", "http://example.com/bucket"]), mentioning: "not available")
+        expectOneLineFailure(try store.darkdisk(["init", "--remote", "gopher://x"]), mentioning: "unknown remote scheme")
+        let gone = store.directory + "/gone"
+        try FileManager.default.createDirectory(atPath: gone, withIntermediateDirectories: true)
+        #expect(try store.darkdisk(["init", "--remote", "file://" + gone]).status == 0)
+        #expect(try store.darkdisk(["push", try store.file("d", Data("d".utf8)), "--node", "n"]).status == 0)
+        #expect(try store.darkdisk(["pull"]).status == 0)
+        try FileManager.default.removeItem(atPath: gone)
+        expectOneLineFailure(try store.darkdisk(["pull"]), mentioning: "does not exist")
+        expectOneLineFailure(try store.darkdisk(["fetch", "--node", "nothing"]), mentioning: "darkdisk pull")
+        expectOneLineFailure(try store.darkdisk(["push", store.directory + "/missing", "--node", "n"]), mentioning: "no such file")
+        expectOneLineFailure(try store.darkdisk(["push", try store.file("e", Data()), "--node", "../n"]), mentioning: "invalid node ID")
+    }
+
+    @Test func defaultRemoteIsInsideTheStore() throws {
+        let store = try CLIStore()
+        #expect(try store.darkdisk(["push", try store.file("d", Data("local bucket".utf8)), "--node", "n"]).status == 0)
+        #expect(FileManager.default.fileExists(atPath: store.storePath + "/data/remote/nodes/n.ddc"))
+        #expect(try store.darkdisk(["export", "--node", "n"]).output == "local bucket")
+    }
+}
