@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
@@ -25,7 +26,10 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "DarkDiskCloud", dependencies: ["DarkDisk", "DarkDiskCrypto"]),
+        .target(name: "DarkDiskCloud", dependencies: [
+            "DarkDisk", "DarkDiskCrypto",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ]),
         .target(name: "DarkDiskFS", dependencies: [
             "DarkDisk", "DarkDiskCrypto", "CFuse3",
             .product(name: "Logging", package: "swift-log"),

@@ -1,7 +1,7 @@
 import Foundation
 
-/// Turns a remote URL into a remote. This version speaks `file:///absolute/path`; `http(s)://` and
-/// `s3://` are named in DESIGN §4 and come with the rest of issue 4.
+/// Turns a remote URL into a remote: `file:///absolute/path` and `http(s)://host[:port]/prefix` (read-only).
+/// `s3://` (DESIGN §4) comes with the rest of issue 4.
 public enum RemoteURL {
     public static func remote(_ text: String) throws(RemoteError) -> any Remote {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
@@ -14,10 +14,13 @@ public enum RemoteURL {
                 throw RemoteError(.invalidURL, "a file remote needs an absolute path: file:///path/to/folder")
             }
             return FileRemote(root: URL(fileURLWithPath: path).standardizedFileURL.path)
-        case "http", "https", "s3":
-            throw RemoteError(.invalidURL, "\(scheme):// remotes are not available in this version (use file:///path)")
+        case "http", "https":
+            guard let host = url.host, !host.isEmpty else { throw RemoteError(.invalidURL, "an http remote needs a host: http://host[:port]/prefix") }
+            return HTTPRemote(url: text)
+        case "s3":
+            throw RemoteError(.invalidURL, "s3:// remotes are not available in this version (use file:///path or http://host/prefix)")
         default:
-            throw RemoteError(.invalidURL, "unknown remote scheme '\(scheme)' in '\(text)' (use file:///path)")
+            throw RemoteError(.invalidURL, "unknown remote scheme '\(scheme)' in '\(text)' (use file:///path or http://host/prefix)")
         }
     }
 }
