@@ -112,22 +112,7 @@ extension FileSystem {
         let input = open(source, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw .posix("cannot open", path: source) }
         defer { close(input) }
-        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard output >= 0 else { throw .posix("cannot create", path: destination) }
-        defer { close(output) }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let n = read(input, &buffer, buffer.count)
-            if n < 0 { if errno == EINTR { continue }; let e = errno; unlink(destination); throw .posix("cannot read", path: source, errno: e) }
-            if n == 0 { break }
-            var done = 0
-            while done < n {
-                let w = buffer.withUnsafeBytes { write(output, $0.baseAddress! + done, n - done) }
-                if w < 0 { if errno == EINTR { continue }; let e = errno; unlink(destination); throw .posix("cannot write", path: destination, errno: e) }
-                done += w
-            }
-        }
-        guard fsync(output) == 0 else { let e = errno; unlink(destination); throw .posix("cannot flush", path: destination, errno: e) }
+        try copy(input, from: source, to: destination)
         unlink(source)
     }
 }
