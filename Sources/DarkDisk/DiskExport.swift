@@ -5,6 +5,8 @@ import Foundation
 /// token: while this value (or a copy of the token) is alive, no process deletes the file.
 public struct DiskExport: Sendable {
     public let cryptoFile: CryptoFile
+    /// The stored version's ID (as `StoredFile.fileID`): it changes whenever the file is replaced.
+    public let fileID: Int64
     public let mode: StorageMode
     public let pool: Pool
     /// Bytes of plaintext in the file's data section.

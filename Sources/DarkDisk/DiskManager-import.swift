@@ -114,6 +114,7 @@ extension DiskManager {
     func export(_ record: FileRecord, fileKey: SymmetricKey, token: RetainToken) -> DiskExport {
         DiskExport(
             cryptoFile: CryptoFile(path: token.path, format: record.format, key: fileKey, retainToken: token),
+            fileID: record.id ?? 0,
             mode: record.mode, pool: record.pool, plaintextSize: UInt64(record.plaintextSize),
             storedSize: UInt64(record.storedSize), lastModified: Date(timeIntervalSince1970: record.modified),
             expiration: record.expiration)

@@ -10,3 +10,16 @@ public struct NodeID: Hashable, Sendable, Comparable, CustomStringConvertible {
     public var description: String { rawValue }
     public static func < (a: NodeID, b: NodeID) -> Bool { a.rawValue < b.rawValue }
 }
+
+/// Coded as its string; decoding validates it like `init(_:)`.
+extension NodeID: Codable {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        self = try NodeID(text)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}

@@ -25,15 +25,3 @@ public struct OutlineEntry: Sendable, Equatable, Codable {
         self.cloudETag = cloudETag
     }
 }
-
-extension NodeID: Codable {
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        self = try NodeID(text)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
-}

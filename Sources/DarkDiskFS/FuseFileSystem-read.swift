@@ -22,8 +22,7 @@ extension FuseFileSystem {
             }
             let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
             handles.withLock { $0[handle] = OpenFile(entry: entry, export: export, reader: reader) }
-            let fileID = try storedFile(of: entry)?.fileID ?? -1
-            let cacheValid = inodes.withLock { $0.serve(ino, fileID: fileID) }
+            let cacheValid = inodes.withLock { $0.serve(ino, fileID: export.fileID) }
             fi.pointee.fh = handle
             fi.pointee.keep_cache = cacheValid ? 1 : 0
             fuse_reply_open(req, fi)
