@@ -37,6 +37,21 @@ public struct CryptoFileHeader: Sendable, Equatable {
         return size / chunkSize + (size % chunkSize == 0 ? 0 : 1)
     }
 
+    /// The bytes of the file that a read of plaintext [offset, offset + count) of `section` needs: the
+    /// ciphertext and tags of the chunks covering it (empty for an empty read or one at the end). A client
+    /// that fetches or waits for byte ranges asks for exactly these.
+    public func ciphertextRange(section: Int, offset: UInt64, count: Int) -> Range<UInt64> {
+        let size = sectionSizes[section]
+        guard offset < size, count > 0 else { return sectionOffset(section)..<sectionOffset(section) }
+        let end = min(size, offset + UInt64(count))
+        let chunkSize = UInt64(chunkSize)
+        let stride = chunkSize + UInt64(CryptoFormat.tagSize)
+        let first = offset / chunkSize
+        let last = (end - 1) / chunkSize
+        let start = sectionOffset(section) + first * stride
+        return start..<start + (last - first) * stride + UInt64(plaintextLength(ofChunk: last, section: section) + CryptoFormat.tagSize)
+    }
+
     /// Plaintext length of chunk `chunk` of `section`: the chunk size, except for a short last chunk.
     func plaintextLength(ofChunk chunk: UInt64, section: Int) -> Int {
         let start = chunk * UInt64(chunkSize)

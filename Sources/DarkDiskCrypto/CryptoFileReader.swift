@@ -105,9 +105,9 @@ public final class CryptoFileReader: Sendable {
         let firstChunk = offset / chunkSize
         let lastChunk = (end - 1) / chunkSize
         let lastChunkOfSection = header.chunkCount(ofSection: section) - 1
-        let readStart = header.sectionOffset(section) + firstChunk * stride
-        let readLength = Int((lastChunk - firstChunk) * stride) + header.plaintextLength(ofChunk: lastChunk, section: section)
-            + CryptoFormat.tagSize
+        let covering = header.ciphertextRange(section: section, offset: offset, count: length)
+        let readStart = covering.lowerBound
+        let readLength = covering.count
 
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: Self.scratchPrefix + readLength, alignment: 16)
         defer { scratch.deallocate() }

@@ -27,10 +27,22 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The identity whose avatar to download (default: the user's display identity).", valueName: "ID"))
     var identity: String?
 
+    @Option(help: ArgumentHelp("Parts of the data downloaded at once.", valueName: "N"))
+    var parallel: Int = 4
+
+    @Option(help: ArgumentHelp("Bytes per part (at least 65536); an interrupted download resumes within a part.", valueName: "BYTES"))
+    var partSize: UInt64 = 8 << 20
+
+    func validate() throws {
+        guard (1...64).contains(parallel) else { throw ValidationError("--parallel must be between 1 and 64") }
+        guard partSize >= 65536 else { throw ValidationError("--part-size must be at least 65536") }
+    }
+
     func run() async throws {
         let target = try FileTarget.parse(node: node, kind: kind, user: user, identity: identity, identityRequired: false)
         let manager = try storeOptions.open(create: true)
-        let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager))
+        let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager), partSize: partSize,
+                                        parallelParts: parallel)
         let bar = isatty(STDERR_FILENO) == 1 ? ProgressBar() : nil
         let summary: String
         switch target {
