@@ -29,6 +29,11 @@ public struct PartialDownload: Sendable, Equatable {
 
     /// Adds a received range, merging neighbours.
     public mutating func add(_ range: Range<UInt64>) {
+        ranges = Self.merge(ranges, range)
+    }
+
+    /// `ranges` (sorted, non-overlapping) with `range` added, neighbours merged.
+    public static func merge(_ ranges: [Range<UInt64>], _ range: Range<UInt64>) -> [Range<UInt64>] {
         var merged: [Range<UInt64>] = []
         for r in (ranges + [range]).sorted(by: { $0.lowerBound < $1.lowerBound }) where !r.isEmpty {
             if let last = merged.last, r.lowerBound <= last.upperBound {
@@ -37,6 +42,6 @@ public struct PartialDownload: Sendable, Equatable {
                 merged.append(r)
             }
         }
-        ranges = merged
+        return merged
     }
 }

@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCrypto
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,6 +30,26 @@ extension DownloadManager {
         }
         defer { withExtendedLifetime(lock) {} }
 
+        // Readers waiting on this node's bytes follow the transfer; it ends their wait however it ends.
+        let stream = stream(for: nodeID)
+        do {
+            let result = try await fetchNodeData(nodeID, stream: stream, transfer: transfer)
+            endStream(nodeID, stream, nil)
+            return result
+        } catch {
+            endStream(nodeID, stream, error)
+            throw error
+        }
+    }
+
+    private func endStream(_ nodeID: NodeID, _ stream: NodeDataStream, _ error: (any Error)?) {
+        streams.withLock { streams in
+            if streams[nodeID] === stream { streams[nodeID] = nil }
+        }
+        stream.end(error)
+    }
+
+    private func fetchNodeData(_ nodeID: NodeID, stream: NodeDataStream, transfer: Transfer<NodeDataDownload>) async throws -> NodeDataDownload {
         guard let entry = try manager.outlineEntry(nodeID) else {
             throw RemoteError(.notFound, "node '\(nodeID)' is not stored locally and the remote's outline does not have it (run 'darkdisk pull')")
         }
@@ -43,7 +64,7 @@ extension DownloadManager {
                 download = try manager.beginPartialDownload(nodeID, etag: info.etag, size: info.size)
             }
             do {
-                try await fetchMissing(download!, key: objectKey, transfer: transfer)
+                try await fetchMissing(download!, key: objectKey, stream: stream, transfer: transfer)
             } catch let error as RemoteError where error.code == .changed && attempt < 2 {
                 // The cloud file was replaced mid-download: its parts do not go together. Start over.
                 try manager.removePartialDownload(nodeID)
@@ -78,9 +99,11 @@ extension DownloadManager {
         return NodeDataDownload(temporary: CryptoFile(path: path, format: .cloudFile, key: key, retainToken: owner))
     }
 
-    /// Fetches the missing parts, several at a time, each streamed into the partial file with `pwrite` and
-    /// recorded as it lands. Whatever arrived before a failure stays recorded for the next attempt.
-    private func fetchMissing(_ download: PartialDownload, key objectKey: String, transfer: Transfer<NodeDataDownload>) async throws {
+    /// Fetches the missing parts, `parallelParts` at a time, plus one worker for parts that readers wait for;
+    /// each part is streamed into the partial file with `pwrite` and recorded as it lands. Whatever arrived
+    /// before a failure stays recorded for the next attempt.
+    private func fetchMissing(_ download: PartialDownload, key objectKey: String, stream: NodeDataStream,
+                              transfer: Transfer<NodeDataDownload>) async throws {
         let fd = open(download.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw RemoteError(.io, "cannot open \(download.path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -88,32 +111,44 @@ extension DownloadManager {
             throw RemoteError(.io, "cannot size \(download.path): \(String(cString: strerror(errno)))")
         }
         let recorder = PartRecorder(download, fd: fd, manager: manager, checkpointBytes: checkpointBytes) { transfer.report($0) }
-        var pending = download.missingParts(partSize: partSize)[...]
+        try stream.activate(path: download.path, ranges: download.ranges, pending: download.missingParts(partSize: partSize))
         let etag = download.etag
         let remote = self.remote
-        do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                func startNext() {
-                    guard let part = pending.popFirst() else { return }
-                    group.addTask {
-                        var cursor = part.lowerBound
-                        try await remote.read(objectKey, range: part, ifMatch: etag) { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in
-                            guard UInt64(bytes.count) <= part.upperBound - cursor else {
-                                throw RemoteError(.invalidResponse, "\(objectKey): more bytes than the part \(part) asked for")
-                            }
-                            try Self.write(bytes, to: fd, at: cursor)
-                            try recorder.received(cursor..<cursor + UInt64(bytes.count))
-                            cursor += UInt64(bytes.count)
-                        }
-                        guard cursor == part.upperBound else {
-                            throw RemoteError(.invalidResponse, "\(objectKey): the body of part \(part) ended after \(cursor - part.lowerBound) bytes")
-                        }
-                    }
+        @Sendable func fetch(_ part: Range<UInt64>) async throws {
+            var cursor = part.lowerBound
+            try await remote.read(objectKey, range: part, ifMatch: etag) { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in
+                guard UInt64(bytes.count) <= part.upperBound - cursor else {
+                    throw RemoteError(.invalidResponse, "\(objectKey): more bytes than the part \(part) asked for")
                 }
-                for _ in 0..<parallelParts { startNext() }
-                while try await group.next() != nil { startNext() }
+                try Self.write(bytes, to: fd, at: cursor)
+                let range = cursor..<cursor + UInt64(bytes.count)
+                try recorder.received(range)
+                stream.received(range)
+                cursor += UInt64(bytes.count)
+            }
+            guard cursor == part.upperBound else {
+                throw RemoteError(.invalidResponse, "\(objectKey): the body of part \(part) ended after \(cursor - part.lowerBound) bytes")
+            }
+        }
+        do {
+            let parallelParts = self.parallelParts
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    while let part = await stream.nextUrgentPart() { try await fetch(part) }
+                }
+                group.addTask {
+                    try await withThrowingTaskGroup(of: Void.self) { workers in
+                        for _ in 0..<parallelParts {
+                            workers.addTask { while let part = stream.nextPart() { try await fetch(part) } }
+                        }
+                        while try await workers.next() != nil {}  // the first failure cancels the others
+                    }
+                    stream.closeQueue()  // Every part is fetched: let the urgent worker go.
+                }
+                while try await group.next() != nil {}
             }
         } catch {
+            stream.closeQueue()
             try? recorder.flush()
             throw error
         }

@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCrypto
 import Foundation
+import Synchronization
 
 /// Downloads node data, node meta (header, metadata, thumbnail) and user avatars from the remote (the seeds'
 /// ZDCDownloadManager).
@@ -17,6 +18,8 @@ public final class DownloadManager: Sendable {
     public let parallelParts: Int
     public let checkpointBytes: UInt64
     let transfers = TransferTable()
+    /// The node data downloads readers can wait on, by node (see `whenAvailable`).
+    let streams = Mutex<[NodeID: NodeDataStream]>([:])
 
     public init(manager: DiskManager, remote: any Remote, partSize: UInt64 = 8 << 20, parallelParts: Int = 4,
                 checkpointBytes: UInt64 = 1 << 20) {
@@ -53,6 +56,16 @@ public final class DownloadManager: Sendable {
             throw RemoteError(.io, "the download of node '\(nodeID)' was not cached")
         }
         return export
+    }
+
+    /// The stream of a node's data download, made if nobody has made it yet.
+    func stream(for nodeID: NodeID) -> NodeDataStream {
+        streams.withLock { streams in
+            if let stream = streams[nodeID] { return stream }
+            let stream = NodeDataStream()
+            streams[nodeID] = stream
+            return stream
+        }
     }
 
     /// A ticket for an answer that needs no transfer.
