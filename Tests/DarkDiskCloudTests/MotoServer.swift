@@ -96,6 +96,15 @@ final class MotoServer {
         return S3Credentials(accessKeyID: id, secretAccessKey: secret)
     }
 
+    /// How many multipart uploads of `bucket` are in progress (started, neither completed nor aborted), by an
+    /// unsigned ListMultipartUploads, which moto answers while it is not authenticated.
+    func multipartUploadsInProgress(bucket: String = "darkdisk") async throws -> Int {
+        let (data, _) = try await URLSession.shared.data(from: URL(string: "\(endpoint)/\(bucket)?uploads")!)
+        let text = String(decoding: data, as: UTF8.self)
+        guard text.contains("<ListMultipartUploadsResult") else { throw Failed(message: "ListMultipartUploads answered \(text)") }
+        return text.components(separatedBy: "<Upload>").count - 1
+    }
+
     /// One IAM Query API call (a form POST, signed for the service "iam", which is how moto routes it).
     private func iam(_ parameters: [String: String]) async throws -> String {
         let form = S3Signer.canonicalQuery(parameters.map { ($0.key, $0.value) } + [("Version", "2010-05-08")])

@@ -177,6 +177,29 @@ import Testing
         #expect(try await s3.read("nodes/big.ddc", range: (8 << 20) - 5..<(8 << 20) + 5, ifMatch: info.etag) == data[(8 << 20) - 5..<(8 << 20) + 5])
     }
 
+    /// Parts below S3's 5 MiB minimum make CompleteMultipartUpload fail: the error is clear, the upload is
+    /// aborted (no parts left in the bucket) and no object appears.
+    @Test func aFailedMultipartUploadIsAborted() async throws {
+        let moto = try MotoServer()
+        let s3 = try await moto.remote(credentials: MotoServer.anyCredentials, partSize: 1 << 20)
+        let directory = NSTemporaryDirectory() + "darkdisk-s3-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try CloudTests.bytes(3 << 20, seed: 34).write(to: URL(fileURLWithPath: directory + "/f"))
+        do {
+            _ = try await s3.write("nodes/small-parts.ddc", fromFile: directory + "/f")
+            Issue.record("parts of 1 MiB were accepted")
+        } catch {
+            #expect(error.code == .invalidResponse && error.message.contains("EntityTooSmall"), "\(error)")
+        }
+        #expect(try await moto.multipartUploadsInProgress() == 0)
+        #expect(try await s3.info("nodes/small-parts.ddc") == nil)
+        do {
+            _ = try await s3.write("nodes/none.ddc", fromFile: directory + "/missing")
+            Issue.record("a missing file was uploaded")
+        } catch { #expect(error.code == .io) }
+    }
+
     @Test func pushOnOneStorePullAndReadOnAnotherThroughS3() async throws {
         let moto = try MotoServer()
         let s3 = try await moto.remote(prefix: "stores/shared", credentials: MotoServer.anyCredentials)
