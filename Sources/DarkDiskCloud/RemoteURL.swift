@@ -1,9 +1,10 @@
 import Foundation
 
-/// Turns a remote URL into a remote: `file:///absolute/path` and `http(s)://host[:port]/prefix` (read-only).
-/// `s3://` (DESIGN §4) comes with the rest of issue 4.
+/// Turns a remote URL into a remote: `file:///absolute/path`, `http(s)://host[:port]/prefix` (read-only) and
+/// `s3://BUCKET/PREFIX?endpoint=http://HOST:PORT&region=REGION` (DESIGN §4), whose credentials come from
+/// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` in `environment`.
 public enum RemoteURL {
-    public static func remote(_ text: String) throws(RemoteError) -> any Remote {
+    public static func remote(_ text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(RemoteError) -> any Remote {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
             throw RemoteError(.invalidURL, "invalid remote URL '\(text)'")
         }
@@ -18,9 +19,41 @@ public enum RemoteURL {
             guard let host = url.host, !host.isEmpty else { throw RemoteError(.invalidURL, "an http remote needs a host: http://host[:port]/prefix") }
             return HTTPRemote(url: text)
         case "s3":
-            throw RemoteError(.invalidURL, "s3:// remotes are not available in this version (use file:///path or http://host/prefix)")
+            return try s3(text, url: url, environment: environment)
         default:
-            throw RemoteError(.invalidURL, "unknown remote scheme '\(scheme)' in '\(text)' (use file:///path or http://host/prefix)")
+            throw RemoteError(.invalidURL, "unknown remote scheme '\(scheme)' in '\(text)' (use file:///path, http://host/prefix or s3://bucket/prefix)")
         }
+    }
+
+    /// `s3://BUCKET/PREFIX` with the optional query parameters `endpoint` and `region`.
+    private static func s3(_ text: String, url: URL, environment: [String: String]) throws(RemoteError) -> S3Remote {
+        let form = "s3://BUCKET/PREFIX?endpoint=http://HOST:PORT&region=REGION"
+        guard let bucket = url.host, !bucket.isEmpty else {
+            throw RemoteError(.invalidURL, "an s3 remote needs a bucket: \(form)")
+        }
+        var endpoint: String?
+        var region = "us-east-1"
+        for item in URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? [] {
+            guard let value = item.value, !value.isEmpty else {
+                throw RemoteError(.invalidURL, "the s3 remote option '\(item.name)' needs a value: \(form)")
+            }
+            switch item.name {
+            case "endpoint": endpoint = value
+            case "region": region = value
+            default: throw RemoteError(.invalidURL, "unknown s3 remote option '\(item.name)' (use endpoint and region): \(form)")
+            }
+        }
+        guard url.user == nil, url.password == nil, url.port == nil else {
+            throw RemoteError(.invalidURL, "an s3 remote takes no user, password or port (credentials come from the environment): \(form)")
+        }
+        let remote = { (credentials: S3Credentials) throws(RemoteError) -> S3Remote in
+            try S3Remote(bucket: bucket, prefix: url.path, region: region, endpoint: endpoint, credentials: credentials)
+        }
+        guard let credentials = S3Credentials.fromEnvironment(environment) else {
+            // Check the rest of the URL first, so a bad URL is reported as such.
+            _ = try remote(S3Credentials(accessKeyID: "-", secretAccessKey: "-"))
+            throw RemoteError(.invalidURL, "\(text) needs credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+        }
+        return try remote(credentials)
     }
 }

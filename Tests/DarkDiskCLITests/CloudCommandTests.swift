@@ -42,7 +42,7 @@ import Testing
 
     @Test func badRemotesFailWithOneLine() throws {
         let store = try CLIStore()
-        expectOneLineFailure(try store.darkdisk(["init", "--remote", "s3://bucket/prefix"]), mentioning: "not available")
+        expectOneLineFailure(try store.darkdisk(["init", "--remote", "s3:///prefix"]), mentioning: "bucket")
         expectOneLineFailure(try store.darkdisk(["init", "--remote", "gopher://x"]), mentioning: "unknown remote scheme")
         let gone = store.directory + "/gone"
         try FileManager.default.createDirectory(atPath: gone, withIntermediateDirectories: true)

@@ -1,0 +1,53 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// An element of an S3 XML answer (a listing, an error, a multipart upload's ID) as a small tree, parsed
+/// with Foundation's XMLParser; anything that is not well-formed XML parses to nil, never a crash.
+struct S3XML: Sendable {
+    let name: String
+    var text: String
+    var children: [S3XML]
+
+    /// The first child element called `name`.
+    func child(_ name: String) -> S3XML? { children.first { $0.name == name } }
+
+    /// Every child element called `name`, in document order.
+    func children(_ name: String) -> [S3XML] { children.filter { $0.name == name } }
+
+    /// The text of the first child element called `name`.
+    func text(_ name: String) -> String? { child(name)?.text }
+
+    /// The document's root element, or nil if `data` is not well-formed XML.
+    static func parse(_ data: Data) -> S3XML? {
+        let parser = XMLParser(data: data)
+        parser.shouldResolveExternalEntities = false
+        let builder = Builder()
+        parser.delegate = builder
+        guard parser.parse(), builder.stack.isEmpty else { return nil }
+        return builder.root
+    }
+
+    /// Builds the tree from the parser's events: an element is pushed when it opens and attached to its
+    /// parent when it closes.
+    private final class Builder: NSObject, XMLParserDelegate {
+        var stack: [S3XML] = []
+        var root: S3XML?
+
+        func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+                    qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]) {
+            stack.append(S3XML(name: elementName, text: "", children: []))
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) {
+            guard !stack.isEmpty else { return }
+            stack[stack.count - 1].text += string
+        }
+
+        func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
+            guard let element = stack.popLast() else { return }
+            if stack.isEmpty { root = element } else { stack[stack.count - 1].children.append(element) }
+        }
+    }
+}
