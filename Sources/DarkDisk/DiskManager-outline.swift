@@ -13,6 +13,11 @@ extension DiskManager {
         return (key, Array(wrapped ?? Data()))
     }
 
+    /// Wraps a key with this store's master key, as remote records carry keys.
+    public func wrapKey(_ key: SymmetricKey) -> [UInt8] {
+        masterKey.wrap(key)
+    }
+
     /// Unwraps a key wrapped by this store's master key (from a remote record); a key from another master key fails.
     public func unwrapKey(_ wrapped: [UInt8]) throws(DarkDiskError) -> SymmetricKey {
         try unwrap(Data(wrapped))

@@ -1,13 +1,21 @@
 import DarkDisk
 
-/// Where things live in a remote bucket: one cloud file and one small JSON record per node, and the
-/// passphrase-wrapped master key (like gocryptfs' `gocryptfs.conf`).
+/// Where things live in a remote bucket: one cloud file and one small JSON record per node, one record per
+/// user with an encrypted file per identity avatar, and the passphrase-wrapped master key (like
+/// gocryptfs' `gocryptfs.conf`).
 public enum CloudLayout {
     public static let recordsPrefix = "records/"
     public static let masterKey = "keys/master.json"
 
     public static func cloudFile(_ nodeID: NodeID) -> String { "nodes/\(nodeID.rawValue).ddc" }
     public static func record(_ nodeID: NodeID) -> String { "records/\(nodeID.rawValue).json" }
+    /// A user's record: identities, the display identity, and where each identity's avatar is.
+    public static func user(_ userID: UserID) -> String { "users/\(userID.rawValue).json" }
+    /// An identity's avatar. Identity IDs may hold `|` and `@` (the seeds' auth0 IDs), so the key uses
+    /// their hex form.
+    public static func avatar(_ userID: UserID, _ identityID: IdentityID) -> String {
+        "avatars/\(userID.rawValue)/\(Hex.encode(Array(identityID.rawValue.utf8))).ddf"
+    }
 
     /// The node ID a record key names, if it is a well-formed record key.
     public static func nodeID(ofRecordKey key: String) -> NodeID? {

@@ -44,6 +44,35 @@ public struct CloudSync: Sendable {
         return entry
     }
 
+    /// Adds or updates an identity of a user in the remote: its avatar (encrypted under a fresh key, which
+    /// the user record carries wrapped by the master key), or none. With `display`, or if the user has no
+    /// display identity yet, it becomes the one shown. Returns the updated record.
+    @discardableResult
+    public func pushUserIdentity(_ userID: UserID, identityID: IdentityID, avatar: Data?, display: Bool = false) async throws -> UserRecord {
+        var record = UserRecord(userID: userID)
+        if let existing = try await remote.readAll(CloudLayout.user(userID)) {
+            record = try UserRecord.decode(existing, expected: userID)
+        }
+        var identity = UserRecord.Identity(identityID: identityID.rawValue, avatar: nil)
+        let objectKey = CloudLayout.avatar(userID, identityID)
+        if let avatar {
+            let key = SymmetricKey.random()
+            let temporary = NSTemporaryDirectory() + "darkdisk-push-" + UUID().uuidString
+            defer { unlink(temporary) }
+            _ = try FileConversion.encrypt(avatar, key: key, to: temporary)
+            let info = try await remote.write(objectKey, fromFile: temporary)
+            identity.avatar = UserRecord.Avatar(size: info.size, wrappedKey: Hex.encode(manager.wrapKey(key)))
+        } else {
+            try await remote.delete(objectKey)
+        }
+        record.identities.removeAll { $0.identityID == identityID.rawValue }
+        record.identities.append(identity)
+        record.identities.sort { $0.identityID < $1.identityID }
+        if display || record.displayIdentityID == nil { record.displayIdentityID = identityID.rawValue }
+        _ = try await remote.write(CloudLayout.user(userID), data: record.encoded())
+        return record
+    }
+
     /// Fetches every record: new nodes appear (no data downloaded), nodes with a new ETag lose their stale
     /// local copies, nodes gone from the remote are deleted locally. A remote that cannot be listed fails the
     /// pull before anything changes: "unreachable" is never taken for "deleted".

@@ -42,7 +42,8 @@ public struct FileRemote: Remote {
         return ObjectInfo(key: key, size: UInt64(st.st_size), etag: Self.etag(st))
     }
 
-    public func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?) async throws(RemoteError) -> Data {
+    public func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?,
+                     consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
         try RemoteKey.check(key)
         try checkReachable()
         let fd = open(path(key), O_RDONLY | O_CLOEXEC)
@@ -57,19 +58,20 @@ public struct FileRemote: Remote {
         guard range.upperBound <= UInt64(st.st_size) else {
             throw RemoteError(.invalidResponse, "\(key) has \(st.st_size) bytes, not the \(range.upperBound) asked for")
         }
-        var data = Data(count: range.count)
-        let got = data.withUnsafeMutableBytes { buffer -> Int in
-            var done = 0
-            while done < buffer.count {
-                let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(range.lowerBound) + off_t(done))
-                if n < 0 { if errno == EINTR { continue }; return -1 }
-                if n == 0 { break }
-                done += n
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: min(range.count, 1 << 20), alignment: 16)
+        defer { buffer.deallocate() }
+        var position = range.lowerBound
+        while position < range.upperBound {
+            let wanted = Int(min(UInt64(buffer.count), range.upperBound - position))
+            let n = pread(fd, buffer.baseAddress!, wanted, off_t(position))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw RemoteError(.io, "cannot read \(path(key)): \(String(cString: strerror(errno)))")
             }
-            return done
+            guard n > 0 else { throw RemoteError(.invalidResponse, "short read of \(key)") }
+            try consume(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+            position += UInt64(n)
         }
-        guard got == range.count else { throw RemoteError(.invalidResponse, "short read of \(key)") }
-        return data
     }
 
     public func write(_ key: String, fromFile source: String) async throws(RemoteError) -> ObjectInfo {

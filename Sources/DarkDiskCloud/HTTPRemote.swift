@@ -54,13 +54,28 @@ public struct HTTPRemote: Remote {
         }
     }
 
-    public func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?) async throws(RemoteError) -> Data {
+    public func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?,
+                     consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
         try RemoteKey.check(key)
-        guard !range.isEmpty else { return Data() }
-        var headers = ["Range": "bytes=\(range.lowerBound)-\(range.upperBound - 1)"]
-        if let etag { headers["If-Match"] = etag }
-        return try await retrying { () throws(RemoteError) -> Data in
-            try await ranged(key, range: range, headers: headers, etag: etag)
+        // A transient failure mid-body is retried for the rest of the range only: what was delivered stays.
+        // Only failures that delivered nothing count against `attempts`, so a flaky link still finishes.
+        var position = range.lowerBound
+        var failures = 0
+        var delay: UInt64 = 100_000_000
+        while position < range.upperBound {
+            let before = position
+            do {
+                try await ranged(key, range: position..<range.upperBound, etag: etag) { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in
+                    try consume(bytes)
+                    position += UInt64(bytes.count)
+                }
+            } catch where error.code == .unreachable {
+                if position > before { failures = 0; delay = 100_000_000 }
+                failures += 1
+                guard failures < attempts else { throw error }
+                try? await Task.sleep(nanoseconds: delay)
+                delay *= 4
+            }
         }
     }
 
@@ -76,8 +91,11 @@ public struct HTTPRemote: Remote {
         throw RemoteError(.io, "\(url) is an http remote, which is read-only")
     }
 
-    /// One ranged GET, streaming the body (backpressure) and never accepting more or fewer bytes than asked.
-    private func ranged(_ key: String, range: Range<UInt64>, headers: [String: String], etag: String?) async throws(RemoteError) -> Data {
+    /// One ranged GET, streaming the body (backpressure) and never delivering more or fewer bytes than asked.
+    private func ranged(_ key: String, range: Range<UInt64>, etag: String?,
+                        consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
+        var headers = ["Range": "bytes=\(range.lowerBound)-\(range.upperBound - 1)"]
+        if let etag { headers["If-Match"] = etag }
         let request = makeRequest(.GET, key, headers: headers)
         do {
             let response = try await client.execute(request, timeout: timeout)
@@ -87,13 +105,13 @@ public struct HTTPRemote: Remote {
                 guard response.headers.first(name: "Content-Range")?.hasPrefix(expected) == true else {
                     throw RemoteError(.invalidResponse, "\(base)/\(key) answered another range than \(range)")
                 }
-                return try await collect(response.body, skip: 0, count: range.count, key: key)
+                try await deliver(response.body, skip: 0, count: UInt64(range.count), key: key, consume: consume)
             case .ok:
                 // The server ignored the range: check the version, then skip to the part we want.
                 if let etag, let actual = response.headers.first(name: "ETag"), actual != etag {
                     throw RemoteError(.changed, "\(key) changed in \(url)")
                 }
-                return try await collect(response.body, skip: range.lowerBound, count: range.count, key: key)
+                try await deliver(response.body, skip: range.lowerBound, count: UInt64(range.count), key: key, consume: consume)
             case .preconditionFailed:
                 throw RemoteError(.changed, "\(key) changed in \(url)")
             case .notFound, .forbidden:
@@ -111,28 +129,30 @@ public struct HTTPRemote: Remote {
         }
     }
 
-    private func collect(_ body: HTTPClientResponse.Body, skip: UInt64, count: Int, key: String) async throws -> Data {
-        var data = Data()
-        data.reserveCapacity(count)
+    /// Hands the body to `consume` buffer by buffer after skipping `skip` bytes; a body that ends early is
+    /// `.unreachable` (a cut connection, retried for the rest), one that runs long is `.invalidResponse`.
+    private func deliver(_ body: HTTPClientResponse.Body, skip: UInt64, count: UInt64, key: String,
+                         consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws {
         var toSkip = skip
+        var delivered: UInt64 = 0
         for try await var buffer in body {
             if toSkip > 0 {
                 let dropped = Int(min(UInt64(buffer.readableBytes), toSkip))
                 buffer.moveReaderIndex(forwardBy: dropped)
                 toSkip -= UInt64(dropped)
             }
-            let wanted = count - data.count
-            if buffer.readableBytes > wanted {
+            let wanted = count - delivered
+            if UInt64(buffer.readableBytes) > wanted {
                 guard skip > 0 else { throw RemoteError(.invalidResponse, "\(base)/\(key) sent more bytes than asked") }
-                data.append(contentsOf: buffer.readableBytesView.prefix(wanted))
-                return data
+                buffer = buffer.getSlice(at: buffer.readerIndex, length: Int(wanted)) ?? ByteBuffer()
             }
-            data.append(contentsOf: buffer.readableBytesView)
+            try buffer.withUnsafeReadableBytes { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in try consume(bytes) }
+            delivered += UInt64(buffer.readableBytes)
+            if delivered == count && skip > 0 { return }
         }
-        guard data.count == count else {
-            throw RemoteError(.invalidResponse, "\(base)/\(key): the body ended after \(data.count) of \(count) bytes")
+        guard delivered == count else {
+            throw RemoteError(.unreachable, "\(base)/\(key): the body ended after \(delivered) of \(count) bytes")
         }
-        return data
     }
 
     private func request(_ method: HTTPMethod, _ key: String, headers: [String: String], limit: Int) async throws(RemoteError) -> (HTTPResponseStatus, HTTPHeaders, Data) {

@@ -9,9 +9,12 @@ public protocol Remote: Sendable {
     func list(prefix: String) async throws(RemoteError) -> [ObjectInfo]
     /// The object's size and ETag, or nil if it does not exist.
     func info(_ key: String) async throws(RemoteError) -> ObjectInfo?
-    /// Bytes `range` of the object; fails with `.changed` if its ETag is no longer `ifMatch`, and never
-    /// returns fewer bytes than asked (a short body is `.invalidResponse`).
-    func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?) async throws(RemoteError) -> Data
+    /// Streams bytes `range` of the object to `consume`, in order, as they arrive (so a large part never sits
+    /// in memory). Fails with `.changed` if the object's ETag is no longer `ifMatch`. Exactly `range.count`
+    /// bytes are delivered or the call throws; bytes delivered before a throw are correct, so a caller may
+    /// keep them and ask for the rest. An error thrown by `consume` ends the read and is rethrown.
+    func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?,
+              consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError)
     /// Stores a whole object from a local file, atomically; returns its new info.
     func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo
     /// Stores a whole small object, atomically.
@@ -21,6 +24,16 @@ public protocol Remote: Sendable {
 }
 
 extension Remote {
+    /// Bytes `range` of the object, collected in memory (for records and other small reads).
+    public func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?) async throws(RemoteError) -> Data {
+        var data = Data()
+        data.reserveCapacity(range.count)
+        try await read(key, range: range, ifMatch: etag) { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in
+            data.append(contentsOf: bytes)
+        }
+        return data
+    }
+
     /// Reads a whole small object.
     public func readAll(_ key: String) async throws(RemoteError) -> Data? {
         guard let info = try await info(key) else { return nil }

@@ -25,14 +25,8 @@ struct ExportCommand: AsyncParsableCommand {
         let id = try NodeID(node)
         let kind = try FileKind.parseNodeKind(kind)
         let manager = try storeOptions.open()
-        var found = try manager.nodeFile(id, kind: kind)
-        if found == nil, kind == .data, try manager.outlineEntry(id) != nil {
-            found = try await DownloadManager(manager: manager, remote: StoreRemote.remote(for: manager)).nodeData(id)
-        }
-        guard let export = found else {
-            throw CLIError("node '\(id)' has no \(kind.rawValue) stored locally, and the remote's outline does not have it (try 'darkdisk pull')")
-        }
-        let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+        let (reader, section, export) = try await locate(id, kind: kind, manager: manager)
+        defer { withExtendedLifetime(export) {} }  // its retain token owns the reader's descriptor
         if let output {
             let temporary = output + ".darkdisk-partial"
             guard FileManager.default.createFile(atPath: temporary, contents: nil),
@@ -40,7 +34,7 @@ struct ExportCommand: AsyncParsableCommand {
                 throw CLIError("cannot create \(output)")
             }
             do {
-                try copy(reader, to: handle.fileDescriptor, name: output)
+                try copy(reader, section: section, to: handle.fileDescriptor, name: output)
                 try handle.synchronize()
                 try handle.close()
                 guard rename(temporary, output) == 0 else { throw CLIError("cannot create \(output): \(String(cString: strerror(errno)))") }
@@ -50,13 +44,35 @@ struct ExportCommand: AsyncParsableCommand {
                 throw error
             }
         } else {
-            try copy(reader, to: STDOUT_FILENO, name: "standard output")
+            try copy(reader, section: section, to: STDOUT_FILENO, name: "standard output")
         }
     }
 
-    /// Streams the data section in 1 MiB authenticated pieces.
-    private func copy(_ reader: CryptoFileReader, to fd: Int32, name: String) throws {
-        let section = reader.dataSection
+    /// A reader of the wanted section: the section's own file, else (metadata and thumbnail) the section of
+    /// the node's local cloud file, else downloaded on demand from the remote.
+    private func locate(_ id: NodeID, kind: FileKind, manager: DiskManager) async throws -> (CryptoFileReader, Int, DiskExport) {
+        func open(_ export: DiskExport, section: Int? = nil) throws -> (CryptoFileReader, Int, DiskExport) {
+            let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+            return (reader, section ?? reader.dataSection, export)
+        }
+        let section: CloudFileSection = kind == .metadata ? .metadata : kind == .thumbnail ? .thumbnail : .data
+        if let own = try manager.nodeFile(id, kind: kind) { return try open(own) }
+        if kind != .data, let whole = try manager.nodeFile(id, kind: .data), whole.cryptoFile.format == .cloudFile {
+            return try open(whole, section: section.rawValue)
+        }
+        guard try manager.outlineEntry(id) != nil else {
+            throw CLIError("node '\(id)' has no \(kind.rawValue) stored locally, and the remote's outline does not have it (try 'darkdisk pull')")
+        }
+        let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager))
+        if kind == .data { return try open(try await downloads.nodeData(id)) }
+        let component: NodeMetaComponents = kind == .metadata ? .metadata : .thumbnail
+        _ = try await downloads.downloadNodeMeta(id, components: component, options: DownloadOptions(cacheToDiskManager: true)).value
+        guard let fetched = try manager.nodeFile(id, kind: kind) else { throw CLIError("node '\(id)' has no \(kind.rawValue)") }
+        return try open(fetched)
+    }
+
+    /// Streams one section in 1 MiB authenticated pieces.
+    private func copy(_ reader: CryptoFileReader, section: Int, to fd: Int32, name: String) throws {
         let size = reader.plaintextSize(ofSection: section)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }

@@ -6,27 +6,58 @@ import Foundation
 struct FetchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fetch",
-        abstract: "Download a node's data from the remote into the cache pool (resuming an interrupted download).",
-        discussion: "Shows a progress bar (bytes, rate, time left) on a terminal; quiet otherwise.")
+        abstract: "Download a node's data, metadata or thumbnail, or a user's avatar, from the remote into the cache pool.",
+        discussion: """
+            Data downloads in parts and resumes an interrupted download from the bytes it has; metadata and \
+            thumbnails take one range request each. Shows a progress bar (bytes, rate, time left) on a \
+            terminal; quiet otherwise.
+            """)
 
     @OptionGroup var storeOptions: StoreOptions
 
     @Option(help: ArgumentHelp("The node to download.", valueName: "ID"))
-    var node: String
+    var node: String?
 
-    @Option(help: ArgumentHelp("Only data is fetched separately; thumbnails and metadata travel in the same cloud file.", valueName: "KIND"))
+    @Option(help: ArgumentHelp("Which section of the node: data, thumbnail or metadata.", valueName: "KIND"))
     var kind: String = "data"
 
+    @Option(help: ArgumentHelp("Download this user's avatar.", valueName: "ID"))
+    var user: String?
+
+    @Option(help: ArgumentHelp("The identity whose avatar to download (default: the user's display identity).", valueName: "ID"))
+    var identity: String?
+
     func run() async throws {
-        let id = try NodeID(node)
-        guard try FileKind.parseNodeKind(kind) == .data else {
-            throw CLIError("only --kind data can be fetched in this version")
-        }
+        let target = try FileTarget.parse(node: node, kind: kind, user: user, identity: identity, identityRequired: false)
         let manager = try storeOptions.open(create: true)
         let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager))
         let bar = isatty(STDERR_FILENO) == 1 ? ProgressBar() : nil
-        let export = try await downloads.nodeData(id) { progress in bar?.show(progress) }
+        let summary: String
+        switch target {
+        case .node(let id, .data):
+            let ticket = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
+            ticket.onProgress { bar?.show($0) }
+            let download = try await ticket.value
+            summary = "fetched node '\(id)': \(download.export?.plaintextSize ?? 0) bytes"
+        case .node(let id, let kind):
+            let component: NodeMetaComponents = kind == .metadata ? .metadata : .thumbnail
+            let ticket = downloads.downloadNodeMeta(id, components: component, options: DownloadOptions(cacheToDiskManager: true))
+            ticket.onProgress { bar?.show($0) }
+            let meta = try await ticket.value
+            guard let bytes = kind == .metadata ? meta.metadata : meta.thumbnail else {
+                throw CLIError("node '\(id)' has no \(kind.rawValue)")
+            }
+            summary = "fetched the \(kind.rawValue) of node '\(id)': \(bytes.count) bytes"
+        case .avatar(let user, let identity):
+            let ticket = downloads.downloadUserAvatar(user, identityID: identity, options: DownloadOptions(cacheToDiskManager: true))
+            ticket.onProgress { bar?.show($0) }
+            let avatar = try await ticket.value
+            guard let image = avatar.image else {
+                throw CLIError("identity '\(avatar.identityID)' of user '\(user)' has no avatar")
+            }
+            summary = "fetched the avatar of '\(user)' / '\(avatar.identityID)': \(image.count) bytes"
+        }
         bar?.finish()
-        if bar != nil { FileHandle.standardError.write(Data("fetched node '\(id)': \(export.plaintextSize) bytes\n".utf8)) }
+        if bar != nil { FileHandle.standardError.write(Data((summary + "\n").utf8)) }
     }
 }

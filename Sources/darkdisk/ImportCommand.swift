@@ -41,20 +41,7 @@ struct ImportCommand: ParsableCommand {
     var chunkSize: UInt32?
 
     func run() throws {
-        enum Target { case node(NodeID, FileKind), avatar(UserID, IdentityID) }
-        let target: Target
-        switch (node, user, identity) {
-        case (let node?, nil, nil):
-            target = .node(try NodeID(node), try FileKind.parseNodeKind(kind))
-        case (nil, let user?, let identity?):
-            target = .avatar(try UserID(user), try IdentityID(identity))
-        case (nil, _?, nil), (nil, nil, _?):
-            throw CLIError("an avatar needs both --user and --identity")
-        case (nil, nil, nil):
-            throw CLIError("say what to import: --node ID, or --user ID --identity ID")
-        default:
-            throw CLIError("use either --node or --user/--identity, not both")
-        }
+        let target = try FileTarget.parse(node: node, kind: kind, user: user, identity: identity)
 
         let source: DiskImport.Source
         var input: FileHandle?
@@ -83,8 +70,10 @@ struct ImportCommand: ParsableCommand {
         switch target {
         case .node(let id, let kind):
             try manager.importNodeFile(diskImport, nodeID: id, kind: kind)
-        case .avatar(let user, let identity):
+        case .avatar(let user, let identity?):
             try manager.importUserAvatar(diskImport, userID: user, identityID: identity)
+        case .avatar(_, nil):
+            preconditionFailure("FileTarget.parse requires an identity here")
         }
     }
 }

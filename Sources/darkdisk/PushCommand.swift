@@ -6,16 +6,29 @@ import Foundation
 struct PushCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "push",
-        abstract: "Encrypt a file (with an optional thumbnail and metadata) into one cloud file and upload it with the node's record.",
-        discussion: "Then the store's upload hooks fire: files imported with --migrate-after-upload become cache files, --delete-after-upload ones are deleted.")
+        abstract: "Encrypt a file (with an optional thumbnail and metadata) into one cloud file and upload it with the node's record, or upload a user's avatar.",
+        discussion: """
+            For a node, the store's upload hooks fire afterwards: files imported with --migrate-after-upload \
+            become cache files, --delete-after-upload ones are deleted. With --user and --identity, FILE is \
+            the identity's avatar image, recorded in the user's record in the remote.
+            """)
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Argument(help: ArgumentHelp("The node's plaintext data.", valueName: "FILE"))
+    @Argument(help: ArgumentHelp("The node's plaintext data, or the avatar image.", valueName: "FILE"))
     var file: String
 
     @Option(help: ArgumentHelp("The node to push.", valueName: "ID"))
-    var node: String
+    var node: String?
+
+    @Option(help: ArgumentHelp("Push an avatar for this user (with --identity).", valueName: "ID"))
+    var user: String?
+
+    @Option(help: ArgumentHelp("The user's identity the avatar belongs to.", valueName: "ID"))
+    var identity: String?
+
+    @Flag(help: "Make this identity the user's display identity.")
+    var display = false
 
     @Option(help: ArgumentHelp("The node's name in the outline.", valueName: "NAME"))
     var name: String?
@@ -30,7 +43,7 @@ struct PushCommand: AsyncParsableCommand {
     var metadata: String?
 
     func run() async throws {
-        let id = try NodeID(node)
+        let target = try FileTarget.parse(node: node, kind: "data", user: user, identity: identity)
         if let parent { _ = try NodeID(parent) }
         if let name, name.utf8.count > 255 || name.contains("\0") { throw CLIError("invalid --name: at most 255 bytes, no NUL") }
         func contents(_ path: String?, _ what: String) throws -> Data? {
@@ -46,6 +59,16 @@ struct PushCommand: AsyncParsableCommand {
         let metadataData = try contents(metadata, "metadata")
         let manager = try storeOptions.open(create: true)
         let sync = CloudSync(manager: manager, remote: try StoreRemote.remote(for: manager))
-        try await sync.push(dataFile: file, nodeID: id, name: name, parentID: parent, thumbnail: thumbnailData, metadata: metadataData)
+        switch target {
+        case .node(let id, _):
+            try await sync.push(dataFile: file, nodeID: id, name: name, parentID: parent, thumbnail: thumbnailData, metadata: metadataData)
+        case .avatar(let user, let identity?):
+            guard name == nil, parent == nil, thumbnailData == nil, metadataData == nil else {
+                throw CLIError("--name, --parent, --thumbnail and --metadata are for nodes, not avatars")
+            }
+            try await sync.pushUserIdentity(user, identityID: identity, avatar: try contents(file, "avatar"), display: display)
+        case .avatar(_, nil):
+            preconditionFailure("FileTarget.parse requires an identity here")
+        }
     }
 }

@@ -1,0 +1,72 @@
+import DarkDisk
+import DarkDiskCrypto
+import Foundation
+
+extension DownloadManager {
+    /// Downloads the avatar of one identity of a user (nil: the user's display identity), as listed in the
+    /// user's record in the remote. An identity without an avatar gives a result whose `image` is nil. With
+    /// `options.cacheToDiskManager` (the default) the avatar enters the avatars pool. An avatar already
+    /// stored for an explicitly named identity is answered from the store.
+    public func downloadUserAvatar(_ userID: UserID, identityID: IdentityID? = nil,
+                                   options: DownloadOptions = .userAvatar) -> DownloadTicket<UserAvatarDownload> {
+        if let identityID, let local: DownloadTicket<UserAvatarDownload> = answered(options, {
+            try manager.userAvatar(userID, identityID: identityID).map {
+                UserAvatarDownload(userID: userID, identityID: identityID, image: try Self.plaintext(of: $0), export: $0)
+            }
+        }) {
+            return local
+        }
+        return transfers.ticket(.userAvatar(userID, identityID), options: options) { transfer in
+            try await self.transferAvatar(userID, identityID, transfer)
+        }
+    }
+
+    private func transferAvatar(_ userID: UserID, _ requested: IdentityID?, _ transfer: Transfer<UserAvatarDownload>) async throws -> UserAvatarDownload {
+        guard let data = try await remote.readAll(CloudLayout.user(userID)) else {
+            throw RemoteError(.notFound, "user '\(userID)' has no record in \(remote.url)")
+        }
+        let record = try UserRecord.decode(data, expected: userID)
+        guard let identity = record.identity(requested), let identityID = try? IdentityID(identity.identityID) else {
+            throw RemoteError(.notFound, requested.map { "user '\(userID)' has no identity '\($0)'" } ?? "user '\(userID)' has no identities")
+        }
+        guard let avatar = identity.avatar, let wrapped = Hex.decode(avatar.wrappedKey) else {
+            return UserAvatarDownload(userID: userID, identityID: identityID, image: nil, export: nil)
+        }
+        if let local = try manager.userAvatar(userID, identityID: identityID) {
+            return UserAvatarDownload(userID: userID, identityID: identityID, image: try Self.plaintext(of: local), export: local)
+        }
+        let key = try manager.unwrapKey(wrapped)
+        let objectKey = CloudLayout.avatar(userID, identityID)
+        for attempt in 0..<3 {
+            guard let info = try await remote.info(objectKey) else {
+                throw RemoteError(.notFound, "the avatar of '\(userID)' / '\(identityID)' is in its record but not in \(remote.url)")
+            }
+            guard info.size <= 64 << 20 else {
+                throw RemoteError(.invalidResponse, "the avatar of '\(userID)' / '\(identityID)' is \(info.size) bytes, too large for an avatar")
+            }
+            let fetched: Result<Data, RemoteError>
+            do { fetched = .success(try await remote.read(objectKey, range: 0..<info.size, ifMatch: info.etag)) } catch { fetched = .failure(error) }
+            if case .failure(let error) = fetched, error.code == .changed, attempt < 2 { continue }  // replaced meanwhile
+            let bytes = try fetched.get()
+            transfer.report(DownloadProgress(completedBytes: info.size, totalBytes: info.size, resumedBytes: 0, throughput: 0))
+            let path = try cacheFolder("partial") + "/" + UUID().uuidString + ".avatar"
+            defer { unlink(path) }
+            guard FileManager.default.createFile(atPath: path, contents: bytes, attributes: [.posixPermissions: 0o600]) else {
+                throw RemoteError(.io, "cannot write \(path)")
+            }
+            let image: Data
+            do {
+                image = try FileConversion.decryptIntoMemory(path: path, key: key)
+            } catch {
+                throw RemoteError(.invalidResponse, "the avatar of '\(userID)' / '\(identityID)' does not authenticate: \(error.message)")
+            }
+            guard transfer.decideCaching() else {
+                return UserAvatarDownload(userID: userID, identityID: identityID, image: image, export: nil)
+            }
+            let file = CryptoFile(path: path, format: .cacheFile, key: key)
+            let export = try manager.importUserAvatar(DiskImport(cryptoFile: file), userID: userID, identityID: identityID)
+            return UserAvatarDownload(userID: userID, identityID: identityID, image: image, export: export)
+        }
+        throw RemoteError(.changed, "the avatar of '\(userID)' / '\(identityID)' keeps changing in the cloud")
+    }
+}

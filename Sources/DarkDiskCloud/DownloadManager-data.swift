@@ -1,0 +1,134 @@
+import DarkDisk
+import DarkDiskCrypto
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DownloadManager {
+    /// Downloads the node's whole cloud file. With `options.cacheToDiskManager` it enters the cache pool as the
+    /// node's data; otherwise the result is a temporary file that lives as long as its holders. A node that
+    /// is already local is answered from the store without a transfer.
+    public func downloadNodeData(_ nodeID: NodeID, options: DownloadOptions = .nodeData) -> DownloadTicket<NodeDataDownload> {
+        if let local: DownloadTicket<NodeDataDownload> = answered(options, { try manager.nodeFile(nodeID, kind: .data).map(NodeDataDownload.init(export:)) }) {
+            return local
+        }
+        return transfers.ticket(.nodeData(nodeID), options: options) { transfer in
+            try await self.transferNodeData(nodeID, transfer)
+        }
+    }
+
+    private func transferNodeData(_ nodeID: NodeID, _ transfer: Transfer<NodeDataDownload>) async throws -> NodeDataDownload {
+        // One downloader per node across processes: wait for another one to finish, then use its result.
+        var lock: DownloadLock?
+        while true {
+            if let local = try manager.nodeFile(nodeID, kind: .data) { return NodeDataDownload(export: local) }
+            lock = try DownloadLock.tryAcquire(try cacheFolder("partial") + "/" + nodeID.rawValue + ".lock")
+            if lock != nil { break }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        defer { withExtendedLifetime(lock) {} }
+
+        guard let entry = try manager.outlineEntry(nodeID) else {
+            throw RemoteError(.notFound, "node '\(nodeID)' is not stored locally and the remote's outline does not have it (run 'darkdisk pull')")
+        }
+        let key = try manager.unwrapKey(entry.wrappedKey)
+        let objectKey = CloudLayout.cloudFile(nodeID)
+        for attempt in 0..<3 {
+            guard let info = try await remote.info(objectKey) else {
+                throw RemoteError(.notFound, "node '\(nodeID)' is in the outline but its cloud file is not in \(remote.url)")
+            }
+            var download = try manager.partialDownload(nodeID)
+            if download == nil || download!.etag != info.etag || download!.size != info.size {
+                download = try manager.beginPartialDownload(nodeID, etag: info.etag, size: info.size)
+            }
+            do {
+                try await fetchMissing(download!, key: objectKey, transfer: transfer)
+            } catch let error as RemoteError where error.code == .changed && attempt < 2 {
+                // The cloud file was replaced mid-download: its parts do not go together. Start over.
+                try manager.removePartialDownload(nodeID)
+                continue
+            }
+            return try finish(download!, key: key, transfer: transfer)
+        }
+        throw RemoteError(.changed, "node '\(nodeID)' keeps changing in the cloud while it downloads")
+    }
+
+    /// Authenticates the complete partial file and hands it to the store or to a temporary owner.
+    private func finish(_ download: PartialDownload, key: SymmetricKey, transfer: Transfer<NodeDataDownload>) throws -> NodeDataDownload {
+        let nodeID = download.nodeID
+        do {
+            _ = try CryptoFileReader(path: download.path, key: key)
+        } catch {
+            try manager.removePartialDownload(nodeID)
+            throw RemoteError(.invalidResponse, "the cloud file of node '\(nodeID)' does not authenticate: \(error)")
+        }
+        let file = CryptoFile(path: download.path, format: .cloudFile, key: key)
+        if transfer.decideCaching() {
+            let export = try manager.importNodeFile(DiskImport(cryptoFile: file), nodeID: nodeID, kind: .data)
+            try manager.removePartialDownload(nodeID)
+            return NodeDataDownload(export: export)
+        }
+        let path = try cacheFolder("downloads") + "/" + UUID().uuidString + ".ddc"
+        guard rename(download.path, path) == 0 else {
+            throw RemoteError(.io, "cannot move the download of node '\(nodeID)': \(String(cString: strerror(errno)))")
+        }
+        let owner = try TemporaryDownload(path: path)
+        try manager.removePartialDownload(nodeID)
+        return NodeDataDownload(temporary: CryptoFile(path: path, format: .cloudFile, key: key, retainToken: owner))
+    }
+
+    /// Fetches the missing parts, several at a time, each streamed into the partial file with `pwrite` and
+    /// recorded as it lands. Whatever arrived before a failure stays recorded for the next attempt.
+    private func fetchMissing(_ download: PartialDownload, key objectKey: String, transfer: Transfer<NodeDataDownload>) async throws {
+        let fd = open(download.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw RemoteError(.io, "cannot open \(download.path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        guard ftruncate(fd, off_t(download.size)) == 0 else {
+            throw RemoteError(.io, "cannot size \(download.path): \(String(cString: strerror(errno)))")
+        }
+        let recorder = PartRecorder(download, fd: fd, manager: manager, checkpointBytes: checkpointBytes) { transfer.report($0) }
+        var pending = download.missingParts(partSize: partSize)[...]
+        let etag = download.etag
+        let remote = self.remote
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                func startNext() {
+                    guard let part = pending.popFirst() else { return }
+                    group.addTask {
+                        var cursor = part.lowerBound
+                        try await remote.read(objectKey, range: part, ifMatch: etag) { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in
+                            guard UInt64(bytes.count) <= part.upperBound - cursor else {
+                                throw RemoteError(.invalidResponse, "\(objectKey): more bytes than the part \(part) asked for")
+                            }
+                            try Self.write(bytes, to: fd, at: cursor)
+                            try recorder.received(cursor..<cursor + UInt64(bytes.count))
+                            cursor += UInt64(bytes.count)
+                        }
+                        guard cursor == part.upperBound else {
+                            throw RemoteError(.invalidResponse, "\(objectKey): the body of part \(part) ended after \(cursor - part.lowerBound) bytes")
+                        }
+                    }
+                }
+                for _ in 0..<parallelParts { startNext() }
+                while try await group.next() != nil { startNext() }
+            }
+        } catch {
+            try? recorder.flush()
+            throw error
+        }
+        try recorder.flush()
+    }
+
+    private static func write(_ bytes: UnsafeRawBufferPointer, to fd: Int32, at offset: UInt64) throws(RemoteError) {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw RemoteError(.io, "cannot write the partial download: \(String(cString: strerror(errno)))")
+            }
+            done += n
+        }
+    }
+}

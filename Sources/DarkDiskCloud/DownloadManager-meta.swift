@@ -1,0 +1,123 @@
+import DarkDisk
+import DarkDiskCrypto
+import Foundation
+
+extension DownloadManager {
+    /// Downloads the small parts of a node without its data: the header by one range request, then each
+    /// asked-for section by another. Parts already local (the section's own file, or the node's whole cloud
+    /// file) are read from the store instead. With `options.cacheToDiskManager` (the default) the sections
+    /// fetched enter the cache pool as the node's metadata and thumbnail files.
+    public func downloadNodeMeta(_ nodeID: NodeID, components: NodeMetaComponents = .all,
+                                 options: DownloadOptions = .nodeMeta) -> DownloadTicket<NodeMetaDownload> {
+        transfers.ticket(.nodeMeta(nodeID, components), options: options) { transfer in
+            try await self.transferNodeMeta(nodeID, components, transfer)
+        }
+    }
+
+    private func transferNodeMeta(_ nodeID: NodeID, _ components: NodeMetaComponents,
+                                  _ transfer: Transfer<NodeMetaDownload>) async throws -> NodeMetaDownload {
+        var result = NodeMetaDownload()
+        var wanted: [CloudFileSection] = []
+        if components.contains(.metadata) { wanted.append(.metadata) }
+        if components.contains(.thumbnail) { wanted.append(.thumbnail) }
+        let needsHeader = components.contains(.header)
+
+        for section in wanted {
+            if let local = try manager.nodeFile(nodeID, kind: section.fileKind) {
+                result[section] = try Self.plaintext(of: local)
+                wanted.removeAll { $0 == section }
+            }
+        }
+        if !wanted.isEmpty || needsHeader, let local = try manager.nodeFile(nodeID, kind: .data), local.cryptoFile.format == .cloudFile {
+            // The whole cloud file is here: every section and the header come from it.
+            let reader = try CryptoFileReader(fileDescriptor: local.retainToken.fileDescriptor, key: local.cryptoFile.key, closeOnDeinit: false)
+            if needsHeader { result.header = reader.header }
+            for section in wanted {
+                result[section] = Data(try reader.read(section: section.rawValue, offset: 0, count: Int(reader.plaintextSize(ofSection: section.rawValue))))
+            }
+            return result
+        }
+        guard !wanted.isEmpty || needsHeader else { return result }
+
+        for attempt in 0..<3 {
+            do {
+                return try await fetchMeta(nodeID, sections: wanted, into: result, header: needsHeader, transfer: transfer)
+            } catch let error as RemoteError where error.code == .changed && attempt < 2 {
+                continue  // Replaced between the header and a section: read both again.
+            }
+        }
+        throw RemoteError(.changed, "node '\(nodeID)' keeps changing in the cloud while its meta downloads")
+    }
+
+    private func fetchMeta(_ nodeID: NodeID, sections wanted: [CloudFileSection], into partial: NodeMetaDownload, header needsHeader: Bool,
+                           transfer: Transfer<NodeMetaDownload>) async throws -> NodeMetaDownload {
+        guard let entry = try manager.outlineEntry(nodeID) else {
+            throw RemoteError(.notFound, "node '\(nodeID)' is not stored locally and the remote's outline does not have it (run 'darkdisk pull')")
+        }
+        let key = try manager.unwrapKey(entry.wrappedKey)
+        let objectKey = CloudLayout.cloudFile(nodeID)
+        guard let info = try await remote.info(objectKey) else {
+            throw RemoteError(.notFound, "node '\(nodeID)' is in the outline but its cloud file is not in \(remote.url)")
+        }
+        let started = Date()
+        let headerRange: Range<UInt64> = 0..<UInt64(CryptoFormat.headerSize)
+        let headerBytes = try await remote.read(objectKey, range: headerRange, ifMatch: info.etag)
+        let header = try CryptoFileHeader(authenticating: Array(headerBytes), key: key, name: objectKey)
+        guard header.format == .cloudFile, header.fileLength == info.size else {
+            throw RemoteError(.invalidResponse, "\(objectKey) is not the cloud file its header describes (\(info.size) bytes, header says \(header.fileLength))")
+        }
+        let present = wanted.filter { header.sectionSizes[$0.rawValue] > 0 }
+        let total = UInt64(headerBytes.count) + present.reduce(0) { $0 + header.ciphertextLength(ofSection: $1.rawValue) }
+        var received = UInt64(headerBytes.count)
+        func report() {
+            let elapsed = max(Date().timeIntervalSince(started), 0.001)
+            transfer.report(DownloadProgress(completedBytes: received, totalBytes: total, resumedBytes: 0, throughput: Double(received) / elapsed))
+        }
+        report()
+        var ciphertexts: [Int: Data] = [:]
+        for section in present {
+            let start = header.sectionOffset(section.rawValue)
+            let range = start..<start + header.ciphertextLength(ofSection: section.rawValue)
+            ciphertexts[section.rawValue] = try await remote.read(objectKey, range: range, ifMatch: info.etag)
+            received += UInt64(range.count)
+            report()
+        }
+        let file = try RangedCloudFile(headerBytes: Array(headerBytes), sections: ciphertexts, key: key,
+                                       scratchFolder: try cacheFolder("partial"), name: objectKey)
+        var result = partial
+        if needsHeader { result.header = header }
+        let caching = transfer.decideCaching()
+        for section in present {
+            let plaintext = try file.plaintext(section)
+            result[section] = plaintext
+            if caching { try manager.importNodeFile(DiskImport(cleartextData: plaintext), nodeID: nodeID, kind: section.fileKind) }
+        }
+        return result
+    }
+
+    /// The whole plaintext of a stored file's content section.
+    static func plaintext(of export: DiskExport) throws -> Data {
+        let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+        return Data(try reader.read(section: reader.dataSection, offset: 0, count: Int(reader.plaintextSize(ofSection: reader.dataSection))))
+    }
+}
+
+extension CloudFileSection {
+    /// The store's file kind for a node's section.
+    var fileKind: FileKind {
+        switch self {
+        case .metadata: .metadata
+        case .thumbnail: .thumbnail
+        case .data: .data
+        }
+    }
+}
+
+extension NodeMetaDownload {
+    subscript(section: CloudFileSection) -> Data? {
+        get { section == .metadata ? metadata : section == .thumbnail ? thumbnail : nil }
+        set {
+            if section == .metadata { metadata = newValue } else if section == .thumbnail { thumbnail = newValue }
+        }
+    }
+}

@@ -1,0 +1,17 @@
+/// How a download is kept (the seeds' ZDCDownloadOptions). Each kind of download has the seeds' default:
+/// node meta and avatars are cached by the DiskManager, node data is not unless asked.
+public struct DownloadOptions: Sendable, Equatable {
+    /// Store the downloaded file in the DiskManager's cache pool (where it is evicted like any cache file).
+    public var cacheToDiskManager: Bool
+
+    public init(cacheToDiskManager: Bool) {
+        self.cacheToDiskManager = cacheToDiskManager
+    }
+
+    /// The default for `downloadNodeMeta`: cached.
+    public static let nodeMeta = DownloadOptions(cacheToDiskManager: true)
+    /// The default for `downloadNodeData`: not cached; the caller owns a temporary file.
+    public static let nodeData = DownloadOptions(cacheToDiskManager: false)
+    /// The default for `downloadUserAvatar`: cached.
+    public static let userAvatar = DownloadOptions(cacheToDiskManager: true)
+}

@@ -1,0 +1,107 @@
+import Dispatch
+import Synchronization
+
+/// One request for a download (the seeds' ZDCDownloadTicket): its progress, its result, and a way to cancel
+/// it. Identical requests share one transfer and every ticket gets the result; cancelling a ticket ends
+/// the transfer only when no other ticket for it remains (what was received is kept for a later resume).
+public final class DownloadTicket<Value: Sendable>: Sendable {
+    /// How the ticket's requester wants the result kept.
+    public let options: DownloadOptions
+
+    private struct State {
+        var progress = DownloadProgress(completedBytes: 0, totalBytes: 0, resumedBytes: 0, throughput: 0)
+        var result: Result<Value, any Error>?
+        var waiters: [CheckedContinuation<Value, any Error>] = []
+        var observers: [@Sendable (DownloadProgress) -> Void] = []
+        var completions: [(DispatchQueue, @Sendable (Result<Value, any Error>) -> Void)] = []
+        var detach: (@Sendable () -> Void)?
+    }
+
+    private let state = Mutex(State())
+
+    init(options: DownloadOptions) {
+        self.options = options
+    }
+
+    /// A ticket that is already answered (the file was local).
+    init(options: DownloadOptions, result: Result<Value, any Error>) {
+        self.options = options
+        state.withLock { $0.result = result }
+    }
+
+    /// The latest progress of the transfer (bytes, throughput, estimated time remaining).
+    public var progress: DownloadProgress { state.withLock { $0.progress } }
+
+    /// Whether the ticket has its result (or was cancelled).
+    public var isFinished: Bool { state.withLock { $0.result != nil } }
+
+    /// Calls `observer` on every progress update from now on, on the transfer's task.
+    public func onProgress(_ observer: @escaping @Sendable (DownloadProgress) -> Void) {
+        state.withLock { $0.observers.append(observer) }
+    }
+
+    /// Calls `completion` once with the result, on `queue` (the seeds' completionQueue and completionBlock).
+    public func onCompletion(queue: DispatchQueue = .global(), _ completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        let ready = state.withLock { state -> Result<Value, any Error>? in
+            if state.result == nil { state.completions.append((queue, completion)) }
+            return state.result
+        }
+        if let ready { queue.async { completion(ready) } }
+    }
+
+    /// The result: waits for the transfer. Cancelling the waiting task cancels this ticket.
+    public var value: Value {
+        get async throws {
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+                    let ready = state.withLock { state -> Result<Value, any Error>? in
+                        if state.result == nil { state.waiters.append(continuation) }
+                        return state.result
+                    }
+                    if let ready { continuation.resume(with: ready) }
+                }
+            } onCancel: {
+                cancel()
+            }
+        }
+    }
+
+    /// Gives up this request: `value` throws `CancellationError`. The shared transfer stops only when this
+    /// was its last ticket.
+    public func cancel() {
+        let detach = state.withLock { state -> (@Sendable () -> Void)? in
+            guard state.result == nil else { return nil }
+            defer { state.detach = nil }
+            return state.detach
+        }
+        resolve(.failure(CancellationError()))
+        detach?()
+    }
+
+    func setDetach(_ detach: @escaping @Sendable () -> Void) {
+        state.withLock { $0.detach = detach }
+    }
+
+    func update(_ progress: DownloadProgress) {
+        let observers = state.withLock { state -> [@Sendable (DownloadProgress) -> Void] in
+            guard state.result == nil else { return [] }
+            state.progress = progress
+            return state.observers
+        }
+        for observer in observers { observer(progress) }
+    }
+
+    /// Delivers the result to every waiter; later calls are ignored (a cancelled ticket stays cancelled).
+    func resolve(_ result: Result<Value, any Error>) {
+        let (waiters, completions) = state.withLock { state in
+            guard state.result == nil else { return ([CheckedContinuation<Value, any Error>](), [(DispatchQueue, @Sendable (Result<Value, any Error>) -> Void)]()) }
+            state.result = result
+            state.detach = nil
+            state.observers = []
+            defer { state.waiters = []; state.completions = [] }
+            return (state.waiters, state.completions)
+        }
+        for waiter in waiters { waiter.resume(with: result) }
+        for (queue, completion) in completions { queue.async { completion(result) } }
+    }
+}

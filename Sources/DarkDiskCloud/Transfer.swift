@@ -1,0 +1,91 @@
+import Synchronization
+
+/// One transfer shared by the tickets that asked for it: it fans progress and the result out to them, and
+/// is cancelled when its last ticket is.
+final class Transfer<Value: Sendable>: Sendable {
+    private struct State {
+        var tickets: [ObjectIdentifier: DownloadTicket<Value>] = [:]
+        var task: Task<Void, Never>?
+        var closed = false
+        /// Set once the transfer decided whether to cache its result; nil while undecided.
+        var caching: Bool?
+    }
+
+    private let state = Mutex(State())
+    private let onClose: @Sendable (Transfer<Value>) -> Void
+
+    /// `onClose` runs once when the transfer stops accepting tickets (finished or abandoned).
+    init(onClose: @escaping @Sendable (Transfer<Value>) -> Void) {
+        self.onClose = onClose
+    }
+
+    /// Adds a ticket; false if the transfer already finished or was abandoned (start a new one).
+    func attach(_ ticket: DownloadTicket<Value>) -> Bool {
+        let attached = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            // Too late to honour a request for caching: it starts a transfer of its own.
+            if state.caching == false && ticket.options.cacheToDiskManager { return false }
+            state.tickets[ObjectIdentifier(ticket)] = ticket
+            return true
+        }
+        if attached {
+            ticket.setDetach { [weak self, weak ticket] in
+                guard let self, let ticket else { return }
+                self.detach(ticket)
+            }
+        }
+        return attached
+    }
+
+    /// Decides, once, whether the result is cached by the DiskManager: yes if any waiting ticket wants it.
+    /// A ticket wanting a cached result that arrives after a "no" is not attached.
+    func decideCaching() -> Bool {
+        state.withLock { state in
+            if let decided = state.caching { return decided }
+            let caching = state.tickets.values.contains { $0.options.cacheToDiskManager }
+            state.caching = caching
+            return caching
+        }
+    }
+
+    func start(_ body: @escaping @Sendable () async throws -> Value) {
+        let task = Task {
+            let result: Result<Value, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            self.finish(result)
+        }
+        let abandoned = state.withLock { state -> Bool in
+            state.task = task
+            return state.closed && state.tickets.isEmpty
+        }
+        if abandoned { task.cancel() }
+    }
+
+    func report(_ progress: DownloadProgress) {
+        for ticket in state.withLock({ Array($0.tickets.values) }) { ticket.update(progress) }
+    }
+
+    private func detach(_ ticket: DownloadTicket<Value>) {
+        let abandoned = state.withLock { state -> (Bool, Task<Void, Never>?) in
+            state.tickets[ObjectIdentifier(ticket)] = nil
+            guard state.tickets.isEmpty, !state.closed else { return (false, nil) }
+            state.closed = true
+            return (true, state.task)
+        }
+        if abandoned.0 {
+            onClose(self)
+            abandoned.1?.cancel()
+        }
+    }
+
+    private func finish(_ result: Result<Value, any Error>) {
+        let (tickets, wasOpen) = state.withLock { state -> ([DownloadTicket<Value>], Bool) in
+            let wasOpen = !state.closed
+            state.closed = true
+            defer { state.tickets = [:] }
+            return (Array(state.tickets.values), wasOpen)
+        }
+        if wasOpen { onClose(self) }
+        for ticket in tickets { ticket.resolve(result) }
+    }
+}

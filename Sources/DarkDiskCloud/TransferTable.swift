@@ -1,0 +1,32 @@
+import Synchronization
+
+/// The transfers in flight, by request: an identical request joins the running transfer instead of
+/// starting another (the seeds' request coalescing).
+final class TransferTable: Sendable {
+    private let transfers = Mutex<[TransferKey: AnyObject & Sendable]>([:])
+
+    /// A ticket for `key`: joins the running transfer, or starts `body` as a new one.
+    func ticket<Value: Sendable>(_ key: TransferKey, options: DownloadOptions,
+                                 body: @escaping @Sendable (Transfer<Value>) async throws -> Value) -> DownloadTicket<Value> {
+        let ticket = DownloadTicket<Value>(options: options)
+        let started = transfers.withLock { table -> Transfer<Value>? in
+            if let running = table[key] as? Transfer<Value>, running.attach(ticket) { return nil }
+            let transfer = Transfer<Value>(onClose: { [weak self] closed in self?.remove(key, closed) })
+            _ = transfer.attach(ticket)
+            table[key] = transfer
+            return transfer
+        }
+        if let started { started.start { try await body(started) } }
+        return ticket
+    }
+
+    /// Number of transfers running (for tests and status).
+    var count: Int { transfers.withLock { $0.count } }
+
+    /// Forgets `transfer` if it is still the one registered for `key` (a newer one may have replaced it).
+    private func remove(_ key: TransferKey, _ transfer: AnyObject) {
+        transfers.withLock { table in
+            if table[key] === transfer { table[key] = nil }
+        }
+    }
+}
