@@ -1,0 +1,179 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Our fault-injecting HTTP proxy (`Tests/Tools/fault-proxy.py`), started for a test on 127.0.0.1 and
+/// stopped when released. It forwards GET and HEAD to an upstream (a real nginx), counts the body bytes it
+/// sends per path, and injects faults set at run time with `control(_:)`: a connection cut mid-body, 5xx
+/// bursts, a throttle, a stall, a 200 to a range request, the object replaced between parts.
+///
+/// (The same file is in DarkDiskCloudTests and DarkDiskCLITests: test targets cannot share sources; keep
+/// the two copies identical.)
+final class FaultProxy: Sendable {
+    let port: Int
+    private let pid: pid_t
+    private let scratch: String
+
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    /// A proxy in front of `upstream` (`http://127.0.0.1:PORT`).
+    convenience init(upstream: String) throws {
+        try self.init(arguments: ["--upstream", upstream])
+    }
+
+    /// A proxy that starts its own nginx serving `root` (stopped with the proxy).
+    convenience init(servingRoot root: String) throws {
+        try self.init(arguments: ["--serve-root", root])
+    }
+
+    private init(arguments: [String]) throws {
+        scratch = NSTemporaryDirectory() + "darkdisk-proxy-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "/usr/local/bin/python3"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, scratch + "/stdout", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, scratch + "/stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        // A clean signal state: the spawning thread may be a Dispatch worker with every signal blocked.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let args = [python, FaultProxy.script] + arguments + ["--port", "0"]
+        let argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        var child: pid_t = 0
+        guard posix_spawn(&child, python, &actions, &attributes, argv, environ) == 0 else {
+            throw ProxyFailed(message: "cannot start \(python) \(FaultProxy.script)")
+        }
+        pid = child
+        let deadline = Date().addingTimeInterval(15)
+        var status: Int32 = 0
+        while Date() < deadline {
+            let out = (try? String(contentsOfFile: scratch + "/stdout", encoding: .utf8)) ?? ""
+            if let line = out.split(separator: "\n").first(where: { $0.hasPrefix("listening ") }),
+               let port = line.split(separator: ":").last.flatMap({ Int($0) }) {
+                self.port = port
+                return
+            }
+            if waitpid(child, &status, WNOHANG) == child { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        kill(child, SIGKILL)
+        waitpid(child, &status, 0)
+        let stderr = (try? String(contentsOfFile: scratch + "/stderr", encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(atPath: scratch)
+        throw ProxyFailed(message: "the fault proxy did not start: \(stderr)")
+    }
+
+    deinit {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        try? FileManager.default.removeItem(atPath: scratch)
+    }
+
+    static let script: String = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Tools/fault-proxy.py").path
+
+    // MARK: Faults and counters
+
+    /// Merges fault settings (see the script's header): `["cut": ["after": 100_000, "count": 2]]`,
+    /// `["fail": ["status": 503, "count": 4]]`, `["throttle": 8_000_000]`, `["clear": true]`, `["reset_stats": true]`...
+    func control(_ settings: [String: Any]) throws {
+        let body = try JSONSerialization.data(withJSONObject: settings)
+        _ = try exchange("POST", "/__control", body: body)
+    }
+
+    func stats() throws -> Stats {
+        try JSONDecoder().decode(Stats.self, from: exchange("GET", "/__stats", body: Data()))
+    }
+
+    /// Body bytes sent for `path` (e.g. `/nodes/n.ddc`) since the counters were reset.
+    func bytes(_ path: String) throws -> Int { try stats().paths[path]?.bytes ?? 0 }
+
+    struct Stats: Decodable {
+        let bytes: Int
+        let paths: [String: PathStats]
+        let cuts: Int
+        let failures: Int
+        let stalls: Int
+        let ignoredRanges: Int
+        let replacements: Int
+        let requests: [Request]
+
+        enum CodingKeys: String, CodingKey {
+            case bytes, paths, cuts, failures, stalls, replacements, requests
+            case ignoredRanges = "ignored_ranges"
+        }
+    }
+
+    struct PathStats: Decodable {
+        let gets: Int
+        let heads: Int
+        let bytes: Int
+    }
+
+    struct Request: Decodable {
+        let method: String
+        let path: String
+        let range: String?
+        let status: Int
+        let bytes: Int
+        let fault: String?
+    }
+
+    /// One HTTP/1.0 exchange with the proxy's control endpoints over a plain socket; returns the body.
+    private func exchange(_ method: String, _ path: String, body: Data) throws -> Data {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ProxyFailed(message: "socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected else { throw ProxyFailed(message: "cannot connect to the fault proxy on port \(port)") }
+        var request = Data("\(method) \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+        request.append(body)
+        try request.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+            var done = 0
+            while done < buffer.count {
+                let n = send(fd, buffer.baseAddress! + done, buffer.count - done, Int32(MSG_NOSIGNAL))
+                if n < 0 { if errno == EINTR { continue }; throw ProxyFailed(message: "send: \(String(cString: strerror(errno)))") }
+                done += n
+            }
+        }
+        var response = Data()
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &chunk, chunk.count, 0)
+            if n < 0 { if errno == EINTR { continue }; throw ProxyFailed(message: "recv: \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            response.append(contentsOf: chunk[0..<n])
+        }
+        guard let end = response.range(of: Data("\r\n\r\n".utf8)) else { throw ProxyFailed(message: "no answer from the fault proxy") }
+        let head = String(decoding: response[..<end.lowerBound], as: UTF8.self)
+        let answer = Data(response[end.upperBound...])
+        guard head.hasPrefix("HTTP/1.") && head.split(separator: " ").dropFirst().first == "200" else {
+            throw ProxyFailed(message: "the fault proxy answered \(head.split(separator: "\r\n").first ?? ""): \(String(decoding: answer, as: UTF8.self))")
+        }
+        return answer
+    }
+
+    struct ProxyFailed: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+}

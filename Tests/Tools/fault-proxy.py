@@ -1,0 +1,427 @@
+#!/usr/bin/env python3
+"""A small fault-injecting HTTP proxy for darkdisk's remote tests (Python 3 standard library only).
+
+    fault-proxy.py (--upstream http://127.0.0.1:PORT | --serve-root DIR) [--port N] [--verbose]
+
+Listens on 127.0.0.1 (port 0 = any free port) and prints `listening http://127.0.0.1:PORT` on stdout
+when ready. GET and HEAD requests are forwarded to the upstream with their headers (Range, If-Match,
+Accept...); the answer's status and headers come back as they are and the body is streamed, counting
+the body bytes sent, per path. With --serve-root the proxy starts its own upstream: a real nginx
+(Debian's) serving DIR with Range, ETag and a JSON directory index, stopped when the proxy stops.
+
+Faults are set at run time, so one proxy serves a whole test:
+
+    POST /__control  {JSON}    merges these settings (all optional):
+      "cut":      {"after": BYTES, "count": K, "path": SUBSTRING}   close the connection after BYTES of
+                  body bytes, for the next K GET responses (of paths containing SUBSTRING)
+      "fail":     {"status": 503, "count": K, "path": SUBSTRING, "method": "GET"}   answer STATUS to the
+                  next K requests (of that path and method, if given)
+      "throttle": BYTES_PER_SECOND                                 all bodies together, 0 = full speed
+      "stall":    {"after": BYTES, "seconds": S, "count": K, "path": SUBSTRING}  stop sending for S
+                  seconds after BYTES of body bytes, for the next K GET responses
+      "ignore_range": {"count": K}                                 drop the Range header of the next K
+                  GETs, so the upstream answers 200 with the whole object
+      "replace":  {"path": "/nodes/x.ddc", "target": FILE, "sources": [FILE, ...], "after": N,
+                   "every": M}   before forwarding the (N+1)th GET of PATH (counted from this setting),
+                  replace TARGET (the file the upstream serves) with a copy of the first source with a new
+                  modification time (so nginx gives it a new ETag); with "every": M > 0, do it again every
+                  M GETs after that, cycling through the sources
+      Each of cut, fail, stall and ignore_range may also be a list of such rules (the first that applies
+      and has occurrences left is used).
+      "clear": true         removes every fault;     "reset_stats": true    zeroes the counters
+    GET /__stats     {"bytes": total body bytes sent, "paths": {PATH: {"gets", "heads", "bytes"}},
+                      "cuts", "failures", "stalls", "ignored_ranges", "replacements",
+                      "requests": [{"method", "path", "range", "status", "bytes", "fault"}, ...]}
+"""
+
+import argparse
+import http.client
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "host"}
+
+
+class State:
+    """Faults and counters, shared by all handler threads under one lock."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.faults = {}
+        self.replaced = 0
+        self.pace_next = 0.0
+        self.reset_stats()
+
+    def reset_stats(self):
+        self.bytes = 0
+        self.paths = {}
+        self.cuts = 0
+        self.failures = 0
+        self.stalls = 0
+        self.ignored_ranges = 0
+        self.replacements = 0
+        self.requests = []
+
+    def path_stats(self, path):
+        return self.paths.setdefault(path, {"gets": 0, "heads": 0, "bytes": 0})
+
+    def claim(self, name, path, method):
+        """Takes one of the next K occurrences of fault `name` if it applies to this request; returns its
+        settings. A fault may be a list of rules: the first that applies and has occurrences left is used."""
+        value = self.faults.get(name)
+        if isinstance(value, int):
+            value = self.faults[name] = {"count": value}
+        for fault in value if isinstance(value, list) else [value] if value else []:
+            if fault.get("count", 0) <= 0:
+                continue
+            if fault.get("path") and fault["path"] not in path:
+                continue
+            if fault.get("method") and fault["method"] != method:
+                continue
+            fault["count"] -= 1
+            return dict(fault)
+        return None
+
+    def pace(self, count):
+        """Global throttle: reserves time for `count` bytes on one shared clock, then sleeps until it is due."""
+        with self.lock:
+            rate = self.faults.get("throttle", 0) or 0
+            if rate <= 0:
+                return
+            now = time.monotonic()
+            start = max(now, self.pace_next)
+            self.pace_next = start + count / rate
+            due = self.pace_next
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+    def snapshot(self):
+        with self.lock:
+            return {
+                "bytes": self.bytes, "paths": self.paths, "cuts": self.cuts, "failures": self.failures,
+                "stalls": self.stalls, "ignored_ranges": self.ignored_ranges, "replacements": self.replacements,
+                "requests": self.requests, "faults": self.faults,
+            }
+
+
+STATE = State()
+
+
+def replace_file(target, source):
+    """Atomically replaces `target` with a copy of `source`, with a modification time 2 s after the old
+    one's: nginx's ETag is mtime-size, and both versions of a cloud file usually have the same size."""
+    old = os.stat(target).st_mtime if os.path.exists(target) else time.time()
+    temporary = target + ".fault-proxy-tmp"
+    shutil.copyfile(source, temporary)
+    mtime = int(old) + 2
+    os.utime(temporary, (mtime, mtime))
+    os.replace(temporary, target)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    upstream = None  # (host, port, path prefix)
+    verbose = False
+
+    def log_message(self, format, *args):
+        if self.verbose:
+            sys.stderr.write("fault-proxy: " + (format % args) + "\n")
+
+    # Control ---------------------------------------------------------------------------------------
+
+    def reply_json(self, status, value):
+        body = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b"{}"
+        if self.path != "/__control":
+            self.reply_json(405, {"error": "the proxy forwards GET and HEAD only"})
+            return
+        try:
+            settings = json.loads(body)
+        except ValueError as error:
+            self.reply_json(400, {"error": str(error)})
+            return
+        with STATE.lock:
+            if settings.pop("clear", False):
+                STATE.faults = {}
+            if settings.pop("reset_stats", False):
+                STATE.reset_stats()
+            for name, value in settings.items():
+                if name == "replace" and value:
+                    # GETs are counted from now on.
+                    value = dict(value, done=0, base=STATE.path_stats(value["path"])["gets"])
+                STATE.faults[name] = value
+            faults = dict(STATE.faults)
+        self.reply_json(200, {"faults": faults})
+
+    # Forwarding ------------------------------------------------------------------------------------
+
+    def do_HEAD(self):
+        self.forward("HEAD")
+
+    def do_GET(self):
+        if self.path == "/__stats":
+            self.reply_json(200, STATE.snapshot())
+            return
+        self.forward("GET")
+
+    def record(self, entry):
+        with STATE.lock:
+            if len(STATE.requests) < 10000:
+                STATE.requests.append(entry)
+
+    def forward(self, method):
+        path = urllib.parse.urlsplit(self.path).path
+        entry = {"method": method, "path": path, "range": self.headers.get("Range"), "status": 0, "bytes": 0, "fault": None}
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        cut = stall = None
+        with STATE.lock:
+            stats = STATE.path_stats(path)
+            stats["gets" if method == "GET" else "heads"] += 1
+            gets = stats["gets"]
+            failure = STATE.claim("fail", path, method)
+            if failure:
+                STATE.failures += 1
+            elif method == "GET":
+                cut = STATE.claim("cut", path, method)
+                stall = STATE.claim("stall", path, method)
+                if "Range" in headers and STATE.claim("ignore_range", path, method) is not None:
+                    del headers["Range"]
+                    STATE.ignored_ranges += 1
+                    entry["fault"] = "ignore_range"
+                replacement = self.due_replacement(path, gets)
+                if replacement:
+                    replace_file(*replacement)
+                    STATE.replacements += 1
+        if failure:
+            status = int(failure.get("status", 503))
+            entry.update(status=status, fault="fail")
+            self.record(entry)
+            body = b"injected failure\n"
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if method == "GET":
+                self.wfile.write(body)
+            return
+
+        host, port, prefix = self.upstream
+        connection = http.client.HTTPConnection(host, port, timeout=60)
+        try:
+            connection.request(method, prefix + self.path, headers=headers)
+            response = connection.getresponse()
+            entry["status"] = response.status
+            length = response.getheader("Content-Length")
+            body = None
+            if method == "GET" and length is None:
+                body = response.read()  # a chunked answer (a directory index): send it with a length
+                length = str(len(body))
+            self.log_request(response.status)
+            self.send_response_only(response.status, response.reason)  # the upstream's Server and Date go through
+            for name, value in response.getheaders():
+                if name.lower() not in HOP_BY_HOP and not (body is not None and name.lower() == "content-length"):
+                    self.send_header(name, value)
+            if body is not None:
+                self.send_header("Content-Length", length)
+            self.end_headers()
+            if method == "HEAD":
+                self.record(entry)
+                return
+            if body is not None:
+                self.send_body_bytes(body, path, entry)
+            else:
+                self.stream(response, int(length), path, entry, cut, stall)
+            self.record(entry)
+        except (BrokenPipeError, ConnectionResetError):
+            entry["fault"] = entry["fault"] or "client went away"
+            self.record(entry)
+            self.close_connection = True
+        finally:
+            connection.close()
+
+    def due_replacement(self, path, gets):
+        """Called under the lock for each GET: the (target, source) to swap in before forwarding, if any."""
+        replace = STATE.faults.get("replace")
+        if not replace or replace.get("path") != path:
+            return None
+        after, every, sources = int(replace.get("after", 0)), int(replace.get("every", 0)), replace["sources"]
+        gets -= replace["base"]
+        if gets <= after:
+            return None
+        if every <= 0:
+            if replace["done"] > 0:
+                return None
+        elif (gets - after - 1) % every != 0:
+            return None
+        source = sources[replace["done"] % len(sources)]
+        replace["done"] += 1
+        return (replace["target"], source)
+
+    def send_body_bytes(self, data, path, entry):
+        self.wfile.write(data)
+        self.count(len(data), path, entry)
+
+    def count(self, n, path, entry):
+        entry["bytes"] += n
+        with STATE.lock:
+            STATE.bytes += n
+            STATE.path_stats(path)["bytes"] += n
+
+    def stream(self, response, length, path, entry, cut, stall):
+        sent = 0
+        while sent < length:
+            if cut and sent >= cut["after"]:
+                entry["fault"] = "cut"
+                with STATE.lock:
+                    STATE.cuts += 1
+                self.abort()
+                return
+            if stall and sent >= stall["after"]:
+                entry["fault"] = "stall"
+                with STATE.lock:
+                    STATE.stalls += 1
+                time.sleep(float(stall.get("seconds", 1)))
+                stall = None
+                continue
+            with STATE.lock:
+                rate = STATE.faults.get("throttle", 0) or 0
+            size = 64 * 1024 if rate <= 0 else max(4096, min(64 * 1024, int(rate / 50)))
+            size = min(size, length - sent)
+            if cut:
+                size = min(size, cut["after"] - sent)
+            if stall:
+                size = min(size, stall["after"] - sent)
+            data = response.read(size)
+            if not data:
+                self.abort()  # the upstream ended early: pass the truncation on
+                return
+            STATE.pace(len(data))
+            self.wfile.write(data)
+            sent += len(data)
+            self.count(len(data), path, entry)
+
+    def abort(self):
+        """Closes the client connection in the middle of a body."""
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def handle_error(self, request, client_address):
+        if Handler.verbose:
+            super().handle_error(request, client_address)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nginx(root):
+    """A real nginx serving `root` on a free port: returns (process, port, prefix folder)."""
+    prefix = tempfile.mkdtemp(prefix="darkdisk-proxy-nginx-")
+    port = free_port()
+    user = "user root;" if os.getuid() == 0 else ""
+    config = f"""
+        {user}
+        worker_processes 1;
+        daemon off;
+        error_log {prefix}/error.log;
+        pid {prefix}/nginx.pid;
+        events {{ worker_connections 512; }}
+        http {{
+          access_log {prefix}/access.log;
+          client_body_temp_path {prefix}/body; proxy_temp_path {prefix}/proxy;
+          fastcgi_temp_path {prefix}/fastcgi; uwsgi_temp_path {prefix}/uwsgi; scgi_temp_path {prefix}/scgi;
+          server {{
+            listen 127.0.0.1:{port};
+            root {os.path.abspath(root)};
+            autoindex on;
+            autoindex_format json;
+          }}
+        }}
+        """
+    with open(prefix + "/nginx.conf", "w") as f:
+        f.write(config)
+    process = subprocess.Popen(["/usr/sbin/nginx", "-p", prefix, "-c", prefix + "/nginx.conf"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process, port, prefix
+        except OSError:
+            if process.poll() is not None:
+                break
+            time.sleep(0.05)
+    process.kill()
+    raise SystemExit("fault-proxy: nginx did not start: " + open(prefix + "/error.log").read())
+
+
+def main():
+    parser = argparse.ArgumentParser(description="fault-injecting HTTP proxy for darkdisk's tests")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--upstream", help="http://HOST:PORT[/prefix] to forward to")
+    source.add_argument("--serve-root", help="start an nginx serving this folder and forward to it")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+
+    nginx = None
+    if args.serve_root:
+        nginx = start_nginx(args.serve_root)
+        Handler.upstream = ("127.0.0.1", nginx[1], "")
+    else:
+        url = urllib.parse.urlsplit(args.upstream)
+        Handler.upstream = (url.hostname, url.port or 80, url.path.rstrip("/"))
+    Handler.verbose = args.verbose
+
+    def stop(signum, frame):
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        server = Server(("127.0.0.1", args.port), Handler)
+        print(f"listening http://127.0.0.1:{server.server_address[1]}", flush=True)
+        server.serve_forever(poll_interval=0.1)
+    finally:
+        if nginx:
+            nginx[0].terminate()
+            try:
+                nginx[0].wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                nginx[0].kill()
+            shutil.rmtree(nginx[2], ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
