@@ -54,26 +54,18 @@ extension S3Remote {
     public func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?,
                      consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
         try RemoteKey.check(key)
-        // A transient failure mid-body is retried for the rest of the range only: what was delivered stays.
-        // Only failures that delivered nothing count against `attempts`, so a flaky link still finishes.
-        var position = range.lowerBound
-        var failures = 0
-        var delay: UInt64 = 100_000_000
-        while position < range.upperBound {
-            let before = position
-            do {
-                try await ranged(key, range: position..<range.upperBound, etag: etag) { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in
-                    try consume(bytes)
-                    position += UInt64(bytes.count)
-                }
-            } catch where error.code == .unreachable {
-                if position > before { failures = 0; delay = 100_000_000 }
-                failures += 1
-                guard failures < attempts else { throw error }
-                try? await Task.sleep(nanoseconds: delay)
-                delay *= 4
+        try await transport.read(range, etag: etag, name: "\(url): GET \(key)", request: { rest in
+            var headers = [("Range", "bytes=\(rest.lowerBound)-\(rest.upperBound - 1)")]
+            if let etag { headers.append(("If-Match", etag)) }
+            return makeRequest(.GET, path: objectPath(key), query: [], headers: headers, payload: .none)
+        }, unexpected: { response in
+            let body = (try? await response.body.collect(upTo: 1 << 20)) ?? ByteBuffer()
+            let collected = Response(status: response.status, headers: response.headers, body: Data(body.readableBytesView))
+            if collected.status == .notFound, S3XML.parse(collected.body)?.text("Code") != "NoSuchBucket" {
+                return RemoteError(.notFound, "\(key) is not in \(url)")
             }
-        }
+            return failure(collected, "GET \(key)")
+        }, consume: consume)
     }
 
     /// DELETE; S3 answers 204 whether or not the object existed, some servers 404 for a missing key.
@@ -87,72 +79,6 @@ extension S3Remote {
             return
         default:
             throw failure(response, "deleting \(key)")
-        }
-    }
-
-    /// One ranged GET, streaming the body (backpressure) and never delivering more or fewer bytes than asked.
-    private func ranged(_ key: String, range: Range<UInt64>, etag: String?,
-                        consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
-        var headers = [("Range", "bytes=\(range.lowerBound)-\(range.upperBound - 1)")]
-        if let etag { headers.append(("If-Match", etag)) }
-        let request = makeRequest(.GET, path: objectPath(key), query: [], headers: headers, payload: .none)
-        do {
-            let response = try await client.execute(request, timeout: timeout)
-            switch response.status {
-            case .partialContent:
-                let expected = "bytes \(range.lowerBound)-\(range.upperBound - 1)/"
-                guard response.headers.first(name: "Content-Range")?.hasPrefix(expected) == true else {
-                    throw RemoteError(.invalidResponse, "\(url): GET \(key) answered another range than \(range)")
-                }
-                try await deliver(response.body, skip: 0, count: UInt64(range.count), key: key, consume: consume)
-            case .ok:
-                // The server ignored the range: check the version, then skip to the part we want.
-                if let etag, let actual = response.headers.first(name: "ETag"), actual != etag {
-                    throw RemoteError(.changed, "\(key) changed in \(url)")
-                }
-                try await deliver(response.body, skip: range.lowerBound, count: UInt64(range.count), key: key, consume: consume)
-            case .preconditionFailed:
-                throw RemoteError(.changed, "\(key) changed in \(url)")
-            case .rangeNotSatisfiable:
-                throw RemoteError(.invalidResponse, "\(url): \(key) is shorter than the range \(range)")
-            default:
-                let body = try await response.body.collect(upTo: 1 << 20)
-                let collected = Response(status: response.status, headers: response.headers, body: Data(body.readableBytesView))
-                if collected.status == .notFound, S3XML.parse(collected.body)?.text("Code") != "NoSuchBucket" {
-                    throw RemoteError(.notFound, "\(key) is not in \(url)")
-                }
-                throw failure(collected, "GET \(key)")
-            }
-        } catch let error as RemoteError {
-            throw error
-        } catch {
-            throw RemoteError(.unreachable, "\(url) cannot be reached: \(error)")
-        }
-    }
-
-    /// Hands the body to `consume` buffer by buffer after skipping `skip` bytes; a body that ends early is
-    /// `.unreachable` (a cut connection, retried for the rest), one that runs long is `.invalidResponse`.
-    private func deliver(_ body: HTTPClientResponse.Body, skip: UInt64, count: UInt64, key: String,
-                         consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws {
-        var toSkip = skip
-        var delivered: UInt64 = 0
-        for try await var buffer in body {
-            if toSkip > 0 {
-                let dropped = Int(min(UInt64(buffer.readableBytes), toSkip))
-                buffer.moveReaderIndex(forwardBy: dropped)
-                toSkip -= UInt64(dropped)
-            }
-            let wanted = count - delivered
-            if UInt64(buffer.readableBytes) > wanted {
-                guard skip > 0 else { throw RemoteError(.invalidResponse, "\(url): GET \(key) sent more bytes than asked") }
-                buffer = buffer.getSlice(at: buffer.readerIndex, length: Int(wanted)) ?? ByteBuffer()
-            }
-            try buffer.withUnsafeReadableBytes { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in try consume(bytes) }
-            delivered += UInt64(buffer.readableBytes)
-            if delivered == count && skip > 0 { return }
-        }
-        guard delivered == count else {
-            throw RemoteError(.unreachable, "\(url): GET \(key): the body ended after \(delivered) of \(count) bytes")
         }
     }
 }

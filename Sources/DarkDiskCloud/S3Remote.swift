@@ -25,9 +25,7 @@ public struct S3Remote: Remote {
     /// "" when the bucket is in the host name (virtual-hosted style), "/BUCKET" in path style.
     let bucketPath: String
     let signer: S3Signer
-    let client: HTTPClient
-    let timeout: TimeAmount
-    let attempts: Int
+    let transport: HTTPTransport
     /// Files larger than this are uploaded in parts (multipart upload) of `partSize` bytes.
     let multipartThreshold: UInt64
     let partSize: UInt64
@@ -40,8 +38,8 @@ public struct S3Remote: Remote {
     /// (nil for AWS). Parts of a multipart upload are `partSize` bytes (S3 needs at least 5 MiB but the
     /// last); files up to `multipartThreshold` (default `partSize`) go in one PUT.
     public init(bucket: String, prefix: String = "", region: String = "us-east-1", endpoint: String? = nil,
-                credentials: S3Credentials, client: HTTPClient = .shared, timeout: TimeAmount = .seconds(60),
-                attempts: Int = 3, partSize: Int = 16 << 20, multipartThreshold: Int? = nil, parallelParts: Int = 4,
+                credentials: S3Credentials, client: HTTPClient? = nil, timeout: TimeAmount = .seconds(60),
+                attempts: Int = 5, partSize: Int = 16 << 20, multipartThreshold: Int? = nil, parallelParts: Int = 4,
                 listPageSize: Int? = nil) throws(RemoteError) {
         let bucketCharacters = bucket.utf8.allSatisfy { b in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
@@ -84,9 +82,7 @@ public struct S3Remote: Remote {
         if !options.isEmpty { text += "?" + options.joined(separator: "&") }
         self.url = text
         self.signer = S3Signer(credentials: credentials, region: region)
-        self.client = client
-        self.timeout = timeout
-        self.attempts = max(1, attempts)
+        self.transport = HTTPTransport(client: client, timeout: timeout, attempts: attempts)
         self.partSize = UInt64(max(partSize, 1))
         self.multipartThreshold = UInt64(max(multipartThreshold ?? partSize, 1))
         self.parallelParts = max(1, parallelParts)
@@ -177,11 +173,11 @@ public struct S3Remote: Remote {
     /// other than 5xx are returned for the caller to judge (see `failure`).
     func perform(_ method: HTTPMethod, path: String, query: [(String, String)] = [], headers: [(String, String)] = [],
                  payload: Payload = .none, limit: Int = 1 << 20) async throws(RemoteError) -> Response {
-        try await retrying { () throws(RemoteError) -> Response in
+        try await transport.retrying { () throws(RemoteError) -> Response in
             // Sending a body takes time on a slow link: allow a second per 64 KiB on top of the timeout.
-            let deadline = timeout + .seconds(Int64(payload.count >> 16))
+            let deadline = transport.timeout + .seconds(Int64(payload.count >> 16))
             do {
-                let response = try await client.execute(makeRequest(method, path: path, query: query, headers: headers, payload: payload),
+                let response = try await transport.client.execute(makeRequest(method, path: path, query: query, headers: headers, payload: payload),
                                                         timeout: deadline)
                 let body = method == .HEAD ? ByteBuffer() : try await response.body.collect(upTo: limit)
                 let collected = Response(status: response.status, headers: response.headers, body: Data(body.readableBytesView))
@@ -195,20 +191,6 @@ public struct S3Remote: Remote {
                 throw RemoteError(.unreachable, "\(url) cannot be reached: \(error)")
             }
         }
-    }
-
-    /// Retries `.unreachable` failures (lost connections, 5xx, S3's RequestTimeout) with exponential backoff.
-    func retrying<T>(_ body: () async throws(RemoteError) -> T) async throws(RemoteError) -> T {
-        var delay: UInt64 = 100_000_000
-        for attempt in 1... {
-            do {
-                return try await body()
-            } catch where error.code == .unreachable && attempt < attempts {
-                try? await Task.sleep(nanoseconds: delay)
-                delay *= 4
-            }
-        }
-        fatalError("unreachable: the loop returns or throws")
     }
 
     /// 5xx answers and S3's RequestTimeout (a 400 for a body that came too slowly) are worth retrying.

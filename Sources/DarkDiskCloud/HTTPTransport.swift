@@ -1,0 +1,143 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// The HTTP mechanics the http and s3 remotes share: a client whose read timeout also bounds a stall in the
+/// middle of a body, retries with backoff, and ranged GETs streamed to a consumer that resume after a cut
+/// connection for the rest of the range only.
+struct HTTPTransport: Sendable {
+    let client: HTTPClient
+    /// Time allowed until a response's head; after that the client's read timeout bounds every silence.
+    let timeout: TimeAmount
+    /// Tries per request (and, for reads, per stretch of failures that delivered nothing).
+    let attempts: Int
+
+    /// `client` nil: a shared client whose read timeout is `timeout`.
+    init(client: HTTPClient?, timeout: TimeAmount, attempts: Int) {
+        self.client = client ?? Self.client(readTimeout: timeout)
+        self.timeout = timeout
+        self.attempts = max(1, attempts)
+    }
+
+    private static let clients = Mutex<[Int64: HTTPClient]>([:])
+
+    /// One client per read timeout, shared by every remote in the process and kept for its lifetime (so it
+    /// is never shut down while a remote uses it).
+    static func client(readTimeout: TimeAmount) -> HTTPClient {
+        clients.withLock { clients in
+            if let client = clients[readTimeout.nanoseconds] { return client }
+            var configuration = HTTPClient.Configuration()
+            configuration.timeout = .init(connect: .seconds(10), read: readTimeout)
+            let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+            clients[readTimeout.nanoseconds] = client
+            return client
+        }
+    }
+
+    /// Runs `body`, retrying `.unreachable` failures (lost connections, 5xx) with exponential backoff.
+    func retrying<T>(_ body: () async throws(RemoteError) -> T) async throws(RemoteError) -> T {
+        var delay: UInt64 = 100_000_000
+        for attempt in 1... {
+            do {
+                return try await body()
+            } catch where error.code == .unreachable && attempt < attempts {
+                try? await Task.sleep(nanoseconds: delay)
+                delay *= 4
+            }
+        }
+        fatalError("unreachable: the loop returns or throws")
+    }
+
+    /// Streams bytes `range` of an object to `consume` through ranged GETs built by `request` (with
+    /// `If-Match: etag` when given). A body cut mid-way is asked again for the rest of the range; only
+    /// failures that delivered nothing count against `attempts`, so a flaky link still finishes. Answers
+    /// other than 206, 200, 412 and 416 become the error `unexpected` makes of them.
+    func read(_ range: Range<UInt64>, etag: String?, name: String,
+              request: (Range<UInt64>) -> HTTPClientRequest,
+              unexpected: (HTTPClientResponse) async -> RemoteError,
+              consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
+        var position = range.lowerBound
+        var failures = 0
+        var delay: UInt64 = 100_000_000
+        while position < range.upperBound {
+            let before = position
+            do {
+                let rest = position..<range.upperBound
+                try await get(rest, etag: etag, name: name, request: request(rest), unexpected: unexpected) {
+                    (bytes: UnsafeRawBufferPointer) throws(RemoteError) in
+                    try consume(bytes)
+                    position += UInt64(bytes.count)
+                }
+            } catch where error.code == .unreachable {
+                if position > before { failures = 0; delay = 100_000_000 }
+                failures += 1
+                guard failures < attempts else { throw error }
+                try? await Task.sleep(nanoseconds: delay)
+                delay *= 4
+            }
+        }
+    }
+
+    /// One ranged GET, its body streamed (backpressure) and never delivering more or fewer bytes than asked.
+    private func get(_ range: Range<UInt64>, etag: String?, name: String, request: HTTPClientRequest,
+                     unexpected: (HTTPClientResponse) async -> RemoteError,
+                     consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
+        do {
+            let response = try await client.execute(request, timeout: timeout)
+            switch response.status {
+            case .partialContent:
+                let expected = "bytes \(range.lowerBound)-\(range.upperBound - 1)/"
+                guard response.headers.first(name: "Content-Range")?.hasPrefix(expected) == true else {
+                    throw RemoteError(.invalidResponse, "\(name) answered another range than \(range)")
+                }
+                try await deliver(response.body, skip: 0, count: UInt64(range.count), wholeObject: false, name: name, consume: consume)
+            case .ok:
+                // The server ignored the range and sends the whole object: check the version, then skip to
+                // the range and stop reading after it.
+                if let etag, let actual = response.headers.first(name: "ETag"), actual != etag {
+                    throw RemoteError(.changed, "\(name) changed")
+                }
+                try await deliver(response.body, skip: range.lowerBound, count: UInt64(range.count), wholeObject: true, name: name, consume: consume)
+            case .preconditionFailed:
+                throw RemoteError(.changed, "\(name) changed")
+            case .rangeNotSatisfiable:
+                throw RemoteError(.invalidResponse, "\(name) is shorter than the range \(range)")
+            default:
+                throw await unexpected(response)
+            }
+        } catch let error as RemoteError {
+            throw error
+        } catch {
+            throw RemoteError(.unreachable, "\(name) cannot be reached: \(error)")
+        }
+    }
+
+    /// Hands the body to `consume` buffer by buffer after skipping `skip` bytes. A body that ends early is
+    /// `.unreachable` (a cut connection, asked again for the rest); one that runs long is `.invalidResponse`,
+    /// unless it is the whole object (a 200), whose tail is dropped.
+    private func deliver(_ body: HTTPClientResponse.Body, skip: UInt64, count: UInt64, wholeObject: Bool, name: String,
+                         consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws {
+        var toSkip = skip
+        var delivered: UInt64 = 0
+        for try await var buffer in body {
+            if toSkip > 0 {
+                let dropped = Int(min(UInt64(buffer.readableBytes), toSkip))
+                buffer.moveReaderIndex(forwardBy: dropped)
+                toSkip -= UInt64(dropped)
+            }
+            let wanted = count - delivered
+            if UInt64(buffer.readableBytes) > wanted {
+                guard wholeObject else { throw RemoteError(.invalidResponse, "\(name) sent more bytes than asked") }
+                buffer = buffer.getSlice(at: buffer.readerIndex, length: Int(wanted)) ?? ByteBuffer()
+            }
+            try buffer.withUnsafeReadableBytes { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in try consume(bytes) }
+            delivered += UInt64(buffer.readableBytes)
+            if wholeObject && delivered == count { return }
+        }
+        guard delivered == count else {
+            throw RemoteError(.unreachable, "\(name): the body ended after \(delivered) of \(count) bytes")
+        }
+    }
+}
