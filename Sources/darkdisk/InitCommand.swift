@@ -16,7 +16,7 @@ struct InitCommand: AsyncParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(help: ArgumentHelp("The remote: file:///path (default: a folder inside the store).", valueName: "URL"))
+    @Option(help: ArgumentHelp("The remote: file:///path, http(s)://host/prefix (read-only) or s3://BUCKET/PREFIX?endpoint=http://HOST:PORT&region=REGION (default: a folder inside the store).", valueName: "URL"))
     var remote: String?
 
     func run() async throws {
