@@ -1,0 +1,173 @@
+import Foundation
+import Testing
+
+/// The mount as a good Linux file system under stress (issue 5): open handles hold retain tokens, only
+/// the mounting user enters without allow_other, a killed daemon leaves a store the next mount serves,
+/// and a lazy unmount lets open files finish before the daemon exits.
+@Suite struct MountSafetyTests {
+    enum Shrink: String, CaseIterable, Sendable {
+        case setfattr  // the mount root's attribute
+        case config  // `darkdisk config set` from another process
+    }
+
+    @Test(arguments: Shrink.allCases)
+    func anOpenFileKeepsReadingWhenThePoolShrinksToZero(shrink: Shrink) throws {
+        let remote = try RemoteBucket()
+        let data = try randomBytes(20 << 20)
+        try remote.push("held", data)
+        let nginx = try Nginx(root: remote.bucket)
+        defer { withExtendedLifetime(nginx) {} }
+        try remote.join(nginx.url)
+        try RemoteBucket.check(try remote.darkdiskB(["config", "set", "pool.data.max_size", "256M"]), "config set")
+        let mount = try remote.mountB()
+        let file = mount.path + "/nodes/held/data"
+        let work = remote.b.directory
+        let shrinkCommand = switch shrink {
+        case .setfattr: "setfattr -n user.darkdisk.pool.data.max_size -v 0 \(Shell.quote(mount.path))"
+        case .config: "\(Shell.quote(Shell.darkdisk)) config set pool.data.max_size 0 --store \(Shell.quote(remote.b.storePath)) --passphrase-file \(Shell.quote(remote.passphrase))"
+        }
+        // Open, read 1 MiB, shrink the pool to 0, read the rest from the same descriptor, close.
+        let script = """
+            exec 3< \(Shell.quote(file)) || exit 10
+            dd bs=64K count=16 iflag=fullblock status=none <&3 > \(Shell.quote(work + "/part1")) || exit 11
+            \(shrinkCommand) || exit 12
+            cat <&3 > \(Shell.quote(work + "/part2")) || exit 13
+            exec 3<&-
+            """
+        let run = try Shell.run("/usr/bin/timeout", ["-s", "KILL", "120", "/bin/bash", "-c", script])
+        #expect(run.status == 0, "exit \(run.status): \(run.stderr)")
+        let read = ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part1"))) ?? Data())
+            + ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part2"))) ?? Data())
+        #expect(read.count == data.count && read == data, "the open file read \(read.count) of \(data.count) bytes, equal: \(read == data)")
+        #expect(try remote.darkdiskB(["config", "get", "pool.data.max_size"]).output == "0\n")
+
+        // Closed: the file is evicted.
+        var pool: [String: Any] = [:]
+        #expect(Mount.wait(seconds: 10) {
+            pool = (try? remote.poolB()) ?? [:]
+            return (pool["cachedSize"] as? Int) == 0
+        }, "after close: \(pool)")
+        #expect(try Shell.xattr("user.darkdisk.local", file) == "none")
+
+        // With the pool at 0 a whole read still works (its handle holds the download) and leaves nothing.
+        #expect(try Shell.sha256(of: file) == sha256Hex(data))
+        #expect(Mount.wait(seconds: 10) {
+            pool = (try? remote.poolB()) ?? [:]
+            return (pool["cachedSize"] as? Int) == 0
+        }, "after a read with the pool at 0: \(pool)")
+    }
+
+    @Test func otherUsersGetPermissionDeniedWithoutAllowOther() throws {
+        let store = try CLIStore()
+        // The mount point's parents are open to nobody: only the mount itself may refuse.
+        #expect(chmod(store.directory, 0o755) == 0)
+        let contents = Data("for everyone\n".utf8)
+        try RemoteBucket.check(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: contents), "import")
+        let asNobody = { (command: String) throws -> Run in
+            try Shell.run("/usr/bin/timeout", ["-s", "KILL", "30", "/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                                               "/bin/sh", "-c", command])
+        }
+        let mountpoint = store.directory + "/mnt"
+        #expect(try asNobody("ls -d \(Shell.quote(store.directory))").status == 0, "nobody reaches the folder of the mount point")
+
+        do {
+            let mount = try Mount(store)
+            let ls = try asNobody("ls \(Shell.quote(mount.path))")
+            #expect(ls.status != 0 && ls.stderr.contains("Permission denied"), "ls as nobody: \(ls.status) \(ls.output) \(ls.stderr)")
+            let cat = try asNobody("cat \(Shell.quote(mount.path + "/nodes/n/data"))")
+            #expect(cat.status != 0 && cat.stderr.contains("Permission denied"), "cat as nobody: \(cat.status) \(cat.stderr)")
+            #expect(try Shell.sh("ls \(Shell.quote(mount.path))", timeout: 30).output == "avatars\nnodes\nthumbs\n", "the mounting user enters")
+            #expect(try store.darkdisk(["unmount", mount.path]).status == 0)
+        }
+        #expect(!Mount.isMounted(mountpoint))
+
+        let shared = try Mount(store, options: ["-o", "allow_other"])
+        let ls = try asNobody("ls \(Shell.quote(shared.path + "/nodes"))")
+        #expect(ls.status == 0 && ls.output == "n\n", "ls as nobody with allow_other: \(ls.output) \(ls.stderr)")
+        let cat = try asNobody("cat \(Shell.quote(shared.path + "/nodes/n/data"))")
+        #expect(cat.status == 0 && cat.stdout == contents, "cat as nobody with allow_other: \(cat.stderr)")
+    }
+
+    @Test func killNineMidReadLeavesAStoreTheNextMountServes() throws {
+        let remote = try RemoteBucket()
+        let big = try randomBytes(48 << 20)
+        let small = CLIStore.bytes(300_000, seed: 31)
+        let medium = CLIStore.bytes(3_000_000, seed: 32)
+        try remote.push("big", big)
+        try remote.push("small", small)
+        try remote.push("medium", medium)
+        let proxy = try FaultProxy(servingRoot: remote.bucket)
+        defer { withExtendedLifetime(proxy) {} }
+        try remote.join(proxy.url)
+        try RemoteBucket.check(try remote.darkdiskB(["config", "set", "pool.data.max_size", "256M"]), "config set")
+        let here = CLIStore.bytes(1_500_000, seed: 33)
+        try RemoteBucket.check(try remote.b.darkdisk(["import", "-", "--node", "here", "--persistent", "--passphrase-file", remote.passphrase],
+                                                     stdin: here), "import")
+        let expected = ["big": big, "small": small, "medium": medium, "here": here]
+
+        let first = try remote.mountB()
+        let mountpoint = first.path
+        #expect(try Shell.sha256(of: mountpoint + "/nodes/small/data") == sha256Hex(small), "a node made local before the crash")
+        let daemon = try #require(MountDaemon.pid(serving: mountpoint), "the mount daemon of \(mountpoint) in /proc")
+
+        // cat of the big node at 16 MiB/s; kill -9 of the daemon once 12 MiB went out.
+        try proxy.control(["reset_stats": true, "throttle": 16 << 20])
+        let reader = try Background("exec timeout -s KILL 120 cat \(Shell.quote(mountpoint + "/nodes/big/data")) > /dev/null",
+                                    in: remote.b.directory)
+        let midway = Mount.wait(seconds: 60) { ((try? proxy.bytes("/nodes/big.ddc")) ?? 0) >= 12 << 20 }
+        #expect(midway, "the read did not start downloading: \(reader.stderr)")
+        #expect(kill(daemon, SIGKILL) == 0)
+        let status = reader.wait(seconds: 30)
+        #expect(status != nil && status != 0, "the reader of a killed mount fails (exit \(String(describing: status)))")
+        #expect(Mount.wait(seconds: 10) { !MountDaemon.isAlive(daemon) })
+        try proxy.control(["throttle": 0])
+
+        // The dead mount unmounts with fusermount3 -u (unless it already went away by itself).
+        if Mount.isMounted(mountpoint) {
+            let unmount = try Shell.sh("fusermount3 -u \(Shell.quote(mountpoint))", timeout: 30)
+            #expect(unmount.status == 0, "fusermount3 -u of the dead mount: \(unmount.stderr)")
+        }
+        #expect(!Mount.isMounted(mountpoint))
+        #expect(try remote.darkdiskB(["status"]).status == 0, "the store opens after the crash")
+
+        // A new mount serves every node, the half-downloaded one included.
+        let second = try remote.mountB()
+        #expect(second.path == mountpoint)
+        for (id, data) in expected.sorted(by: { $0.key < $1.key }) {
+            #expect(try Shell.sha256(of: second.path + "/nodes/\(id)/data") == sha256Hex(data), "node \(id) after the crash")
+        }
+        withExtendedLifetime(first) {}
+    }
+
+    @Test func lazyUnmountWhileAFileIsOpenThenTheDaemonExitsAfterTheLastClose() throws {
+        let store = try CLIStore()
+        let data = CLIStore.bytes(6_000_000, seed: 41)
+        try RemoteBucket.check(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: data), "import")
+        let mount = try Mount(store)
+        let daemon = try #require(MountDaemon.pid(serving: mount.path), "the mount daemon of \(mount.path) in /proc")
+        let work = store.directory
+        let script = """
+            exec 3< \(Shell.quote(mount.path + "/nodes/n/data")) || exit 10
+            dd bs=64K count=16 iflag=fullblock status=none <&3 > \(Shell.quote(work + "/part1")) || exit 11
+            touch \(Shell.quote(work + "/ready"))
+            while [ ! -e \(Shell.quote(work + "/go")) ]; do sleep 0.05; done
+            cat <&3 > \(Shell.quote(work + "/part2")) || exit 12
+            exec 3<&-
+            """
+        let reader = try Background(script, in: work)
+        #expect(Mount.wait(seconds: 30) { FileManager.default.fileExists(atPath: work + "/ready") }, "\(reader.stderr)")
+
+        let unmount = try store.darkdisk(["unmount", mount.path])
+        #expect(unmount.status == 0, "darkdisk unmount with a file open: \(unmount.stderr)")
+        #expect(!Mount.isMounted(mount.path), "the mount is detached at once")
+        #expect(MountDaemon.isAlive(daemon), "the daemon serves the open file until it is closed")
+
+        #expect(FileManager.default.createFile(atPath: work + "/go", contents: nil))
+        #expect(reader.wait(seconds: 60) == 0, "the open reader finishes: \(reader.stderr)")
+        let read = ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part1"))) ?? Data())
+            + ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part2"))) ?? Data())
+        #expect(read == data, "the open file read \(read.count) of \(data.count) bytes after the unmount")
+        #expect(Mount.wait(seconds: 15) { !MountDaemon.isAlive(daemon) }, "the daemon exits after the last close")
+        #expect(try store.darkdisk(["export", "--node", "n"]).stdout == data, "the store is consistent")
+    }
+}

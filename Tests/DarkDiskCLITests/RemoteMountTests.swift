@@ -1,0 +1,152 @@
+import Foundation
+import Testing
+
+/// Remote-only nodes through the mount (issue 5, DESIGN §5): store B has only the outline of a bucket
+/// served by a real nginx behind our fault proxy (which counts the bytes it sends and can throttle or
+/// fail), and ordinary tools read the nodes on demand.
+@Suite struct RemoteMountTests {
+    @Test func remoteOnlyNodesReadOnDemand() throws {
+        let remote = try RemoteBucket()
+        let big = try randomBytes(64 << 20)
+        let small = try randomBytes(300_001)
+        let thumbnail = try randomBytes(20_011)  // any bytes: the store does not decode images
+        let metadata = Data(#"{"name":"small.jpg","width":640,"height":480}"#.utf8)
+        let plain = CLIStore.bytes(1_000_003, seed: 3)
+        try remote.push("big", big)
+        try remote.push("small", small, thumbnail: thumbnail, metadata: metadata)
+        try remote.push("plain", plain)
+        let bigObject = "/nodes/big.ddc"
+        let bigCloudSize = try remote.cloudSize("big")
+        let proxy = try FaultProxy(servingRoot: remote.bucket)
+        defer { withExtendedLifetime(proxy) {} }
+        try remote.join(proxy.url)
+        // Room for every node in B's data pool, so what was read stays.
+        try RemoteBucket.check(try remote.darkdiskB(["config", "set", "pool.data.max_size", "256M"]), "config set")
+        try proxy.control(["reset_stats": true])
+        let mount = try remote.mountB()
+        func at(_ path: String) -> String { mount.path + path }
+
+        // The tree lists every node of the outline, with plaintext sizes, before any download.
+        #expect(try Shell.sh("ls \(Shell.quote(at("/nodes")))", timeout: 30).output == "big\nplain\nsmall\n")
+        #expect(try Shell.sh("ls \(Shell.quote(at("/nodes/small")))", timeout: 30).output == "data\nmetadata\nthumbnail\n")
+        #expect(try Shell.sh("ls \(Shell.quote(at("/nodes/plain")))", timeout: 30).output == "data\n")
+        #expect(try Shell.sh("ls \(Shell.quote(at("/thumbs")))", timeout: 30).output == "small\n")
+        let sizes: [(String, Int)] = [("/nodes/big/data", big.count), ("/nodes/small/data", small.count),
+                                      ("/nodes/small/thumbnail", thumbnail.count), ("/nodes/small/metadata", metadata.count),
+                                      ("/thumbs/small", thumbnail.count), ("/nodes/plain/data", plain.count)]
+        for (path, size) in sizes {
+            let listed = try Shell.sh("ls -l \(Shell.quote(at(path)))", timeout: 30)
+            let field = listed.output.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).first.map(String.init)
+            #expect(field == String(size), "ls -l \(path): \(listed.output) \(listed.stderr)")
+        }
+        let listingBytes = try proxy.bytes(bigObject)
+        #expect(listingBytes < 1 << 20, "listing the tree downloaded \(listingBytes) bytes of the big node")
+        #expect(try Shell.xattr("user.darkdisk.local", at("/nodes/big/data")) == "none")
+
+        // dd deep into the big node, the remote throttled to 16 MiB/s: the part covering the offset comes
+        // first, so dd answers long before the whole node went over the wire.
+        try proxy.control(["reset_stats": true, "throttle": 16 << 20])
+        let block = 15_000  // 4 KiB blocks: offset 58.6 MiB of 64 MiB
+        let started = Date()
+        let dd = try Shell.sh("dd if=\(Shell.quote(at("/nodes/big/data"))) bs=4096 skip=\(block) count=1 status=none", timeout: 60)
+        let seconds = Date().timeIntervalSince(started)
+        let sentWhenAnswered = try proxy.bytes(bigObject)
+        #expect(dd.status == 0, "\(dd.stderr)")
+        #expect(dd.stdout == big.subdata(in: block * 4096..<(block + 1) * 4096), "dd skip=\(block) returned other bytes")
+        #expect(sentWhenAnswered < bigCloudSize / 2,
+                "dd skip answered after \(sentWhenAnswered) of \(bigCloudSize) bytes had been sent (\(String(format: "%.1f", seconds)) s)")
+        #expect(try Shell.xattr("user.darkdisk.local", at("/nodes/big/data")) == "partial")
+
+        // The thumbnail and metadata of a remote-only node, both paths to the thumbnail.
+        #expect(try Shell.sh("cat \(Shell.quote(at("/nodes/small/thumbnail")))", timeout: 60).stdout == thumbnail)
+        #expect(try Shell.sh("cat \(Shell.quote(at("/thumbs/small")))", timeout: 60).stdout == thumbnail)
+        #expect(try Shell.sh("cat \(Shell.quote(at("/nodes/small/metadata")))", timeout: 60).stdout == metadata)
+
+        // Full speed again: cat of the whole big node, cp of the others.
+        try proxy.control(["throttle": 0])
+        #expect(try Shell.sha256(of: at("/nodes/big/data")) == sha256Hex(big), "cat of the big node")
+        #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))) == "full" },
+                "local: \(String(describing: try? Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))))")
+        for (id, data) in [("small", small), ("plain", plain)] {
+            let copy = remote.b.directory + "/\(id).copy"
+            let cp = try Shell.sh("cp \(Shell.quote(at("/nodes/\(id)/data"))) \(Shell.quote(copy))", timeout: 60)
+            #expect(cp.status == 0, "cp of \(id): \(cp.stderr)")
+            #expect((try? Data(contentsOf: URL(fileURLWithPath: copy))) == data, "cp of \(id)")
+        }
+        // Random reads of a node now local.
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<8 {
+            let skip = Int.random(in: 0..<big.count, using: &rng), count = Int.random(in: 1...300_000, using: &rng)
+            let run = try Shell.sh("dd if=\(Shell.quote(at("/nodes/big/data"))) bs=65536 iflag=skip_bytes,count_bytes skip=\(skip) count=\(count) status=none", timeout: 60)
+            #expect(run.stdout == big.subdata(in: skip..<min(big.count, skip + count)), "dd skip=\(skip) count=\(count): \(run.stderr)")
+        }
+
+        // setfattr makes the downloaded node persistent: a pool shrunk to 0 then keeps it.
+        let set = try Shell.sh("setfattr -n user.darkdisk.persistent -v 1 \(Shell.quote(at("/nodes/big/data")))", timeout: 30)
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(try Shell.xattr("user.darkdisk.persistent", at("/nodes/big/data")) == "1")
+        let pool = try remote.poolB()
+        #expect(((pool["persistentSize"] as? Int) ?? 0) >= big.count, "\(pool)")
+        try RemoteBucket.check(try remote.darkdiskB(["config", "set", "pool.data.max_size", "0"]), "config set")
+        #expect(try Shell.xattr("user.darkdisk.local", at("/nodes/big/data")) == "full")
+        try proxy.control(["reset_stats": true])
+        let export = try remote.darkdiskB(["export", "--node", "big", "-o", remote.b.directory + "/big.out"])
+        #expect(export.status == 0, "\(export.stderr)")
+        #expect((try? Data(contentsOf: URL(fileURLWithPath: remote.b.directory + "/big.out"))) == big)
+        #expect(try proxy.bytes(bigObject) == 0, "the persistent node was downloaded again")
+    }
+
+    enum Outage: String, CaseIterable, Sendable {
+        case refused  // the server is gone: connections are refused
+        case failing  // every request gets 503
+        case stalled  // answers start, then no byte comes
+    }
+
+    @Test(arguments: Outage.allCases)
+    func unreachableRemoteGivesIOErrorWithinTheTimeoutWhileLocalFilesRead(outage: Outage) throws {
+        let remote = try RemoteBucket()
+        let far = CLIStore.bytes(2_000_000, seed: 21)
+        try remote.push("far", far)
+        var proxy: FaultProxy? = try FaultProxy(servingRoot: remote.bucket)
+        try remote.join(try #require(proxy).url)
+        let here = CLIStore.bytes(700_000, seed: 23)
+        try RemoteBucket.check(try remote.b.darkdisk(["import", "-", "--node", "here", "--persistent", "--passphrase-file", remote.passphrase],
+                                                     stdin: here), "import")
+        let mount = try remote.mountB(["--remote-timeout", "2"])
+        let farPath = Shell.quote(mount.path + "/nodes/far/data"), herePath = Shell.quote(mount.path + "/nodes/here/data")
+
+        switch outage {
+        case .refused: proxy = nil  // stops the proxy and its nginx
+        case .failing: try proxy?.control(["fail": ["status": 503, "count": 1_000_000]])
+        case .stalled: try proxy?.control(["stall": ["after": 0, "seconds": 60, "count": 1_000_000]])
+        }
+        let started = Date()
+        let reader = try Background("exec timeout -s KILL 60 cat \(farPath) > /dev/null", in: remote.b.directory)
+        Thread.sleep(forTimeInterval: 0.3)
+        // While that read waits for the remote, the tree and a local node answer at once.
+        let localStarted = Date()
+        let ls = try Shell.sh("ls -l \(Shell.quote(mount.path + "/nodes"))", timeout: 30)
+        let local = try Shell.sh("cat \(herePath)", timeout: 30)
+        let localSeconds = Date().timeIntervalSince(localStarted)
+        #expect(ls.status == 0 && ls.output.contains("far") && ls.output.contains("here"), "\(ls.output) \(ls.stderr)")
+        #expect(local.stdout == here, "a local node during the outage: \(local.stderr)")
+        #expect(localSeconds < 1.5, "the local read took \(localSeconds) s during the outage")
+
+        let status = reader.wait(seconds: 60)
+        let seconds = Date().timeIntervalSince(started)
+        #expect(status != nil && status != 0, "cat of a remote-only node with the remote \(outage.rawValue): exit \(String(describing: status))")
+        #expect(reader.stderr.contains("Input/output error"), "\(reader.stderr)")
+        #expect(seconds < 2 + 6, "EIO came after \(String(format: "%.1f", seconds)) s with --remote-timeout 2")
+        #expect(try Shell.sh("cat \(herePath)", timeout: 30).stdout == here, "local reads after the failed remote read")
+
+        // Unreachable is not deleted: once the remote answers again, the node reads.
+        guard let proxy else { return }
+        try proxy.control(["clear": true])
+        var last = ""
+        let recovered = Mount.wait(seconds: 60) {
+            last = (try? Shell.sha256(of: mount.path + "/nodes/far/data", timeout: 30)) ?? ""
+            return last == sha256Hex(far)
+        }
+        #expect(recovered, "after the outage: \(last)")
+    }
+}
