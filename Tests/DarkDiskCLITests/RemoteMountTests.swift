@@ -42,6 +42,8 @@ import Testing
         let listingBytes = try proxy.bytes(bigObject)
         #expect(listingBytes < 1 << 20, "listing the tree downloaded \(listingBytes) bytes of the big node")
         #expect(try Shell.xattr("user.darkdisk.local", at("/nodes/big/data")) == "none")
+        let dump = try Shell.sh("getfattr -d \(Shell.quote(at("/nodes/big/data")))", timeout: 30)
+        #expect(dump.status == 0 && dump.output.contains("user.darkdisk.local=\"none\""), "getfattr -d: \(dump.output) \(dump.stderr)")
 
         // dd deep into the big node, the remote throttled to 16 MiB/s: the part covering the offset comes
         // first, so dd answers long before the whole node went over the wire.
@@ -138,6 +140,7 @@ import Testing
         #expect(reader.stderr.contains("Input/output error"), "\(reader.stderr)")
         #expect(seconds < 2 + 6, "EIO came after \(String(format: "%.1f", seconds)) s with --remote-timeout 2")
         #expect(try Shell.sh("cat \(herePath)", timeout: 30).stdout == here, "local reads after the failed remote read")
+        #expect(try Shell.xattr("user.darkdisk.local", mount.path + "/nodes/here/data") == "full")
 
         // Unreachable is not deleted: once the remote answers again, the node reads.
         guard let proxy else { return }
