@@ -31,7 +31,7 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
         .target(name: "DarkDiskFS", dependencies: [
-            "DarkDisk", "DarkDiskCrypto", "CFuse3",
+            "DarkDisk", "DarkDiskCrypto", "DarkDiskCloud", "CFuse3",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "darkdisk", dependencies: [

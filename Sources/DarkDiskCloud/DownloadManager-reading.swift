@@ -11,19 +11,21 @@ extension DownloadManager {
     /// else as soon as its download has written them. The download is joined through `ticket` if it is still
     /// running, else started (cached into the pool); the parts covering `range` are fetched before the rest.
     /// Without the bytes after `timeout`, the answer is `.unreachable` (the download goes on). `handler` runs
-    /// once, on `queue`, so a slow handler never holds up the download.
+    /// once, on `queue`, so a slow handler never holds up the download. Returns the download's ticket (nil
+    /// when the node is stored), which a reader keeps to join it next time and cancels when done.
+    @discardableResult
     public func whenAvailable(_ nodeID: NodeID, range: Range<UInt64>, ticket: DownloadTicket<NodeDataDownload>? = nil,
                               timeout: Duration? = nil, queue: DispatchQueue = .global(),
-                              handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) {
+                              handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) -> DownloadTicket<NodeDataDownload>? {
         let answer = Answer(queue: queue, handler: handler)
         do {
             if let stored = try manager.nodeFile(nodeID, kind: .data) {
                 answer(.success(.stored(stored)))
-                return
+                return nil
             }
         } catch {
             answer(.failure(error))
-            return
+            return nil
         }
         let stream = stream(for: nodeID)
         let running = ticket.flatMap { $0.isFinished ? nil : $0 } ?? downloadNodeData(nodeID, options: DownloadOptions(cacheToDiskManager: true))
@@ -45,13 +47,14 @@ extension DownloadManager {
             }
         }
         if running.isFinished { answerFromTicket() }
-        guard let timeout, !answer.isAnswered else { return }
+        guard let timeout, !answer.isAnswered else { return running }
         answer.deadline = Task {
             try? await Task.sleep(for: timeout)
             guard !Task.isCancelled else { return }
             if let waiter { _ = stream.cancelWait(waiter) }
             answer(.failure(RemoteError(.unreachable, "node '\(nodeID)': bytes \(range) did not arrive within \(timeout) (is the remote reachable?)")))
         }
+        return running
     }
 }
 
