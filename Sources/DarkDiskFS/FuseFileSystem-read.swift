@@ -92,10 +92,25 @@ extension FuseFileSystem {
         } catch {
             if let chunk = error.chunk {
                 logger.error("\(file.entry.logName): chunk \(chunk) of section \(error.section ?? section) failed authentication (\(error.message)); answering EIO")
+                dropDamagedCopy(file)
             } else {
                 logger.error("\(file.entry.logName): read at \(offset) failed: \(error); answering EIO")
             }
             fuse_reply_err(req, FuseErrno.from(error))
+        }
+    }
+
+    /// A damaged cache copy of a node the remote has is dropped (when its last reader closes), so the next
+    /// open downloads it again; persistent files and nodes only this store has are left for the user.
+    private func dropDamagedCopy(_ file: OpenFile) {
+        guard case .stored(let export, _) = file.source, export.mode == .cache, let (id, kind) = file.entry.nodeSection,
+              (try? manager.outlineEntry(id)) != nil else { return }
+        do {
+            if try manager.deleteNodeFile(id, kind: kind) {
+                logger.error("\(file.entry.logName): dropped the damaged cache copy; the next open downloads it again")
+            }
+        } catch {
+            logger.error("\(file.entry.logName): cannot drop the damaged cache copy: \(error)")
         }
     }
 

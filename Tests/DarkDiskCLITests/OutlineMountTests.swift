@@ -36,4 +36,37 @@ import Testing
         #expect(Mount.wait { (try? Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output) == "doc\n" }, "the removed node is gone")
         #expect(Mount.wait { mount.log.contains("the outline changed: 1 nodes changed, 1 appeared or went") }, "the kernel was told")
     }
+
+    @Test func aDamagedCacheCopyIsAnErrorOnceThenDownloadedAgain() throws {
+        let a = try CLIStore()
+        let b = try CLIStore()
+        let bucket = a.directory + "/bucket"
+        try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
+        let passphrase = try a.file("pass", Data("damage\n".utf8))
+        let data = CLIStore.bytes(500_000, seed: 73)
+        #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        #expect(try a.darkdisk(["push", try a.file("d", data), "--node", "n", "--passphrase-file", passphrase]).status == 0)
+        #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
+        let mount = try Mount(b, options: ["--passphrase-file", passphrase])
+        let path = mount.path + "/nodes/n/data"
+        #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data)
+
+        // Bit rot in the cached copy: flip one byte in the middle of the stored file.
+        let cached = try Shell.sh("find \(Shell.quote(b.storePath + "/cache/files")) -type f -name '*.ddf'").output
+            .split(separator: "\n").map(String.init)
+        #expect(cached.count == 1)
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: try #require(cached.first)))
+        try handle.seek(toOffset: 250_000)
+        let byte = try #require(try handle.read(upToCount: 1)).first!
+        try handle.seek(toOffset: 250_000)
+        try handle.write(contentsOf: [byte ^ 0x40])
+        try handle.close()
+        _ = try Shell.sh("echo 3 > /proc/sys/vm/drop_caches")
+
+        let damaged = try Shell.sh("cat \(Shell.quote(path)) > /dev/null")
+        #expect(damaged.status != 0 && damaged.stderr.contains("Input/output error"), "\(damaged.stderr)")
+        #expect(mount.log.contains("dropped the damaged cache copy"))
+        #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data, "downloaded again, never wrong bytes")
+    }
 }
