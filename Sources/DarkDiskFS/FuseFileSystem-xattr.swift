@@ -144,5 +144,7 @@ extension FuseFileSystem {
             // `resolve` only pairs file attributes with files and pool attributes with the root.
             throw ExtendedAttribute.Failure(.noSuchAttribute, "no such attribute")
         }
+        // A cache file purged from disk behind the index's back is dropped by the migration: say so.
+        if case .persistent = assignment, try storedFile(of: entry) == nil { throw notLocal }
     }
 }
