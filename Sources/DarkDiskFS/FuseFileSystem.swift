@@ -58,7 +58,7 @@ public final class FuseFileSystem: Sendable {
         for option in options where !MountOptions.isAllowed(option) {
             throw DarkDiskError(.invalidArgument, "unsupported mount option '\(option)'")
         }
-        let optionString = (["ro", "default_permissions", "fsname=darkdisk", "subtype=darkdisk"] + options).joined(separator: ",")
+        let optionString = (["default_permissions", "fsname=darkdisk", "subtype=darkdisk"] + options).joined(separator: ",")
         let arguments: [String] = ["darkdisk", "-o", optionString]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for arg in argv { free(arg) } }
