@@ -45,7 +45,7 @@ let package = Package(
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk"]),
         .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskCloud", "DarkDisk", "DarkDiskCrypto"]),
-        .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto"]),
+        .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskFS"]),
     ],
     swiftLanguageModes: [.v6]
 )
