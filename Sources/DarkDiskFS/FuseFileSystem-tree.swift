@@ -161,7 +161,8 @@ extension FuseFileSystem {
         st.st_gid = gid
         st.st_blksize = 65536
         if entry.isDirectory {
-            st.st_mode = S_IFDIR | 0o555
+            // Writable for the owner only so that `setfattr` reaches us; every write of data answers EROFS.
+            st.st_mode = S_IFDIR | 0o755
             st.st_nlink = 2
             let t = timespec(tv_sec: Int(mountTime.timeIntervalSince1970), tv_nsec: 0)
             st.st_mtim = t
@@ -169,7 +170,7 @@ extension FuseFileSystem {
             st.st_atim = t
             return st
         }
-        st.st_mode = S_IFREG | 0o444
+        st.st_mode = S_IFREG | 0o644
         st.st_nlink = 1
         if let file = try storedFile(of: entry) {
             st.st_size = off_t(file.plaintextSize)
