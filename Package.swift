@@ -31,7 +31,7 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
         .target(name: "DarkDiskFS", dependencies: [
-            "DarkDisk", "DarkDiskCrypto", "CFuse3",
+            "DarkDisk", "DarkDiskCrypto", "DarkDiskCloud", "CFuse3",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "darkdisk", dependencies: [
@@ -45,7 +45,7 @@ let package = Package(
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk"]),
         .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskCloud", "DarkDisk", "DarkDiskCrypto"]),
-        .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto"]),
+        .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskFS"]),
     ],
     swiftLanguageModes: [.v6]
 )

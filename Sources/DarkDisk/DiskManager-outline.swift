@@ -31,6 +31,11 @@ extension DiskManager {
         }
     }
 
+    /// A number that changes whenever the outline changes, in any process (a cheap check for watchers).
+    public func outlineVersion() throws(DarkDiskError) -> Int64 {
+        try read { db in try Int64.fetchOne(db, sql: "SELECT version FROM outlineClock WHERE id = 1") ?? 0 }
+    }
+
     /// Every node the remote has told us about.
     public func outline() throws(DarkDiskError) -> [OutlineEntry] {
         try read { db in

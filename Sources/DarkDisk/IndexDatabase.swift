@@ -130,6 +130,20 @@ enum IndexDatabase {
                 t.column("ranges", .text).notNull()
             }
         }
+        migrator.registerMigration("v4: outline clock") { db in
+            // Bumped by every change of the outline in any process, so a mount notices a pull and tells the
+            // kernel to drop what it cached of the nodes that changed.
+            try db.execute(sql: """
+                CREATE TABLE outlineClock (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+                INSERT INTO outlineClock (id, version) VALUES (1, 0);
+                CREATE TRIGGER outlineInserted AFTER INSERT ON node WHEN NEW.cloudETag IS NOT NULL
+                  BEGIN UPDATE outlineClock SET version = version + 1; END;
+                CREATE TRIGGER outlineUpdated AFTER UPDATE OF cloudETag, metadataSize, thumbnailSize, dataSize ON node
+                  BEGIN UPDATE outlineClock SET version = version + 1; END;
+                CREATE TRIGGER outlineDeleted AFTER DELETE ON node WHEN OLD.cloudETag IS NOT NULL
+                  BEGIN UPDATE outlineClock SET version = version + 1; END;
+                """)
+        }
         return migrator
     }
 }

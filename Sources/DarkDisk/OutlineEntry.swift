@@ -24,4 +24,14 @@ public struct OutlineEntry: Sendable, Equatable, Codable {
         self.wrappedKey = wrappedKey
         self.cloudETag = cloudETag
     }
+
+    /// The plaintext size of one of the node's sections (0: the node does not have it).
+    public func plaintextSize(of kind: FileKind) -> UInt64 {
+        switch kind {
+        case .data: dataSize
+        case .metadata: metadataSize
+        case .thumbnail: thumbnailSize
+        case .avatar: 0
+        }
+    }
 }

@@ -9,6 +9,9 @@ final class Transfer<Value: Sendable>: Sendable {
         var closed = false
         /// Set once the transfer decided whether to cache its result; nil while undecided.
         var caching: Bool?
+        /// Whether any ticket, even one cancelled since, asked for caching: a transfer that finishes after
+        /// its readers left (a `cat` that closed right after its last byte) still keeps what it fetched.
+        var cachingWanted = false
     }
 
     private let state = Mutex(State())
@@ -26,6 +29,7 @@ final class Transfer<Value: Sendable>: Sendable {
             // Too late to honour a request for caching: it starts a transfer of its own.
             if state.caching == false && ticket.options.cacheToDiskManager { return false }
             state.tickets[ObjectIdentifier(ticket)] = ticket
+            if ticket.options.cacheToDiskManager { state.cachingWanted = true }
             return true
         }
         if attached {
@@ -37,14 +41,13 @@ final class Transfer<Value: Sendable>: Sendable {
         return attached
     }
 
-    /// Decides, once, whether the result is cached by the DiskManager: yes if any waiting ticket wants it.
-    /// A ticket wanting a cached result that arrives after a "no" is not attached.
+    /// Decides, once, whether the result is cached by the DiskManager: yes if any ticket wanted it. A ticket
+    /// wanting a cached result that arrives after a "no" is not attached.
     func decideCaching() -> Bool {
         state.withLock { state in
             if let decided = state.caching { return decided }
-            let caching = state.tickets.values.contains { $0.options.cacheToDiskManager }
-            state.caching = caching
-            return caching
+            state.caching = state.cachingWanted
+            return state.cachingWanted
         }
     }
 

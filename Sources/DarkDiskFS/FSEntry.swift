@@ -31,6 +31,15 @@ enum FSEntry: Hashable, Sendable {
         }
     }
 
+    /// The node and section a file entry shows (`/thumbs/<id>` is the node's thumbnail); nil for avatars and folders.
+    var nodeSection: (NodeID, FileKind)? {
+        switch self {
+        case .nodeFile(let id, let kind): (id, kind)
+        case .thumb(let id): (id, .thumbnail)
+        default: nil
+        }
+    }
+
     /// A name for log lines: "node X data", "avatar U/I".
     var logName: String {
         switch self {

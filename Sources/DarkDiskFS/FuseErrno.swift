@@ -16,6 +16,17 @@ enum FuseErrno {
             case .io: return error.errno ?? EIO
             case .database, .storeNotFound, .storeExists, .keyFile, .passphraseRequired, .wrongPassphrase: return EIO
             }
+        case let error as ExtendedAttribute.Failure:
+            switch error.code {
+            case .noSuchAttribute: return ENODATA
+            case .invalidValue, .unsupportedFlags: return EINVAL
+            // EPERM, as Linux answers writes to attributes nobody may change (immutable files, other namespaces).
+            case .readOnly: return EPERM
+            case .exists: return EEXIST
+            // "Object is remote": only the remote has the file; a read or `darkdisk fetch` brings it here.
+            // (Not EAGAIN: the kernel turns an EAGAIN answer to setxattr into EOPNOTSUPP.)
+            case .notLocal: return EREMOTE
+            }
         case let error as CryptoError:
             switch error.code {
             case .io: return error.errno ?? EIO

@@ -35,13 +35,35 @@ extension FuseFileSystem {
         ops.statfs = { req, _ in
             FuseFileSystem.from(req).statfs(req)
         }
-        ops.getxattr = { req, _, _, _ in
-            // No attributes yet; ENODATA (not ENOSYS) keeps the kernel asking on every file.
-            fuse_reply_err(req, ENODATA)
+        // Extended attributes (DESIGN §5). Unknown names answer ENODATA, never ENOSYS (which would make the
+        // kernel stop asking for the whole mount).
+        ops.getxattr = { req, ino, name, size in
+            FuseFileSystem.from(req).getxattr(req, ino: ino, name: name!, size: size)
         }
-        ops.listxattr = { req, _, size in
-            if size == 0 { fuse_reply_xattr(req, 0) } else { fuse_reply_buf(req, nil, 0) }
+        ops.listxattr = { req, ino, size in
+            FuseFileSystem.from(req).listxattr(req, ino: ino, size: size)
         }
+        ops.setxattr = { req, ino, name, value, size, flags in
+            FuseFileSystem.from(req).setxattr(req, ino: ino, name: name!, value: value, size: size, flags: flags)
+        }
+        ops.removexattr = { req, ino, name in
+            FuseFileSystem.from(req).removexattr(req, ino: ino, name: name!)
+        }
+        // The data is read-only. The mount itself is not `ro` (the kernel would then refuse setxattr before
+        // asking), so every operation that would change the tree or a file's data or attributes answers
+        // EROFS here, as a read-only mount would; opening for writing answers it in `open`.
+        ops.setattr = { req, _, _, _, _ in fuse_reply_err(req, EROFS) }
+        ops.mknod = { req, _, _, _, _ in fuse_reply_err(req, EROFS) }
+        ops.mkdir = { req, _, _, _ in fuse_reply_err(req, EROFS) }
+        ops.unlink = { req, _, _ in fuse_reply_err(req, EROFS) }
+        ops.rmdir = { req, _, _ in fuse_reply_err(req, EROFS) }
+        ops.symlink = { req, _, _, _ in fuse_reply_err(req, EROFS) }
+        ops.rename = { req, _, _, _, _, _ in fuse_reply_err(req, EROFS) }
+        ops.link = { req, _, _, _ in fuse_reply_err(req, EROFS) }
+        ops.create = { req, _, _, _, _ in fuse_reply_err(req, EROFS) }
+        ops.write = { req, _, _, _, _, _ in fuse_reply_err(req, EROFS) }
+        ops.fallocate = { req, _, _, _, _, _ in fuse_reply_err(req, EROFS) }
+        ops.copy_file_range = { req, _, _, _, _, _, _, _, _ in fuse_reply_err(req, EROFS) }
         ops.`init` = { _, conn in
             guard let conn else { return }
             // Ask for large reads: fewer round trips per MiB for `cat` and `cp`.

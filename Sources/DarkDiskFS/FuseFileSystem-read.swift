@@ -1,5 +1,6 @@
 import CFuse3
 import DarkDisk
+import DarkDiskCloud
 import DarkDiskCrypto
 #if canImport(Glibc)
 import Glibc
@@ -11,39 +12,87 @@ extension FuseFileSystem {
         guard !entry.isDirectory else { fuse_reply_err(req, EISDIR); return }
         guard fi.pointee.flags & O_ACCMODE == O_RDONLY else { fuse_reply_err(req, EROFS); return }
         do {
-            guard let export = try exportFile(of: entry) else { fuse_reply_err(req, ENOENT); return }
-            let reader: CryptoFileReader
-            do {
-                reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
-            } catch {
-                logger.error("\(entry.logName): cannot open \(export.cryptoFile.path): \(error); answering EIO")
-                fuse_reply_err(req, EIO)
+            if let export = try exportFile(of: entry) {
+                openStored(req, entry: entry, ino: ino, export: export, fi: fi)
                 return
             }
-            let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
-            handles.withLock { $0[handle] = OpenFile(entry: entry, export: export, reader: reader) }
-            let cacheValid = inodes.withLock { $0.serve(ino, fileID: export.fileID) }
-            fi.pointee.fh = handle
-            fi.pointee.keep_cache = cacheValid ? 1 : 0
-            fuse_reply_open(req, fi)
+            guard let downloads, let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id),
+                  outline.plaintextSize(of: kind) > 0 else {
+                fuse_reply_err(req, ENOENT)
+                return
+            }
+            if kind == .data {
+                try openRemote(req, entry: entry, ino: ino, outline: outline, downloads: downloads, fi: fi)
+                return
+            }
+            // A remote node's metadata or thumbnail: small, fetched whole (one range request), then opened.
+            let pending = PendingRequest(req: req, fileInfo: fi.pointee)
+            let ticket = downloads.downloadNodeMeta(id, components: kind == .metadata ? .metadata : .thumbnail,
+                                                    options: DownloadOptions(cacheToDiskManager: true))
+            ticket.onCompletion(queue: replies) { result in
+                var fileInfo = pending.fileInfo
+                do {
+                    _ = try result.get()
+                    guard let export = try self.exportFile(of: entry) else { fuse_reply_err(pending.req, ENOENT); return }
+                    self.openStored(pending.req, entry: entry, ino: ino, export: export, fi: &fileInfo)
+                } catch {
+                    self.logger.error("\(entry.logName): cannot fetch it from the remote: \(error); answering \(FuseErrno.from(error))")
+                    fuse_reply_err(pending.req, FuseErrno.from(error))
+                }
+            }
         } catch {
             logger.error("\(entry.logName): open failed: \(error)")
             fuse_reply_err(req, FuseErrno.from(error))
         }
     }
 
+    private func openStored(_ req: fuse_req_t?, entry: FSEntry, ino: fuse_ino_t, export: DiskExport, fi: UnsafeMutablePointer<fuse_file_info>) {
+        let reader: CryptoFileReader
+        do {
+            reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+        } catch {
+            logger.error("\(entry.logName): cannot open \(export.cryptoFile.path): \(error); answering EIO")
+            fuse_reply_err(req, EIO)
+            return
+        }
+        let cacheValid = inodes.withLock { $0.serve(ino, version: .stored(export.fileID)) }
+        reply(req, open: OpenFile(entry: entry, source: .stored(export, reader)), keepCache: cacheValid, fi: fi)
+    }
+
+    func reply(_ req: fuse_req_t?, open file: OpenFile, keepCache: Bool, fi: UnsafeMutablePointer<fuse_file_info>) {
+        let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
+        handles.withLock { $0[handle] = file }
+        fi.pointee.fh = handle
+        fi.pointee.keep_cache = keepCache ? 1 : 0
+        if fuse_reply_open(req, fi) != 0 {
+            // The opener went away (interrupted): nobody will release this handle.
+            handles.withLock { $0.removeValue(forKey: handle) }?.close()
+        }
+    }
+
     func read(_ req: fuse_req_t?, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = handles.withLock({ $0[fi.pointee.fh] }) else { fuse_reply_err(req, EBADF); return }
         guard offset >= 0 else { fuse_reply_err(req, EINVAL); return }
-        let section = file.reader.dataSection
+        switch file.source {
+        case .stored(_, let reader):
+            reply(req, read: reader, file: file, size: size, offset: UInt64(offset))
+        case .remote(let remote):
+            readRemote(req, file: file, remote: remote, size: size, offset: UInt64(offset))
+        }
+    }
+
+    /// Decrypts [offset, offset + size) of the file's data (one `pread`) and replies.
+    func reply(_ req: fuse_req_t?, read reader: CryptoFileReader, file: OpenFile, size: Int, offset: UInt64) {
+        let section = reader.dataSection
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 16)
         defer { buffer.deallocate() }
         do {
-            let n = try file.reader.read(section: section, offset: UInt64(offset), count: size, into: buffer)
+            let n = try reader.read(section: section, offset: offset, count: size, into: buffer)
             fuse_reply_buf(req, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), n)
         } catch {
             if let chunk = error.chunk {
-                logger.error("\(file.entry.logName): chunk \(chunk) of section \(error.section ?? section) in \(file.export.cryptoFile.path) failed authentication (\(error.message)); answering EIO")
+                logger.error("\(file.entry.logName): chunk \(chunk) of section \(error.section ?? section) failed authentication (\(error.message)); answering EIO")
+                dropDamagedCopy(file)
             } else {
                 logger.error("\(file.entry.logName): read at \(offset) failed: \(error); answering EIO")
             }
@@ -51,13 +100,28 @@ extension FuseFileSystem {
         }
     }
 
+    /// A damaged cache copy of a node the remote has is dropped (when its last reader closes), so the next
+    /// open downloads it again; persistent files and nodes only this store has are left for the user.
+    private func dropDamagedCopy(_ file: OpenFile) {
+        guard case .stored(let export, _) = file.source, export.mode == .cache, let (id, kind) = file.entry.nodeSection,
+              (try? manager.outlineEntry(id)) != nil else { return }
+        do {
+            if try manager.deleteNodeFile(id, kind: kind) {
+                logger.error("\(file.entry.logName): dropped the damaged cache copy; the next open downloads it again")
+            }
+        } catch {
+            logger.error("\(file.entry.logName): cannot drop the damaged cache copy: \(error)")
+        }
+    }
+
     func release(_ req: fuse_req_t?, fi: UnsafeMutablePointer<fuse_file_info>) {
-        // Dropping the OpenFile releases its retain token (and completes a delete that waited for it).
-        _ = handles.withLock { $0.removeValue(forKey: fi.pointee.fh) }
+        // Dropping the OpenFile releases its retain token (and completes a delete that waited for it); a
+        // download it kept going stops unless other readers wait for it.
+        handles.withLock { $0.removeValue(forKey: fi.pointee.fh) }?.close()
         fuse_reply_err(req, 0)
     }
 
-    private func exportFile(of entry: FSEntry) throws(DarkDiskError) -> DiskExport? {
+    func exportFile(of entry: FSEntry) throws(DarkDiskError) -> DiskExport? {
         switch entry {
         case .nodeFile(let id, let kind): try manager.nodeFile(id, kind: kind)
         case .thumb(let id): try manager.nodeFile(id, kind: .thumbnail)
@@ -65,4 +129,11 @@ extension FuseFileSystem {
         default: nil
         }
     }
+}
+
+/// A request answered later, from another thread (libfuse's low-level API allows it), with a copy of its
+/// file info (the kernel's pointer is only valid during the callback).
+struct PendingRequest: @unchecked Sendable {
+    let req: fuse_req_t?
+    var fileInfo = fuse_file_info()
 }

@@ -91,19 +91,20 @@ extension FuseFileSystem {
         fuse_reply_statfs(req, &st)
     }
 
-    /// The entry called `name` inside `parent`, if the store has it.
+    /// The entry called `name` inside `parent`, if the store has it or the remote's outline lists it.
     func child(of parent: FSEntry, named name: String) throws(DarkDiskError) -> FSEntry? {
         switch parent {
         case .root:
             return ["nodes": .nodes, "thumbs": .thumbs, "avatars": .avatars][name]
         case .nodes:
-            guard let id = try? NodeID(name), try !manager.storedFiles(id).isEmpty else { return nil }
+            guard let id = try? NodeID(name) else { return nil }
+            if try manager.storedFiles(id).isEmpty, try manager.outlineEntry(id) == nil { return nil }
             return .nodeDirectory(id)
         case .nodeDirectory(let id):
-            guard let kind = FileKind(rawValue: name), kind != .avatar, try manager.storedFile(id, kind: kind) != nil else { return nil }
+            guard let kind = FileKind(rawValue: name), kind != .avatar, try has(id, kind) else { return nil }
             return .nodeFile(id, kind)
         case .thumbs:
-            guard let id = try? NodeID(name), try manager.storedFile(id, kind: .thumbnail) != nil else { return nil }
+            guard let id = try? NodeID(name), try has(id, .thumbnail) else { return nil }
             return .thumb(id)
         case .avatars:
             guard let user = try? UserID(name), try !manager.storedAvatars(user).isEmpty else { return nil }
@@ -116,21 +117,31 @@ extension FuseFileSystem {
         }
     }
 
+    /// Whether node `id` has a `kind` section: stored, or in the remote's outline with a size above 0.
+    private func has(_ id: NodeID, _ kind: FileKind) throws(DarkDiskError) -> Bool {
+        if try manager.storedFile(id, kind: kind) != nil { return true }
+        return try (manager.outlineEntry(id)?.plaintextSize(of: kind) ?? 0) > 0
+    }
+
     /// The named children of a folder.
     func children(of entry: FSEntry) throws(DarkDiskError) -> [(String, FSEntry)] {
         switch entry {
         case .root:
             return [("nodes", .nodes), ("thumbs", .thumbs), ("avatars", .avatars)]
         case .nodes:
-            return try manager.storedNodeIDs().map { ($0.rawValue, .nodeDirectory($0)) }
+            let ids = Set(try manager.storedNodeIDs()).union(try manager.outline().map(\.nodeID))
+            return ids.sorted().map { ($0.rawValue, .nodeDirectory($0)) }
         case .nodeDirectory(let id):
-            return try manager.storedFiles(id).map { ($0.kind.rawValue, .nodeFile(id, $0.kind)) }.sorted { $0.0 < $1.0 }
-        case .thumbs:
-            var thumbs: [(String, FSEntry)] = []
-            for id in try manager.storedNodeIDs() where try manager.storedFile(id, kind: .thumbnail) != nil {
-                thumbs.append((id.rawValue, .thumb(id)))
+            var kinds = Set(try manager.storedFiles(id).map(\.kind))
+            if let outline = try manager.outlineEntry(id) {
+                for kind in [FileKind.data, .metadata, .thumbnail] where outline.plaintextSize(of: kind) > 0 { kinds.insert(kind) }
             }
-            return thumbs
+            return kinds.map { ($0.rawValue, .nodeFile(id, $0)) }.sorted { $0.0 < $1.0 }
+        case .thumbs:
+            var ids = Set<NodeID>()
+            for id in try manager.storedNodeIDs() where try manager.storedFile(id, kind: .thumbnail) != nil { ids.insert(id) }
+            for outline in try manager.outline() where outline.thumbnailSize > 0 { ids.insert(outline.nodeID) }
+            return ids.sorted().map { ($0.rawValue, .thumb($0)) }
         case .avatars:
             return try manager.storedAvatarUsers().map { ($0.rawValue, .avatarDirectory($0)) }
         case .avatarDirectory(let user):
@@ -150,7 +161,8 @@ extension FuseFileSystem {
         st.st_gid = gid
         st.st_blksize = 65536
         if entry.isDirectory {
-            st.st_mode = S_IFDIR | 0o555
+            // Writable for the owner only so that `setfattr` reaches us; every write of data answers EROFS.
+            st.st_mode = S_IFDIR | 0o755
             st.st_nlink = 2
             let t = timespec(tv_sec: Int(mountTime.timeIntervalSince1970), tv_nsec: 0)
             st.st_mtim = t
@@ -158,15 +170,26 @@ extension FuseFileSystem {
             st.st_atim = t
             return st
         }
-        guard let file = try storedFile(of: entry) else { return nil }
-        st.st_mode = S_IFREG | 0o444
+        st.st_mode = S_IFREG | 0o644
         st.st_nlink = 1
-        st.st_size = off_t(file.plaintextSize)
-        st.st_blocks = blkcnt_t((file.storedSize + 511) / 512)
-        let modified = timespec(tv_sec: Int(file.modified.timeIntervalSince1970), tv_nsec: 0)
-        st.st_mtim = modified
-        st.st_ctim = modified
-        st.st_atim = timespec(tv_sec: Int(file.lastAccess.timeIntervalSince1970), tv_nsec: 0)
+        if let file = try storedFile(of: entry) {
+            st.st_size = off_t(file.plaintextSize)
+            st.st_blocks = blkcnt_t((file.storedSize + 511) / 512)
+            let modified = timespec(tv_sec: Int(file.modified.timeIntervalSince1970), tv_nsec: 0)
+            st.st_mtim = modified
+            st.st_ctim = modified
+            st.st_atim = timespec(tv_sec: Int(file.lastAccess.timeIntervalSince1970), tv_nsec: 0)
+            return st
+        }
+        // Only in the remote: its size from the outline, no blocks on this disk.
+        guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), outline.plaintextSize(of: kind) > 0 else {
+            return nil
+        }
+        st.st_size = off_t(outline.plaintextSize(of: kind))
+        let t = timespec(tv_sec: Int(mountTime.timeIntervalSince1970), tv_nsec: 0)
+        st.st_mtim = t
+        st.st_ctim = t
+        st.st_atim = t
         return st
     }
 

@@ -1,5 +1,6 @@
 import CFuse3
 import DarkDisk
+import DarkDiskCloud
 import DarkDiskCrypto
 import Foundation
 import Logging
@@ -12,6 +13,12 @@ import Synchronization
 /// reached from the C callbacks through the session's userdata pointer.
 public final class FuseFileSystem: Sendable {
     let manager: DiskManager
+    /// Fetches what is not stored: nodes of the remote's outline are listed and read on demand.
+    let downloads: DownloadManager?
+    /// How long a read of a node that is not stored waits for its bytes before answering `EIO`.
+    let remoteTimeout: Duration
+    /// Where reads answered later (after a download delivered their bytes) are decrypted and replied.
+    let replies = DispatchQueue(label: "darkdisk.fuse.replies", attributes: .concurrent)
     let logger: Logger
     let inodes = Mutex(InodeTable())
     let handles = Mutex<[UInt64: OpenFile]>([:])
@@ -25,8 +32,11 @@ public final class FuseFileSystem: Sendable {
     /// How long the kernel may cache names and attributes.
     let cacheTimeout: Double = 1.0
 
-    public init(manager: DiskManager, logger: Logger) {
+    /// `downloads` nil serves only what is stored.
+    public init(manager: DiskManager, downloads: DownloadManager? = nil, remoteTimeout: Duration = .seconds(30), logger: Logger) {
         self.manager = manager
+        self.downloads = downloads
+        self.remoteTimeout = remoteTimeout
         self.logger = logger
     }
 
@@ -48,7 +58,7 @@ public final class FuseFileSystem: Sendable {
         for option in options where !MountOptions.isAllowed(option) {
             throw DarkDiskError(.invalidArgument, "unsupported mount option '\(option)'")
         }
-        let optionString = (["ro", "default_permissions", "fsname=darkdisk", "subtype=darkdisk"] + options).joined(separator: ",")
+        let optionString = (["default_permissions", "fsname=darkdisk", "subtype=darkdisk"] + options).joined(separator: ",")
         let arguments: [String] = ["darkdisk", "-o", optionString]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for arg in argv { free(arg) } }
@@ -83,7 +93,13 @@ public final class FuseFileSystem: Sendable {
             let raised = ReadAhead.raise(mountpoint: mountpoint, kilobytes: Int(FuseFileSystem.maxReadahead / 1024))
             logger.info("mounted \(manager.location.dataDirectory) at \(mountpoint)\(raised ? "" : " (readahead left at the kernel default)")")
             ready()
+            let watcher: OutlineWatcher?
+            do { watcher = try OutlineWatcher(fileSystem: self, session: session) } catch {
+                logger.error("changes of the outline will not be noticed: \(error)")
+                watcher = nil
+            }
             let rc = darkdisk_fuse_session_loop_mt(session, UInt32(threads), 4)
+            watcher?.stop()
             fuse_session_unmount(session)
             handles.withLock { $0.removeAll() }
             logger.info("unmounted \(mountpoint) (loop ended with \(rc))")

@@ -5,8 +5,8 @@ import CFuse3
 struct InodeTable: Sendable {
     private var byEntry: [FSEntry: fuse_ino_t] = [.root: 1, .nodes: 2, .thumbs: 3, .avatars: 4]
     private var byInode: [fuse_ino_t: FSEntry] = [1: .root, 2: .nodes, 3: .thumbs, 4: .avatars]
-    /// The stored file ID last served for an inode; the kernel may keep its page cache while it is unchanged.
-    private var servedFileID: [fuse_ino_t: Int64] = [:]
+    /// The version last served for an inode; the kernel may keep its page cache while it is unchanged.
+    private var served: [fuse_ino_t: Version] = [:]
     private var next: fuse_ino_t = 5
 
     mutating func inode(for entry: FSEntry) -> fuse_ino_t {
@@ -22,9 +22,26 @@ struct InodeTable: Sendable {
         byInode[ino]
     }
 
-    /// Records that `ino` now serves `fileID`; returns whether that was already so (page cache still valid).
-    mutating func serve(_ ino: fuse_ino_t, fileID: Int64) -> Bool {
-        defer { servedFileID[ino] = fileID }
-        return servedFileID[ino] == fileID
+    /// What an open serves: a stored file (a re-import gets a new file ID), or a remote node's cloud file at
+    /// one ETag.
+    enum Version: Hashable, Sendable {
+        case stored(Int64)
+        case remote(String)
+    }
+
+    /// Records that `ino` now serves `version`; returns whether that was already so (page cache still valid).
+    mutating func serve(_ ino: fuse_ino_t, version: Version) -> Bool {
+        defer { served[ino] = version }
+        return served[ino] == version
+    }
+
+    /// Forgets what `ino` served (its content changed): the next open drops the kernel's cache.
+    mutating func forgetVersion(_ ino: fuse_ino_t) {
+        served[ino] = nil
+    }
+
+    /// The inode of `entry`, if the kernel has been told about it.
+    func existingInode(for entry: FSEntry) -> fuse_ino_t? {
+        byEntry[entry]
     }
 }

@@ -1,4 +1,5 @@
-/// The `-o` options a user may add to a mount; the rest (ro, default_permissions, fsname) are fixed.
+/// The `-o` options a user may add to a mount; the rest (default_permissions, fsname, subtype) are fixed. The
+/// mount is not `ro` (so `setfattr` reaches the daemon), but every write of data answers EROFS.
 public enum MountOptions {
     static let allowed: Set<String> = ["allow_other", "allow_root", "auto_unmount", "noatime", "nodev", "nosuid", "noexec", "dirsync", "sync", "async"]
 

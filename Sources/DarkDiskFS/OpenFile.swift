@@ -1,16 +1,97 @@
 import DarkDisk
+import DarkDiskCloud
 import DarkDiskCrypto
+import Synchronization
 
-/// One open file handle of the mount: the retained export (its token keeps the file on disk until
-/// `release`) and the random-access reader over the token's descriptor.
+/// One open file handle of the mount. A stored file is served from its retained export (its token keeps
+/// the file on disk until `release`) through a random-access reader; a node that is only in the remote is
+/// served from its download while it runs, and from the stored file once the download has landed.
 final class OpenFile: Sendable {
     let entry: FSEntry
-    let export: DiskExport
-    let reader: CryptoFileReader
+    private let state: Mutex<Source>
 
-    init(entry: FSEntry, export: DiskExport, reader: CryptoFileReader) {
+    enum Source: Sendable {
+        case stored(DiskExport, CryptoFileReader)
+        case remote(RemoteData)
+    }
+
+    init(entry: FSEntry, source: Source) {
         self.entry = entry
-        self.export = export
-        self.reader = reader
+        self.state = Mutex(source)
+    }
+
+    var source: Source { state.withLock { $0 } }
+
+    /// Switches to the stored file (its download landed); the returned reader serves from now on.
+    func adopt(_ export: DiskExport) throws(CryptoError) -> CryptoFileReader {
+        let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+        let previous = state.withLock { state -> Source in
+            defer { state = .stored(export, reader) }
+            return state
+        }
+        if case .remote(let remote) = previous { remote.finish() }
+        return reader
+    }
+
+    /// Lets go of the download this handle kept going (it goes on only if other readers wait for it).
+    func close() {
+        if case .remote(let remote) = source { remote.cancel() }
+    }
+}
+
+/// The data of a node that is not stored, open for reading: its key and size from the outline, the download
+/// ticket that keeps the transfer going while the file is open, and (once the cloud file's header has
+/// arrived) a reader over the download's partial file.
+final class RemoteData: Sendable {
+    let nodeID: NodeID
+    let key: SymmetricKey
+    /// The plaintext size the outline gives.
+    let size: UInt64
+    private let state: Mutex<State>
+
+    private struct State {
+        var ticket: DownloadTicket<NodeDataDownload>?
+        var reader: CryptoFileReader?
+        var descriptor: SharedDescriptor?
+    }
+
+    init(nodeID: NodeID, key: SymmetricKey, size: UInt64, ticket: DownloadTicket<NodeDataDownload>) {
+        self.nodeID = nodeID
+        self.key = key
+        self.size = size
+        self.state = Mutex(State(ticket: ticket))
+    }
+
+    var ticket: DownloadTicket<NodeDataDownload>? { state.withLock { $0.ticket } }
+    /// The reader over the partial file, once the header has arrived.
+    var reader: CryptoFileReader? { state.withLock { $0.reader } }
+
+    func keep(_ ticket: DownloadTicket<NodeDataDownload>?) {
+        guard let ticket else { return }
+        state.withLock { $0.ticket = ticket }
+    }
+
+    /// The reader over the partial file behind `descriptor`, made (and its header authenticated) once per
+    /// partial file: a download restarted for a new version of the node writes another one.
+    func reader(over descriptor: SharedDescriptor) throws(CryptoError) -> CryptoFileReader {
+        if let current = state.withLock({ $0.descriptor === descriptor ? $0.reader : nil }) { return current }
+        let reader = try CryptoFileReader(fileDescriptor: descriptor.fileDescriptor, key: key, closeOnDeinit: false)
+        state.withLock { state in
+            state.reader = reader
+            state.descriptor = descriptor
+        }
+        return reader
+    }
+
+    /// The download landed: keep nothing of it.
+    func finish() {
+        state.withLock { $0.ticket = nil }
+    }
+
+    func cancel() {
+        state.withLock { state -> DownloadTicket<NodeDataDownload>? in
+            defer { state.ticket = nil }
+            return state.ticket
+        }?.cancel()
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DarkDisk
+import DarkDiskCloud
 import DarkDiskFS
 import Foundation
 
@@ -9,7 +10,8 @@ struct MountCommand: ParsableCommand {
         abstract: "Mount the store at MOUNTPOINT: /nodes/<id>/data, /nodes/<id>/metadata, /nodes/<id>/thumbnail, /thumbs/<id>, /avatars/<user>/<identity>.",
         discussion: """
             Returns once the mount is in place and keeps serving in the background, logging to the store's \
-            darkdisk.log; --foreground stays attached and logs to stderr. Creates the store on first use. \
+            darkdisk.log; --foreground stays attached and logs to stderr. Nodes of the remote's outline \
+            (see 'darkdisk pull') are listed and read on demand: a read downloads what it needs first. Creates the store on first use. \
             Stop with 'darkdisk unmount MOUNTPOINT', 'fusermount3 -u MOUNTPOINT', SIGINT or SIGTERM.
             """)
 
@@ -24,8 +26,15 @@ struct MountCommand: ParsableCommand {
     @Option(name: .customShort("o"), help: ArgumentHelp("A mount option: allow_other, allow_root, auto_unmount, noatime, nodev, nosuid, noexec, max_read=N (repeatable, comma-separated).", valueName: "OPTION"))
     var options: [String] = []
 
+    @Option(help: ArgumentHelp("How long a read of a node that is only in the remote waits for its bytes before it fails with an I/O error.", valueName: "SECONDS"))
+    var remoteTimeout: Double = 30
+
     @Option(help: .hidden)
     var readyFd: Int32?
+
+    func validate() throws {
+        guard remoteTimeout > 0, remoteTimeout <= 86_400 else { throw ValidationError("--remote-timeout must be between 0 and 86400 seconds") }
+    }
 
     func run() throws {
         let mountOptions: [String]
@@ -40,7 +49,9 @@ struct MountCommand: ParsableCommand {
         let logger = CLILog.make(label: "darkdisk.mount", defaultLevel: .info)
         do {
             let manager = try storeOptions.open(create: true, logger: logger)
-            let fileSystem = FuseFileSystem(manager: manager, logger: logger)
+            let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager))
+            let fileSystem = FuseFileSystem(manager: manager, downloads: downloads,
+                                            remoteTimeout: .milliseconds(Int64(remoteTimeout * 1000)), logger: logger)
             try fileSystem.run(mountpoint: path, options: mountOptions) {
                 if let readyFd { DaemonLauncher.signalReady(fd: readyFd) }
             }

@@ -1,0 +1,91 @@
+import DarkDisk
+import Dispatch
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DownloadManager {
+    /// Calls `handler` once bytes `range` of the node's cloud file can be read: at once if the node is stored,
+    /// else as soon as its download has written them. The download is joined through `ticket` if it is still
+    /// running, else started (cached into the pool); the parts covering `range` are fetched before the rest.
+    /// Without the bytes after `timeout`, the answer is `.unreachable` (the download goes on). `handler` runs
+    /// once, on `queue`, so a slow handler never holds up the download. Returns the download's ticket (nil
+    /// when the node is stored), which a reader keeps to join it next time and cancels when done.
+    @discardableResult
+    public func whenAvailable(_ nodeID: NodeID, range: Range<UInt64>, ticket: DownloadTicket<NodeDataDownload>? = nil,
+                              timeout: Duration? = nil, queue: DispatchQueue = .global(),
+                              handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) -> DownloadTicket<NodeDataDownload>? {
+        let answer = Answer(queue: queue, handler: handler)
+        do {
+            if let stored = try manager.nodeFile(nodeID, kind: .data) {
+                answer(.success(.stored(stored)))
+                return nil
+            }
+        } catch {
+            answer(.failure(error))
+            return nil
+        }
+        let stream = stream(for: nodeID)
+        let running = ticket.flatMap { $0.isFinished ? nil : $0 } ?? downloadNodeData(nodeID, options: DownloadOptions(cacheToDiskManager: true))
+        @Sendable func answerFromTicket() {
+            running.onCompletion(queue: queue) { result in
+                answer(Result { () throws -> NodeDataSource in
+                    let download = try result.get()
+                    if let export = download.export { return .stored(export) }
+                    let fd = open(download.cryptoFile.path, O_RDONLY | O_CLOEXEC)
+                    guard fd >= 0 else { throw RemoteError(.io, "cannot open the download of node '\(nodeID)'") }
+                    return .downloading(SharedDescriptor(fd))
+                })
+            }
+        }
+        let waiter = stream.wait(for: range) { event in
+            switch event {
+            case .available(let descriptor): answer(.success(.downloading(descriptor)))
+            case .ended: answerFromTicket()  // The transfer resolves its tickets right after it ends its stream.
+            }
+        }
+        if running.isFinished { answerFromTicket() }
+        guard let timeout, !answer.isAnswered else { return running }
+        answer.deadline = Task {
+            try? await Task.sleep(for: timeout)
+            guard !Task.isCancelled else { return }
+            if let waiter { _ = stream.cancelWait(waiter) }
+            answer(.failure(RemoteError(.unreachable, "node '\(nodeID)': bytes \(range) did not arrive within \(timeout) (is the remote reachable?)")))
+        }
+        return running
+    }
+}
+
+/// A handler called at most once, on its queue; the first answer wins and cancels the deadline.
+private final class Answer: Sendable {
+    private let queue: DispatchQueue
+    private let handler: Mutex<(@Sendable (Result<NodeDataSource, any Error>) -> Void)?>
+    private let timer = Mutex<Task<Void, Never>?>(nil)
+
+    init(queue: DispatchQueue, handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) {
+        self.queue = queue
+        self.handler = Mutex(handler)
+    }
+
+    var isAnswered: Bool { handler.withLock { $0 == nil } }
+
+    /// The task that answers with a timeout; cancelled when another answer comes first.
+    var deadline: Task<Void, Never>? {
+        get { timer.withLock { $0 } }
+        set {
+            timer.withLock { $0 = newValue }
+            if isAnswered { newValue?.cancel() }
+        }
+    }
+
+    func callAsFunction(_ result: Result<NodeDataSource, any Error>) {
+        guard let handler = handler.withLock({ state -> (@Sendable (Result<NodeDataSource, any Error>) -> Void)? in
+            defer { state = nil }
+            return state
+        }) else { return }
+        timer.withLock { $0 }?.cancel()
+        queue.async { handler(result) }
+    }
+}

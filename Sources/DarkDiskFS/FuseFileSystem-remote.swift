@@ -1,0 +1,79 @@
+import CFuse3
+import DarkDisk
+import DarkDiskCloud
+import DarkDiskCrypto
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads of nodes that are only in the remote: open starts (or joins) the download into the cache pool; each
+/// read waits for the bytes it needs, which the download fetches first, and is answered from another thread
+/// as soon as they are written. Once the download lands, the handle switches to the stored file.
+extension FuseFileSystem {
+    func openRemote(_ req: fuse_req_t?, entry: FSEntry, ino: fuse_ino_t, outline: OutlineEntry, downloads: DownloadManager,
+                    fi: UnsafeMutablePointer<fuse_file_info>) throws(DarkDiskError) {
+        let key = try manager.unwrapKey(outline.wrappedKey)
+        let ticket = downloads.downloadNodeData(outline.nodeID, options: DownloadOptions(cacheToDiskManager: true))
+        let remote = RemoteData(nodeID: outline.nodeID, key: key, size: outline.dataSize, ticket: ticket)
+        let cacheValid = inodes.withLock { $0.serve(ino, version: .remote(outline.cloudETag)) }
+        reply(req, open: OpenFile(entry: entry, source: .remote(remote)), keepCache: cacheValid, fi: fi)
+    }
+
+    func readRemote(_ req: fuse_req_t?, file: OpenFile, remote: RemoteData, size: Int, offset: UInt64) {
+        guard offset < remote.size, size > 0 else {
+            fuse_reply_buf(req, nil, 0)
+            return
+        }
+        let pending = PendingRequest(req: req)
+        if let reader = remote.reader {
+            wait(pending, file: file, remote: remote, reader: reader, size: size, offset: offset)
+            return
+        }
+        // The cloud file's header first: it maps plaintext offsets to the ciphertext a read needs.
+        waitForBytes(pending, file: file, remote: remote, range: 0..<UInt64(CryptoFormat.headerSize)) { readable in
+            switch readable {
+            case .stored(let reader):
+                self.reply(pending.req, read: reader, file: file, size: size, offset: offset)
+            case .partial(let descriptor):
+                self.wait(pending, file: file, remote: remote, reader: try remote.reader(over: descriptor), size: size, offset: offset)
+            }
+        }
+    }
+
+    /// Waits for the chunks covering [offset, offset + size), then decrypts and replies.
+    private func wait(_ pending: PendingRequest, file: OpenFile, remote: RemoteData, reader: CryptoFileReader, size: Int, offset: UInt64) {
+        let needed = reader.header.ciphertextRange(section: reader.dataSection, offset: offset, count: size)
+        waitForBytes(pending, file: file, remote: remote, range: needed) { readable in
+            switch readable {
+            case .stored(let stored): self.reply(pending.req, read: stored, file: file, size: size, offset: offset)
+            case .partial(let descriptor): self.reply(pending.req, read: try remote.reader(over: descriptor), file: file, size: size, offset: offset)
+            }
+        }
+    }
+
+    /// Where the bytes a read waited for are: the download's partial file, or the stored file it became.
+    private enum Readable {
+        case partial(SharedDescriptor)
+        case stored(CryptoFileReader)
+    }
+
+    /// Calls `then` once `range` of the cloud file can be read: from the partial file, or from the stored
+    /// file if the download landed (the handle then holds the stored file's retain token). Failures (the
+    /// remote unreachable past the timeout, a damaged download) answer the read with an error.
+    private func waitForBytes(_ pending: PendingRequest, file: OpenFile, remote: RemoteData, range: Range<UInt64>,
+                              then: @escaping @Sendable (Readable) throws -> Void) {
+        guard let downloads else { fuse_reply_err(pending.req, EIO); return }
+        let ticket = downloads.whenAvailable(remote.nodeID, range: range, ticket: remote.ticket, timeout: remoteTimeout, queue: replies) { result in
+            do {
+                switch try result.get() {
+                case .downloading(let descriptor): try then(.partial(descriptor))
+                case .stored(let export): try then(.stored(try file.adopt(export)))
+                }
+            } catch {
+                self.logger.error("\(file.entry.logName): \(error); answering \(FuseErrno.from(error))")
+                fuse_reply_err(pending.req, FuseErrno.from(error))
+            }
+        }
+        remote.keep(ticket)
+    }
+}

@@ -1,0 +1,150 @@
+import CFuse3
+import DarkDisk
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The extended attributes of DESIGN §5 (`getfattr`/`setfattr`): per-file persistence, expiration and
+/// locality, and the pools' settings and sizes on the mount root. Names and values are checked by
+/// `ExtendedAttribute`; this file reads and applies them, and every failure reaches the kernel through `FuseErrno`.
+extension FuseFileSystem {
+    func getxattr(_ req: fuse_req_t?, ino: fuse_ino_t, name: UnsafePointer<CChar>, size: Int) {
+        do {
+            let (entry, attribute) = try resolve(ino, name)
+            let text = Array(try value(of: attribute, on: entry).text.utf8)
+            reply(req, text, size: size)
+        } catch {
+            fuse_reply_err(req, FuseErrno.from(error))
+        }
+    }
+
+    func listxattr(_ req: fuse_req_t?, ino: fuse_ino_t, size: Int) {
+        guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { fuse_reply_err(req, ENOENT); return }
+        let attributes = Self.holder(of: entry).map(ExtendedAttribute.names(for:)) ?? []
+        reply(req, ExtendedAttribute.nameList(attributes), size: size)
+    }
+
+    func setxattr(_ req: fuse_req_t?, ino: fuse_ino_t, name: UnsafePointer<CChar>, value: UnsafePointer<CChar>?, size: Int, flags: Int32) {
+        do {
+            let (entry, attribute) = try resolve(ino, name)
+            guard flags & ~(ExtendedAttribute.createFlag | ExtendedAttribute.replaceFlag) == 0 else {
+                throw ExtendedAttribute.Failure(.unsupportedFlags, "setxattr flags \(flags) are not XATTR_CREATE or XATTR_REPLACE")
+            }
+            guard attribute.isWritable else { throw ExtendedAttribute.Failure(.readOnly, "\(attribute.name) is read-only") }
+            guard flags & ExtendedAttribute.createFlag == 0 else {
+                throw ExtendedAttribute.Failure(.exists, "\(attribute.name) always exists (XATTR_CREATE)")
+            }
+            // The kernel's copy of the value, looked at in place: no copy, and its length is checked first.
+            let bytes = UnsafeRawBufferPointer(start: value.map(UnsafeRawPointer.init), count: value == nil ? 0 : size)
+            let assignment = try attribute.assignment(from: bytes)
+            try apply(assignment, to: entry)
+            logger.info("\(entry == .root ? "mount root" : entry.logName): set \(attribute.name) to \(assignment.text)")
+            fuse_reply_err(req, 0)
+        } catch let failure as ExtendedAttribute.Failure {
+            if failure.code == .notLocal { logger.notice("\(failure.message)") }
+            fuse_reply_err(req, FuseErrno.from(failure))
+        } catch {
+            logger.error("setxattr: \(error)")
+            fuse_reply_err(req, FuseErrno.from(error))
+        }
+    }
+
+    func removexattr(_ req: fuse_req_t?, ino: fuse_ino_t, name: UnsafePointer<CChar>) {
+        do {
+            let (_, attribute) = try resolve(ino, name)
+            throw ExtendedAttribute.Failure(.readOnly, "\(attribute.name) cannot be removed; set it instead")
+        } catch {
+            fuse_reply_err(req, FuseErrno.from(error))
+        }
+    }
+
+    /// What carries attributes: the mount root and the files; other folders carry none.
+    static func holder(of entry: FSEntry) -> ExtendedAttribute.Holder? {
+        switch entry {
+        case .root: .root
+        case .nodeFile, .thumb, .avatarFile: .file
+        case .nodes, .thumbs, .avatars, .nodeDirectory, .avatarDirectory: nil
+        }
+    }
+
+    /// The entry behind `ino` and the attribute `name` names on it; `ENODATA` when the name is not one of ours
+    /// or belongs to the other kind of inode (a pool setting asked of a file).
+    private func resolve(_ ino: fuse_ino_t, _ name: UnsafePointer<CChar>) throws -> (FSEntry, ExtendedAttribute) {
+        guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { throw DarkDiskError(.notFound, "no inode \(ino)") }
+        let bytes = UnsafeRawBufferPointer(start: name, count: strlen(name))
+        guard let attribute = ExtendedAttribute(name: bytes), let holder = Self.holder(of: entry), attribute.holder == holder else {
+            throw ExtendedAttribute.Failure(.noSuchAttribute, "no such attribute")
+        }
+        return (entry, attribute)
+    }
+
+    /// Answers a getxattr or listxattr: the size alone when asked with size 0, `ERANGE` when the caller's
+    /// buffer is too small, else the bytes.
+    private func reply(_ req: fuse_req_t?, _ bytes: [UInt8], size: Int) {
+        if size == 0 {
+            fuse_reply_xattr(req, bytes.count)
+        } else if size < bytes.count {
+            fuse_reply_err(req, ERANGE)
+        } else {
+            bytes.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { _ = fuse_reply_buf(req, $0.baseAddress, $0.count) }
+            }
+        }
+    }
+
+    /// The current value of `attribute` on `entry`. A file that is not stored reads as cache (`0`), pool
+    /// default expiration (`0`) and `none` or `partial`.
+    private func value(of attribute: ExtendedAttribute, on entry: FSEntry) throws(DarkDiskError) -> ExtendedAttribute.Value {
+        switch attribute {
+        case .persistent:
+            return .flag(try storedFile(of: entry)?.mode == .persistent)
+        case .expiration:
+            return .seconds(try storedFile(of: entry)?.expiration ?? 0)
+        case .local:
+            if try storedFile(of: entry) != nil { return .locality(.full) }
+            guard case .nodeFile(let id, .data) = entry, let partial = try manager.partialDownload(id), partial.receivedBytes > 0 else {
+                return .locality(.absent)
+            }
+            return .locality(.partial)
+        case .pool(let pool, let field):
+            switch field {
+            case .maxSize: return .bytes(try manager.settings(for: pool).maxSize)
+            case .defaultExpiration: return .seconds(try manager.settings(for: pool).defaultExpiration)
+            case .size: return .bytes(try manager.storageSize(of: pool))
+            case .persistentSize: return .bytes(try manager.storageSize(of: pool, mode: .persistent))
+            case .cachedSize: return .bytes(try manager.storageSize(of: pool, mode: .cache))
+            }
+        }
+    }
+
+    /// Carries out a validated write. Pool settings act at once (a lower max size evicts, a shorter default
+    /// expiration expires). A file's persistence and expiration need the file stored here: `notLocal` if not.
+    private func apply(_ assignment: ExtendedAttribute.Assignment, to entry: FSEntry) throws {
+        let notLocal = ExtendedAttribute.Failure(.notLocal, "\(entry.logName) is not stored here, so it has nothing to migrate or expire; read or fetch it first")
+        switch (assignment, entry) {
+        case (.persistent(let on), .nodeFile(let id, let kind)):
+            guard try manager.makeNodeFilePersistent(on, nodeID: id, kind: kind) else { throw notLocal }
+        case (.persistent(let on), .thumb(let id)):
+            guard try manager.makeNodeFilePersistent(on, nodeID: id, kind: .thumbnail) else { throw notLocal }
+        case (.persistent(let on), .avatarFile(let user, let identity)):
+            // The store keeps a user's avatars together: they move between pools as one.
+            guard try manager.storedAvatar(user, identityID: identity) != nil else { throw notLocal }
+            try manager.makeUserAvatarsPersistent(on, userID: user)
+        case (.expiration(let seconds), .nodeFile(let id, let kind)):
+            guard try manager.setExpiration(Double(seconds), nodeID: id, kind: kind) else { throw notLocal }
+        case (.expiration(let seconds), .thumb(let id)):
+            guard try manager.setExpiration(Double(seconds), nodeID: id, kind: .thumbnail) else { throw notLocal }
+        case (.expiration(let seconds), .avatarFile(let user, let identity)):
+            guard try manager.setExpiration(Double(seconds), userID: user, identityID: identity) else { throw notLocal }
+        case (.maxSize(let pool, let bytes), .root):
+            try manager.setMaxSize(bytes, for: pool)
+        case (.defaultExpiration(let pool, let seconds), .root):
+            try manager.setDefaultExpiration(Double(seconds), for: pool)
+        default:
+            // `resolve` only pairs file attributes with files and pool attributes with the root.
+            throw ExtendedAttribute.Failure(.noSuchAttribute, "no such attribute")
+        }
+        // A cache file purged from disk behind the index's back is dropped by the migration: say so.
+        if case .persistent = assignment, try storedFile(of: entry) == nil { throw notLocal }
+    }
+}

@@ -1,0 +1,93 @@
+import CFuse3
+import DarkDisk
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// Watches the store's outline while the mount runs (a `pull` in another process changes it) and tells the
+/// kernel to drop what it cached: the pages and attributes of the files of a node whose cloud file
+/// changed or went, and the names that appeared or went under `/nodes` and `/thumbs`.
+final class OutlineWatcher: Sendable {
+    private let fileSystem: FuseFileSystem
+    private let session: UnsafeSession
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let stopped = Atomic<Bool>(false)
+    private let known: Mutex<(version: Int64, outline: [NodeID: OutlineEntry])>
+
+    /// libfuse's session pointer: its notify calls may come from any thread while the session lives.
+    struct UnsafeSession: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    /// Checks every `interval` on a thread of its own (a notify call may wait on the kernel: never on a FUSE
+    /// worker or the concurrency pool).
+    init(fileSystem: FuseFileSystem, session: OpaquePointer, interval: DispatchTimeInterval = .seconds(1)) throws(DarkDiskError) {
+        self.fileSystem = fileSystem
+        self.session = UnsafeSession(pointer: session)
+        let manager = fileSystem.manager
+        known = Mutex((try manager.outlineVersion(), Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) })))
+        Thread.detachNewThread { [self] in
+            while !stopped.load(ordering: .acquiring) {
+                _ = wake.wait(timeout: .now() + interval)
+                if stopped.load(ordering: .acquiring) { break }
+                check()
+            }
+            finished.signal()
+        }
+    }
+
+    /// Stops watching and waits for the watcher's thread; call before the session is destroyed.
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        wake.signal()
+        finished.wait()
+    }
+
+    private func check() {
+        let manager = fileSystem.manager
+        do {
+            let version = try manager.outlineVersion()
+            guard version != known.withLock({ $0.version }) else { return }
+            let current = Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) })
+            let previous = known.withLock { state in
+                defer { state = (version, current) }
+                return state.outline
+            }
+            var changed: [NodeID] = []
+            var appearedOrGone: [NodeID] = []
+            for (id, old) in previous {
+                if let new = current[id] { if new != old { changed.append(id) } } else { appearedOrGone.append(id) }
+            }
+            for id in current.keys where previous[id] == nil { appearedOrGone.append(id) }
+            for id in changed + appearedOrGone { invalidateFiles(of: id) }
+            for id in appearedOrGone { invalidateNames(of: id) }
+            if !(changed.isEmpty && appearedOrGone.isEmpty) {
+                fileSystem.logger.info("the outline changed: \(changed.count) nodes changed, \(appearedOrGone.count) appeared or went")
+            }
+        } catch {
+            fileSystem.logger.error("cannot read the outline: \(error)")
+        }
+    }
+
+    private func invalidateFiles(of id: NodeID) {
+        let entries: [FSEntry] = [.nodeFile(id, .data), .nodeFile(id, .metadata), .nodeFile(id, .thumbnail), .thumb(id), .nodeDirectory(id)]
+        let inodes = fileSystem.inodes.withLock { table in
+            entries.compactMap { entry -> fuse_ino_t? in
+                guard let ino = table.existingInode(for: entry) else { return nil }
+                table.forgetVersion(ino)
+                return ino
+            }
+        }
+        for ino in inodes { _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, 0, 0) }
+    }
+
+    private func invalidateNames(of id: NodeID) {
+        for (parent, name) in [(FSEntry.nodes, id.rawValue), (.thumbs, id.rawValue), (.nodeDirectory(id), "data"),
+                               (.nodeDirectory(id), "metadata"), (.nodeDirectory(id), "thumbnail")] {
+            guard let ino = fileSystem.inodes.withLock({ $0.existingInode(for: parent) }) else { continue }
+            _ = name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, ino, $0, name.utf8.count) }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import DarkDisk
+import Foundation
+import Testing
+
+/// The mount follows the remote's outline: nodes only in the remote are listed and read on demand, and a
+/// `pull` in another process that changes or removes a node is seen through the mount (the kernel's cache
+/// of it is invalidated), even by a handle that was already open.
+@Suite struct OutlineMountTests {
+    @Test func aPullThatChangesOrRemovesANodeIsSeenThroughTheMount() throws {
+        let a = try CLIStore()
+        let b = try CLIStore()
+        let bucket = a.directory + "/bucket"
+        try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
+        let passphrase = try a.file("pass", Data("outline\n".utf8))
+        let first = CLIStore.bytes(3_000_000, seed: 71)
+        let second = CLIStore.bytes(1_234_567, seed: 72)
+        #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        #expect(try a.darkdisk(["push", try a.file("v1", first), "--node", "doc", "--passphrase-file", passphrase]).status == 0)
+        #expect(try a.darkdisk(["push", try a.file("o", Data("other".utf8)), "--node", "other", "--passphrase-file", passphrase]).status == 0)
+        #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
+
+        let mount = try Mount(b, options: ["--passphrase-file", passphrase])
+        let data = mount.path + "/nodes/doc/data"
+        #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output == "doc\nother\n", "listed before any download")
+        #expect(try Shell.sh("stat -c %s \(Shell.quote(data))").output == "3000000\n", "sized from the outline")
+        #expect(try Shell.sh("cat \(Shell.quote(data))").stdout == first, "read on demand")
+
+        // Another machine pushes a new version; this one pulls while the mount runs.
+        #expect(try a.darkdisk(["push", try a.file("v2", second), "--node", "doc", "--passphrase-file", passphrase]).status == 0)
+        try a.darkdisk(["delete", "--node", "other", "--passphrase-file", passphrase])
+        try FileManager.default.removeItem(atPath: bucket + "/records/other.json")
+        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).output.contains("1 changed, 1 deleted"))
+        #expect(Mount.wait { (try? Shell.sh("stat -c %s \(Shell.quote(data))").output) == "1234567\n" }, "the new size is seen")
+        #expect(try Shell.sh("cat \(Shell.quote(data))").stdout == second, "the new bytes, not the kernel's cached old ones")
+        #expect(Mount.wait { (try? Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output) == "doc\n" }, "the removed node is gone")
+        #expect(Mount.wait { mount.log.contains("the outline changed: 1 nodes changed, 1 appeared or went") }, "the kernel was told")
+    }
+
+    @Test func aDamagedCacheCopyIsAnErrorOnceThenDownloadedAgain() throws {
+        let a = try CLIStore()
+        let b = try CLIStore()
+        let bucket = a.directory + "/bucket"
+        try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
+        let passphrase = try a.file("pass", Data("damage\n".utf8))
+        let data = CLIStore.bytes(500_000, seed: 73)
+        #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        #expect(try a.darkdisk(["push", try a.file("d", data), "--node", "n", "--passphrase-file", passphrase]).status == 0)
+        #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
+        let mount = try Mount(b, options: ["--passphrase-file", passphrase])
+        let path = mount.path + "/nodes/n/data"
+        #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data)
+
+        // Bit rot in the cached copy: flip one byte in the middle of the stored file.
+        let cached = try Shell.sh("find \(Shell.quote(b.storePath + "/cache/files")) -type f -name '*.ddf'").output
+            .split(separator: "\n").map(String.init)
+        #expect(cached.count == 1)
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: try #require(cached.first)))
+        try handle.seek(toOffset: 250_000)
+        let byte = try #require(try handle.read(upToCount: 1)).first!
+        try handle.seek(toOffset: 250_000)
+        try handle.write(contentsOf: [byte ^ 0x40])
+        try handle.close()
+        _ = try Shell.sh("echo 3 > /proc/sys/vm/drop_caches")
+
+        let damaged = try Shell.sh("cat \(Shell.quote(path)) > /dev/null")
+        #expect(damaged.status != 0 && damaged.stderr.contains("Input/output error"), "\(damaged.stderr)")
+        #expect(mount.log.contains("dropped the damaged cache copy"))
+        #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data, "downloaded again, never wrong bytes")
+    }
+}

@@ -1,0 +1,72 @@
+import DarkDisk
+import DarkDiskCloud
+import DarkDiskCrypto
+import Foundation
+import Testing
+
+/// `whenAvailable`: readers of a node's bytes while it downloads (what the mount's reads use).
+@Suite struct WhenAvailableTests {
+    func answer(_ downloads: DownloadManager, _ id: NodeID, _ range: Range<UInt64>, ticket: DownloadTicket<NodeDataDownload>? = nil,
+                timeout: Duration? = nil) async -> Result<NodeDataSource, any Error> {
+        await withCheckedContinuation { continuation in
+            downloads.whenAvailable(id, range: range, ticket: ticket, timeout: timeout) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Plaintext [offset, offset+count) of the data section, read through a source.
+    func read(_ source: NodeDataSource, key: SymmetricKey, offset: UInt64, count: Int) throws -> Data {
+        let fd: Int32
+        switch source {
+        case .stored(let export): fd = export.retainToken.fileDescriptor
+        case .downloading(let descriptor): fd = descriptor.fileDescriptor
+        }
+        let reader = try CryptoFileReader(fileDescriptor: fd, key: key, closeOnDeinit: false)
+        return Data(try reader.read(section: CloudFileSection.data.rawValue, offset: offset, count: count))
+    }
+
+    @Test func aReadDeepInADownloadIsAnsweredFirst() async throws {
+        let setup = try CloudTests.Setup()
+        let data = CloudTests.bytes(6_000_000, seed: 61)
+        let id = try NodeID("deep")
+        try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("deep", data), nodeID: id)
+        _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        let key = try setup.b.unwrapKey(try #require(try setup.b.outlineEntry(id)).wrappedKey)
+        let total = Int(try #require(try await setup.remote.info(CloudLayout.cloudFile(id))).size)
+
+        let slow = FaultyRemote(setup.remote)
+        slow.delayPer64KiB.store(15_000, ordering: .relaxed)
+        let downloads = DownloadManager(manager: setup.b, remote: slow, partSize: 256 * 1024, parallelParts: 2, checkpointBytes: 64 * 1024)
+        let ticket = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
+        // The header first (what a reader needs to map plaintext to ciphertext), then a range near the end.
+        let header = try await answer(downloads, id, 0..<UInt64(CryptoFormat.headerSize), ticket: ticket).get()
+        guard case .downloading(let descriptor) = header else { Issue.record("answered from a stored file"); return }
+        let fileHeader = try CryptoFileReader(fileDescriptor: descriptor.fileDescriptor, key: key, closeOnDeinit: false).header
+        let wanted = fileHeader.ciphertextRange(section: CloudFileSection.data.rawValue, offset: 5_800_000, count: 4096)
+        let source = try await answer(downloads, id, wanted, ticket: ticket).get()
+        let sent = slow.bytesRead.load(ordering: .relaxed)
+        #expect(sent < total / 2, "answered after \(sent) of \(total) bytes: the part it needs came first")
+        #expect(try read(source, key: key, offset: 5_800_000, count: 4096) == data[5_800_000..<5_804_096])
+
+        // Once the node is stored, answers come from the store.
+        _ = try await ticket.value
+        guard case .stored = try await answer(downloads, id, 0..<10).get() else { Issue.record("not stored"); return }
+    }
+
+    @Test func noBytesWithinTheTimeoutIsUnreachable() async throws {
+        let setup = try CloudTests.Setup()
+        let id = try NodeID("stuck")
+        try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("stuck", CloudTests.bytes(300_000, seed: 62)), nodeID: id)
+        _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        let stuck = FaultyRemote(setup.remote)
+        stuck.delayPer64KiB.store(10_000_000, ordering: .relaxed)
+        let downloads = DownloadManager(manager: setup.b, remote: stuck)
+        let ticket = downloads.downloadNodeData(id)
+        let result = await answer(downloads, id, 0..<100, ticket: ticket, timeout: .milliseconds(300))
+        #expect(throws: RemoteError.self) { try result.get() }
+        ticket.cancel()
+
+        // A node neither stored nor in the outline is an error at once, not after the timeout.
+        let unknown = await answer(downloads, try NodeID("nowhere"), 0..<1, timeout: .seconds(60))
+        #expect(throws: RemoteError.self) { try unknown.get() }
+    }
+}
