@@ -141,12 +141,27 @@ final class NodeDataStream: Sendable {
         for waiter in waiters { waiter.handler(.ended(error)) }
     }
 
-    /// Moves the pending parts overlapping `range` to the urgent queue.
+    /// Most bytes a reader's wait makes urgent at once: a slice from the offset it needs, cut out of its
+    /// part (the rest stays in order), so the worker serving it is soon free for the next reader.
+    static let urgentSlice: UInt64 = 1 << 20
+
+    /// Moves what `range` needs of the pending parts to the urgent queue, as slices of at least
+    /// `urgentSlice` bytes from where the range starts.
     private func prioritize(_ range: Range<UInt64>, _ state: inout State) {
-        let wanted = state.pending.filter { $0.overlaps(range) }
-        guard !wanted.isEmpty else { return }
-        state.pending.removeAll { $0.overlaps(range) }
-        state.urgent.append(contentsOf: wanted)
+        guard !range.isEmpty, state.pending.contains(where: { $0.overlaps(range) }) else { return }
+        var remaining: [Range<UInt64>] = []
+        for part in state.pending {
+            guard part.overlaps(range) else {
+                remaining.append(part)
+                continue
+            }
+            let start = max(part.lowerBound, range.lowerBound)
+            let end = min(part.upperBound, max(range.upperBound, start + Self.urgentSlice))
+            if part.lowerBound < start { remaining.append(part.lowerBound..<start) }
+            state.urgent.append(start..<end)
+            if end < part.upperBound { remaining.append(end..<part.upperBound) }
+        }
+        state.pending = remaining
     }
 
     private func takeSatisfied(_ state: inout State) -> [Waiter] {
