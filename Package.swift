@@ -44,8 +44,10 @@ let package = Package(
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk"]),
-        .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskCloud", "DarkDisk", "DarkDiskCrypto"]),
-        .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskFS"]),
+        // Real servers for the tests (nginx, our fault-injecting proxy), shared by the test targets.
+        .target(name: "DarkDiskTestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskCloud", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import Foundation
 import Testing
 

@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
+import DarkDiskTestSupport
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking

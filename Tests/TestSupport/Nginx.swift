@@ -5,15 +5,15 @@ import Glibc
 
 /// A real nginx (Debian's) serving a folder on 127.0.0.1 with Range, ETag and a JSON directory index,
 /// started for a test and stopped when released. Its access log counts what crossed the wire.
-final class Nginx {
-    let port: Int
-    let prefix: String
+public final class Nginx {
+    public let port: Int
+    public let prefix: String
     private let pid: pid_t
 
-    var url: String { "http://127.0.0.1:\(port)" }
-    var accessLog: String { (try? String(contentsOfFile: prefix + "/access.log", encoding: .utf8)) ?? "" }
+    public var url: String { "http://127.0.0.1:\(port)" }
+    public var accessLog: String { (try? String(contentsOfFile: prefix + "/access.log", encoding: .utf8)) ?? "" }
 
-    init(root: String) throws {
+    public init(root: String) throws {
         prefix = NSTemporaryDirectory() + "darkdisk-nginx-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
         port = try Nginx.freePort()
@@ -68,11 +68,11 @@ final class Nginx {
     }
 
     /// GET requests for `path` in the access log.
-    func requests(for path: String) -> Int {
+    public func requests(for path: String) -> Int {
         accessLog.split(separator: "\n").filter { $0.contains("\"GET /\(path) ") }.count
     }
 
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -87,7 +87,7 @@ final class Nginx {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    static func canConnect(_ port: Int) -> Bool {
+    public static func canConnect(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -99,8 +99,8 @@ final class Nginx {
         }
     }
 
-    struct NginxFailed: Error, CustomStringConvertible {
-        let message: String
-        var description: String { message }
+    public struct NginxFailed: Error, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
     }
 }

@@ -10,20 +10,20 @@ import Glibc
 ///
 /// (The same file is in DarkDiskCloudTests and DarkDiskCLITests: test targets cannot share sources; keep
 /// the two copies identical.)
-final class FaultProxy: Sendable {
-    let port: Int
+public final class FaultProxy: Sendable {
+    public let port: Int
     private let pid: pid_t
     private let scratch: String
 
-    var url: String { "http://127.0.0.1:\(port)" }
+    public var url: String { "http://127.0.0.1:\(port)" }
 
     /// A proxy in front of `upstream` (`http://127.0.0.1:PORT`).
-    convenience init(upstream: String) throws {
+    public convenience init(upstream: String) throws {
         try self.init(arguments: ["--upstream", upstream])
     }
 
     /// A proxy that starts its own nginx serving `root` (stopped with the proxy).
-    convenience init(servingRoot root: String) throws {
+    public convenience init(servingRoot root: String) throws {
         try self.init(arguments: ["--serve-root", root])
     }
 
@@ -89,27 +89,27 @@ final class FaultProxy: Sendable {
 
     /// Merges fault settings (see the script's header): `["cut": ["after": 100_000, "count": 2]]`,
     /// `["fail": ["status": 503, "count": 4]]`, `["throttle": 8_000_000]`, `["clear": true]`, `["reset_stats": true]`...
-    func control(_ settings: [String: Any]) throws {
+    public func control(_ settings: [String: Any]) throws {
         let body = try JSONSerialization.data(withJSONObject: settings)
         _ = try exchange("POST", "/__control", body: body)
     }
 
-    func stats() throws -> Stats {
+    public func stats() throws -> Stats {
         try JSONDecoder().decode(Stats.self, from: exchange("GET", "/__stats", body: Data()))
     }
 
     /// Body bytes sent for `path` (e.g. `/nodes/n.ddc`) since the counters were reset.
-    func bytes(_ path: String) throws -> Int { try stats().paths[path]?.bytes ?? 0 }
+    public func bytes(_ path: String) throws -> Int { try stats().paths[path]?.bytes ?? 0 }
 
-    struct Stats: Decodable {
-        let bytes: Int
-        let paths: [String: PathStats]
-        let cuts: Int
-        let failures: Int
-        let stalls: Int
-        let ignoredRanges: Int
-        let replacements: Int
-        let requests: [Request]
+    public struct Stats: Decodable {
+        public let bytes: Int
+        public let paths: [String: PathStats]
+        public let cuts: Int
+        public let failures: Int
+        public let stalls: Int
+        public let ignoredRanges: Int
+        public let replacements: Int
+        public let requests: [Request]
 
         enum CodingKeys: String, CodingKey {
             case bytes, paths, cuts, failures, stalls, replacements, requests
@@ -117,19 +117,19 @@ final class FaultProxy: Sendable {
         }
     }
 
-    struct PathStats: Decodable {
-        let gets: Int
-        let heads: Int
-        let bytes: Int
+    public struct PathStats: Decodable {
+        public let gets: Int
+        public let heads: Int
+        public let bytes: Int
     }
 
-    struct Request: Decodable {
-        let method: String
-        let path: String
-        let range: String?
-        let status: Int
-        let bytes: Int
-        let fault: String?
+    public struct Request: Decodable {
+        public let method: String
+        public let path: String
+        public let range: String?
+        public let status: Int
+        public let bytes: Int
+        public let fault: String?
     }
 
     /// One HTTP/1.0 exchange with the proxy's control endpoints over a plain socket; returns the body.
@@ -172,8 +172,8 @@ final class FaultProxy: Sendable {
         return answer
     }
 
-    struct ProxyFailed: Error, CustomStringConvertible {
-        let message: String
-        var description: String { message }
+    public struct ProxyFailed: Error, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
     }
 }
