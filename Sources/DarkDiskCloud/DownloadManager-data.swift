@@ -20,7 +20,21 @@ extension DownloadManager {
     }
 
     private func transferNodeData(_ nodeID: NodeID, _ transfer: Transfer<NodeDataDownload>) async throws -> NodeDataDownload {
-        // One downloader per node across processes: wait for another one to finish, then use its result.
+        // Readers waiting on this node's bytes follow the transfer; it ends their wait however it ends (also
+        // when the node turns out to be stored already), and they then take the ticket's result.
+        let stream = stream(for: nodeID)
+        do {
+            let result = try await lockedTransfer(nodeID, stream: stream, transfer: transfer)
+            endStream(nodeID, stream, nil)
+            return result
+        } catch {
+            endStream(nodeID, stream, error)
+            throw error
+        }
+    }
+
+    /// One downloader per node across processes: waits for another one to finish, then uses its result.
+    private func lockedTransfer(_ nodeID: NodeID, stream: NodeDataStream, transfer: Transfer<NodeDataDownload>) async throws -> NodeDataDownload {
         var lock: DownloadLock?
         while true {
             if let local = try manager.nodeFile(nodeID, kind: .data) { return NodeDataDownload(export: local) }
@@ -29,17 +43,7 @@ extension DownloadManager {
             try await Task.sleep(nanoseconds: 100_000_000)
         }
         defer { withExtendedLifetime(lock) {} }
-
-        // Readers waiting on this node's bytes follow the transfer; it ends their wait however it ends.
-        let stream = stream(for: nodeID)
-        do {
-            let result = try await fetchNodeData(nodeID, stream: stream, transfer: transfer)
-            endStream(nodeID, stream, nil)
-            return result
-        } catch {
-            endStream(nodeID, stream, error)
-            throw error
-        }
+        return try await fetchNodeData(nodeID, stream: stream, transfer: transfer)
     }
 
     private func endStream(_ nodeID: NodeID, _ stream: NodeDataStream, _ error: (any Error)?) {

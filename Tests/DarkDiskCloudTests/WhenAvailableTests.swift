@@ -69,4 +69,29 @@ import Testing
         let unknown = await answer(downloads, try NodeID("nowhere"), 0..<1, timeout: .seconds(60))
         #expect(throws: RemoteError.self) { try unknown.get() }
     }
+
+    @Test func aReaderWaitingOnAnotherDownloaderGetsTheStoredFile() async throws {
+        let setup = try CloudTests.Setup()
+        let data = CloudTests.bytes(2_000_000, seed: 63)
+        let id = try NodeID("elsewhere")
+        try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("e", data), nodeID: id)
+        _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        // Another downloader of the same store (another process, in real life) holds the node's download lock.
+        let slow = FaultyRemote(setup.remote)
+        slow.delayPer64KiB.store(20_000, ordering: .relaxed)
+        let other = DownloadManager(manager: setup.b, remote: slow)
+        let theirs = other.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
+        while slow.bytesRead.load(ordering: .relaxed) == 0 { try await Task.sleep(nanoseconds: 5_000_000) }
+
+        let counting = FaultyRemote(setup.remote)
+        let mine = DownloadManager(manager: setup.b, remote: counting)
+        let result = await answer(mine, id, 0..<UInt64(CryptoFormat.headerSize), timeout: .seconds(60))
+        guard case .stored(let export) = try result.get() else {
+            Issue.record("answered from a partial file this downloader does not have")
+            return
+        }
+        #expect(try CloudTests().plaintext(export) == data)
+        #expect(counting.bytesRead.load(ordering: .relaxed) == 0, "the node came once, by the other downloader")
+        _ = try await theirs.value
+    }
 }
