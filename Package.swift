@@ -41,7 +41,7 @@ let package = Package(
         ]),
         // Measurements for Scripts/bench that need the library in-process (100,000-file stores).
         .executableTarget(name: "darkdisk-bench", dependencies: ["DarkDisk"]),
-        .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto"],
+        .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto", "DarkDiskTestSupport"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk"]),
         // Real servers for the tests (nginx, our fault-injecting proxy), shared by the test targets.

@@ -48,12 +48,12 @@ extension DownloadManager {
         }
         if running.isFinished { answerFromTicket() }
         guard let timeout, !answer.isAnswered else { return running }
-        answer.deadline = Task {
+        answer.setDeadline(Task {
             try? await Task.sleep(for: timeout)
             guard !Task.isCancelled else { return }
             if let waiter { _ = stream.cancelWait(waiter) }
             answer(.failure(RemoteError(.unreachable, "node '\(nodeID)': bytes \(range) did not arrive within \(timeout) (is the remote reachable?)")))
-        }
+        })
         return running
     }
 }
@@ -71,13 +71,10 @@ private final class Answer: Sendable {
 
     var isAnswered: Bool { handler.withLock { $0 == nil } }
 
-    /// The task that answers with a timeout; cancelled when another answer comes first.
-    var deadline: Task<Void, Never>? {
-        get { timer.withLock { $0 } }
-        set {
-            timer.withLock { $0 = newValue }
-            if isAnswered { newValue?.cancel() }
-        }
+    /// Sets the task that answers with a timeout; it is cancelled when another answer comes first.
+    func setDeadline(_ task: Task<Void, Never>) {
+        timer.withLock { $0 = task }
+        if isAnswered { task.cancel() }
     }
 
     func callAsFunction(_ result: Result<NodeDataSource, any Error>) {

@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskTestSupport
 @testable import DarkDiskFS
 import Foundation
 import Testing
@@ -96,7 +97,7 @@ import Testing
     /// allows (compared with a plain reading of it) and never crashes.
     @Test func integerSyntaxAgainstRandomBytes() {
         let alphabet: [UInt8] = Array("0123456789-+\n \r".utf8) + [0, 0xFF, UInt8(ascii: "9"), UInt8(ascii: "9")]
-        var rng = SplitMix(seed: 0xDA4D)
+        var rng = SplitMix64(seed: 0xDA4D)
         var accepted = 0
         for _ in 0..<20_000 {
             let length = Int(rng.next() % 24)
@@ -127,18 +128,5 @@ import Testing
         #expect(ExtendedAttribute.Value.seconds(-.infinity).text == "-9223372036854775808")
         #expect(ExtendedAttribute.Value.seconds(1e300).text == "9223372036854775807")
         #expect(ExtendedAttribute.Value.seconds(.nan).text == "0")
-    }
-}
-
-/// A small deterministic generator, so a failure can be replayed.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -24,6 +24,14 @@ import Testing
 
         deinit { try? FileManager.default.removeItem(atPath: directory) }
 
+        /// Store A pushes `data` as node `id`; store B pulls the outline (no data).
+        func pushedAndPulled(_ data: Data, as id: String) async throws -> NodeID {
+            let node = try NodeID(id)
+            try await CloudSync(manager: a, remote: remote).push(dataFile: file(id, data), nodeID: node)
+            _ = try await CloudSync(manager: b, remote: remote).pull()
+            return node
+        }
+
         func file(_ name: String, _ data: Data) throws -> String {
             let path = directory + "/" + name
             try data.write(to: URL(fileURLWithPath: path))

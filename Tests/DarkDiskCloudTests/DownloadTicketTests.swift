@@ -9,14 +9,6 @@ import Testing
 /// Tickets: results with and without caching, progress, cancellation, completion callbacks, and the
 /// bookkeeping that lets an interrupted transfer resume inside a part.
 @Suite struct DownloadTicketTests {
-    /// Store A pushes `data` as node `id`; store B pulls the outline.
-    func pushed(_ data: Data, _ id: String, _ setup: CloudTests.Setup) async throws -> NodeID {
-        let node = try NodeID(id)
-        try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file(id, data), nodeID: node)
-        _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
-        return node
-    }
-
     func cloudPlaintext(_ file: CryptoFile) throws -> Data {
         try FileConversion.decryptIntoMemory(path: file.path, key: file.key, section: CloudFileSection.data.rawValue)
     }
@@ -24,7 +16,7 @@ import Testing
     @Test func uncachedDataIsATemporaryFileThatGoesWithItsLastHolder() async throws {
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(700_000, seed: 31)
-        let id = try await pushed(data, "plain", setup)
+        let id = try await setup.pushedAndPulled(data, as: "plain")
         let downloads = DownloadManager(manager: setup.b, remote: setup.remote, partSize: 128 * 1024)
         var download: NodeDataDownload? = try await downloads.downloadNodeData(id).value
         let path = try #require(download?.cryptoFile.path)
@@ -40,7 +32,7 @@ import Testing
     @Test func cachedDataEntersTheCachePoolAndLaterRequestsAreLocal() async throws {
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(300_000, seed: 32)
-        let id = try await pushed(data, "cached", setup)
+        let id = try await setup.pushedAndPulled(data, as: "cached")
         let counting = FaultyRemote(setup.remote)
         let downloads = DownloadManager(manager: setup.b, remote: counting)
         let download = try await downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true)).value
@@ -56,7 +48,7 @@ import Testing
     @Test func progressAndCompletionCallbacks() async throws {
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(2_000_000, seed: 33)
-        let id = try await pushed(data, "progress", setup)
+        let id = try await setup.pushedAndPulled(data, as: "progress")
         let downloads = DownloadManager(manager: setup.b, remote: setup.remote, partSize: 256 * 1024, checkpointBytes: 64 * 1024)
         let ticket = downloads.downloadNodeData(id)
         let seen = Mutex<[DownloadProgress]>([])
@@ -80,7 +72,7 @@ import Testing
     @Test func cancellingOneTicketLeavesTheTransferToTheOthers() async throws {
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(3_000_000, seed: 34)
-        let id = try await pushed(data, "shared", setup)
+        let id = try await setup.pushedAndPulled(data, as: "shared")
         let slow = FaultyRemote(setup.remote)
         slow.delayPer64KiB.store(20_000, ordering: .relaxed)
         let downloads = DownloadManager(manager: setup.b, remote: slow, partSize: 512 * 1024, parallelParts: 2, checkpointBytes: 64 * 1024)
@@ -99,7 +91,7 @@ import Testing
     @Test func cancellingTheLastTicketStopsTheTransferAndKeepsWhatArrived() async throws {
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(4_000_000, seed: 35)
-        let id = try await pushed(data, "abandoned", setup)
+        let id = try await setup.pushedAndPulled(data, as: "abandoned")
         let slow = FaultyRemote(setup.remote)
         slow.delayPer64KiB.store(10_000, ordering: .relaxed)
         let downloads = DownloadManager(manager: setup.b, remote: slow, partSize: 1 << 20, parallelParts: 2, checkpointBytes: 64 * 1024)
@@ -130,7 +122,7 @@ import Testing
     @Test func aCutMidPartKeepsTheBytesBeforeTheCut() async throws {
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(3_000_000, seed: 36)
-        let id = try await pushed(data, "cut", setup)
+        let id = try await setup.pushedAndPulled(data, as: "cut")
         let flaky = FaultyRemote(setup.remote)
         flaky.failAfterBytes.store(1_300_000, ordering: .relaxed)
         let downloads = DownloadManager(manager: setup.b, remote: flaky, partSize: 1 << 20, parallelParts: 1, checkpointBytes: 64 * 1024)
@@ -146,7 +138,7 @@ import Testing
     @Test func twoManagersOnOneStoreDownloadOnce() async throws {
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(2_000_000, seed: 37)
-        let id = try await pushed(data, "twice", setup)
+        let id = try await setup.pushedAndPulled(data, as: "twice")
         let one = FaultyRemote(setup.remote)
         let two = FaultyRemote(setup.remote)
         one.delayPer64KiB.store(2_000, ordering: .relaxed)
@@ -164,7 +156,7 @@ import Testing
 
     @Test func aFlippedByteOnTheServerIsNeverDelivered() async throws {
         let setup = try CloudTests.Setup()
-        let id = try await pushed(CloudTests.bytes(500_000, seed: 38), "rot", setup)
+        let id = try await setup.pushedAndPulled(CloudTests.bytes(500_000, seed: 38), as: "rot")
         let rotten = FaultyRemote(setup.remote)
         rotten.corruptOffset.store(300_000, ordering: .relaxed)
         let downloads = DownloadManager(manager: setup.b, remote: rotten)

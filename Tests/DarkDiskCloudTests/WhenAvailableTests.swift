@@ -27,9 +27,7 @@ import Testing
     @Test func aReadDeepInADownloadIsAnsweredFirst() async throws {
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(6_000_000, seed: 61)
-        let id = try NodeID("deep")
-        try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("deep", data), nodeID: id)
-        _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        let id = try await setup.pushedAndPulled(data, as: "deep")
         let key = try setup.b.unwrapKey(try #require(try setup.b.outlineEntry(id)).wrappedKey)
         let total = Int(try #require(try await setup.remote.info(CloudLayout.cloudFile(id))).size)
 
@@ -73,9 +71,7 @@ import Testing
     @Test func aReaderWaitingOnAnotherDownloaderGetsTheStoredFile() async throws {
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(2_000_000, seed: 63)
-        let id = try NodeID("elsewhere")
-        try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("e", data), nodeID: id)
-        _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        let id = try await setup.pushedAndPulled(data, as: "elsewhere")
         // Another downloader of the same store (another process, in real life) holds the node's download lock.
         let slow = FaultyRemote(setup.remote)
         slow.delayPer64KiB.store(20_000, ordering: .relaxed)

@@ -1,4 +1,5 @@
 import DarkDiskCrypto
+import DarkDiskTestSupport
 import Foundation
 import Testing
 

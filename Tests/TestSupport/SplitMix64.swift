@@ -1,12 +1,12 @@
 /// A small seeded generator so random tests are reproducible.
-struct SplitMix64: RandomNumberGenerator {
+public struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64
 
-    init(seed: UInt64) {
+    public init(seed: UInt64) {
         state = seed
     }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -15,7 +15,7 @@ struct SplitMix64: RandomNumberGenerator {
     }
 
     /// `count` deterministic bytes for `seed`.
-    static func bytes(_ count: Int, seed: UInt64) -> [UInt8] {
+    public static func bytes(_ count: Int, seed: UInt64) -> [UInt8] {
         var generator = SplitMix64(seed: seed)
         var bytes = [UInt8](repeating: 0, count: count)
         var index = 0
