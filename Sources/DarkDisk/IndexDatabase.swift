@@ -144,6 +144,21 @@ enum IndexDatabase {
                   BEGIN UPDATE outlineClock SET version = version + 1; END;
                 """)
         }
+        migrator.registerMigration("v5: avatar outline") { db in
+            // What `pull` learns of users' avatars (from their records), so /avatars lists them before any is
+            // downloaded; its changes move the outline clock too.
+            try db.execute(sql: """
+                CREATE TABLE avatarOutline (
+                  userID TEXT NOT NULL, identityID TEXT NOT NULL, plaintextSize INTEGER NOT NULL, wrappedKey BLOB NOT NULL,
+                  PRIMARY KEY (userID, identityID));
+                CREATE TRIGGER avatarOutlineInserted AFTER INSERT ON avatarOutline
+                  BEGIN UPDATE outlineClock SET version = version + 1; END;
+                CREATE TRIGGER avatarOutlineUpdated AFTER UPDATE ON avatarOutline
+                  BEGIN UPDATE outlineClock SET version = version + 1; END;
+                CREATE TRIGGER avatarOutlineDeleted AFTER DELETE ON avatarOutline
+                  BEGIN UPDATE outlineClock SET version = version + 1; END;
+                """)
+        }
         return migrator
     }
 }

@@ -5,6 +5,7 @@ import DarkDisk
 /// gocryptfs' `gocryptfs.conf`).
 public enum CloudLayout {
     public static let recordsPrefix = "records/"
+    public static let usersPrefix = "users/"
     public static let masterKey = "keys/master.json"
 
     public static func cloudFile(_ nodeID: NodeID) -> String { "nodes/\(nodeID.rawValue).ddc" }
@@ -21,5 +22,11 @@ public enum CloudLayout {
     public static func nodeID(ofRecordKey key: String) -> NodeID? {
         guard key.hasPrefix(recordsPrefix), key.hasSuffix(".json") else { return nil }
         return try? NodeID(String(key.dropFirst(recordsPrefix.count).dropLast(5)))
+    }
+
+    /// The user ID a user-record key names, if it is a well-formed user-record key.
+    public static func userID(ofRecordKey key: String) -> UserID? {
+        guard key.hasPrefix(usersPrefix), key.hasSuffix(".json") else { return nil }
+        return try? UserID(String(key.dropFirst(usersPrefix.count).dropLast(5)))
     }
 }

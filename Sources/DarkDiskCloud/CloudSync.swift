@@ -61,7 +61,8 @@ public struct CloudSync: Sendable {
             defer { unlink(temporary) }
             _ = try FileConversion.encrypt(avatar, key: key, to: temporary)
             let info = try await remote.write(objectKey, fromFile: temporary)
-            identity.avatar = UserRecord.Avatar(size: info.size, wrappedKey: Hex.encode(manager.wrapKey(key)))
+            identity.avatar = UserRecord.Avatar(size: info.size, plaintextSize: UInt64(avatar.count),
+                                                wrappedKey: Hex.encode(manager.wrapKey(key)))
         } else {
             try await remote.delete(objectKey)
         }
@@ -99,6 +100,48 @@ public struct CloudSync: Sendable {
             try manager.deleteNodes(Array(gone))
             result.deleted = gone.count
         }
+        try await pullUsers()
         return result
+    }
+
+    /// Brings every user record's avatars into the store's avatar outline, so they are listed (and sized)
+    /// before any is downloaded; a user whose record went loses the avatars the outline had listed.
+    private func pullUsers() async throws {
+        let objects = try await remote.list(prefix: CloudLayout.usersPrefix)
+        var seen = Set<UserID>()
+        for object in objects {
+            guard let userID = CloudLayout.userID(ofRecordKey: object.key),
+                  let data = try await remote.readAll(object.key) else { continue }
+            let record = try UserRecord.decode(data, expected: userID)
+            seen.insert(userID)
+            var entries: [AvatarOutlineEntry] = []
+            for identity in record.identities {
+                guard let avatar = identity.avatar, let wrapped = Hex.decode(avatar.wrappedKey) else { continue }
+                let identityID = try IdentityID(identity.identityID)
+                let size: UInt64
+                if let known = avatar.plaintextSize {
+                    size = known
+                } else {
+                    size = try await avatarPlaintextSize(userID, identityID, wrappedKey: wrapped)
+                }
+                entries.append(AvatarOutlineEntry(userID: userID, identityID: identityID, plaintextSize: size, wrappedKey: wrapped))
+            }
+            try manager.updateAvatarOutline(userID, entries: entries)
+        }
+        for userID in Set(try manager.avatarOutline().map(\.userID)) where !seen.contains(userID) {
+            try manager.updateAvatarOutline(userID, entries: [])
+        }
+    }
+
+    /// The image size of an avatar whose record predates `plaintextSize`: from its header (one range request).
+    private func avatarPlaintextSize(_ userID: UserID, _ identityID: IdentityID, wrappedKey: [UInt8]) async throws -> UInt64 {
+        let key = try manager.unwrapKey(wrappedKey)
+        let name = "the avatar of '\(userID)' / '\(identityID)'"
+        let bytes = try await remote.read(CloudLayout.avatar(userID, identityID), range: 0..<UInt64(CryptoFormat.headerSize), ifMatch: nil)
+        let header: CryptoFileHeader
+        do { header = try CryptoFileHeader(authenticating: Array(bytes), key: key, name: name) } catch {
+            throw RemoteError(.invalidResponse, "\(name) does not authenticate: \(error.message)")
+        }
+        return header.sectionSizes.reduce(0, +)
     }
 }

@@ -15,10 +15,18 @@ public struct UserRecord: Codable, Sendable, Equatable {
         public var avatar: Avatar?
     }
 
-    /// An uploaded avatar: its encrypted size, and hex of its key wrapped by the master key.
+    /// An uploaded avatar: its encrypted size, its image size (so a mount lists it before it is downloaded;
+    /// absent from records written before it was added), and hex of its key wrapped by the master key.
     public struct Avatar: Codable, Sendable, Equatable {
         public var size: UInt64
+        public var plaintextSize: UInt64?
         public var wrappedKey: String
+
+        public init(size: UInt64, plaintextSize: UInt64?, wrappedKey: String) {
+            self.size = size
+            self.plaintextSize = plaintextSize
+            self.wrappedKey = wrappedKey
+        }
     }
 
     public init(userID: UserID) {

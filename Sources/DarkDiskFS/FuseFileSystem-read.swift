@@ -16,8 +16,17 @@ extension FuseFileSystem {
                 openStored(req, entry: entry, ino: ino, export: export, fi: fi)
                 return
             }
-            guard let downloads, let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id),
-                  outline.plaintextSize(of: kind) > 0 else {
+            guard let downloads, try remoteSize(of: entry) != nil else {
+                fuse_reply_err(req, ENOENT)
+                return
+            }
+            if case .avatarFile(let user, let identity) = entry {
+                // An avatar the remote's user record lists: small, fetched whole, then opened.
+                let ticket = downloads.downloadUserAvatar(user, identityID: identity, options: DownloadOptions(cacheToDiskManager: true))
+                openWhenFetched(req, entry: entry, ino: ino, fi: fi) { then in ticket.onCompletion(queue: self.replies) { then($0.map { _ in }) } }
+                return
+            }
+            guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id) else {
                 fuse_reply_err(req, ENOENT)
                 return
             }
@@ -26,23 +35,30 @@ extension FuseFileSystem {
                 return
             }
             // A remote node's metadata or thumbnail: small, fetched whole (one range request), then opened.
-            let pending = PendingRequest(req: req, fileInfo: fi.pointee)
             let ticket = downloads.downloadNodeMeta(id, components: kind == .metadata ? .metadata : .thumbnail,
                                                     options: DownloadOptions(cacheToDiskManager: true))
-            ticket.onCompletion(queue: replies) { result in
-                var fileInfo = pending.fileInfo
-                do {
-                    _ = try result.get()
-                    guard let export = try self.exportFile(of: entry) else { fuse_reply_err(pending.req, ENOENT); return }
-                    self.openStored(pending.req, entry: entry, ino: ino, export: export, fi: &fileInfo)
-                } catch {
-                    self.logger.error("\(entry.logName): cannot fetch it from the remote: \(error); answering \(FuseErrno.from(error))")
-                    fuse_reply_err(pending.req, FuseErrno.from(error))
-                }
-            }
+            openWhenFetched(req, entry: entry, ino: ino, fi: fi) { then in ticket.onCompletion(queue: self.replies) { then($0.map { _ in }) } }
         } catch {
             logger.error("\(entry.logName): open failed: \(error)")
             fuse_reply_err(req, FuseErrno.from(error))
+        }
+    }
+
+    /// Answers an open once a small file (metadata, thumbnail, avatar) has been fetched into the store by
+    /// `fetch`, which calls back (on the reply queue) with the download's outcome.
+    private func openWhenFetched(_ req: fuse_req_t?, entry: FSEntry, ino: fuse_ino_t, fi: UnsafeMutablePointer<fuse_file_info>,
+                                 fetch: (@escaping @Sendable (Result<Void, any Error>) -> Void) -> Void) {
+        let pending = PendingRequest(req: req, fileInfo: fi.pointee)
+        fetch { result in
+            var fileInfo = pending.fileInfo
+            do {
+                try result.get()
+                guard let export = try self.exportFile(of: entry) else { fuse_reply_err(pending.req, ENOENT); return }
+                self.openStored(pending.req, entry: entry, ino: ino, export: export, fi: &fileInfo)
+            } catch {
+                self.logger.error("\(entry.logName): cannot fetch it from the remote: \(error); answering \(FuseErrno.from(error))")
+                fuse_reply_err(pending.req, FuseErrno.from(error))
+            }
         }
     }
 

@@ -107,10 +107,13 @@ extension FuseFileSystem {
             guard let id = try? NodeID(name), try has(id, .thumbnail) else { return nil }
             return .thumb(id)
         case .avatars:
-            guard let user = try? UserID(name), try !manager.storedAvatars(user).isEmpty else { return nil }
+            guard let user = try? UserID(name) else { return nil }
+            if try manager.storedAvatars(user).isEmpty, try manager.avatarOutline(user).isEmpty { return nil }
             return .avatarDirectory(user)
         case .avatarDirectory(let user):
-            guard let identity = try? IdentityID(name), try manager.storedAvatar(user, identityID: identity) != nil else { return nil }
+            guard let identity = try? IdentityID(name) else { return nil }
+            if try manager.storedAvatar(user, identityID: identity) == nil,
+               try manager.avatarOutlineEntry(user, identityID: identity) == nil { return nil }
             return .avatarFile(user, identity)
         case .nodeFile, .thumb, .avatarFile:
             return nil
@@ -143,12 +146,12 @@ extension FuseFileSystem {
             for outline in try manager.outline() where outline.thumbnailSize > 0 { ids.insert(outline.nodeID) }
             return ids.sorted().map { ($0.rawValue, .thumb($0)) }
         case .avatars:
-            return try manager.storedAvatarUsers().map { ($0.rawValue, .avatarDirectory($0)) }
+            let users = Set(try manager.storedAvatarUsers()).union(try manager.avatarOutline().map(\.userID))
+            return users.sorted().map { ($0.rawValue, .avatarDirectory($0)) }
         case .avatarDirectory(let user):
-            return try manager.storedAvatars(user).compactMap { file in
-                guard let identity = try? IdentityID(file.identityID) else { return nil }
-                return (identity.rawValue, .avatarFile(user, identity))
-            }
+            var identities = Set(try manager.storedAvatars(user).compactMap { try? IdentityID($0.identityID) })
+            identities.formUnion(try manager.avatarOutline(user).map(\.identityID))
+            return identities.sorted().map { ($0.rawValue, .avatarFile(user, $0)) }
         case .nodeFile, .thumb, .avatarFile:
             return []
         }
@@ -182,15 +185,24 @@ extension FuseFileSystem {
             return st
         }
         // Only in the remote: its size from the outline, no blocks on this disk.
-        guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), outline.plaintextSize(of: kind) > 0 else {
-            return nil
-        }
-        st.st_size = off_t(outline.plaintextSize(of: kind))
+        guard let size = try remoteSize(of: entry) else { return nil }
+        st.st_size = off_t(size)
         let t = timespec(tv_sec: Int(mountTime.timeIntervalSince1970), tv_nsec: 0)
         st.st_mtim = t
         st.st_ctim = t
         st.st_atim = t
         return st
+    }
+
+    /// The plaintext size the remote's outline gives a file that is not stored (nil: the outline does not list it).
+    func remoteSize(of entry: FSEntry) throws(DarkDiskError) -> UInt64? {
+        if case .avatarFile(let user, let identity) = entry {
+            return try manager.avatarOutlineEntry(user, identityID: identity)?.plaintextSize
+        }
+        guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), outline.plaintextSize(of: kind) > 0 else {
+            return nil
+        }
+        return outline.plaintextSize(of: kind)
     }
 
     func storedFile(of entry: FSEntry) throws(DarkDiskError) -> StoredFile? {

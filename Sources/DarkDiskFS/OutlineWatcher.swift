@@ -7,14 +7,21 @@ import Synchronization
 
 /// Watches the store's outline while the mount runs (a `pull` in another process changes it) and tells the
 /// kernel to drop what it cached: the pages and attributes of the files of a node whose cloud file
-/// changed or went, and the names that appeared or went under `/nodes` and `/thumbs`.
+/// changed or went, and the names that appeared or went under `/nodes`, `/thumbs` and `/avatars`.
 final class OutlineWatcher: Sendable {
     private let fileSystem: FuseFileSystem
     private let session: UnsafeSession
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
-    private let known: Mutex<(version: Int64, outline: [NodeID: OutlineEntry])>
+    private let known: Mutex<Snapshot>
+
+    /// The outline as last seen: nodes and the avatars of user records.
+    private struct Snapshot {
+        var version: Int64
+        var outline: [NodeID: OutlineEntry]
+        var avatars: Set<AvatarOutlineEntry>
+    }
 
     /// libfuse's session pointer: its notify calls may come from any thread while the session lives.
     struct UnsafeSession: @unchecked Sendable {
@@ -27,7 +34,9 @@ final class OutlineWatcher: Sendable {
         self.fileSystem = fileSystem
         self.session = UnsafeSession(pointer: session)
         let manager = fileSystem.manager
-        known = Mutex((try manager.outlineVersion(), Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) })))
+        known = Mutex(Snapshot(version: try manager.outlineVersion(),
+                               outline: Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) }),
+                               avatars: Set(try manager.avatarOutline())))
         Thread.detachNewThread { [self] in
             while !stopped.load(ordering: .acquiring) {
                 _ = wake.wait(timeout: .now() + interval)
@@ -51,10 +60,13 @@ final class OutlineWatcher: Sendable {
             let version = try manager.outlineVersion()
             guard version != known.withLock({ $0.version }) else { return }
             let current = Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) })
-            let previous = known.withLock { state in
-                defer { state = (version, current) }
-                return state.outline
+            let currentAvatars = Set(try manager.avatarOutline())
+            let (previous, previousAvatars) = known.withLock { state in
+                defer { state = Snapshot(version: version, outline: current, avatars: currentAvatars) }
+                return (state.outline, state.avatars)
             }
+            let avatarChanges = currentAvatars.symmetricDifference(previousAvatars)
+            for avatar in avatarChanges { invalidateAvatar(avatar) }
             var changed: [NodeID] = []
             var appearedOrGone: [NodeID] = []
             for (id, old) in previous {
@@ -63,8 +75,8 @@ final class OutlineWatcher: Sendable {
             for id in current.keys where previous[id] == nil { appearedOrGone.append(id) }
             for id in changed + appearedOrGone { invalidateFiles(of: id) }
             for id in appearedOrGone { invalidateNames(of: id) }
-            if !(changed.isEmpty && appearedOrGone.isEmpty) {
-                fileSystem.logger.info("the outline changed: \(changed.count) nodes changed, \(appearedOrGone.count) appeared or went")
+            if !(changed.isEmpty && appearedOrGone.isEmpty && avatarChanges.isEmpty) {
+                fileSystem.logger.info("the outline changed: \(changed.count) nodes changed, \(appearedOrGone.count) appeared or went, \(avatarChanges.count) avatar listings changed")
             }
         } catch {
             fileSystem.logger.error("cannot read the outline: \(error)")
@@ -81,6 +93,23 @@ final class OutlineWatcher: Sendable {
             }
         }
         for ino in inodes { _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, 0, 0) }
+    }
+
+    /// Drops what the kernel cached of an avatar whose listing appeared, went or changed: its pages and
+    /// attributes, and its name and its user's name.
+    private func invalidateAvatar(_ avatar: AvatarOutlineEntry) {
+        let file = FSEntry.avatarFile(avatar.userID, avatar.identityID)
+        if let ino = fileSystem.inodes.withLock({ table -> fuse_ino_t? in
+            guard let ino = table.existingInode(for: file) else { return nil }
+            table.forgetVersion(ino)
+            return ino
+        }) {
+            _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, 0, 0)
+        }
+        for (parent, name) in [(FSEntry.avatars, avatar.userID.rawValue), (.avatarDirectory(avatar.userID), avatar.identityID.rawValue)] {
+            guard let ino = fileSystem.inodes.withLock({ $0.existingInode(for: parent) }) else { continue }
+            _ = name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, ino, $0, name.utf8.count) }
+        }
     }
 
     private func invalidateNames(of id: NodeID) {

@@ -37,6 +37,37 @@ import Testing
         #expect(Mount.wait { mount.log.contains("the outline changed: 1 nodes changed, 1 appeared or went") }, "the kernel was told")
     }
 
+    @Test func avatarsListedByUserRecordsAreReadOnDemand() throws {
+        let a = try CLIStore()
+        let b = try CLIStore()
+        let bucket = a.directory + "/bucket"
+        try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
+        let passphrase = try a.file("pass", Data("avatars\n".utf8))
+        let picture = CLIStore.bytes(30_000, seed: 74)
+        let replacement = CLIStore.bytes(4_321, seed: 75)
+        let identity = "auth0|5f1c@example.com"
+        #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        #expect(try a.darkdisk(["push", try a.file("p", picture), "--user", "alice", "--identity", identity, "--passphrase-file", passphrase]).status == 0)
+        #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
+
+        let mount = try Mount(b, options: ["--passphrase-file", passphrase])
+        let file = mount.path + "/avatars/alice/" + identity
+        #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/avatars"))").output == "alice\n", "listed before any download")
+        #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/avatars/alice"))").output == identity + "\n")
+        #expect(try Shell.sh("stat -c %s \(Shell.quote(file))").output == "30000\n", "sized from the user record")
+        #expect(try Shell.sh("getfattr --only-values -n user.darkdisk.local \(Shell.quote(file))").output == "none")
+        #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == picture, "downloaded on open")
+        #expect(try Shell.sh("getfattr --only-values -n user.darkdisk.local \(Shell.quote(file))").output == "full")
+
+        // Replaced on another machine and pulled here while mounted: the new size and bytes are seen.
+        #expect(try a.darkdisk(["push", try a.file("r", replacement), "--user", "alice", "--identity", identity, "--passphrase-file", passphrase]).status == 0)
+        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
+        #expect(Mount.wait { (try? Shell.sh("stat -c %s \(Shell.quote(file))").output) == "4321\n" }, "the new size is seen")
+        #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == replacement, "the new avatar, not the stale copy")
+        #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/avatars/alice/nobody"))").status != 0)
+    }
+
     @Test func aDamagedCacheCopyIsAnErrorOnceThenDownloadedAgain() throws {
         let a = try CLIStore()
         let b = try CLIStore()
@@ -52,10 +83,14 @@ import Testing
         let path = mount.path + "/nodes/n/data"
         #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data)
 
-        // Bit rot in the cached copy: flip one byte in the middle of the stored file.
-        let cached = try Shell.sh("find \(Shell.quote(b.storePath + "/cache/files")) -type f -name '*.ddf'").output
-            .split(separator: "\n").map(String.init)
-        #expect(cached.count == 1)
+        // Bit rot in the cached copy: flip one byte in the middle of the stored file (`cat` may end before
+        // the download has moved into the pool).
+        var cached: [String] = []
+        #expect(Mount.wait {
+            cached = (try? Shell.sh("find \(Shell.quote(b.storePath + "/cache/files")) -type f -name '*.ddf'").output
+                .split(separator: "\n").map(String.init)) ?? []
+            return cached.count == 1
+        }, "the download lands in the cache pool")
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: try #require(cached.first)))
         try handle.seek(toOffset: 250_000)
         let byte = try #require(try handle.read(upToCount: 1)).first!

@@ -1,0 +1,86 @@
+import DarkDisk
+import DarkDiskCloud
+import Foundation
+import Testing
+
+/// `pull` brings the avatars that user records list into the store's avatar outline (so a mount lists and
+/// sizes them before any download), drops local copies of avatars replaced or removed in the cloud, and
+/// keeps avatars only imported locally.
+@Suite struct AvatarOutlineTests {
+    @Test func pullListsAvatarsAndDropsStaleCopies() async throws {
+        let setup = try CloudTests.Setup()
+        let alice = try UserID("alice")
+        let work = try IdentityID("auth0|5f1c@example.com")
+        let home = try IdentityID("github|42")
+        let picture = CloudTests.bytes(40_000, seed: 51)
+        let sync = CloudSync(manager: setup.a, remote: setup.remote)
+        try await sync.pushUserIdentity(alice, identityID: home, avatar: nil)
+        try await sync.pushUserIdentity(alice, identityID: work, avatar: picture)
+
+        let pulling = CloudSync(manager: setup.b, remote: setup.remote)
+        let clock = try setup.b.outlineVersion()
+        _ = try await pulling.pull()
+        let listed = try setup.b.avatarOutline()
+        #expect(listed.map(\.identityID) == [work], "only identities with an avatar are listed")
+        #expect(listed.first?.plaintextSize == 40_000, "the image size, known before any download")
+        #expect(try setup.b.outlineVersion() > clock, "a mount watching the outline clock notices")
+        #expect(try setup.b.storedAvatars(alice).isEmpty, "pull downloads no avatar")
+
+        // A local copy of the listed avatar, and one imported here only (another user, not in the cloud).
+        _ = try await DownloadManager(manager: setup.b, remote: setup.remote).downloadUserAvatar(alice, identityID: work).value
+        #expect(try setup.b.storedAvatar(alice, identityID: work) != nil)
+        let carol = try UserID("carol")
+        _ = try setup.b.importUserAvatar(DiskImport(cleartextData: CloudTests.bytes(1_000, seed: 52)), userID: carol, identityID: work)
+
+        // Pulling again with nothing changed keeps the copy.
+        let unchanged = try setup.b.outlineVersion()
+        _ = try await pulling.pull()
+        #expect(try setup.b.storedAvatar(alice, identityID: work) != nil)
+        #expect(try setup.b.outlineVersion() == unchanged, "an unchanged listing does not move the clock")
+
+        // The avatar is replaced in the cloud: the stale local copy goes, the new size is listed.
+        let replacement = CloudTests.bytes(12_345, seed: 53)
+        try await sync.pushUserIdentity(alice, identityID: work, avatar: replacement)
+        _ = try await pulling.pull()
+        #expect(try setup.b.storedAvatar(alice, identityID: work) == nil, "the replaced avatar's copy is stale")
+        #expect(try setup.b.avatarOutlineEntry(alice, identityID: work)?.plaintextSize == 12_345)
+        let fetched = try await DownloadManager(manager: setup.b, remote: setup.remote).downloadUserAvatar(alice, identityID: work).value
+        #expect(fetched.image == replacement)
+
+        // The user's record goes: so do the listing and the local copy; carol's local-only avatar stays.
+        try await setup.remote.delete(CloudLayout.user(alice))
+        _ = try await pulling.pull()
+        #expect(try setup.b.avatarOutline(alice).isEmpty)
+        #expect(try setup.b.storedAvatar(alice, identityID: work) == nil)
+        #expect(try setup.b.storedAvatar(carol, identityID: work) != nil, "an avatar only imported here is not the cloud's to delete")
+    }
+
+    /// Records written before `plaintextSize` existed: the size comes from the avatar's authenticated header.
+    @Test func olderRecordsAreSizedFromTheHeader() async throws {
+        let setup = try CloudTests.Setup()
+        let bob = try UserID("bob")
+        let identity = try IdentityID("mail|bob")
+        let picture = CloudTests.bytes(70_001, seed: 54)
+        var record = try await CloudSync(manager: setup.a, remote: setup.remote).pushUserIdentity(bob, identityID: identity, avatar: picture)
+        record.identities[0].avatar?.plaintextSize = nil
+        let json = String(decoding: record.encoded(), as: UTF8.self)
+        #expect(!json.contains("plaintextSize"), "an older record, as it was written")
+        _ = try await setup.remote.write(CloudLayout.user(bob), data: record.encoded())
+        _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        #expect(try setup.b.avatarOutlineEntry(bob, identityID: identity)?.plaintextSize == 70_001)
+    }
+
+    /// A user record that names another user fails the pull with a clear error.
+    @Test func aForeignUserRecordFailsThePull() async throws {
+        let setup = try CloudTests.Setup()
+        let record = try await CloudSync(manager: setup.a, remote: setup.remote)
+            .pushUserIdentity(UserID("alice"), identityID: IdentityID("mail|alice"), avatar: CloudTests.bytes(100, seed: 55))
+        _ = try await setup.remote.write(CloudLayout.user(UserID("mallory")), data: record.encoded())
+        do {
+            _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+            Issue.record("a record describing another user was accepted")
+        } catch let error as RemoteError {
+            #expect(error.code == .invalidResponse && error.message.contains("mallory"))
+        }
+    }
+}
