@@ -41,12 +41,17 @@ let package = Package(
         ]),
         // Measurements for Scripts/bench that need the library in-process (100,000-file stores).
         .executableTarget(name: "darkdisk-bench", dependencies: ["DarkDisk"]),
+        // Fuzzing (issue 8): the targets, and one executable that libFuzzer drives when Scripts/fuzz builds it
+        // with --sanitize=fuzzer -DFUZZING, and that otherwise replays inputs or writes the seed corpus.
+        .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDisk", "DarkDiskCloud", "DarkDiskFS"]),
+        .executableTarget(name: "darkdisk-fuzz", dependencies: ["DarkDiskFuzzTargets"]),
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto", "DarkDiskTestSupport"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk"]),
         // Real servers for the tests (nginx, our fault-injecting proxy), shared by the test targets.
         .target(name: "DarkDiskTestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskCloud", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets"]),
         .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

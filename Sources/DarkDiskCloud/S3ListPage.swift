@@ -2,13 +2,13 @@ import Foundation
 
 /// One page of a ListObjectsV2 answer: the objects (keys made relative to the remote's prefix) and the
 /// continuation token of the next page, if the listing is truncated.
-struct S3ListPage {
-    let objects: [ObjectInfo]
-    let nextToken: String?
+package struct S3ListPage {
+    package let objects: [ObjectInfo]
+    package let nextToken: String?
 
     /// Parses `body`; anything but a well-formed `ListBucketResult` whose objects all have a key under
     /// `keyPrefix`, a size and an ETag is `.invalidResponse`.
-    init(_ body: Data, keyPrefix: String, remote: String) throws(RemoteError) {
+    package init(_ body: Data, keyPrefix: String, remote: String) throws(RemoteError) {
         guard let document = S3XML.parse(body), document.name == "ListBucketResult" else {
             throw RemoteError(.invalidResponse, "\(remote): the listing is not an S3 ListBucketResult document")
         }

@@ -5,10 +5,10 @@ import FoundationXML
 
 /// An element of an S3 XML answer (a listing, an error, a multipart upload's ID) as a small tree, parsed
 /// with Foundation's XMLParser; anything that is not well-formed XML parses to nil, never a crash.
-struct S3XML: Sendable {
-    let name: String
-    var text: String
-    var children: [S3XML]
+package struct S3XML: Sendable {
+    package let name: String
+    package var text: String
+    package var children: [S3XML]
 
     /// The first child element called `name`.
     func child(_ name: String) -> S3XML? { children.first { $0.name == name } }
@@ -17,10 +17,10 @@ struct S3XML: Sendable {
     func children(_ name: String) -> [S3XML] { children.filter { $0.name == name } }
 
     /// The text of the first child element called `name`.
-    func text(_ name: String) -> String? { child(name)?.text }
+    package func text(_ name: String) -> String? { child(name)?.text }
 
     /// The document's root element, or nil if `data` is not well-formed XML.
-    static func parse(_ data: Data) -> S3XML? {
+    package static func parse(_ data: Data) -> S3XML? {
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
         let builder = Builder()

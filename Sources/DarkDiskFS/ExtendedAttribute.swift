@@ -7,7 +7,7 @@ import DarkDisk
 /// Values are short ASCII texts without a terminating NUL, as `getfattr` prints them: `0`/`1`, decimal integers,
 /// `none`/`partial`/`full`. A written value may end in one newline (`echo 1 | …`); anything else around the
 /// number, a sign where none is allowed, or more than `maxValueLength` bytes makes it invalid.
-enum ExtendedAttribute: Hashable, Sendable {
+package enum ExtendedAttribute: Hashable, Sendable {
     /// `user.darkdisk.persistent` of a file: `1` when it is persistent, `0` when it belongs to its cache pool.
     case persistent
     /// `user.darkdisk.expiration` of a file: its own expiration in seconds (`0`: the pool's default, `<0`: never).
@@ -18,7 +18,7 @@ enum ExtendedAttribute: Hashable, Sendable {
     case pool(Pool, PoolField)
 
     /// The per-pool attributes of the mount root.
-    enum PoolField: String, CaseIterable, Sendable {
+    package enum PoolField: String, CaseIterable, Sendable {
         /// Max bytes of cache files (writable; lowering it evicts at once).
         case maxSize = "max_size"
         /// Seconds before a cache file with expiration 0 expires (writable; `0` or less: never).
@@ -66,7 +66,7 @@ enum ExtendedAttribute: Hashable, Sendable {
     }
 
     /// A validated write: what `setxattr` of an attribute asks the store to do.
-    enum Assignment: Equatable, Sendable {
+    package enum Assignment: Equatable, Sendable {
         case persistent(Bool)
         case expiration(Int64)
         case maxSize(Pool, UInt64)
@@ -83,8 +83,8 @@ enum ExtendedAttribute: Hashable, Sendable {
     }
 
     /// Why a name or value was refused; `FuseErrno` turns it into the errno `getfattr`/`setfattr` report.
-    struct Failure: Error, Equatable, Sendable, CustomStringConvertible {
-        enum Code: Sendable, Equatable {
+    package struct Failure: Error, Equatable, Sendable, CustomStringConvertible {
+        package enum Code: Sendable, Equatable {
             /// No such attribute on this inode (`ENODATA`).
             case noSuchAttribute
             /// The value is not one the attribute takes (`EINVAL`).
@@ -99,27 +99,27 @@ enum ExtendedAttribute: Hashable, Sendable {
             case notLocal
         }
 
-        let code: Code
-        let message: String
+        package let code: Code
+        package let message: String
 
         init(_ code: Code, _ message: String) {
             self.code = code
             self.message = message
         }
 
-        var description: String { message }
+        package var description: String { message }
     }
 
     /// The common prefix of every name.
     static let prefix = "user.darkdisk."
     /// The longest value accepted by a write; longer ones are refused without being copied.
-    static let maxValueLength = 64
+    package static let maxValueLength = 64
     /// `setxattr` flags (`<sys/xattr.h>`).
     static let createFlag: Int32 = 1
     static let replaceFlag: Int32 = 2
 
     /// Every attribute, files' first, in the order `listxattr` gives them.
-    static let all: [ExtendedAttribute] = names(for: .file) + names(for: .root)
+    package static let all: [ExtendedAttribute] = names(for: .file) + names(for: .root)
 
     private static let byName: [String: ExtendedAttribute] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 
@@ -133,13 +133,13 @@ enum ExtendedAttribute: Hashable, Sendable {
 
     /// The attribute called `name` (the raw bytes the kernel passed, without the NUL), if it is one of ours.
     /// Bytes that are not UTF-8, odd characters and other namespaces simply match nothing.
-    init?(name: some Collection<UInt8>) {
+    package init?(name: some Collection<UInt8>) {
         guard name.count <= 255, let text = String(validating: name, as: UTF8.self), let attribute = Self.byName[text] else { return nil }
         self = attribute
     }
 
     /// The full name, e.g. `user.darkdisk.pool.data.max_size`.
-    var name: String {
+    package var name: String {
         switch self {
         case .persistent: Self.prefix + "persistent"
         case .expiration: Self.prefix + "expiration"
@@ -157,7 +157,7 @@ enum ExtendedAttribute: Hashable, Sendable {
     }
 
     /// Whether `setxattr` may change it.
-    var isWritable: Bool {
+    package var isWritable: Bool {
         switch self {
         case .persistent, .expiration: true
         case .local: false
@@ -172,7 +172,7 @@ enum ExtendedAttribute: Hashable, Sendable {
 
     /// Checks a written value and says what it asks for. Refuses read-only attributes, values longer than
     /// `maxValueLength` bytes (before looking at them), and anything but the attribute's own syntax.
-    func assignment(from value: some BidirectionalCollection<UInt8>) throws(Failure) -> Assignment {
+    package func assignment(from value: some BidirectionalCollection<UInt8>) throws(Failure) -> Assignment {
         guard isWritable else { throw Failure(.readOnly, "\(name) is read-only") }
         guard value.count <= Self.maxValueLength else {
             throw Failure(.invalidValue, "\(name): a value of \(value.count) bytes is too long (at most \(Self.maxValueLength))")
@@ -199,7 +199,7 @@ enum ExtendedAttribute: Hashable, Sendable {
 
     /// A decimal integer that fits an `Int64`: an optional `-`, then 1 to 19 ASCII digits, then at most one
     /// newline. No `+`, no spaces, no NUL, no other bytes.
-    static func integer(_ value: some BidirectionalCollection<UInt8>, for name: String) throws(Failure) -> Int64 {
+    package static func integer(_ value: some BidirectionalCollection<UInt8>, for name: String) throws(Failure) -> Int64 {
         var bytes = value[...]
         if bytes.last == UInt8(ascii: "\n") { bytes = bytes.dropLast() }
         let negative = bytes.first == UInt8(ascii: "-")
