@@ -19,6 +19,17 @@ extension DiskManager {
         return PartialDownload(nodeID: nodeID, etag: row["etag"], size: UInt64(row["size"] as Int64), path: path, ranges: ranges)
     }
 
+    /// A folder of the cache directory for a component's own files (`partial`, `downloads`), created if the
+    /// cache folder was purged; a symbolic link planted there is refused, never followed.
+    public func cacheSubfolder(_ name: String) throws(DarkDiskError) -> String {
+        guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
+            throw DarkDiskError(.invalidArgument, "invalid cache folder name '\(name)'")
+        }
+        let path = location.cacheDirectory + "/" + name
+        try FileSystem.makeDirectory(path)
+        return path
+    }
+
     /// Starts recording a new download (replacing any older one, whose partial file is removed).
     public func beginPartialDownload(_ nodeID: NodeID, etag: String, size: UInt64) throws(DarkDiskError) -> PartialDownload {
         try removePartialDownload(nodeID)

@@ -177,7 +177,7 @@ extension DiskManager {
     func sweepOrphans() -> Int {
         var removed = 0
         for staging in [location.persistentStaging, location.cacheStaging] {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? [] {
+            for name in FileSystem.realDirectoryEntries(staging) ?? [] {
                 // Unlocked and untouched for ten minutes: a CryptoFile being moved in is briefly unlocked.
                 let path = staging + "/" + name
                 if removeIfUnlocked(path, stillOrphan: { FileSystem.changedSecondsAgo(path) > 600 }) { removed += 1 }
@@ -187,8 +187,12 @@ extension DiskManager {
             let known = Set((try? database.read { db in
                 try String.fetchAll(db, sql: "SELECT name FROM file WHERE mode = ?", arguments: [mode.rawValue])
             }) ?? [])
-            for shard in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [] {
-                for name in (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + shard)) ?? [] where !known.contains(name) {
+            for shard in FileSystem.realDirectoryEntries(root) ?? [] {
+                guard let names = FileSystem.realDirectoryEntries(root + "/" + shard) else {
+                    logger.warning("ignoring \(root)/\(shard): not a directory of the store (a symbolic link is never followed)")
+                    continue
+                }
+                for name in names where !known.contains(name) {
                     let path = root + "/" + shard + "/" + name
                     switch removeOrphan(path) {
                     case .removed: removed += 1

@@ -34,7 +34,7 @@ public final class DiskManager: Sendable {
         if exists(at: location) {
             throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
         }
-        try FileSystem.makeDirectory(location.configDirectory)
+        try FileSystem.makeDirectory(location.configDirectory, allowLink: true)
         let key: SymmetricKey
         if let adoptingKeyFile {
             guard let passphrase else {
@@ -60,7 +60,7 @@ public final class DiskManager: Sendable {
         self.location = location
         self.masterKey = masterKey
         self.logger = logger
-        try FileSystem.makeDirectory(location.dataDirectory)
+        try FileSystem.makeDirectory(location.dataDirectory, allowLink: true)
         try FileSystem.makeDirectory(location.persistentFiles)
         try FileSystem.makeDirectory(location.persistentStaging)
         self.database = try IndexDatabase.open(path: location.indexPath)

@@ -6,16 +6,33 @@ import Glibc
 /// Thin, errno-checked wrappers over the POSIX calls the store relies on for atomicity
 /// (write to a staging file, fsync, rename, fsync the directory) and for locking (flock).
 enum FileSystem {
-    /// Creates `path` and its parents with `mode` (existing folders are left as they are).
-    static func makeDirectory(_ path: String, mode: mode_t = 0o700) throws(DarkDiskError) {
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir) {
-            guard isDir.boolValue else { throw DarkDiskError(.io, "\(path) exists and is not a directory") }
+    /// Creates `path` and its parents with `mode` (existing folders are left as they are). A folder inside
+    /// the store must be a real directory: a symbolic link there (planted, or made by mistake) would send
+    /// the store's writes and sweeps outside it, so it is refused unless `allowLink` (the store's three
+    /// roots, which a user may point elsewhere, and the folders above them).
+    static func makeDirectory(_ path: String, mode: mode_t = 0o700, allowLink: Bool = false) throws(DarkDiskError) {
+        var st = stat()
+        if lstat(path, &st) == 0 {
+            if st.st_mode & S_IFMT == S_IFLNK {
+                guard allowLink else {
+                    throw DarkDiskError(.io, "\(path) is a symbolic link; darkdisk does not follow links inside its store (remove it)")
+                }
+                guard stat(path, &st) == 0 else { throw .posix("cannot follow the link", path: path) }
+            }
+            guard st.st_mode & S_IFMT == S_IFDIR else { throw DarkDiskError(.io, "\(path) exists and is not a directory") }
             return
         }
         let parent = (path as NSString).deletingLastPathComponent
-        if parent != path && !parent.isEmpty { try makeDirectory(parent, mode: mode) }
+        if parent != path && !parent.isEmpty { try makeDirectory(parent, mode: mode, allowLink: true) }
         if mkdir(path, mode) != 0 && errno != EEXIST { throw .posix("cannot create directory", path: path) }
+    }
+
+    /// The names in `path` if it is a real directory (not a symbolic link to one), else nil: the sweeps
+    /// that delete debris list folders with this, so a planted link never leads them outside the store.
+    static func realDirectoryEntries(_ path: String) -> [String]? {
+        var st = stat()
+        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { return nil }
+        return try? FileManager.default.contentsOfDirectory(atPath: path)
     }
 
     /// Writes a new file (never replacing one) and flushes it to disk.

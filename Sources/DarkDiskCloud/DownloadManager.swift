@@ -37,13 +37,11 @@ public final class DownloadManager: Sendable {
     /// A folder of the cache directory (`partial` for partial downloads and their locks, `downloads` for
     /// downloads the DiskManager does not keep), created if the cache folder was purged.
     func cacheFolder(_ name: String) throws(RemoteError) -> String {
-        let path = manager.location.cacheDirectory + "/" + name
         do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            return try manager.cacheSubfolder(name)
         } catch {
-            throw RemoteError(.io, "cannot create \(path): \(error.localizedDescription)")
+            throw RemoteError(.io, error.message)
         }
-        return path
     }
 
     /// The node's data, from the store if it is local, else downloaded into the cache pool. Concurrent calls

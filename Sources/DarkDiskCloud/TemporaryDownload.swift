@@ -23,10 +23,13 @@ final class TemporaryDownload: Sendable {
         close(fd)
     }
 
-    /// Removes the files in `folder` that no process holds.
+    /// Removes the downloads in `folder` that no process holds. Only a real folder is swept (a symbolic
+    /// link planted in its place is never followed), and only files named as this type names them.
     static func sweep(_ folder: String) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
-        for name in names {
+        var st = stat()
+        guard lstat(folder, &st) == 0, st.st_mode & S_IFMT == S_IFDIR,
+              let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        for name in names where name.hasSuffix(".ddc") && UUID(uuidString: String(name.dropLast(4))) != nil {
             let path = folder + "/" + name
             let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             guard fd >= 0 else { continue }
