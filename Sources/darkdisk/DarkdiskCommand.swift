@@ -16,7 +16,8 @@ struct DarkdiskCommand: ParsableCommand {
             """,
         subcommands: [InitCommand.self, ImportCommand.self, ExportCommand.self, MountCommand.self,
                       UnmountCommand.self, PushCommand.self, PullCommand.self, FetchCommand.self,
-                      PersistCommand.self, DeleteCommand.self, StatusCommand.self, ConfigCommand.self])
+                      PersistCommand.self, DeleteCommand.self, StatusCommand.self, ConfigCommand.self,
+                      CheckCommand.self])
 
     /// Parses, runs, and turns every failure into one line on stderr and a non-zero exit.
     /// Synchronous commands (mount above all) run on the main thread, whose signal mask libfuse's threads
@@ -38,6 +39,9 @@ struct DarkdiskCommand: ParsableCommand {
             fail(error.message)
         } catch let error as CLIError {
             fail(error.message)
+        } catch let code as ExitCode {
+            // A command that already said what failed (e.g. `check` listing its problems).
+            Foundation.exit(code.rawValue)
         } catch {
             if exitCode(for: error) == .success { exit(withError: error) }
             let message = self.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"

@@ -1,0 +1,78 @@
+import DarkDiskCrypto
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DiskManager {
+    /// Checks that the index and the disk agree: every indexed file is there (or, in the cache pool, gone
+    /// as a purge leaves it) with its recorded size and an authentic header, and the pools' running totals
+    /// equal the sum of their rows. `full` also reads every file to the end, authenticating each chunk.
+    /// Meant for a quiet store (`darkdisk check`, and the fault tests after each crash): files being
+    /// imported meanwhile may show up as orphans.
+    public func check(full: Bool = false) throws(DarkDiskError) -> StoreCheck {
+        let (records, usage, pending) = try read { db in
+            (try FileRecord.fetchAll(db),
+             try Row.fetchAll(db, sql: "SELECT pool, mode, bytes, files FROM usage"),
+             Set(try String.fetchAll(db, sql: "SELECT path FROM pendingDelete")))
+        }
+        var result = StoreCheck()
+        var names = Set<String>()
+        for record in records {
+            result.files += 1
+            names.insert(record.name)
+            let path = path(of: record)
+            let what = "\(record.kind.rawValue) of '\(record.ownerID)'\(record.identityID.isEmpty ? "" : " / '\(record.identityID)'") (\(record.mode.rawValue))"
+            var st = stat()
+            guard lstat(path, &st) == 0 else {
+                if record.mode == .cache, errno == ENOENT { result.vanishedCacheFiles += 1 } else {
+                    result.problems.append("\(what): \(path) is missing")
+                }
+                continue
+            }
+            guard st.st_mode & S_IFMT == S_IFREG else {
+                result.problems.append("\(what): \(path) is not a regular file")
+                continue
+            }
+            guard Int64(st.st_size) == record.storedSize else {
+                result.problems.append("\(what): \(path) has \(st.st_size) bytes, the index says \(record.storedSize)")
+                continue
+            }
+            do {
+                let reader = try CryptoFileReader(path: path, key: try unwrap(record.wrappedKey))
+                if full {
+                    for section in 0..<reader.header.sectionSizes.count {
+                        var offset: UInt64 = 0
+                        let size = reader.plaintextSize(ofSection: section)
+                        while offset < size {
+                            let count = Int(min(size - offset, 1 << 20))
+                            _ = try reader.read(section: section, offset: offset, count: count)
+                            offset += UInt64(count)
+                        }
+                    }
+                    result.authenticated += 1
+                }
+            } catch {
+                result.problems.append("\(what): \(path) does not authenticate: \(error)")
+            }
+        }
+        for root in [location.persistentFiles, location.cacheFiles] {
+            for shard in FileSystem.realDirectoryEntries(root) ?? [] {
+                for name in FileSystem.realDirectoryEntries(root + "/" + shard) ?? [] where !names.contains(name) {
+                    if !pending.contains(root + "/" + shard + "/" + name) { result.orphans += 1 }
+                }
+            }
+        }
+        for row in usage {
+            let pool: String = row["pool"], mode: String = row["mode"]
+            let rows = records.filter { $0.pool.rawValue == pool && $0.mode.rawValue == mode }
+            let bytes = rows.reduce(Int64(0)) { $0 + $1.storedSize }
+            let (recordedBytes, recordedFiles): (Int64, Int64) = (row["bytes"], row["files"])
+            if recordedBytes != bytes || recordedFiles != Int64(rows.count) {
+                result.problems.append("pool \(pool) (\(mode)): the running total says \(recordedFiles) files, \(recordedBytes) bytes; the rows add up to \(rows.count) files, \(bytes) bytes")
+            }
+        }
+        return result
+    }
+}
