@@ -20,11 +20,31 @@ extension DownloadManager {
     }
 
     private func transferNodeData(_ nodeID: NodeID, _ transfer: Transfer<NodeDataDownload>) async throws -> NodeDataDownload {
-        // Readers waiting on this node's bytes follow the transfer; it ends their wait however it ends (also
-        // when the node turns out to be stored already), and they then take the ticket's result.
+        // One downloader per node, across processes and within this one (a transfer that follows a cancelled
+        // one waits here until the cancelled one has wound down).
+        var lock: DownloadLock?
+        do {
+            while true {
+                if let local = try manager.nodeFile(nodeID, kind: .data) {
+                    // Stored meanwhile (by another process, say): readers waiting on its bytes read it now.
+                    if let waiting = registeredStream(nodeID) { endStream(nodeID, waiting, nil) }
+                    return NodeDataDownload(export: local)
+                }
+                lock = try DownloadLock.tryAcquire(try cacheFolder("partial") + "/" + nodeID.rawValue + ".lock")
+                if lock != nil { break }
+                try await Task.sleep(nanoseconds: 100_000_000)
+            }
+        } catch {
+            if let waiting = registeredStream(nodeID) { endStream(nodeID, waiting, error) }
+            throw error
+        }
+        defer { withExtendedLifetime(lock) {} }
+        // Readers waiting on this node's bytes follow this transfer's stream, which it ends however it ends,
+        // before it lets go of the lock: a stream is never shared by a transfer winding down and the next
+        // one (the first would end it, and with it the queue of parts, under the second).
         let stream = stream(for: nodeID)
         do {
-            let result = try await lockedTransfer(nodeID, stream: stream, transfer: transfer)
+            let result = try await fetchNodeData(nodeID, stream: stream, transfer: transfer)
             endStream(nodeID, stream, nil)
             return result
         } catch {
@@ -33,17 +53,8 @@ extension DownloadManager {
         }
     }
 
-    /// One downloader per node across processes: waits for another one to finish, then uses its result.
-    private func lockedTransfer(_ nodeID: NodeID, stream: NodeDataStream, transfer: Transfer<NodeDataDownload>) async throws -> NodeDataDownload {
-        var lock: DownloadLock?
-        while true {
-            if let local = try manager.nodeFile(nodeID, kind: .data) { return NodeDataDownload(export: local) }
-            lock = try DownloadLock.tryAcquire(try cacheFolder("partial") + "/" + nodeID.rawValue + ".lock")
-            if lock != nil { break }
-            try await Task.sleep(nanoseconds: 100_000_000)
-        }
-        defer { withExtendedLifetime(lock) {} }
-        return try await fetchNodeData(nodeID, stream: stream, transfer: transfer)
+    private func registeredStream(_ nodeID: NodeID) -> NodeDataStream? {
+        streams.withLock { $0[nodeID] }
     }
 
     private func endStream(_ nodeID: NodeID, _ stream: NodeDataStream, _ error: (any Error)?) {
@@ -157,6 +168,11 @@ extension DownloadManager {
             throw error
         }
         try recorder.flush()
+        // Never hand on a file with a gap: the parts handed out must have covered it all.
+        let missing = recorder.download.missingParts(partSize: max(recorder.download.size, 1))
+        guard missing.isEmpty else {
+            throw RemoteError(.io, "the download of \(objectKey) ended with \(missing.reduce(0) { $0 + $1.count }) bytes missing (\(missing.count) ranges); it resumes at the next read")
+        }
     }
 
     private static func write(_ bytes: UnsafeRawBufferPointer, to fd: Int32, at offset: UInt64) throws(RemoteError) {

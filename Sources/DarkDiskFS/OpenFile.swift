@@ -22,15 +22,20 @@ final class OpenFile: Sendable {
 
     var source: Source { state.withLock { $0 } }
 
-    /// Switches to the stored file (its download landed); the returned reader serves from now on.
+    /// Switches to the stored file (its download landed); the returned reader serves from now on. The
+    /// first export adopted stays until the handle is released: several reads in flight each bring one,
+    /// and replacing it would release its token and close the descriptor a read is still using (the number
+    /// then goes to another file, and that read fails authentication).
     func adopt(_ export: DiskExport) throws(CryptoError) -> CryptoFileReader {
+        if case .stored(_, let reader) = source { return reader }
         let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
-        let previous = state.withLock { state -> Source in
+        let (previous, kept) = state.withLock { state -> (Source, CryptoFileReader) in
+            if case .stored(_, let existing) = state { return (state, existing) }
             defer { state = .stored(export, reader) }
-            return state
+            return (state, reader)
         }
         if case .remote(let remote) = previous { remote.finish() }
-        return reader
+        return kept
     }
 
     /// Lets go of the download this handle kept going (it goes on only if other readers wait for it).
@@ -53,6 +58,9 @@ final class RemoteData: Sendable {
         var ticket: DownloadTicket<NodeDataDownload>?
         var reader: CryptoFileReader?
         var descriptor: SharedDescriptor?
+        /// Partial files of earlier versions: kept open while the handle lives, because a read in flight
+        /// may still use a reader over one (its descriptor must not close and be reused under it).
+        var retired: [SharedDescriptor] = []
     }
 
     init(nodeID: NodeID, key: SymmetricKey, size: UInt64, ticket: DownloadTicket<NodeDataDownload>) {
@@ -77,6 +85,7 @@ final class RemoteData: Sendable {
         if let current = state.withLock({ $0.descriptor === descriptor ? $0.reader : nil }) { return current }
         let reader = try CryptoFileReader(fileDescriptor: descriptor.fileDescriptor, key: key, closeOnDeinit: false)
         state.withLock { state in
+            if let old = state.descriptor, old !== descriptor { state.retired.append(old) }
             state.reader = reader
             state.descriptor = descriptor
         }
