@@ -69,7 +69,7 @@ enum ImagesBench {
         let rate = Double(files.count) / best
         print("images.thumbnails_per_s \(String(format: "%.1f", rate)) thumbnails/s ratio \(String(format: "%.2f", rate / peerRate)) vs vipsthumbnail")
         var usage = rusage()
-        getrusage(RUSAGE_SELF, &usage)
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
         let rss = Double(usage.ru_maxrss) / 1024
         print("images.peak_rss \(String(format: "%.0f", rss)) MiB ratio \(String(format: "%.2f", rss / peerRSS)) vs vipsthumbnail")
     }

@@ -29,7 +29,8 @@ import Testing
         #expect(willFetch)
         let post = try #require(await record.posts(1).first)
         #expect(record.events.withLock { $0 } == ["pre true true", "returned", "process", "post"])
-        #expect(!processedOnCaller.load(ordering: .relaxed), "processing runs off the caller's thread")
+        let onCaller = processedOnCaller.load(ordering: .relaxed)
+        #expect(!onCaller, "processing runs off the caller's thread")
         #expect(post.onCallbackQueue, "postFetch runs on the callback queue")
         #expect(post.error == nil && post.image?.width == 64 && post.image?.height == 48)
         #expect(try setup.b.nodeFile(node, kind: .thumbnail) != nil, "the download was cached in the DiskManager")
@@ -171,8 +172,9 @@ import Testing
         #expect(try await images.userAvatar(user, identityID: home)?.width == 70)
 
         // Unknown here, and no remote: an error, not a negative result.
+        let nowhere = try NodeID("nowhere")
         do {
-            _ = try await images.nodeThumbnail(NodeID("nowhere"))
+            _ = try await images.nodeThumbnail(nowhere)
             Issue.record("an unknown node was found")
         } catch { #expect(error.code == .notAvailable) }
     }
