@@ -77,7 +77,8 @@ import Testing
 
         let cropped = store.directory + "/crop.jpg"
         #expect(try store.darkdisk(["avatar", "--user", "carol", "--size", "40x30", "--format", "jpeg", "-o", cropped]).status == 0)
-        #expect(try header(cropped).hasPrefix("40x30 uchar, 3 bands"))
+        let croppedHeader = try header(cropped)
+        #expect(croppedHeader.hasPrefix("40x30 uchar") && croppedHeader.hasSuffix("jpegload"), "\(croppedHeader)")
 
         expectOneLineFailure(try store.darkdisk(["avatar", "--user", "carol", "--size", "40x30", "--circle"]), mentioning: "square")
         expectOneLineFailure(try store.darkdisk(["avatar", "--user", "dave"]), mentioning: "dave")

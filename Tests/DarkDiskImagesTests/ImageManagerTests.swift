@@ -59,7 +59,7 @@ import Testing
         let bare = try await setup.push("bare", thumbnail: nil)
         let user = try UserID("erin")
         try await CloudSync(manager: setup.a, remote: setup.remote).pushUserIdentity(user, identityID: IdentityID("mail|erin"), avatar: nil)
-        let images = setup.images(negativeLifetime: .milliseconds(400))
+        let images = setup.images()
 
         #expect(try await images.nodeThumbnail(bare, processor: resize64) == nil, "the node has no thumbnail")
         var hit = false
@@ -72,6 +72,11 @@ import Testing
         let reads = setup.counting.reads.load(ordering: .relaxed)
         #expect(try await images.userAvatar(user) == nil)
         #expect(setup.counting.reads.load(ordering: .relaxed) == reads, "no second lookup")
+        // With a short lifetime, the remembered answer expires.
+        images.negativeResultLifetime = .milliseconds(200)
+        images.flushUserAvatarsCache(user)
+        #expect(try await images.userAvatar(user) == nil)
+        let readsBeforeExpiry = setup.counting.reads.load(ordering: .relaxed)
         try await Task.sleep(nanoseconds: 600_000_000)
         var willFetch = false
         let record = FetchRecord()
@@ -79,7 +84,7 @@ import Testing
         #expect(willFetch, "the negative result expired")
         let post = try #require(await record.posts(1).first)
         #expect(post.image == nil && post.error == nil)
-        #expect(setup.counting.reads.load(ordering: .relaxed) > reads)
+        #expect(setup.counting.reads.load(ordering: .relaxed) > readsBeforeExpiry)
 
         // A transient error is reported, not remembered.
         let photo = try await setup.push("photo", thumbnail: try TestImages.png(120, 90))

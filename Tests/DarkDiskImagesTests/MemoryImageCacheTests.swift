@@ -56,7 +56,7 @@ import Testing
 
     @Test func negativeEntriesExpireAndFlushesMatchKeys() async throws {
         let cache = MemoryImageCache()
-        cache.insert(MemoryImageCache.Entry(image: nil, expires: .now + .milliseconds(150)), for: key("none"))
+        cache.insert(MemoryImageCache.Entry(image: nil, expires: .now + .seconds(1)), for: key("none"))
         cache.insert(image(10), for: key("n1", "resize-64x64"))
         cache.insert(image(10), for: key("n1", "crop-32x32"))
         cache.insert(image(10), for: key("n2", "resize-64x64"))
@@ -64,7 +64,7 @@ import Testing
         let negative = try #require(cache.entry(for: key("none")))
         #expect(negative.image == nil)
         #expect(cache.totalCost == 30 + MemoryImageCache.negativeEntryCost)
-        try await Task.sleep(nanoseconds: 300_000_000)
+        try await Task.sleep(nanoseconds: 1_300_000_000)
         #expect(cache.entry(for: key("none")) == nil, "expired: looked up again")
         #expect(cache.count == 3)
         #expect(cache.removeAll { $0.processorID == "resize-64x64" } == 2)
