@@ -7,7 +7,7 @@ import Testing
 
 /// The image manager over a real store and a real file remote: the seeds' fetch contract, negative
 /// results, coalescing, flushes.
-@Suite struct ImageManagerTests {
+@Suite(.timeLimit(.minutes(2))) struct ImageManagerTests {
     let resize64 = ImageProcessor.resize(toFit: try! ImageSize(width: 64, height: 64))
 
     @Test func preFetchThenLoadProcessCacheAndPostFetch() async throws {
@@ -52,6 +52,21 @@ import Testing
         #expect(original.width == 400 && original.format == .jpeg)
         #expect(setup.counting.reads.load(ordering: .relaxed) == readsAfterFirst)
         #expect(images.nodeThumbnailsCache.keys.count == 2)
+    }
+
+    @Test func postFetchRunsOnTheMainQueueByDefault() async throws {
+        let setup = try ImageSetup()
+        let images = ImageManager(diskManager: setup.b)
+        let node = try NodeID("main")
+        _ = try setup.b.importNodeFile(DiskImport(cleartextData: try TestImages.png(40, 40)), nodeID: node, kind: .thumbnail)
+        let mainKey = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: mainKey, value: true)
+        let onMain = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            images.fetchNodeThumbnail(node, preFetch: { _, _ in }, postFetch: { image, _ in
+                continuation.resume(returning: DispatchQueue.getSpecific(key: mainKey) == true && image?.width == 40)
+            })
+        }
+        #expect(onMain, "as in the seeds (the main thread): postFetch on the main queue")
     }
 
     @Test func negativeResultsAreCachedAndExpireButErrorsAreNot() async throws {
