@@ -32,7 +32,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
         do {
             if let size { _ = try ImageSize(parsing: size) }
             if let format { _ = try OutputFormat(parsing: format) }
-        } catch let error as ImageError {
+        } catch {
             throw ValidationError(error.message)
         }
     }
