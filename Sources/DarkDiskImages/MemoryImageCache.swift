@@ -132,7 +132,8 @@ public final class MemoryImageCache: Sendable {
         }
     }
 
-    /// Removes the entries whose key matches `predicate`; returns how many went.
+    /// Removes the entries whose key matches `predicate`; returns how many went. The predicate runs under
+    /// the cache's lock: it must not use this cache.
     @discardableResult
     public func removeAll(where predicate: (ImageCacheKey) -> Bool) -> Int {
         removeEntries { key, _ in predicate(key) }
