@@ -62,12 +62,9 @@ extension ImageManager {
             if let identity, let local = try diskManager.userAvatar(user, identityID: identity) {
                 return completion(.success(LoadedImage(bytes: try Self.plaintext(of: local, section: nil), sourceFileID: local.fileID, identityID: identity)))
             }
-            if downloadManager == nil, identity == nil {
+            if downloadManager == nil, identity == nil, let local = try mostRecentLocalAvatar(user) {
                 // No remote to ask for the display identity: the most recently stored avatar.
-                for avatar in try diskManager.storedAvatars(user).sorted(by: { $0.modified > $1.modified }) {
-                    guard let identity = try? IdentityID(avatar.identityID), let local = try diskManager.userAvatar(user, identityID: identity) else { continue }
-                    return completion(.success(LoadedImage(bytes: try Self.plaintext(of: local, section: nil), sourceFileID: local.fileID, identityID: identity)))
-                }
+                return completion(.success(local))
             }
         } catch {
             return completion(.failure(Self.storeError(error, what: "the avatar of user '\(user)'")))
@@ -81,9 +78,25 @@ extension ImageManager {
             case .success(let avatar):
                 completion(.success(LoadedImage(bytes: avatar.image, sourceFileID: avatar.export?.fileID, identityID: avatar.identityID)))
             case .failure(let error):
-                completion(.failure(Self.downloadError(error, what: "the avatar of user '\(user)'")))
+                let failure = Self.downloadError(error, what: "the avatar of user '\(user)'")
+                // The remote could not say which identity is displayed (unreachable, say): a stored avatar
+                // of the user is better than nothing. An unknown user stays an error.
+                if identity == nil, failure.code == .download, var local = try? self.mostRecentLocalAvatar(user) {
+                    local.provisional = true
+                    return completion(.success(local))
+                }
+                completion(.failure(failure))
             }
         }
+    }
+
+    /// The user's most recently stored avatar that is still on local disk, if any.
+    private func mostRecentLocalAvatar(_ user: UserID) throws -> LoadedImage? {
+        for avatar in try diskManager.storedAvatars(user).sorted(by: { $0.modified > $1.modified }) {
+            guard let identity = try? IdentityID(avatar.identityID), let local = try diskManager.userAvatar(user, identityID: identity) else { continue }
+            return LoadedImage(bytes: try Self.plaintext(of: local, section: nil), sourceFileID: local.fileID, identityID: identity)
+        }
+        return nil
     }
 
     /// The whole plaintext of a stored file's content section (or of `section` of a cloud file).

@@ -158,6 +158,7 @@ public final class ImageManager: Sendable {
     /// Caches a result, unless the stored file it came from was replaced meanwhile (the store's change
     /// notification may already have passed; a later one finds the entry and removes it).
     private func remember(_ image: ProcessedImage?, from loaded: LoadedImage, key: ImageCacheKey, in cache: MemoryImageCache, for fetchKey: FetchKey) {
+        guard !loaded.provisional else { return }
         let source: ImageSource
         if fetchKey.thumbnails, let node = try? NodeID(key.ownerID) {
             source = .thumbnail(node)

@@ -9,4 +9,6 @@ struct LoadedImage: Sendable {
     var sourceFileID: Int64?
     /// For avatars: the identity they belong to.
     var identityID: IdentityID?
+    /// A stand-in (a stored avatar while the remote cannot name the display identity): delivered, not cached.
+    var provisional = false
 }

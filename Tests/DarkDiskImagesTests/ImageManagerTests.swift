@@ -231,6 +231,11 @@ import Testing
         #expect(images.userAvatarsCache.count == 2)
         images.flushUserAvatarsCache(user)
         #expect(images.userAvatarsCache.count == 0)
+        // The remote unreachable: the display identity is unknown, a stored avatar stands in for it.
+        setup.counting.failing.store(true, ordering: .relaxed)
+        #expect(try await images.userAvatar(user) != nil)
+        #expect(images.userAvatarsCache.count == 0, "a stand-in is not cached")
+        setup.counting.failing.store(false, ordering: .relaxed)
 
         // Thumbnail flushes by node and by processor touch only their own entries.
         let one = try await setup.push("one", thumbnail: try TestImages.png(50, 50))
