@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "DarkDisk", targets: ["DarkDisk"]),
         .library(name: "DarkDiskCloud", targets: ["DarkDiskCloud"]),
         .library(name: "DarkDiskFS", targets: ["DarkDiskFS"]),
+        .library(name: "DarkDiskImages", targets: ["DarkDiskImages"]),
         .executable(name: "darkdisk", targets: ["darkdisk"]),
     ],
     dependencies: [
@@ -20,6 +21,7 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
         .target(name: "DarkDiskCrypto", dependencies: ["COpenSSL"]),
         .target(name: "DarkDisk", dependencies: [
             "DarkDiskCrypto",
@@ -36,6 +38,7 @@ let package = Package(
         ]),
         .executableTarget(name: "darkdisk", dependencies: [
             "DarkDisk", "DarkDiskFS", "DarkDiskCloud",
+            "DarkDiskImages",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -53,6 +56,13 @@ let package = Package(
         .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskCloud", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets"]),
         .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskTestSupport"]),
+        // The image manager (issue 7): in-memory caches of processed thumbnails and avatars, libvips underneath.
+        .target(name: "DarkDiskImages", dependencies: ["DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"],
+                resources: [.copy("Resources")]),
+        .testTarget(name: "DarkDiskImagesTests", dependencies: ["DarkDiskImages", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"]),
     ],
     swiftLanguageModes: [.v6]
 )
+
+// `Scripts/bench images` times DarkDiskImages in-process too (memory-cache hits, thumbnails per second).
+package.targets.first { $0.name == "darkdisk-bench" }!.dependencies.append("DarkDiskImages")

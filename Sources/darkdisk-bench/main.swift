@@ -3,6 +3,12 @@
 import DarkDisk
 import Foundation
 
+// `darkdisk-bench images ...`: the image manager's figures (ImagesBench.swift).
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "images" {
+    ImagesBench.run(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[2]) else {
     FileHandle.standardError.write(Data("usage: darkdisk-bench STORE-DIR FILE-COUNT\n".utf8))

@@ -1,0 +1,41 @@
+import DarkDisk
+import Foundation
+
+extension ImageManager {
+    /// Fetches a user's avatar (the seeds' `fetchUserAvatar`): of `identityID`, or of the user's display
+    /// identity when nil, processed by `processor` if given. The `preFetch` / `postFetch` contract is
+    /// `fetchNodeThumbnail`'s; the key is user ID + identity + the processor's identifier, the cache
+    /// `userAvatarsCache`, and a negative result means the identity has no avatar.
+    @discardableResult
+    public func fetchUserAvatar(_ userID: UserID, identityID: IdentityID? = nil, processor: ImageProcessor? = nil,
+                                preFetch: (_ image: ProcessedImage?, _ willFetch: Bool) -> Void,
+                                postFetch: @escaping @Sendable (_ image: ProcessedImage?, _ error: ImageError?) -> Void) -> Bool {
+        fetch(.avatar(userID, identityID), processor: processor, preFetch: preFetch, postFetch: postFetch)
+    }
+
+    /// The user's avatar (of `identityID`, else of the display identity), processed by `processor` if
+    /// given, as `fetchUserAvatar` gets it. Nil when the identity has no avatar.
+    public func userAvatar(_ userID: UserID, identityID: IdentityID? = nil, processor: ImageProcessor? = nil) async throws(ImageError) -> ProcessedImage? {
+        try await image(.avatar(userID, identityID), processor: processor)
+    }
+
+    /// Removes every cached avatar of a user (all identities, every processor's, negative results).
+    public func flushUserAvatarsCache(_ userID: UserID) {
+        userAvatarsCache.removeAll { $0.ownerID == userID.rawValue }
+    }
+
+    /// Removes every cached avatar made by the processor with this identifier.
+    public func flushUserAvatarsCache(processorID: String) {
+        userAvatarsCache.removeAll { $0.processorID == processorID }
+    }
+
+    /// The avatar to show for a user who has none (a grey silhouette, 128 px PNG, shipped with the package).
+    public static func defaultUserAvatar() throws(ImageError) -> ProcessedImage {
+        try DefaultAvatars.user.get()
+    }
+
+    /// The avatar to show for a group of users (two silhouettes, 128 px PNG, shipped with the package).
+    public static func defaultMultiUserAvatar() throws(ImageError) -> ProcessedImage {
+        try DefaultAvatars.multiUser.get()
+    }
+}

@@ -1,0 +1,127 @@
+import DarkDisk
+import DarkDiskCloud
+import DarkDiskCrypto
+import Foundation
+
+extension ImageManager {
+    /// Loads the image bytes of `source`: from the DiskManager if local, else through the DownloadManager
+    /// (which stores what it fetches in the DiskManager's cache pool). `completion` runs on the work queue.
+    func load(_ source: ImageSource, completion: @escaping @Sendable (Result<LoadedImage, ImageError>) -> Void) {
+        switch source {
+        case .thumbnail(let node): loadThumbnail(node, completion: completion)
+        case .avatar(let user, let identity): loadAvatar(user, identity, completion: completion)
+        }
+    }
+
+    private func loadThumbnail(_ node: NodeID, completion: @escaping @Sendable (Result<LoadedImage, ImageError>) -> Void) {
+        let local: LoadedImage?
+        do throws(ImageError) {
+            local = try localThumbnail(node)
+        } catch {
+            return completion(.failure(error))
+        }
+        if let local { return completion(.success(local)) }
+        guard let downloadManager else {
+            return completion(.failure(ImageError(.notAvailable, "node '\(node)' has no thumbnail on local disk and there is no remote to download it from")))
+        }
+        downloadManager.downloadNodeMeta(node, components: .thumbnail, options: .nodeMeta).onCompletion(queue: workQueue) { result in
+            switch result {
+            case .success(let meta):
+                let stored = try? self.diskManager.storedFile(node, kind: .thumbnail)?.fileID
+                completion(.success(LoadedImage(bytes: meta.thumbnail, sourceFileID: stored)))
+            case .failure(let error):
+                completion(.failure(Self.downloadError(error, what: "the thumbnail of node '\(node)'")))
+            }
+        }
+    }
+
+    /// The thumbnail from local disk: its own file, else the section of the node's local cloud file. A
+    /// definite "none" when the outline says the node has no thumbnail, or the node is local-only (never
+    /// pushed) without one. Nil when it has to be downloaded.
+    private func localThumbnail(_ node: NodeID) throws(ImageError) -> LoadedImage? {
+        do {
+            if let own = try diskManager.nodeFile(node, kind: .thumbnail) {
+                return LoadedImage(bytes: try Self.plaintext(of: own, section: nil), sourceFileID: own.fileID)
+            }
+            if let whole = try diskManager.nodeFile(node, kind: .data), whole.cryptoFile.format == .cloudFile {
+                let bytes = try Self.plaintext(of: whole, section: CloudFileSection.thumbnail.rawValue)
+                return LoadedImage(bytes: bytes.isEmpty ? nil : bytes, sourceFileID: nil)
+            }
+            if let outline = try diskManager.outlineEntry(node) {
+                return outline.thumbnailSize == 0 ? LoadedImage(bytes: nil) : nil
+            }
+            if try !diskManager.storedFiles(node).isEmpty { return LoadedImage(bytes: nil) }
+        } catch {
+            throw Self.storeError(error, what: "the thumbnail of node '\(node)'")
+        }
+        throw ImageError(.notAvailable, "node '\(node)' is not stored locally and the remote's outline does not have it (run 'darkdisk pull')")
+    }
+
+    private func loadAvatar(_ user: UserID, _ identity: IdentityID?, completion: @escaping @Sendable (Result<LoadedImage, ImageError>) -> Void) {
+        do {
+            if let identity, let local = try diskManager.userAvatar(user, identityID: identity) {
+                return completion(.success(LoadedImage(bytes: try Self.plaintext(of: local, section: nil), sourceFileID: local.fileID, identityID: identity)))
+            }
+            if downloadManager == nil, identity == nil, let local = try mostRecentLocalAvatar(user) {
+                // No remote to ask for the display identity: the most recently stored avatar.
+                return completion(.success(local))
+            }
+        } catch {
+            return completion(.failure(Self.storeError(error, what: "the avatar of user '\(user)'")))
+        }
+        guard let downloadManager else {
+            let whose = identity.map { "identity '\($0)' of user '\(user)'" } ?? "user '\(user)'"
+            return completion(.failure(ImageError(.notAvailable, "\(whose) has no avatar on local disk and there is no remote to download it from")))
+        }
+        downloadManager.downloadUserAvatar(user, identityID: identity, options: .userAvatar).onCompletion(queue: workQueue) { result in
+            switch result {
+            case .success(let avatar):
+                completion(.success(LoadedImage(bytes: avatar.image, sourceFileID: avatar.export?.fileID, identityID: avatar.identityID)))
+            case .failure(let error):
+                let failure = Self.downloadError(error, what: "the avatar of user '\(user)'")
+                // The remote could not say which identity is displayed (unreachable, say): a stored avatar
+                // of the user is better than nothing. An unknown user stays an error.
+                if identity == nil, failure.code == .download, var local = try? self.mostRecentLocalAvatar(user) {
+                    local.provisional = true
+                    return completion(.success(local))
+                }
+                completion(.failure(failure))
+            }
+        }
+    }
+
+    /// The user's most recently stored avatar that is still on local disk, if any.
+    private func mostRecentLocalAvatar(_ user: UserID) throws -> LoadedImage? {
+        for avatar in try diskManager.storedAvatars(user).sorted(by: { $0.modified > $1.modified }) {
+            guard let identity = try? IdentityID(avatar.identityID), let local = try diskManager.userAvatar(user, identityID: identity) else { continue }
+            return LoadedImage(bytes: try Self.plaintext(of: local, section: nil), sourceFileID: local.fileID, identityID: identity)
+        }
+        return nil
+    }
+
+    /// The whole plaintext of a stored file's content section (or of `section` of a cloud file).
+    static func plaintext(of export: DiskExport, section: Int?) throws -> Data {
+        try withExtendedLifetime(export) {
+            let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+            let section = section ?? reader.dataSection
+            return Data(try reader.read(section: section, offset: 0, count: Int(reader.plaintextSize(ofSection: section))))
+        }
+    }
+
+    static func storeError(_ error: any Error, what: String) -> ImageError {
+        if let error = error as? ImageError { return error }
+        if let error = error as? DarkDiskError { return ImageError(.store, "cannot read \(what): \(error.message)") }
+        if let error = error as? CryptoError { return ImageError(.store, "cannot read \(what): \(error.message)") }
+        return ImageError(.store, "cannot read \(what): \(error)")
+    }
+
+    static func downloadError(_ error: any Error, what: String) -> ImageError {
+        if let error = error as? RemoteError {
+            return ImageError(error.code == .notFound ? .notAvailable : .download, "cannot download \(what): \(error.message)")
+        }
+        if let error = error as? CryptoError { return ImageError(.download, "cannot download \(what): \(error.message)") }
+        if let error = error as? DarkDiskError { return ImageError(.store, "cannot store \(what): \(error.message)") }
+        if error is CancellationError { return ImageError(.download, "the download of \(what) was cancelled") }
+        return ImageError(.download, "cannot download \(what): \(error)")
+    }
+}
