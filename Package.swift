@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "DarkDiskCloud", targets: ["DarkDiskCloud"]),
         .library(name: "DarkDiskFS", targets: ["DarkDiskFS"]),
         .executable(name: "darkdisk", targets: ["darkdisk"]),
+        .library(name: "DarkDiskCache", targets: ["DarkDiskCache"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -41,6 +42,14 @@ let package = Package(
         ]),
         // Measurements for Scripts/bench that need the library in-process (100,000-file stores).
         .executableTarget(name: "darkdisk-bench", dependencies: ["DarkDisk"]),
+        // The general key/value disk cache (issue 6); independent of the store.
+        .target(name: "DarkDiskCache", dependencies: [
+            "DarkDiskCrypto",
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
+        ]),
+        // A second process for DarkDiskCacheTests (concurrent writers, kill -9 mid-set) and Scripts/bench diskcache.
+        .executableTarget(name: "darkdisk-cache-tool", dependencies: ["DarkDiskCache"]),
+        .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskCache"]),
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto", "DarkDiskTestSupport"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk"]),
