@@ -507,14 +507,14 @@ final class CacheFolder: Sendable {
                 guard fd >= 0 else { throw DiskCacheError.posix("cannot create", path: tmp) }
                 defer { close(fd) }
                 _ = flock(fd, LOCK_EX)
-                do {
+                do throws(DiskCacheError) {
                     try FileIO.writeAll(fd, value, path: tmp)
                     guard rename(tmp, filesPath + "/" + name) == 0 else { throw DiskCacheError.posix("cannot move into the cache", path: tmp) }
                 } catch {
                     unlink(tmp)
                     throw error
                 }
-                do {
+                do throws(DiskCacheError) {
                     try connection.statement("UPDATE entry SET value = NULL, file = ?, size = ? WHERE id = ?")
                         .bind(.text(name), .int(FileIO.allocatedSize(fd)), .int(id)).run()
                 } catch {

@@ -8,7 +8,7 @@ extension DiskCache {
     func background<Result: Sendable>(_ body: @escaping @Sendable () throws(DiskCacheError) -> Result) async throws(DiskCacheError) -> Result {
         let outcome: Swift.Result<Result, DiskCacheError> = await withCheckedContinuation { continuation in
             Self.workQueue.async {
-                do {
+                do throws(DiskCacheError) {
                     continuation.resume(returning: .success(try body()))
                 } catch {
                     continuation.resume(returning: .failure(error))

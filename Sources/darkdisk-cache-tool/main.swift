@@ -41,6 +41,11 @@ enum Pattern {
     }
 }
 
+/// One line on standard output, written at once (the tests wait for "ready").
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
 func seconds(_ body: () throws -> Void) rethrows -> Double {
     let start = DispatchTime.now().uptimeNanoseconds
     try body()
@@ -49,7 +54,6 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let mode = arguments.first else { fail("usage: darkdisk-cache-tool writer|hammer|verify|bench|fill|startup ...") }
-setvbuf(stdout, nil, _IOLBF, 0)
 
 do {
     switch (mode, arguments.count) {
@@ -62,9 +66,9 @@ do {
             let key = "k\(i % keys)"
             try cache.set(Pattern.value(key: key, generation: generation), forKey: key)
             generation += 1
-            if i == 0 { print("ready") }
+            if i == 0 { say("ready") }
         }
-        print("done")
+        say("done")
 
     case ("hammer", 5):
         let cache = try DiskCache(name: arguments[2], rootPath: arguments[1])
@@ -91,7 +95,7 @@ do {
                 try cache.trim(toSizeByDate: 2_000_000)
             }
         }
-        print("ok")
+        say("ok")
 
     case ("verify", 3):
         let cache = try DiskCache(name: arguments[2], rootPath: arguments[1])
@@ -104,7 +108,7 @@ do {
         let sum = after.reduce(0) { $0 + $1.byteCount }
         let total = try cache.byteCount
         if sum != total { fail("byteCount \(total) but the entries add up to \(sum)") }
-        print("ok \(after.count) entries, \(total) bytes")
+        say("ok \(after.count) entries, \(total) bytes")
 
     case ("bench", 3):
         guard let keys = Int(arguments[2]), keys > 0 else { fail("KEYS must be a positive number") }
@@ -121,8 +125,8 @@ do {
                 for i in order { if let data = try cache.data(forKey: "key-\(i)"), data.count == size { found += 1 } }
             }
             if found != keys { fail("get found \(found) of \(keys) values") }
-            print("set_\(label) \(Int(Double(keys) / set))")
-            print("get_\(label) \(Int(Double(keys) / get))")
+            say("set_\(label) \(Int(Double(keys) / set))")
+            say("get_\(label) \(Int(Double(keys) / get))")
             try cache.removeAll()
         }
 
@@ -131,7 +135,7 @@ do {
         guard let count = Int(arguments[3]) else { fail("bad COUNT") }
         let value = Data(repeating: 0x5A, count: 1024)
         for i in 0..<count { try cache.set(value, forKey: "key-\(i)") }
-        print("filled \(try cache.entryCount)")
+        say("filled \(try cache.entryCount)")
 
     case ("startup", 3):
         var answer = 0
@@ -141,7 +145,7 @@ do {
             guard try cache.data(forKey: "key-0") != nil else { fail("key-0 is missing") }
         }
         if answer == 0 { fail("an empty cache") }
-        print(String(format: "%.4f", elapsed))
+        say(String(format: "%.4f", elapsed))
 
     default:
         fail("unknown mode or wrong arguments: \(arguments.joined(separator: " "))")

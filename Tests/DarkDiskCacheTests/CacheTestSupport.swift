@@ -19,7 +19,7 @@ final class TemporaryRoot {
 func bytes(_ count: Int, seed: UInt64 = 1) -> Data {
     var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
     var data = Data(count: count)
-    data.withUnsafeMutableBytes { buffer in
+    data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) in
         for i in 0..<count {
             state ^= state << 13; state ^= state >> 7; state ^= state << 17
             buffer[i] = UInt8(truncatingIfNeeded: state)

@@ -14,7 +14,7 @@ import Testing
         #expect(cache.hookQueue === queue)
         let events = Mutex<[String]>([])
         let offQueue = Mutex(0)
-        func record(_ event: String) {
+        @Sendable func record(_ event: String) {
             if DispatchQueue.getSpecific(key: key) != 7 { offQueue.withLock { $0 += 1 } }
             events.withLock { $0.append(event) }
         }
