@@ -24,8 +24,9 @@ final class CacheFolder: Sendable {
 
     private struct State {
         var connection: SQLiteConnection
-        /// Access times of gets not yet written to the index, flushed in batches (at most a second late).
-        var pendingAccess: [String: Double] = [:]
+        /// Access times of gets not yet written to the index, by row id, flushed in batches (at most a second
+        /// late). A row id reused by a later insert is safe: that row's own access time is later.
+        var pendingAccess: [Int64: Double] = [:]
         var flushScheduled = false
     }
     private let state: Mutex<State>
@@ -113,9 +114,9 @@ final class CacheFolder: Sendable {
                     value BLOB,                 -- the value, when small
                     file TEXT                   -- else its file name in files/
                 );
+                -- The only secondary index: least-recently-used eviction runs on sets. Every index is one more
+                -- page written per set; expiry (a timer) and the sweep scan instead.
                 CREATE INDEX entry_accessed ON entry(accessed);
-                CREATE INDEX entry_modified ON entry(modified);
-                CREATE INDEX entry_file ON entry(file) WHERE file IS NOT NULL;
                 -- Running totals kept exact by triggers inside every transaction: byteCount costs one row read.
                 CREATE TABLE total (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL, count INTEGER NOT NULL);
                 INSERT INTO total VALUES (0, 0, 0);
@@ -161,7 +162,7 @@ final class CacheFolder: Sendable {
             guard try statement.step() else { return nil }
             let row = Row(id: statement.int(0), length: statement.int(1), checksum: statement.int(2),
                           modified: statement.double(3), value: statement.blob(4), file: statement.text(5))
-            if cutoff == nil || row.modified >= cutoff! { try self.recordAccess(key, in: &s) }
+            if cutoff == nil || row.modified >= cutoff! { try self.recordAccess(row.id, in: &s) }
             return row
         }
         guard let row = found else { return .miss }
@@ -183,8 +184,8 @@ final class CacheFolder: Sendable {
         return .hit(data)
     }
 
-    private func recordAccess(_ key: String, in s: inout State) throws(DiskCacheError) {
-        s.pendingAccess[key] = FileIO.now()
+    private func recordAccess(_ id: Int64, in s: inout State) throws(DiskCacheError) {
+        s.pendingAccess[id] = FileIO.now()
         if s.pendingAccess.count >= 4096 {
             try Self.flush(&s)
         } else if !s.flushScheduled {
@@ -208,8 +209,8 @@ final class CacheFolder: Sendable {
         let pending = s.pendingAccess
         let connection = s.connection
         try connection.writeTransaction { () throws(DiskCacheError) in
-            let update = try connection.statement("UPDATE entry SET accessed = ? WHERE key = ? AND accessed < ?")
-            for (key, time) in pending { try update.bind(.double(time), .text(key), .double(time)).run() }
+            let update = try connection.statement("UPDATE entry SET accessed = ?1 WHERE id = ?2 AND accessed < ?1")
+            for (id, time) in pending { try update.bind(.double(time), .int(id)).run() }
         }
         s.pendingAccess.removeAll(keepingCapacity: true)
     }
@@ -306,8 +307,8 @@ final class CacheFolder: Sendable {
 
     private static func writePending(_ s: inout State, _ connection: SQLiteConnection) throws(DiskCacheError) {
         guard !s.pendingAccess.isEmpty else { return }
-        let update = try connection.statement("UPDATE entry SET accessed = ? WHERE key = ? AND accessed < ?")
-        for (key, time) in s.pendingAccess { try update.bind(.double(time), .text(key), .double(time)).run() }
+        let update = try connection.statement("UPDATE entry SET accessed = ?1 WHERE id = ?2 AND accessed < ?1")
+        for (id, time) in s.pendingAccess { try update.bind(.double(time), .int(id)).run() }
     }
 
     static func total(_ connection: SQLiteConnection) throws(DiskCacheError) -> (bytes: Int, count: Int) {
@@ -443,21 +444,17 @@ final class CacheFolder: Sendable {
 
     private static func removeBefore(_ date: Double, column: String, _ connection: SQLiteConnection,
                                      willRemove: (String) -> Void) throws(DiskCacheError) -> [Removed] {
-        var removed: [Removed] = []
-        let select = try connection.statement("SELECT id, key, file FROM entry WHERE \(column) < ? ORDER BY \(column) LIMIT 256")
+        // One pass (through the index for `accessed`, a scan for `modified`), then the deletions.
+        var victims: [(Int64, Removed)] = []
+        let select = try connection.statement("SELECT id, key, file FROM entry WHERE \(column) < ?").bind(.double(date))
+        while try select.step() { victims.append((select.int(0), Removed(key: select.text(1) ?? "", file: select.text(2)))) }
+        select.reset()
         let delete = try connection.statement("DELETE FROM entry WHERE id = ?")
-        while true {
-            var batch: [(Int64, Removed)] = []
-            select.bind(.double(date))
-            while try select.step() { batch.append((select.int(0), Removed(key: select.text(1) ?? "", file: select.text(2)))) }
-            select.reset()
-            if batch.isEmpty { return removed }
-            for (id, entry) in batch {
-                willRemove(entry.key)
-                try delete.bind(.int(id)).run()
-                removed.append(entry)
-            }
+        for (id, entry) in victims {
+            willRemove(entry.key)
+            try delete.bind(.int(id)).run()
         }
+        return victims.map(\.1)
     }
 
     /// Removes every entry: the value files move to `trash/` in one rename (emptied in the background) and the

@@ -1,36 +1,43 @@
 /// A fast 64-bit checksum of a value's bytes, stored in the index so that a value damaged on disk (a flipped
-/// bit, a truncated or overwritten file) is noticed on read and treated as a miss. Not cryptographic: it guards
-/// against accidents, at several GB/s, so 1 MiB values pay about a tenth of a millisecond.
+/// bit, a truncated, grown or overwritten file) is noticed on read and treated as a miss. Not cryptographic:
+/// it guards against accidents. A Fletcher-style sum over four 64-bit lanes (only additions, which the
+/// compiler vectorises), so that checking a 1 MiB value costs a small fraction of reading it; the lanes are
+/// mixed with the length at the end.
 enum ContentChecksum {
     static func of(_ bytes: UnsafeRawBufferPointer) -> Int64 {
-        let k1: UInt64 = 0x9E37_79B9_7F4A_7C15, k2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
-        var a: UInt64 = 0x243F_6A88_85A3_08D3, b: UInt64 = 0x1319_8A2E_0370_7344
-        var c: UInt64 = 0xA409_3822_299F_31D0, d: UInt64 = 0x082E_FA98_EC4E_6C89
+        var sum = SIMD4<UInt64>(1, 2, 3, 4)
+        var weighted = SIMD4<UInt64>(5, 6, 7, 8)
         let count = bytes.count
         var offset = 0
         if let base = bytes.baseAddress {
-            // Four independent lanes of 8 bytes keep the multiplier busy.
             while offset + 32 <= count {
-                a = ((a ^ base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* k1).rotatedLeft(31)
-                b = ((b ^ base.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)) &* k1).rotatedLeft(31)
-                c = ((c ^ base.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self)) &* k1).rotatedLeft(31)
-                d = ((d ^ base.loadUnaligned(fromByteOffset: offset + 24, as: UInt64.self)) &* k1).rotatedLeft(31)
+                sum &+= base.loadUnaligned(fromByteOffset: offset, as: SIMD4<UInt64>.self)
+                weighted &+= sum
                 offset += 32
             }
+            var tail = SIMD4<UInt64>(repeating: 0)
+            var shift: UInt64 = 0
             while offset < count {
-                a = ((a ^ UInt64(base.load(fromByteOffset: offset, as: UInt8.self))) &* k2).rotatedLeft(29)
+                let lane = (offset % 32) / 8
+                tail[lane] |= UInt64(base.load(fromByteOffset: offset, as: UInt8.self)) << shift
                 offset += 1
+                shift = (shift + 8) % 64
             }
+            sum &+= tail
+            weighted &+= sum
         }
-        var h = UInt64(count) &* k2
-        for lane in [a, b, c, d] { h = ((h ^ lane) &* k1).rotatedLeft(27) &+ k2 }
-        h ^= h >> 33
-        h = h &* k2
-        h ^= h >> 29
+        var h = UInt64(count) &* 0x9E37_79B9_7F4A_7C15
+        for i in 0..<4 {
+            h = mix(h ^ sum[i])
+            h = mix(h ^ weighted[i])
+        }
         return Int64(bitPattern: h)
     }
-}
 
-extension UInt64 {
-    @inline(__always) fileprivate func rotatedLeft(_ n: UInt64) -> UInt64 { (self << n) | (self >> (64 - n)) }
+    @inline(__always) private static func mix(_ value: UInt64) -> UInt64 {
+        var x = value &* 0xBF58_476D_1CE4_E5B9
+        x ^= x >> 31
+        x = x &* 0x94D0_49BB_1331_11EB
+        return x ^ (x >> 29)
+    }
 }

@@ -49,6 +49,7 @@ import Testing
         let cache = try root.cache()
         let seen = Mutex<Data?>(nil)
         cache.didAddObject = { cache, key in
+            guard key == "k" else { return }
             seen.withLock { $0 = try? cache.data(forKey: key) }
             try? cache.set(Data([1]), forKey: "from-hook-\(key)")
         }
