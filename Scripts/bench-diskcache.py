@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """python diskcache's side of `Scripts/bench diskcache` (DESIGN §9), measured in-process like ours.
 
-  bench-diskcache.py bench DIR KEYS      set and get ops/s with 1 KiB and 1 MiB values ("set_1k OPS" lines)
+  bench-diskcache.py bench DIR KEYS [1k,1m]  set and get ops/s with 1 KiB and 1 MiB values ("set_1k OPS" lines)
   bench-diskcache.py fill DIR COUNT      COUNT entries of 1 KiB under keys key-0, key-1, ...
   bench-diskcache.py startup DIR         seconds to open the cache, read its volume and get key-0
 """
@@ -21,8 +21,10 @@ def pattern(size):
     return bytes(((i * 2654435761) >> 13) & 0xFF for i in range(size))
 
 
-def bench(root, keys):
+def bench(root, keys, only=("1k", "1m")):
     for label, size in (("1k", 1024), ("1m", 1 << 20)):
+        if label not in only:
+            continue
         directory = os.path.join(root, "bench-" + label)
         cache = diskcache.Cache(directory, size_limit=NO_LIMIT)
         value = pattern(size)
@@ -71,8 +73,8 @@ def startup(directory):
 
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
-    if mode == "bench" and len(sys.argv) == 4:
-        bench(sys.argv[2], int(sys.argv[3]))
+    if mode == "bench" and len(sys.argv) in (4, 5):
+        bench(sys.argv[2], int(sys.argv[3]), *([sys.argv[4].split(",")] if len(sys.argv) == 5 else []))
     elif mode == "fill" and len(sys.argv) == 4:
         fill(sys.argv[2], int(sys.argv[3]))
     elif mode == "startup" and len(sys.argv) == 3:

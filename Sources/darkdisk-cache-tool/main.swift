@@ -4,7 +4,7 @@
 //   darkdisk-cache-tool writer ROOT NAME KEYS [ITERATIONS]   set self-checking values in a loop ("ready" after the first)
 //   darkdisk-cache-tool hammer ROOT NAME ITERATIONS SEED     random sets, gets, removes and trims; fails on a wrong value
 //   darkdisk-cache-tool verify ROOT NAME                     every value checks out and byteCount adds up
-//   darkdisk-cache-tool bench ROOT KEYS                      set and get ops/s, 1 KiB and 1 MiB values
+//   darkdisk-cache-tool bench ROOT KEYS [1k,1m]              set and get ops/s, 1 KiB and 1 MiB values
 //   darkdisk-cache-tool fill ROOT NAME COUNT                 COUNT entries of 1 KiB
 //   darkdisk-cache-tool startup ROOT NAME                    seconds to open, read byteCount and get one key
 import DarkDiskCache
@@ -110,9 +110,10 @@ do {
         if sum != total { fail("byteCount \(total) but the entries add up to \(sum)") }
         say("ok \(after.count) entries, \(total) bytes")
 
-    case ("bench", 3):
+    case ("bench", 3), ("bench", 4):
         guard let keys = Int(arguments[2]), keys > 0 else { fail("KEYS must be a positive number") }
-        for (label, size) in [("1k", 1024), ("1m", 1 << 20)] {
+        let only = arguments.count == 4 ? Set(arguments[3].split(separator: ",").map(String.init)) : ["1k", "1m"]
+        for (label, size) in [("1k", 1024), ("1m", 1 << 20)] where only.contains(label) {
             let cache = try DiskCache(name: "bench-\(label)", rootPath: arguments[1])
             var value = Data(count: size)
             value.withUnsafeMutableBytes { for i in 0..<$0.count { $0[i] = UInt8(truncatingIfNeeded: i &* 2_654_435_761 >> 13) } }
