@@ -106,7 +106,8 @@ public final class DiskCache: Sendable {
 
     /// The most bytes the cache may hold; `0` (the default) means no limit. Checked on every set: least recently
     /// used entries are removed in the same transaction, so the cache is never left above it. Setting a lower
-    /// limit trims at once.
+    /// limit trims at once. Like every setting, it belongs to this instance: another instance (or process)
+    /// with no limit may fill the folder beyond it, until this instance's next set or trim.
     public var byteLimit: Int {
         get { settings.withLock { $0.byteLimit } }
         set {
