@@ -212,12 +212,18 @@ final class CacheFolder: Sendable {
     /// (a set over the limit, a trim) waits for this commit and so sees these access times.
     func flushAccess() {
         flusher.withLock { (connection: inout SQLiteConnection?) in
-            if connection == nil { connection = try? SQLiteConnection(path: indexPath) }
+            // No waiting under the lock for another process' write: then it tries again a second later.
+            if connection == nil { connection = try? SQLiteConnection(path: indexPath, busyTimeout: 0) }
             guard let connection else { return }
             let batch = state.withLock { (s: inout State) -> [Int64: Double]? in
                 s.flushScheduled = false
                 s.flushQueued = false
-                guard !s.pendingAccess.isEmpty, (try? connection.statement("BEGIN IMMEDIATE").run()) != nil else { return nil }
+                guard !s.pendingAccess.isEmpty else { return nil }
+                guard (try? connection.statement("BEGIN IMMEDIATE").run()) != nil else {
+                    s.flushScheduled = true
+                    flushQueue.asyncAfter(deadline: .now() + 1) { [weak self] in self?.flushAccess() }
+                    return nil
+                }
                 defer { s.pendingAccess.removeAll(keepingCapacity: true) }
                 return s.pendingAccess
             }

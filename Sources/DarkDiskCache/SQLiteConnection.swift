@@ -8,8 +8,9 @@ final class SQLiteConnection {
     private let path: String
     private var statements: [String: OpaquePointer] = [:]
 
-    /// Opens (creating if needed) the database at `path` in WAL mode, waiting up to 10 s for other processes.
-    init(path: String) throws(DiskCacheError) {
+    /// Opens (creating if needed) the database at `path`; a write waits up to `busyTimeout` milliseconds for
+    /// another connection's (10 s by default).
+    init(path: String, busyTimeout: Int32 = 10_000) throws(DiskCacheError) {
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -20,7 +21,7 @@ final class SQLiteConnection {
         }
         handle = db
         self.path = path
-        sqlite3_busy_timeout(db, 10_000)
+        sqlite3_busy_timeout(db, busyTimeout)
     }
 
     deinit {
