@@ -13,6 +13,8 @@ public struct DiskCacheEntry: Sendable, Hashable {
     public let created: Date
     /// When the value was last set; `ageLimit` counts from here.
     public let modified: Date
-    /// When the value was last read or set (persisted, at most about a second late); LRU trims go by this.
+    /// When the value was last read or set; LRU trims go by this. Reads are written to the index in the
+    /// background, at most about a second late (a process that exits without releasing its caches loses
+    /// at most that last second of reads).
     public let accessed: Date
 }
