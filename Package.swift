@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "DarkDiskFS", targets: ["DarkDiskFS"]),
         .library(name: "DarkDiskImages", targets: ["DarkDiskImages"]),
         .executable(name: "darkdisk", targets: ["darkdisk"]),
+        .library(name: "DarkDiskCache", targets: ["DarkDiskCache"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -48,6 +49,14 @@ let package = Package(
         // with --sanitize=fuzzer -DFUZZING, and that otherwise replays inputs or writes the seed corpus.
         .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDisk", "DarkDiskCloud", "DarkDiskFS"]),
         .executableTarget(name: "darkdisk-fuzz", dependencies: ["DarkDiskFuzzTargets"]),
+        // The general key/value disk cache (issue 6); independent of the store.
+        .target(name: "DarkDiskCache", dependencies: [
+            "DarkDiskCrypto",
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
+        ]),
+        // A second process for DarkDiskCacheTests (concurrent writers, kill -9 mid-set) and Scripts/bench diskcache.
+        .executableTarget(name: "darkdisk-cache-tool", dependencies: ["DarkDiskCache"]),
+        .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskCache"]),
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto", "DarkDiskTestSupport"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk"]),

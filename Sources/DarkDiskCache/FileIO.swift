@@ -1,0 +1,58 @@
+import Foundation
+
+/// The few POSIX file operations the cache needs, with `DiskCacheError` on failure.
+enum FileIO {
+    /// Writes all of `data` to `fd`.
+    static func writeAll(_ fd: Int32, _ data: Data, path: String) throws(DiskCacheError) {
+        let failure: Int32? = data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                offset += n
+            }
+            return nil
+        }
+        if let failure { throw DiskCacheError.posix("cannot write", path: path, errno: failure) }
+    }
+
+    /// Reads exactly `count` bytes from the start of `fd`; `nil` if the file is shorter or longer.
+    static func readExactly(_ fd: Int32, count: Int) -> Data? {
+        guard let buffer = malloc(max(count, 1)) else { return nil }
+        var offset = 0
+        while offset < count {
+            let n = read(fd, buffer + offset, count - offset)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { free(buffer); return nil }
+            offset += n
+        }
+        // One more byte would mean the file grew: not the value that was stored.
+        var extra: UInt8 = 0
+        if read(fd, &extra, 1) != 0 { free(buffer); return nil }
+        return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
+    }
+
+    /// The bytes a file occupies on disk (its allocated blocks), what `DiskCache.byteCount` counts.
+    static func allocatedSize(_ fd: Int32) -> Int64 {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return 0 }
+        return Int64(info.st_blocks) * 512
+    }
+
+    /// 16 random hex digits for unique file names.
+    static func randomName() -> String {
+        let value = UInt64.random(in: .min ... .max)
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// Now, in seconds since 1970.
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
