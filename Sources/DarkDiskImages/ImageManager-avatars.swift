@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskCloud
 import Foundation
 
 extension ImageManager {
@@ -6,11 +7,16 @@ extension ImageManager {
     /// identity when nil, processed by `processor` if given. The `preFetch` / `postFetch` contract is
     /// `fetchNodeThumbnail`'s; the key is user ID + identity + the processor's identifier, the cache
     /// `userAvatarsCache`, and a negative result means the identity has no avatar.
+    ///
+    /// Returns the ticket of the download the fetch needs (the DownloadManager's `downloadUserAvatar`:
+    /// progress, cancel), whose result is the one `postFetch` gets; or nil when no download is needed: a
+    /// memory hit, or the named identity's avatar is on local disk (without `identityID` the user's record
+    /// is always read from the remote, so there is a ticket whenever there is a remote).
     @discardableResult
     public func fetchUserAvatar(_ userID: UserID, identityID: IdentityID? = nil, processor: ImageProcessor? = nil,
                                 preFetch: (_ image: ProcessedImage?, _ willFetch: Bool) -> Void,
-                                postFetch: @escaping @Sendable (_ image: ProcessedImage?, _ error: ImageError?) -> Void) -> Bool {
-        fetch(.avatar(userID, identityID), processor: processor, preFetch: preFetch, postFetch: postFetch)
+                                postFetch: @escaping @Sendable (_ image: ProcessedImage?, _ error: ImageError?) -> Void) -> DownloadTicket<UserAvatarDownload>? {
+        fetch(.avatar(userID, identityID), processor: processor, preFetch: preFetch, postFetch: postFetch)?.avatar
     }
 
     /// The user's avatar (of `identityID`, else of the display identity), processed by `processor` if

@@ -25,13 +25,57 @@ extension ImageManager {
             return completion(.failure(ImageError(.notAvailable, "node '\(node)' has no thumbnail on local disk and there is no remote to download it from")))
         }
         downloadManager.downloadNodeMeta(node, components: .thumbnail, options: .nodeMeta).onCompletion(queue: workQueue) { result in
-            switch result {
-            case .success(let meta):
-                let stored = try? self.diskManager.storedFile(node, kind: .thumbnail)?.fileID
-                completion(.success(LoadedImage(bytes: meta.thumbnail, sourceFileID: stored)))
-            case .failure(let error):
-                completion(.failure(Self.downloadError(error, what: "the thumbnail of node '\(node)'")))
+            completion(self.downloadedThumbnail(node, result))
+        }
+    }
+
+    /// The loaded image of a thumbnail download's result; runs on the work queue.
+    func downloadedThumbnail(_ node: NodeID, _ result: Result<NodeMetaDownload, any Error>) -> Result<LoadedImage, ImageError> {
+        switch result {
+        case .success(let meta):
+            let stored = try? diskManager.storedFile(node, kind: .thumbnail)?.fileID
+            return .success(LoadedImage(bytes: meta.thumbnail, sourceFileID: stored))
+        case .failure(let error):
+            return .failure(Self.downloadError(error, what: "the thumbnail of node '\(node)'"))
+        }
+    }
+
+    /// Whether loading `source` needs a download, by a cheap read of the DiskManager's index: not when the
+    /// image (or the node's whole cloud file) is on local disk, when the outline says the node has no
+    /// thumbnail, or when there is no remote. When the index cannot say, the load finds out.
+    func needsDownload(_ source: ImageSource) -> Bool {
+        guard downloadManager != nil else { return false }
+        do {
+            switch source {
+            case .thumbnail(let node):
+                if try diskManager.storedFile(node, kind: .thumbnail) != nil { return false }
+                if try diskManager.storedFile(node, kind: .data) != nil,
+                   try diskManager.nodeFile(node, kind: .data)?.cryptoFile.format == .cloudFile { return false }
+                guard let outline = try diskManager.outlineEntry(node) else { return false }
+                return outline.thumbnailSize != 0
+            case .avatar(let user, let identity):
+                // Without an identity, the user's record in the remote says which one is displayed.
+                guard let identity else { return true }
+                return try diskManager.storedAvatar(user, identityID: identity) == nil
             }
+        } catch {
+            return false
+        }
+    }
+
+    /// Starts (or joins: the DownloadManager coalesces identical requests) the download `source` needs,
+    /// makes `shared` wait on it too, and returns the caller's own ticket of it.
+    func requestDownload(_ source: ImageSource, into shared: FetchDownload) -> FetchTicket? {
+        guard let downloadManager else { return nil }
+        switch source {
+        case .thumbnail(let node):
+            let ticket = downloadManager.downloadNodeMeta(node, components: .thumbnail, options: .nodeMeta)
+            shared.add(ticket, on: workQueue) { self.downloadedThumbnail(node, $0) }
+            return .thumbnail(ticket)
+        case .avatar(let user, let identity):
+            let ticket = downloadManager.downloadUserAvatar(user, identityID: identity, options: .userAvatar)
+            shared.add(ticket, on: workQueue) { self.downloadedAvatar(user, identity, $0) }
+            return .avatar(ticket)
         }
     }
 
@@ -74,19 +118,24 @@ extension ImageManager {
             return completion(.failure(ImageError(.notAvailable, "\(whose) has no avatar on local disk and there is no remote to download it from")))
         }
         downloadManager.downloadUserAvatar(user, identityID: identity, options: .userAvatar).onCompletion(queue: workQueue) { result in
-            switch result {
-            case .success(let avatar):
-                completion(.success(LoadedImage(bytes: avatar.image, sourceFileID: avatar.export?.fileID, identityID: avatar.identityID)))
-            case .failure(let error):
-                let failure = Self.downloadError(error, what: "the avatar of user '\(user)'")
-                // The remote could not say which identity is displayed (unreachable, say): a stored avatar
-                // of the user is better than nothing. An unknown user stays an error.
-                if identity == nil, failure.code == .download, var local = try? self.mostRecentLocalAvatar(user) {
-                    local.provisional = true
-                    return completion(.success(local))
-                }
-                completion(.failure(failure))
+            completion(self.downloadedAvatar(user, identity, result))
+        }
+    }
+
+    /// The loaded image of an avatar download's result; runs on the work queue.
+    func downloadedAvatar(_ user: UserID, _ identity: IdentityID?, _ result: Result<UserAvatarDownload, any Error>) -> Result<LoadedImage, ImageError> {
+        switch result {
+        case .success(let avatar):
+            return .success(LoadedImage(bytes: avatar.image, sourceFileID: avatar.export?.fileID, identityID: avatar.identityID))
+        case .failure(let error):
+            let failure = Self.downloadError(error, what: "the avatar of user '\(user)'")
+            // The remote could not say which identity is displayed (unreachable, say): a stored avatar
+            // of the user is better than nothing. An unknown user stays an error.
+            if identity == nil, failure.code == .download, var local = try? mostRecentLocalAvatar(user) {
+                local.provisional = true
+                return .success(local)
             }
+            return .failure(failure)
         }
     }
 

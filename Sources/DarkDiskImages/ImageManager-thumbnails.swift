@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskCloud
 
 extension ImageManager {
     /// Fetches a node's thumbnail (the seeds' `fetchNodeThumbnail`), processed by `processor` if given.
@@ -11,12 +12,16 @@ extension ImageManager {
     ///   nil), and `postFetch` runs on `callbackQueue` with the image (nil: the node has no thumbnail) or an
     ///   error. Identical fetches in flight share one load and one processing run.
     ///
-    /// Returns `willFetch`.
+    /// Returns the ticket of the download the fetch needs (the DownloadManager's `downloadNodeMeta` of the
+    /// thumbnail: progress, cancel), whose result is the one `postFetch` gets; or nil when no download is
+    /// needed: a memory hit, or the DiskManager's index says the thumbnail is on local disk or that the node
+    /// has none. Identical fetches in flight each get their own ticket of the one transfer; cancelling a
+    /// ticket stops the transfer only when no other fetch waits on it, and then `postFetch` gets an error.
     @discardableResult
     public func fetchNodeThumbnail(_ nodeID: NodeID, processor: ImageProcessor? = nil,
                                    preFetch: (_ image: ProcessedImage?, _ willFetch: Bool) -> Void,
-                                   postFetch: @escaping @Sendable (_ image: ProcessedImage?, _ error: ImageError?) -> Void) -> Bool {
-        fetch(.thumbnail(nodeID), processor: processor, preFetch: preFetch, postFetch: postFetch)
+                                   postFetch: @escaping @Sendable (_ image: ProcessedImage?, _ error: ImageError?) -> Void) -> DownloadTicket<NodeMetaDownload>? {
+        fetch(.thumbnail(nodeID), processor: processor, preFetch: preFetch, postFetch: postFetch)?.thumbnail
     }
 
     /// The node's thumbnail, processed by `processor` if given: from memory, else loaded, processed and

@@ -29,7 +29,7 @@ public final class ImageManager: Sendable {
     /// callers' threads and off Swift's cooperative pool.
     let workQueue = DispatchQueue(label: "darkdisk.images.work", qos: .utility, attributes: .concurrent)
     /// Fetches in flight by key, with everyone waiting for each.
-    let inFlight = Mutex<[FetchKey: [FetchWaiter]]>([:])
+    let inFlight = Mutex<[FetchKey: Flight]>([:])
     private let negativeLifetime: Mutex<Duration>
     private let watcher = Mutex<Task<Void, Never>?>(nil)
 
@@ -73,68 +73,86 @@ public final class ImageManager: Sendable {
     /// The seeds' fetch: `preFetch` runs before this returns, with the cached image and `willFetch` false on
     /// a memory hit (a cached negative result gives nil and false) and nothing more happens; otherwise with
     /// nil and true, and `postFetch` follows on `callbackQueue` with the image (nil: there is none) or an error.
+    /// Returns the caller's ticket of the download the fetch waits for, or nil when it needs none (a memory
+    /// hit, or the DiskManager's index says the image is local or known not to exist).
     func fetch(_ source: ImageSource, processor: ImageProcessor?, preFetch: (ProcessedImage?, Bool) -> Void,
-               postFetch: @escaping @Sendable (ProcessedImage?, ImageError?) -> Void) -> Bool {
+               postFetch: @escaping @Sendable (ProcessedImage?, ImageError?) -> Void) -> FetchTicket? {
         let key = source.cacheKey(processor)
         if let key, let entry = cache(for: source).entry(for: key) {
             preFetch(entry.image, false)
-            return false
+            return nil
         }
         preFetch(nil, true)
-        start(source, processor: processor, key: key, waiter: FetchWaiter(queue: callbackQueue) { result in
+        return start(source, processor: processor, key: key, needsDownload: needsDownload(source),
+                     waiter: FetchWaiter(queue: callbackQueue) { result in
             switch result {
             case .success(let image): postFetch(image, nil)
             case .failure(let error): postFetch(nil, error)
             }
         })
-        return true
     }
 
-    /// The async form of `fetch`: the cached image or the fetched one (nil: there is none).
+    /// The async form of `fetch`: the cached image or the fetched one (nil: there is none). Its download
+    /// ticket stays internal: it keeps the transfer going for this caller.
     func image(_ source: ImageSource, processor: ImageProcessor?) async throws(ImageError) -> ProcessedImage? {
         let key = source.cacheKey(processor)
         if let key, let entry = cache(for: source).entry(for: key) { return entry.image }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ProcessedImage?, ImageError>, Never>) in
-            start(source, processor: processor, key: key, waiter: FetchWaiter(queue: nil) { continuation.resume(returning: $0) })
+            // The index read that decides on a download blocks: not on the cooperative pool.
+            workQueue.async {
+                _ = self.start(source, processor: processor, key: key, needsDownload: self.needsDownload(source),
+                               waiter: FetchWaiter(queue: nil) { continuation.resume(returning: $0) })
+            }
         }
         return try result.get()
     }
 
-    /// Joins the fetch in flight for `key`, or starts one (an uncached fetch, with no key, always starts its own).
-    private func start(_ source: ImageSource, processor: ImageProcessor?, key: ImageCacheKey?, waiter: FetchWaiter) {
+    /// Joins the fetch in flight for `key`, or starts one (an uncached fetch, with no key, always starts its
+    /// own). When `needsDownload`, the download is requested here, and the caller's ticket of it returned;
+    /// the fetch then loads from that transfer's result rather than from the disk.
+    private func start(_ source: ImageSource, processor: ImageProcessor?, key: ImageCacheKey?, needsDownload: Bool,
+                       waiter: FetchWaiter) -> FetchTicket? {
         guard let key else {
-            workQueue.async {
-                self.load(source) { loaded in waiter(self.process(loaded, with: processor)) }
-            }
-            return
+            let finish: @Sendable (Result<LoadedImage, ImageError>) -> Void = { loaded in waiter(self.process(loaded, with: processor)) }
+            if needsDownload { return requestDownload(source, into: FetchDownload(completion: finish)) }
+            workQueue.async { self.load(source, completion: finish) }
+            return nil
         }
         let fetchKey = FetchKey(thumbnails: source.isThumbnail, key: key)
         let cache = cache(for: source)
-        enum Joined { case joined, cached(ProcessedImage?), started }
+        let finish: @Sendable (Result<LoadedImage, ImageError>) -> Void = { loaded in
+            let outcome = self.process(loaded, with: processor)
+            if case .success(let image) = outcome, case .success(let source) = loaded {
+                self.remember(image, from: source, key: key, in: cache, for: fetchKey)
+            }
+            let waiters = self.inFlight.withLock { $0.removeValue(forKey: fetchKey)?.waiters ?? [] }
+            for waiter in waiters { waiter(outcome) }
+        }
+        enum Joined { case joined(FetchDownload?), cached(ProcessedImage?), started(FetchDownload?) }
         let joined = inFlight.withLock { table -> Joined in
             if table[fetchKey] != nil {
-                table[fetchKey]!.append(waiter)
-                return .joined
+                table[fetchKey]!.waiters.append(waiter)
+                return .joined(table[fetchKey]!.download)
             }
             // A fetch may have finished between the caller's miss and now.
             if let entry = cache.entry(for: key) { return .cached(entry.image) }
-            table[fetchKey] = [waiter]
-            return .started
+            let download = needsDownload ? FetchDownload(completion: finish) : nil
+            table[fetchKey] = Flight(waiters: [waiter], download: download)
+            return .started(download)
         }
         switch joined {
-        case .joined: return
-        case .cached(let image): waiter(.success(image)); return
-        case .started: break
-        }
-        workQueue.async {
-            self.load(source) { loaded in
-                let outcome = self.process(loaded, with: processor)
-                if case .success(let image) = outcome, case .success(let source) = loaded {
-                    self.remember(image, from: source, key: key, in: cache, for: fetchKey)
-                }
-                let waiters = self.inFlight.withLock { $0.removeValue(forKey: fetchKey) ?? [] }
-                for waiter in waiters { waiter(outcome) }
-            }
+        case .joined(let download):
+            // The flight's load waits on the download only if it was started with one; else it finds the
+            // image (or starts its own download) and this caller has no ticket to follow.
+            guard needsDownload, let download else { return nil }
+            return requestDownload(source, into: download)
+        case .cached(let image):
+            waiter(.success(image))
+            return nil
+        case .started(let download):
+            if let download { return requestDownload(source, into: download) }
+            workQueue.async { self.load(source, completion: finish) }
+            return nil
         }
     }
 

@@ -22,11 +22,11 @@ import Testing
             record.log("process")
             return try image.resized(toFit: ImageSize(width: 64, height: 64))
         }
-        let willFetch = images.fetchNodeThumbnail(node, processor: processor, preFetch: { image, willFetch in
+        let ticket = images.fetchNodeThumbnail(node, processor: processor, preFetch: { image, willFetch in
             record.log("pre \(image == nil) \(willFetch)")
         }, postFetch: record.postFetch)
         record.log("returned")
-        #expect(willFetch)
+        #expect(ticket != nil, "the thumbnail is only in the remote: a download")
         let post = try #require(await record.posts(1).first)
         #expect(record.events.withLock { $0 } == ["pre true true", "returned", "process", "post"])
         let onCaller = processedOnCaller.load(ordering: .relaxed)
@@ -41,7 +41,7 @@ import Testing
             #expect(image == post.image && !willFetch)
             record.log("hit")
         }, postFetch: record.postFetch)
-        #expect(!again)
+        #expect(again == nil)
         #expect(try await images.nodeThumbnail(node, processor: processor) == post.image, "the async form hits too")
         try await Task.sleep(nanoseconds: 200_000_000)
         #expect(record.postCount == 1 && record.events.withLock { $0.last } == "hit")
@@ -52,6 +52,44 @@ import Testing
         #expect(original.width == 400 && original.format == .jpeg)
         #expect(setup.counting.reads.load(ordering: .relaxed) == readsAfterFirst)
         #expect(images.nodeThumbnailsCache.keys.count == 2)
+    }
+
+    @Test func fetchReturnsTheTicketOfTheDownloadItNeeds() async throws {
+        let setup = try ImageSetup()
+        let node = try await setup.push("remote-only", thumbnail: try TestImages.jpeg(200, 100))
+        let images = setup.images()
+        let record = FetchRecord()
+        let readsBefore = setup.counting.reads.load(ordering: .relaxed)
+        setup.counting.delay.store(100_000, ordering: .relaxed)  // slow reads: the second fetch joins the first
+        let ticket = try #require(images.fetchNodeThumbnail(node, processor: resize64, preFetch: { _, willFetch in
+            #expect(willFetch)
+        }, postFetch: record.postFetch), "only in the remote: the fetch returns the download's ticket")
+        // An identical fetch in flight gets a ticket of the same transfer, and shares the load.
+        let joined = try #require(images.fetchNodeThumbnail(node, processor: resize64, preFetch: { _, _ in }, postFetch: record.postFetch))
+        let posts = await record.posts(2)
+        #expect(posts.allSatisfy { $0.error == nil && $0.image?.width == 64 && $0.image?.height == 32 })
+        let download = try await ticket.value
+        let thumbnail = try #require(download.thumbnail)
+        #expect(try ProcessedImage(data: thumbnail).width == 200, "postFetch's image came from the ticket's transfer")
+        #expect(ticket.progress.totalBytes > 0 && ticket.progress.completedBytes == ticket.progress.totalBytes)
+        #expect(try await joined.value.thumbnail == thumbnail)
+        #expect(setup.counting.reads.load(ordering: .relaxed) - readsBefore == 2, "one transfer: the header and the thumbnail section")
+        #expect(try setup.b.nodeFile(node, kind: .thumbnail) != nil)
+
+        // A memory hit needs no download.
+        var hit = false
+        #expect(images.fetchNodeThumbnail(node, processor: resize64, preFetch: { image, willFetch in hit = image != nil && !willFetch },
+                                          postFetch: record.postFetch) == nil)
+        #expect(hit)
+        // Nor does a thumbnail stored locally (another key, so not in memory): the image comes from the disk.
+        let local = FetchRecord()
+        var willFetch = false
+        let none = images.fetchNodeThumbnail(node, preFetch: { _, will in willFetch = will }, postFetch: local.postFetch)
+        #expect(none == nil && willFetch)
+        let original = try #require(await local.posts(1).first)
+        #expect(original.error == nil && original.image?.width == 200)
+        #expect(setup.counting.reads.load(ordering: .relaxed) - readsBefore == 2)
+        #expect(record.postCount == 2)
     }
 
     @Test func postFetchRunsOnTheMainQueueByDefault() async throws {
