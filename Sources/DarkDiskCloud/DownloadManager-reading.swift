@@ -46,6 +46,9 @@ extension DownloadManager {
             case .ended: answerFromTicket()  // The transfer resolves its tickets right after it ends its stream.
             }
         }
+        // Once answered (by the stream, the ticket or the deadline), the waiter goes: left on a stream that no
+        // transfer will end, it would keep the finished ticket, and the stored file's retain token with it.
+        if let waiter { answer.setCleanup { _ = stream.cancelWait(waiter) } }
         if running.isFinished { answerFromTicket() }
         guard let timeout, !answer.isAnswered else { return running }
         answer.setDeadline(Task {
@@ -63,6 +66,7 @@ private final class Answer: Sendable {
     private let queue: DispatchQueue
     private let handler: Mutex<(@Sendable (Result<NodeDataSource, any Error>) -> Void)?>
     private let timer = Mutex<Task<Void, Never>?>(nil)
+    private let cleanup = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(queue: DispatchQueue, handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) {
         self.queue = queue
@@ -77,12 +81,19 @@ private final class Answer: Sendable {
         if isAnswered { task.cancel() }
     }
 
+    /// Sets what to undo once answered (runs at once if the answer came already).
+    func setCleanup(_ body: @escaping @Sendable () -> Void) {
+        cleanup.withLock { $0 = body }
+        if isAnswered { cleanup.withLock { state in defer { state = nil }; return state }?() }
+    }
+
     func callAsFunction(_ result: Result<NodeDataSource, any Error>) {
         guard let handler = handler.withLock({ state -> (@Sendable (Result<NodeDataSource, any Error>) -> Void)? in
             defer { state = nil }
             return state
         }) else { return }
         timer.withLock { $0 }?.cancel()
+        cleanup.withLock { state in defer { state = nil }; return state }?()
         queue.async { handler(result) }
     }
 }
