@@ -375,14 +375,24 @@ final class CacheFolder: Sendable {
         return removed
     }
 
-    /// Deletes a value file whose row is gone, unless a `withFileURL` closure (in any process) has it open:
-    /// that one is left for the sweep.
+    /// Deletes a value file whose row is gone. While someone holds it (a `withFileURL` closure in any
+    /// process, or the sweep checking it for a moment) it is tried again in the background, at growing
+    /// intervals for about a minute, then left for the next start-up's sweep. No row can name it again:
+    /// file names never repeat.
     func discard(_ file: String) {
-        let path = filesPath + "/" + file
+        Self.discard(filesPath + "/" + file, attempt: 0)
+    }
+
+    private static func discard(_ path: String, attempt: Int) {
         let fd = Foundation.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return }
-        defer { close(fd) }
-        if flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink(path) }
+        let locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+        if locked { unlink(path) }
+        close(fd)
+        guard !locked, attempt < 8 else { return }
+        DispatchQueue.global(qos: .background).asyncAfter(deadline: .now() + .milliseconds(250 << attempt)) {
+            discard(path, attempt: attempt + 1)
+        }
     }
 
     // MARK: - Removals

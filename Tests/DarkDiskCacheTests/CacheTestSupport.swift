@@ -121,3 +121,13 @@ enum Tool {
         return (status, out + err)
     }
 }
+
+/// The number of value files in the cache's folder, once it is `expected` or 5 s have passed: a discarded
+/// file the background sweep was checking at that moment goes a moment later.
+func settledValueFileCount(_ cache: DiskCache, expected: Int) -> Int {
+    let files = cache.cacheURL.path + "/files"
+    let count = { (try? FileManager.default.contentsOfDirectory(atPath: files).count) ?? -1 }
+    let deadline = Date().addingTimeInterval(5)
+    while count() != expected, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+    return count()
+}

@@ -80,7 +80,7 @@ import Testing
         let other = try root.cache()    // no age limit of its own: sees what the index holds
         #expect(try eventually(within: 5) { try other.entryCount == 0 })
         #expect(try other.byteCount == 0)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: cache.cacheURL.path + "/files").isEmpty)
+        #expect(settledValueFileCount(cache, expected: 0) == 0)
         cache.ageLimit = 0
         try cache.set(bytes(100), forKey: "kept")
         usleep(600_000)

@@ -24,7 +24,7 @@ import Testing
         #expect(try !cache.containsValue(forKey: "large"))
         #expect(try cache.entryCount == 1)
         // Only the remaining small value (kept in the index): no value file left behind.
-        #expect(try FileManager.default.contentsOfDirectory(atPath: cache.cacheURL.path + "/files").isEmpty)
+        #expect(settledValueFileCount(cache, expected: 0) == 0)
     }
 
     @Test func replacingSwitchesBetweenIndexAndFile() throws {
@@ -33,11 +33,11 @@ import Testing
         try cache.set(bytes(100_000), forKey: "k")
         try cache.set(bytes(10, seed: 3), forKey: "k")
         #expect(try cache.data(forKey: "k") == bytes(10, seed: 3))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: cache.cacheURL.path + "/files").isEmpty)
+        #expect(settledValueFileCount(cache, expected: 0) == 0)
         try cache.set(bytes(70_000, seed: 4), forKey: "k")
         try cache.set(bytes(80_000, seed: 5), forKey: "k")
         #expect(try cache.data(forKey: "k") == bytes(80_000, seed: 5))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: cache.cacheURL.path + "/files").count == 1)
+        #expect(settledValueFileCount(cache, expected: 1) == 1)
         #expect(try cache.byteCount == entriesTotal(cache))
     }
 
