@@ -21,6 +21,9 @@ package struct S3XML: Sendable {
 
     /// The document's root element, or nil if `data` is not well-formed XML.
     package static func parse(_ data: Data) -> S3XML? {
+        // Foundation's XMLParser traps on an element name that is not valid UTF-8 (found by fuzzing: a hostile
+        // server could stop the process). S3 answers are UTF-8, so anything else is refused unparsed.
+        guard String(validating: data, as: UTF8.self) != nil else { return nil }
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
         let builder = Builder()
