@@ -24,6 +24,13 @@ package struct S3XML: Sendable {
         // Foundation's XMLParser traps on an element name that is not valid UTF-8 (found by fuzzing: a hostile
         // server could stop the process). S3 answers are UTF-8, so anything else is refused unparsed.
         guard String(validating: data, as: UTF8.self) != nil else { return nil }
+        // It also crashes on a processing instruction without data (`<?x?>`), and a DTD could declare entities
+        // that expand without bound. S3 answers have neither: past the optional `<?xml …?>` declaration, any
+        // `<?` or `<!` (processing instruction, DTD, comment, CDATA) is refused unparsed.
+        var rest = data.startIndex
+        if data.starts(with: Data("<?xml".utf8)), let end = data.range(of: Data("?>".utf8)) { rest = end.upperBound }
+        guard data.range(of: Data("<?".utf8), in: rest..<data.endIndex) == nil,
+              data.range(of: Data("<!".utf8), in: rest..<data.endIndex) == nil else { return nil }
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
         let builder = Builder()
