@@ -28,7 +28,11 @@ package struct S3XML: Sendable {
         // that expand without bound. S3 answers have neither: past the optional `<?xml …?>` declaration, any
         // `<?` or `<!` (processing instruction, DTD, comment, CDATA) is refused unparsed.
         var rest = data.startIndex
-        if data.starts(with: Data("<?xml".utf8)), let end = data.range(of: Data("?>".utf8)) { rest = end.upperBound }
+        let space: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]  // `<?xml` then whitespace: the declaration, not a PI named `xml…`
+        if data.starts(with: Data("<?xml".utf8)), data.count > 5, space.contains(data[data.startIndex + 5]),
+           let end = data.range(of: Data("?>".utf8)) {
+            rest = end.upperBound
+        }
         guard data.range(of: Data("<?".utf8), in: rest..<data.endIndex) == nil,
               data.range(of: Data("<!".utf8), in: rest..<data.endIndex) == nil else { return nil }
         let parser = XMLParser(data: data)
