@@ -25,16 +25,14 @@ package struct S3XML: Sendable {
         // server could stop the process). S3 answers are UTF-8, so anything else is refused unparsed.
         guard String(validating: data, as: UTF8.self) != nil else { return nil }
         // It also crashes on a processing instruction without data (`<?x?>`), and a DTD could declare entities
-        // that expand without bound. S3 answers have neither: past the optional `<?xml …?>` declaration, any
-        // `<?` or `<!` (processing instruction, DTD, comment, CDATA) is refused unparsed.
-        var rest = data.startIndex
-        let space: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]  // `<?xml` then whitespace: the declaration, not a PI named `xml…`
-        if data.starts(with: Data("<?xml".utf8)), data.count > 5, space.contains(data[data.startIndex + 5]),
-           let end = data.range(of: Data("?>".utf8)) {
-            rest = end.upperBound
+        // that expand without bound. S3 answers have neither: the only `<?` allowed is the declaration at the
+        // very start (`<?xml` then whitespace), and no `<!` (DTD, comment, CDATA) at all.
+        let space: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]
+        if data.starts(with: Data("<?".utf8)) {
+            guard data.starts(with: Data("<?xml".utf8)), data.count > 5, space.contains(data[data.startIndex + 5]) else { return nil }
         }
-        guard data.range(of: Data("<?".utf8), in: rest..<data.endIndex) == nil,
-              data.range(of: Data("<!".utf8), in: rest..<data.endIndex) == nil else { return nil }
+        guard data.count < 2 || data.range(of: Data("<?".utf8), in: (data.startIndex + 1)..<data.endIndex) == nil,
+              data.range(of: Data("<!".utf8)) == nil else { return nil }
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
         let builder = Builder()
