@@ -8,7 +8,8 @@ import Testing
 /// Replays the committed fuzz corpus and every input that once broke a target (`Tests/Fuzz/Regressions`)
 /// through the fuzz targets, so a fixed crash stays fixed. A failure here stops the test process with the
 /// target's message, as it stopped the fuzzer.
-@Suite struct CorpusReplayTests {
+// Serialized: the crypto targets share one scratch file per process, as the fuzzer (one input at a time) does.
+@Suite(.serialized) struct CorpusReplayTests {
     static let fuzzFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().path + "/Fuzz"
 
     @Test(arguments: FuzzTarget.allCases)
