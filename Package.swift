@@ -56,7 +56,7 @@ let package = Package(
         ]),
         // A second process for DarkDiskCacheTests (concurrent writers, kill -9 mid-set) and Scripts/bench diskcache.
         .executableTarget(name: "darkdisk-cache-tool", dependencies: ["DarkDiskCache"]),
-        .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskCache"]),
+        .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskCache", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto", "DarkDiskTestSupport"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk"]),

@@ -155,34 +155,42 @@ public final class DiskCache: Sendable {
 
     /// Called (on `hookQueue`) before an entry is added or replaced.
     public var willAddObject: ObjectHook? {
-        get { settings.withLock { $0.hooks.willAdd } }
-        set { settings.withLock { $0.hooks.willAdd = newValue } }
+        get { hook(\.willAdd) }
+        set { setHook(\.willAdd, newValue) }
     }
     /// Called (on `hookQueue`) after an entry was added or replaced.
     public var didAddObject: ObjectHook? {
-        get { settings.withLock { $0.hooks.didAdd } }
-        set { settings.withLock { $0.hooks.didAdd = newValue } }
+        get { hook(\.didAdd) }
+        set { setHook(\.didAdd, newValue) }
     }
     /// Called (on `hookQueue`) before an entry is removed: by `removeValue`, a trim, the limits, or because it
     /// was found damaged.
     public var willRemoveObject: ObjectHook? {
-        get { settings.withLock { $0.hooks.willRemove } }
-        set { settings.withLock { $0.hooks.willRemove = newValue } }
+        get { hook(\.willRemove) }
+        set { setHook(\.willRemove, newValue) }
     }
     /// Called (on `hookQueue`) after an entry was removed.
     public var didRemoveObject: ObjectHook? {
-        get { settings.withLock { $0.hooks.didRemove } }
-        set { settings.withLock { $0.hooks.didRemove = newValue } }
+        get { hook(\.didRemove) }
+        set { setHook(\.didRemove, newValue) }
     }
     /// Called (on `hookQueue`) before `removeAll` empties the cache.
     public var willRemoveAllObjects: CacheHook? {
-        get { settings.withLock { $0.hooks.willRemoveAll } }
-        set { settings.withLock { $0.hooks.willRemoveAll = newValue } }
+        get { hook(\.willRemoveAll) }
+        set { setHook(\.willRemoveAll, newValue) }
     }
     /// Called (on `hookQueue`) after `removeAll` emptied the cache.
     public var didRemoveAllObjects: CacheHook? {
-        get { settings.withLock { $0.hooks.didRemoveAll } }
-        set { settings.withLock { $0.hooks.didRemoveAll = newValue } }
+        get { hook(\.didRemoveAll) }
+        set { setHook(\.didRemoveAll, newValue) }
+    }
+
+    private func hook<Hook: Sendable>(_ field: KeyPath<Hooks, Hook?> & Sendable) -> Hook? {
+        settings.withLock { $0.hooks[keyPath: field] }
+    }
+
+    private func setHook<Hook: Sendable>(_ field: WritableKeyPath<Hooks, Hook?> & Sendable, _ value: Hook?) {
+        settings.withLock { $0.hooks[keyPath: field] = value }
     }
 
     func fire(_ hook: ObjectHook?, _ key: String) {

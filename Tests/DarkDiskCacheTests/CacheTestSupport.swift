@@ -1,4 +1,5 @@
 @testable import DarkDiskCache
+import DarkDiskTestSupport
 import Foundation
 
 /// A cache root in a fresh temporary folder (on disk, not tmpfs), removed when the test ends.
@@ -15,17 +16,9 @@ final class TemporaryRoot {
     func cache(_ name: String = "test") throws -> DiskCache { try DiskCache(name: name, rootPath: path) }
 }
 
-/// Deterministic bytes: `count` of them from `seed`.
+/// Deterministic bytes: `count` of them from `seed` (the suites' shared generator).
 func bytes(_ count: Int, seed: UInt64 = 1) -> Data {
-    var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-    var data = Data(count: count)
-    data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) in
-        for i in 0..<count {
-            state ^= state << 13; state ^= state >> 7; state ^= state << 17
-            buffer[i] = UInt8(truncatingIfNeeded: state)
-        }
-    }
-    return data
+    Data(SplitMix64.bytes(count, seed: seed))
 }
 
 /// The same self-checking values as darkdisk-cache-tool writes ("KEY#GEN#" then bytes from both).

@@ -1,5 +1,6 @@
 import DarkDisk
 import DarkDiskCloud
+import DarkDiskCrypto
 import Foundation
 import Testing
 
@@ -82,5 +83,20 @@ import Testing
         } catch let error as RemoteError {
             #expect(error.code == .invalidResponse && error.message.contains("mallory"))
         }
+    }
+
+    /// An outline entry of another user, or under a key of another master key, is refused and changes nothing.
+    @Test func foreignEntriesAreRefused() async throws {
+        let setup = try CloudTests.Setup()
+        let alice = try UserID("alice"), bob = try UserID("bob")
+        let identity = try IdentityID("mail|x")
+        let wrapped = setup.b.wrapKey(SymmetricKey.random())
+        #expect(throws: DarkDiskError.self) {
+            try setup.b.updateAvatarOutline(alice, entries: [AvatarOutlineEntry(userID: bob, identityID: identity, plaintextSize: 1, wrappedKey: wrapped)])
+        }
+        #expect(throws: DarkDiskError.self) {
+            try setup.b.updateAvatarOutline(alice, entries: [AvatarOutlineEntry(userID: alice, identityID: identity, plaintextSize: 1, wrappedKey: Array(repeating: 7, count: 60))])
+        }
+        #expect(try setup.b.avatarOutline().isEmpty)
     }
 }

@@ -73,4 +73,16 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: victim + ".copy"), "delete removed the link, not what it points to")
         #expect(FileManager.default.fileExists(atPath: victim))
     }
+
+    @Test(arguments: ["", ".", "..", "../outside", "a/b"])
+    func aCacheSubfolderNameCannotLeaveTheCache(name: String) throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        do {
+            _ = try manager.cacheSubfolder(name)
+            Issue.record("cache folder name \(name.debugDescription) was accepted")
+        } catch {
+            #expect(error.code == .invalidArgument && !error.message.contains("\n"))
+        }
+    }
 }
