@@ -22,7 +22,8 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
-        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        // libvips, loaded with dlopen on first use (see Sources/CVips/include/CVips.h for why it is not linked).
+        .target(name: "CVips", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "DarkDiskCrypto", dependencies: ["COpenSSL"]),
         .target(name: "DarkDisk", dependencies: [
             "DarkDiskCrypto",

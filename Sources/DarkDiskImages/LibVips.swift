@@ -9,9 +9,7 @@ import Foundation
 enum LibVips {
     private static let started: String? = {
         guard darkdisk_vips_init("darkdisk") == 0 else { return lastError() }
-        vips_cache_set_max(0)
-        vips_cache_set_max_mem(0)
-        vips_cache_set_max_files(0)
+        darkdisk_vips_cache_off()
         return nil
     }()
 
@@ -24,9 +22,9 @@ enum LibVips {
 
     /// libvips' error buffer (global to the process), first line only, then cleared.
     static func lastError() -> String {
-        guard let buffer = vips_error_buffer() else { return "unknown libvips error" }
+        guard let buffer = darkdisk_vips_error_buffer() else { return "unknown libvips error" }
         let text = String(cString: buffer)
-        vips_error_clear()
+        darkdisk_vips_error_clear()
         let line = text.split(separator: "\n").first.map(String.init) ?? ""
         return line.isEmpty ? "unknown libvips error" : line
     }

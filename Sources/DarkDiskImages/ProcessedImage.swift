@@ -24,9 +24,9 @@ public struct ProcessedImage: Sendable, Hashable {
         guard !data.isEmpty else { throw ImageError(.undecodable, "the image is empty (0 bytes)") }
         let header: (Int, Int, String?)? = data.withUnsafeBytes { buffer in
             guard let image = darkdisk_vips_load_buffer(buffer.baseAddress, buffer.count) else { return nil }
-            defer { g_object_unref(image) }
-            let loader = vips_foreign_find_load_buffer(buffer.baseAddress, buffer.count).map { String(cString: $0) }
-            return (Int(vips_image_get_width(image)), Int(vips_image_get_height(image)), loader)
+            defer { darkdisk_g_object_unref(image) }
+            let loader = darkdisk_vips_foreign_find_load_buffer(buffer.baseAddress, buffer.count).map { String(cString: $0) }
+            return (Int(darkdisk_vips_image_get_width(image)), Int(darkdisk_vips_image_get_height(image)), loader)
         }
         guard let (width, height, _) = header else {
             throw ImageError(.undecodable, "not a readable image (\(data.count) bytes): \(LibVips.lastError())")
@@ -126,7 +126,7 @@ public struct ProcessedImage: Sendable, Hashable {
             }
         }
         let image = pixels.withUnsafeBytes { bytes in
-            vips_image_new_from_memory_copy(bytes.baseAddress, bytes.count, Int32(diameter), Int32(diameter), 1, VIPS_FORMAT_UCHAR)
+            darkdisk_vips_image_new_from_memory_uchar(bytes.baseAddress, bytes.count, Int32(diameter), Int32(diameter), 1)
         }
         guard let image else { throw ImageError(.processing, "cannot make a circle mask: \(LibVips.lastError())") }
         return VipsImageRef(image)

@@ -87,6 +87,14 @@ import Testing
         #expect(try header(fallback).hasPrefix("32x32 uchar, 4 bands"))
     }
 
+    /// libvips and its hundred libraries (about 23 MiB resident) are loaded by the image commands only, not
+    /// by every command and the mount daemon (issue 5's memory goal).
+    @Test func theCommandLineDoesNotLinkLibvips() throws {
+        let libraries = try Shell.run("/usr/bin/ldd", [Shell.darkdisk])
+        #expect(libraries.status == 0 && libraries.output.contains("libc.so"), "\(libraries.stderr)")
+        #expect(!libraries.output.contains("libvips") && !libraries.output.contains("libglib"), "\(libraries.output)")
+    }
+
     @Test func helpListsTheImageCommands() throws {
         let help = try Shell.run(Shell.darkdisk, ["--help"])
         #expect(help.output.contains("thumbnail") && help.output.contains("avatar"), "\(help.output)")

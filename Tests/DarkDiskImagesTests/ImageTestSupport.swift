@@ -22,7 +22,7 @@ enum TestImages {
             }
         }
         let image = pixels.withUnsafeBytes {
-            vips_image_new_from_memory_copy($0.baseAddress, $0.count, Int32(width), Int32(height), Int32(bands), VIPS_FORMAT_UCHAR)
+            darkdisk_vips_image_new_from_memory_uchar($0.baseAddress, $0.count, Int32(width), Int32(height), Int32(bands))
         }
         return try VipsImageRef(try #require(image)).encode(output)
     }
@@ -36,8 +36,8 @@ enum TestImages {
         return try data.withUnsafeBytes { buffer in
             let image = VipsImageRef(try #require(darkdisk_vips_load_buffer(buffer.baseAddress, buffer.count)))
             var size = 0
-            let memory = try #require(vips_image_write_to_memory(image.pointer, &size))
-            defer { g_free(memory) }
+            let memory = try #require(darkdisk_vips_image_write_to_memory(image.pointer, &size))
+            defer { darkdisk_g_free(memory) }
             return (image.bands, image.width, Array(UnsafeRawBufferPointer(start: memory, count: size)))
         }
     }
