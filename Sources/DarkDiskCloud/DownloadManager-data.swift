@@ -79,7 +79,7 @@ extension DownloadManager {
                 download = try manager.beginPartialDownload(nodeID, etag: info.etag, size: info.size)
             }
             do {
-                try await fetchMissing(download!, key: objectKey, stream: stream, transfer: transfer)
+                try await fetchMissing(download!, key: objectKey, nodeKey: key, stream: stream, transfer: transfer)
             } catch let error as RemoteError where error.code == .changed && attempt < 2 {
                 // The cloud file was replaced mid-download: its parts do not go together. Start over.
                 try manager.removePartialDownload(nodeID)
@@ -117,7 +117,11 @@ extension DownloadManager {
     /// Fetches the missing parts, `parallelParts` at a time, plus one worker for parts that readers wait for;
     /// each part is streamed into the partial file with `pwrite` and recorded as it lands. Whatever arrived
     /// before a failure stays recorded for the next attempt.
-    private func fetchMissing(_ download: PartialDownload, key objectKey: String, stream: NodeDataStream,
+    ///
+    /// The header is authenticated with the node's key as soon as its bytes have arrived, before they (or
+    /// anything of the part they came in) count as received: another node's cloud file under this node's
+    /// name, or one cut short or extended on the remote, ends the download and its partial file at once.
+    private func fetchMissing(_ download: PartialDownload, key objectKey: String, nodeKey: SymmetricKey, stream: NodeDataStream,
                               transfer: Transfer<NodeDataDownload>) async throws {
         let fd = open(download.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw RemoteError(.io, "cannot open \(download.path): \(String(cString: strerror(errno)))") }
@@ -129,17 +133,34 @@ extension DownloadManager {
         try stream.activate(path: download.path, ranges: download.ranges, pending: download.missingParts(partSize: partSize))
         let etag = download.etag
         let remote = self.remote
+        let size = download.size
+        let headerRefused = RefusalFlag()
         @Sendable func fetch(_ part: Range<UInt64>) async throws {
             var cursor = part.lowerBound
+            // The part holding the header records nothing until the header has authenticated.
+            var header: [UInt8]? = part.lowerBound == 0 ? [] : nil
             try await remote.read(objectKey, range: part, ifMatch: etag) { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in
                 guard UInt64(bytes.count) <= part.upperBound - cursor else {
                     throw RemoteError(.invalidResponse, "\(objectKey): more bytes than the part \(part) asked for")
                 }
                 try Self.write(bytes, to: fd, at: cursor)
-                let range = cursor..<cursor + UInt64(bytes.count)
+                var range = cursor..<cursor + UInt64(bytes.count)
+                cursor += UInt64(bytes.count)
+                if var pending = header {
+                    pending += bytes.prefix(CryptoFormat.headerSize - pending.count)
+                    header = pending
+                    guard pending.count == CryptoFormat.headerSize || cursor == part.upperBound else { return }
+                    do throws(RemoteError) {
+                        try Self.checkHeader(pending, of: download.nodeID, objectKey: objectKey, size: size, key: nodeKey)
+                    } catch {
+                        headerRefused.raised.store(true, ordering: .relaxed)
+                        throw error
+                    }
+                    header = nil
+                    range = part.lowerBound..<cursor
+                }
                 try recorder.received(range)
                 stream.received(range)
-                cursor += UInt64(bytes.count)
             }
             guard cursor == part.upperBound else {
                 throw RemoteError(.invalidResponse, "\(objectKey): the body of part \(part) ended after \(cursor - part.lowerBound) bytes")
@@ -164,7 +185,12 @@ extension DownloadManager {
             }
         } catch {
             stream.closeQueue()
-            try? recorder.flush()
+            if headerRefused.raised.load(ordering: .relaxed) {
+                // Nothing of this file is this node's: drop what arrived rather than resume from it.
+                try? manager.removePartialDownload(download.nodeID)
+            } else {
+                try? recorder.flush()
+            }
             throw error
         }
         try recorder.flush()
@@ -172,6 +198,21 @@ extension DownloadManager {
         let missing = recorder.download.missingParts(partSize: max(recorder.download.size, 1))
         guard missing.isEmpty else {
             throw RemoteError(.io, "the download of \(objectKey) ended with \(missing.reduce(0) { $0 + $1.count }) bytes missing (\(missing.count) ranges); it resumes at the next read")
+        }
+    }
+
+    /// Authenticates a data download's header with the node's key and checks it describes a cloud file of
+    /// the size the remote reports.
+    private static func checkHeader(_ bytes: [UInt8], of nodeID: NodeID, objectKey: String, size: UInt64,
+                                    key: SymmetricKey) throws(RemoteError) {
+        let header: CryptoFileHeader
+        do {
+            header = try CryptoFileHeader(authenticating: bytes, key: key, name: objectKey)
+        } catch {
+            throw RemoteError(.invalidResponse, "the cloud file of node '\(nodeID)' does not authenticate with the node's key (another node's file, or damaged): \(error.message)")
+        }
+        guard header.format == .cloudFile, header.fileLength == size else {
+            throw RemoteError(.invalidResponse, "the cloud file of node '\(nodeID)' is \(size) bytes but its header describes \(header.fileLength) (cut short or extended on the remote)")
         }
     }
 
@@ -186,4 +227,9 @@ extension DownloadManager {
             done += n
         }
     }
+}
+
+/// Set by the part that found the header refused, read once every part has stopped.
+private final class RefusalFlag: Sendable {
+    let raised = Atomic<Bool>(false)
 }

@@ -109,10 +109,11 @@ public final class FaultProxy: Sendable {
         public let stalls: Int
         public let ignoredRanges: Int
         public let replacements: Int
+        public let pads: Int
         public let requests: [Request]
 
         enum CodingKeys: String, CodingKey {
-            case bytes, paths, cuts, failures, stalls, replacements, requests
+            case bytes, paths, cuts, failures, stalls, replacements, pads, requests
             case ignoredRanges = "ignored_ranges"
         }
     }

@@ -21,16 +21,20 @@ Faults are set at run time, so one proxy serves a whole test:
                   seconds after BYTES of body bytes, for the next K GET responses
       "ignore_range": {"count": K}                                 drop the Range header of the next K
                   GETs, so the upstream answers 200 with the whole object
+      "pad":      {"bytes": N, "count": K, "path": SUBSTRING}      send N more body bytes (0x5A) than the
+                  upstream's answer has, in the next K GET responses, with Content-Length raised to match
+                  and every other header (Content-Range included) left as the upstream sent it: an answer
+                  whose length disagrees with its own range
       "replace":  {"path": "/nodes/x.ddc", "target": FILE, "sources": [FILE, ...], "after": N,
                    "every": M}   before forwarding the (N+1)th GET of PATH (counted from this setting),
                   replace TARGET (the file the upstream serves) with a copy of the first source with a new
                   modification time (so nginx gives it a new ETag); with "every": M > 0, do it again every
                   M GETs after that, cycling through the sources
-      Each of cut, fail, stall and ignore_range may also be a list of such rules (the first that applies
+      Each of cut, fail, stall, ignore_range and pad may also be a list of such rules (the first that applies
       and has occurrences left is used).
       "clear": true         removes every fault;     "reset_stats": true    zeroes the counters
     GET /__stats     {"bytes": total body bytes sent, "paths": {PATH: {"gets", "heads", "bytes"}},
-                      "cuts", "failures", "stalls", "ignored_ranges", "replacements",
+                      "cuts", "failures", "stalls", "ignored_ranges", "replacements", "pads",
                       "requests": [{"method", "path", "range", "status", "bytes", "fault"}, ...]}
 """
 
@@ -70,6 +74,7 @@ class State:
         self.stalls = 0
         self.ignored_ranges = 0
         self.replacements = 0
+        self.pads = 0
         self.requests = []
 
     def path_stats(self, path):
@@ -110,7 +115,7 @@ class State:
         with self.lock:
             return {
                 "bytes": self.bytes, "paths": self.paths, "cuts": self.cuts, "failures": self.failures,
-                "stalls": self.stalls, "ignored_ranges": self.ignored_ranges, "replacements": self.replacements,
+                "stalls": self.stalls, "ignored_ranges": self.ignored_ranges, "replacements": self.replacements, "pads": self.pads,
                 "requests": self.requests, "faults": self.faults,
             }
 
@@ -192,7 +197,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = urllib.parse.urlsplit(self.path).path
         entry = {"method": method, "path": path, "range": self.headers.get("Range"), "status": 0, "bytes": 0, "fault": None}
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
-        cut = stall = None
+        cut = stall = pad = None
         with STATE.lock:
             stats = STATE.path_stats(path)
             stats["gets" if method == "GET" else "heads"] += 1
@@ -203,6 +208,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             elif method == "GET":
                 cut = STATE.claim("cut", path, method)
                 stall = STATE.claim("stall", path, method)
+                pad = STATE.claim("pad", path, method)
                 if "Range" in headers and STATE.claim("ignore_range", path, method) is not None:
                     del headers["Range"]
                     STATE.ignored_ranges += 1
@@ -235,6 +241,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if method == "GET" and length is None:
                 body = response.read()  # a chunked answer (a directory index): send it with a length
                 length = str(len(body))
+            extra = int(pad.get("bytes", 0)) if pad else 0
+            if extra:
+                body = (response.read() if body is None else body) + b"\x5a" * extra
+                length = str(len(body))
+                entry["fault"] = "pad"
+                with STATE.lock:
+                    STATE.pads += 1
             self.log_request(response.status)
             self.send_response_only(response.status, response.reason)  # the upstream's Server and Date go through
             for name, value in response.getheaders():

@@ -1,0 +1,97 @@
+import DarkDiskTestSupport
+import Foundation
+import Testing
+
+/// A remote that lies (issue 8): answers longer than their range, a cloud file cut short on the server, and
+/// another node's cloud file under a node's name. Through the mount, each is an `EIO` for that node within
+/// the remote timeout (never wrong bytes, never a hang), nothing damaged enters the store (`darkdisk
+/// check` passes), and the other nodes keep reading.
+@Suite struct HostileRemoteMountTests {
+    /// Store B joined to a bucket with nodes `one` and `two` (1 MiB and a bit, random), served by nginx
+    /// behind the fault proxy, mounted with a 2 s remote timeout.
+    final class Setup {
+        let remote: RemoteBucket
+        let proxy: FaultProxy
+        let one = CLIStore.bytes(1_048_583, seed: 81)
+        let two = CLIStore.bytes(1_048_589, seed: 82)
+        let mount: Mount
+
+        init() throws {
+            remote = try RemoteBucket()
+            try remote.push("one", one)
+            try remote.push("two", two)
+            proxy = try FaultProxy(servingRoot: remote.bucket)
+            try remote.join(proxy.url)
+            mount = try remote.mountB(["--remote-timeout", "2"])
+        }
+
+        func path(_ id: String) -> String { mount.path + "/nodes/\(id)/data" }
+
+        /// `cat` of a node, bounded: exit status, the bytes it wrote and its error line.
+        func cat(_ id: String) throws -> Run { try Shell.sh("exec timeout -s KILL 60 cat \(Shell.quote(path(id)))", timeout: 90) }
+
+        /// The failed read every case here expects: non-zero exit, "Input/output error", and whatever came
+        /// out before the failure is a prefix of the node's real bytes.
+        func expectIOError(_ run: Run, of id: String, real: Data, sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(run.status != 0 && run.status != 137, "cat of \(id): exit \(run.status) (137: killed after 60 s)", sourceLocation: sourceLocation)
+            #expect(run.stderr.contains("Input/output error"), "cat of \(id): \(run.stderr)", sourceLocation: sourceLocation)
+            #expect(run.stdout.count <= real.count && run.stdout == real.prefix(run.stdout.count),
+                    "cat of \(id) wrote \(run.stdout.count) bytes that are not the node's", sourceLocation: sourceLocation)
+        }
+
+        /// The store and its index agree, and the untouched node reads whole.
+        func expectStoreSound(sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let check = try remote.darkdiskB(["check", "--full"])
+            #expect(check.status == 0, "darkdisk check: \(check.output) \(check.stderr)", sourceLocation: sourceLocation)
+            #expect(try cat("two").stdout == two, "the other node", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func anAnswerLongerThanItsRangeIsRefusedAndAskedAgain() throws {
+        let setup = try Setup()
+        try setup.proxy.control(["pad": ["bytes": 4096, "count": 2, "path": "/nodes/one.ddc"]])
+        let run = try setup.cat("one")
+        #expect(run.status == 0 && run.stdout == setup.one, "cat after two padded answers: exit \(run.status), \(run.stderr)")
+        #expect(try setup.proxy.stats().pads == 2, "both padded answers were sent")
+        try setup.expectStoreSound()
+    }
+
+    @Test func aServerThatAlwaysSendsTooMuchIsAnIOErrorAndStoresNothing() throws {
+        let setup = try Setup()
+        try setup.proxy.control(["pad": ["bytes": 1, "count": 1_000_000, "path": "/nodes/one.ddc"]])
+        let started = Date()
+        setup.expectIOError(try setup.cat("one"), of: "one", real: setup.one)
+        #expect(Date().timeIntervalSince(started) < 30, "EIO took \(Date().timeIntervalSince(started)) s")
+        #expect(try Shell.xattr("user.darkdisk.local", setup.path("one")) != "full")
+        try setup.expectStoreSound()
+        // Once the server behaves, the node reads.
+        try setup.proxy.control(["clear": true])
+        #expect(Mount.wait(seconds: 30) { (try? setup.cat("one"))?.stdout == setup.one }, "after the server recovered")
+    }
+
+    @Test func aCloudFileCutShortOnTheServerIsAnIOErrorNeverWrongBytes() throws {
+        let setup = try Setup()
+        let object = setup.remote.bucket + "/nodes/one.ddc"
+        let handle = try #require(FileHandle(forUpdatingAtPath: object))
+        try handle.truncate(atOffset: UInt64(try setup.remote.cloudSize("one") / 2))
+        try handle.close()
+        setup.expectIOError(try setup.cat("one"), of: "one", real: setup.one)
+        #expect(try Shell.xattr("user.darkdisk.local", setup.path("one")) != "full")
+        try setup.expectStoreSound()
+    }
+
+    @Test func anotherNodesCloudFileUnderThisNodesNameIsAnIOError() throws {
+        let setup = try Setup()
+        let bucket = setup.remote.bucket
+        let swapped = try Data(contentsOf: URL(fileURLWithPath: bucket + "/nodes/two.ddc"))
+        try swapped.write(to: URL(fileURLWithPath: bucket + "/nodes/one.ddc"))
+        setup.expectIOError(try setup.cat("one"), of: "one", real: setup.one)
+        #expect(try Shell.xattr("user.darkdisk.local", setup.path("one")) == "none", "nothing of node two's file is kept as node one's: \(setup.mount.log.suffix(3000))")
+        #expect(setup.mount.log.contains("node 'one'"), "the daemon's log names the node: \(setup.mount.log.suffix(2000))")
+        // The command line says why, in one line.
+        let fetch = try setup.remote.darkdiskB(["fetch", "--node", "one"])
+        #expect(fetch.status != 0 && fetch.stderrLines.count == 1 && fetch.stderr.contains("does not authenticate with the node's key"),
+                "darkdisk fetch: \(fetch.stderr)")
+        try setup.expectStoreSound()
+    }
+}
