@@ -24,21 +24,23 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // libvips, loaded with dlopen on first use (see Sources/CVips/include/CVips.h for why it is not linked).
         .target(name: "CVips", linkerSettings: [.linkedLibrary("dl")]),
+        // The lock every module shares values behind (visible to ThreadSanitizer, unlike Synchronization.Mutex).
+        .target(name: "DarkDiskSync"),
         .target(name: "DarkDiskCrypto", dependencies: ["COpenSSL"]),
-        .target(name: "DarkDisk", dependencies: [
+        .target(name: "DarkDisk", dependencies: ["DarkDiskSync", 
             "DarkDiskCrypto",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "DarkDiskCloud", dependencies: [
+        .target(name: "DarkDiskCloud", dependencies: ["DarkDiskSync", 
             "DarkDisk", "DarkDiskCrypto",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
-        .target(name: "DarkDiskFS", dependencies: [
+        .target(name: "DarkDiskFS", dependencies: ["DarkDiskSync", 
             "DarkDisk", "DarkDiskCrypto", "DarkDiskCloud", "CFuse3",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .executableTarget(name: "darkdisk", dependencies: [
+        .executableTarget(name: "darkdisk", dependencies: ["DarkDiskSync", 
             "DarkDisk", "DarkDiskFS", "DarkDiskCloud",
             "DarkDiskImages",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -51,25 +53,25 @@ let package = Package(
         .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDisk", "DarkDiskCloud", "DarkDiskFS"]),
         .executableTarget(name: "darkdisk-fuzz", dependencies: ["DarkDiskFuzzTargets"]),
         // The general key/value disk cache (issue 6); independent of the store.
-        .target(name: "DarkDiskCache", dependencies: [
+        .target(name: "DarkDiskCache", dependencies: ["DarkDiskSync", 
             "DarkDiskCrypto",
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
         // A second process for DarkDiskCacheTests (concurrent writers, kill -9 mid-set) and Scripts/bench diskcache.
         .executableTarget(name: "darkdisk-cache-tool", dependencies: ["DarkDiskCache"]),
-        .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskCache", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskSync", "DarkDiskCache", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto", "DarkDiskTestSupport"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk"]),
         // Real servers for the tests (nginx, our fault-injecting proxy), shared by the test targets.
         .target(name: "DarkDiskTestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskCloud", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskSync", "DarkDiskCloud", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets"]),
         .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskTestSupport"]),
         // The image manager (issue 7): in-memory caches of processed thumbnails and avatars, libvips underneath.
-        .target(name: "DarkDiskImages", dependencies: ["DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"],
+        .target(name: "DarkDiskImages", dependencies: ["DarkDiskSync", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"],
                 resources: [.copy("Resources")]),
-        .testTarget(name: "DarkDiskImagesTests", dependencies: ["DarkDiskImages", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"]),
+        .testTarget(name: "DarkDiskImagesTests", dependencies: ["DarkDiskSync", "DarkDiskImages", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,8 +1,9 @@
 import Synchronization
+import DarkDiskSync
 
 /// Fans store changes out to every live `AsyncStream` subscriber; a subscriber that stops iterating is dropped.
 final class ChangeBroadcaster: Sendable {
-    private let subscribers = Mutex<[UInt64: AsyncStream<StoreChange>.Continuation]>([:])
+    private let subscribers = Locked<[UInt64: AsyncStream<StoreChange>.Continuation]>([:])
     private let nextID = Atomic<UInt64>(0)
 
     func subscribe(pool: Pool?) -> AsyncStream<StoreChange> {

@@ -2,7 +2,7 @@ import DarkDiskCrypto
 import Foundation
 import GRDB
 import Logging
-import Synchronization
+import DarkDiskSync
 
 /// The store: imports files (encrypting them), hands them out with retain tokens, keeps pools and
 /// settings in the index, and deletes safely. One instance per store per process; the CLI and the mount
@@ -15,10 +15,10 @@ public final class DiskManager: Sendable {
     let logger: Logger
     /// Eviction, expiry and sweeps run here, never on a caller's (or a FUSE) thread.
     let maintenanceQueue = DispatchQueue(label: "darkdisk.maintenance")
-    let maintenanceTimer = Mutex<MaintenanceTimer?>(nil)
+    let maintenanceTimer = Locked<MaintenanceTimer?>(nil)
     let broadcaster = ChangeBroadcaster()
     /// Orphans the start-up sweep found locked (by a reader of the same inode); each maintenance round retries them.
-    let lockedOrphans = Mutex<Set<String>>([])
+    let lockedOrphans = Locked<Set<String>>([])
     /// How often the timer enforces expiry, pool limits and the free-space floor.
     public static let maintenanceInterval: Double = 2
 

@@ -1,6 +1,6 @@
 import DarkDiskCrypto
 import Foundation
-import Synchronization
+import DarkDiskSync
 
 /// The shared state of one cache folder in this process: the index connection behind a lock, and the buffered
 /// access times. Every `DiskCache` with the same folder uses the same `CacheFolder`, so instances in one process
@@ -30,16 +30,16 @@ final class CacheFolder: Sendable {
         var flushScheduled = false
         var flushQueued = false
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// The connection of the background access-time flush (`flushAccess`), opened on first use.
-    private let flusher = Mutex<SQLiteConnection?>(nil)
+    private let flusher = Locked<SQLiteConnection?>(nil)
     private let flushQueue = DispatchQueue(label: "darkdisk.DiskCache.access", qos: .utility)
 
     private final class WeakFolder: @unchecked Sendable {
         weak var folder: CacheFolder?
         init(_ folder: CacheFolder) { self.folder = folder }
     }
-    private static let registry = Mutex<[String: WeakFolder]>([:])
+    private static let registry = Locked<[String: WeakFolder]>([:])
 
     /// The folder's shared state in this process, opened (and created) on first use.
     static func open(path: String) throws(DiskCacheError) -> CacheFolder {
@@ -78,7 +78,7 @@ final class CacheFolder: Sendable {
             _ = mkdir(filesPath, 0o700)
             connection = try Self.openIndex(indexPath)
         }
-        state = Mutex(State(connection: connection))
+        state = Locked(State(connection: connection))
         // Leftovers of crashed processes (temporary files, orphan value files, the trash) go in the background,
         // a little after start-up: never a scan before the first answer.
         DispatchQueue.global(qos: .background).asyncAfter(deadline: .now() + 2) { [weak self] in

@@ -1,6 +1,6 @@
 import DarkDiskCrypto
 import Foundation
-import Synchronization
+import DarkDiskSync
 
 /// A thread-safe key/value store on the file system (TMDiskCache for Swift on Linux), with a byte limit, an age
 /// limit, trims by date and size, event hooks and a trash.
@@ -48,7 +48,7 @@ public final class DiskCache: Sendable {
         var ageTimerGeneration: UInt64 = 0
         var hooks = Hooks()
     }
-    let settings = Mutex(Settings())
+    let settings = Locked(Settings())
 
     /// The default root: `$XDG_CACHE_HOME`, else `~/.cache`.
     public static var defaultRootPath: String {

@@ -1,7 +1,7 @@
 import DarkDisk
 import Dispatch
 import Foundation
-import Synchronization
+import DarkDiskSync
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -64,13 +64,13 @@ extension DownloadManager {
 /// A handler called at most once, on its queue; the first answer wins and cancels the deadline.
 private final class Answer: Sendable {
     private let queue: DispatchQueue
-    private let handler: Mutex<(@Sendable (Result<NodeDataSource, any Error>) -> Void)?>
-    private let timer = Mutex<Task<Void, Never>?>(nil)
-    private let cleanup = Mutex<(@Sendable () -> Void)?>(nil)
+    private let handler: Locked<(@Sendable (Result<NodeDataSource, any Error>) -> Void)?>
+    private let timer = Locked<Task<Void, Never>?>(nil)
+    private let cleanup = Locked<(@Sendable () -> Void)?>(nil)
 
     init(queue: DispatchQueue, handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) {
         self.queue = queue
-        self.handler = Mutex(handler)
+        self.handler = Locked(handler)
     }
 
     var isAnswered: Bool { handler.withLock { $0 == nil } }

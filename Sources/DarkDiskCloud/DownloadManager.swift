@@ -1,7 +1,7 @@
 import DarkDisk
 import DarkDiskCrypto
 import Foundation
-import Synchronization
+import DarkDiskSync
 
 /// Downloads node data, node meta (header, metadata, thumbnail) and user avatars from the remote (the seeds'
 /// ZDCDownloadManager).
@@ -19,7 +19,7 @@ public final class DownloadManager: Sendable {
     public let checkpointBytes: UInt64
     let transfers = TransferTable()
     /// The node data downloads readers can wait on, by node (see `whenAvailable`).
-    let streams = Mutex<[NodeID: NodeDataStream]>([:])
+    let streams = Locked<[NodeID: NodeDataStream]>([:])
 
     public init(manager: DiskManager, remote: any Remote, partSize: UInt64 = 8 << 20, parallelParts: Int = 4,
                 checkpointBytes: UInt64 = 1 << 20) {

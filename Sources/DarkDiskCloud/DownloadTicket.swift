@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import DarkDiskSync
 
 /// One request for a download (the seeds' ZDCDownloadTicket): its progress, its result, and a way to cancel
 /// it. Identical requests share one transfer and every ticket gets the result; cancelling a ticket ends
@@ -17,7 +17,7 @@ public final class DownloadTicket<Value: Sendable>: Sendable {
         var detach: (@Sendable () -> Void)?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(options: DownloadOptions) {
         self.options = options

@@ -2,7 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
-import Synchronization
+import DarkDiskSync
 
 /// The HTTP mechanics the http and s3 remotes share: a client whose read timeout also bounds a stall in the
 /// middle of a body, retries with backoff, and ranged GETs streamed to a consumer that resume after a cut
@@ -21,7 +21,7 @@ struct HTTPTransport: Sendable {
         self.attempts = max(1, attempts)
     }
 
-    private static let clients = Mutex<[Int64: HTTPClient]>([:])
+    private static let clients = Locked<[Int64: HTTPClient]>([:])
 
     /// One client per read timeout, shared by every remote in the process and kept for its lifetime (so it
     /// is never shut down while a remote uses it).

@@ -1,6 +1,6 @@
 import DarkDisk
 import Foundation
-import Synchronization
+import DarkDiskSync
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,7 +37,7 @@ final class NodeDataStream: Sendable {
         var ended = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Starts serving readers: the partial file, the ranges it already has, the parts still to fetch.
     func activate(path: String, ranges: [Range<UInt64>], pending: [Range<UInt64>]) throws(RemoteError) {

@@ -1,6 +1,6 @@
 import DarkDisk
 import Foundation
-import Synchronization
+import DarkDiskSync
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,7 +14,7 @@ final class PartRecorder: Sendable {
         var unsaved: UInt64 = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let fd: Int32
     private let manager: DiskManager
     private let checkpointBytes: UInt64
@@ -24,7 +24,7 @@ final class PartRecorder: Sendable {
 
     init(_ download: PartialDownload, fd: Int32, manager: DiskManager, checkpointBytes: UInt64,
          report: @escaping @Sendable (DownloadProgress) -> Void) {
-        state = Mutex(State(download: download))
+        state = Locked(State(download: download))
         self.fd = fd
         self.manager = manager
         self.checkpointBytes = checkpointBytes

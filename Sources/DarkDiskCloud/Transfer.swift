@@ -1,4 +1,4 @@
-import Synchronization
+import DarkDiskSync
 
 /// One transfer shared by the tickets that asked for it: it fans progress and the result out to them, and
 /// is cancelled when its last ticket is.
@@ -14,7 +14,7 @@ final class Transfer<Value: Sendable>: Sendable {
         var cachingWanted = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let onClose: @Sendable (Transfer<Value>) -> Void
 
     /// `onClose` runs once when the transfer stops accepting tickets (finished or abandoned).

@@ -1,9 +1,9 @@
-import Synchronization
+import DarkDiskSync
 
 /// The transfers in flight, by request: an identical request joins the running transfer instead of
 /// starting another (the seeds' request coalescing).
 final class TransferTable: Sendable {
-    private let transfers = Mutex<[TransferKey: AnyObject & Sendable]>([:])
+    private let transfers = Locked<[TransferKey: AnyObject & Sendable]>([:])
 
     /// A ticket for `key`: joins the running transfer, or starts `body` as a new one.
     func ticket<Value: Sendable>(_ key: TransferKey, options: DownloadOptions,

@@ -5,6 +5,7 @@ import DarkDiskCrypto
 import Foundation
 import Logging
 import Synchronization
+import DarkDiskSync
 
 /// The FUSE driver: serves the store read-only at a mount point (DESIGN §5) through libfuse's low-level API.
 ///
@@ -20,10 +21,10 @@ public final class FuseFileSystem: Sendable {
     /// Where reads answered later (after a download delivered their bytes) are decrypted and replied.
     let replies = DispatchQueue(label: "darkdisk.fuse.replies", attributes: .concurrent)
     let logger: Logger
-    let inodes = Mutex(InodeTable())
-    let handles = Mutex<[UInt64: OpenFile]>([:])
+    let inodes = Locked(InodeTable())
+    let handles = Locked<[UInt64: OpenFile]>([:])
     let nextHandle = Atomic<UInt64>(1)
-    let directoryListings = Mutex<[UInt64: [DirectoryEntry]]>([:])
+    let directoryListings = Locked<[UInt64: [DirectoryEntry]]>([:])
     let mountTime = Date()
     let uid = getuid()
     let gid = getgid()

@@ -1,14 +1,14 @@
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
-import Synchronization
+import DarkDiskSync
 
 /// One open file handle of the mount. A stored file is served from its retained export (its token keeps
 /// the file on disk until `release`) through a random-access reader; a node that is only in the remote is
 /// served from its download while it runs, and from the stored file once the download has landed.
 final class OpenFile: Sendable {
     let entry: FSEntry
-    private let state: Mutex<Source>
+    private let state: Locked<Source>
 
     enum Source: Sendable {
         case stored(DiskExport, CryptoFileReader)
@@ -17,7 +17,7 @@ final class OpenFile: Sendable {
 
     init(entry: FSEntry, source: Source) {
         self.entry = entry
-        self.state = Mutex(source)
+        self.state = Locked(source)
     }
 
     var source: Source { state.withLock { $0 } }
@@ -52,7 +52,7 @@ final class RemoteData: Sendable {
     let key: SymmetricKey
     /// The plaintext size the outline gives.
     let size: UInt64
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private struct State {
         var ticket: DownloadTicket<NodeDataDownload>?
@@ -67,7 +67,7 @@ final class RemoteData: Sendable {
         self.nodeID = nodeID
         self.key = key
         self.size = size
-        self.state = Mutex(State(ticket: ticket))
+        self.state = Locked(State(ticket: ticket))
     }
 
     var ticket: DownloadTicket<NodeDataDownload>? { state.withLock { $0.ticket } }

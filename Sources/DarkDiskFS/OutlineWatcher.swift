@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import Logging
 import Synchronization
+import DarkDiskSync
 
 /// Watches the store's outline while the mount runs (a `pull` in another process changes it) and tells the
 /// kernel to drop what it cached: the pages and attributes of the files of a node whose cloud file
@@ -14,7 +15,7 @@ final class OutlineWatcher: Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
-    private let known: Mutex<Snapshot>
+    private let known: Locked<Snapshot>
 
     /// The outline as last seen: nodes and the avatars of user records.
     private struct Snapshot {
@@ -34,7 +35,7 @@ final class OutlineWatcher: Sendable {
         self.fileSystem = fileSystem
         self.session = UnsafeSession(pointer: session)
         let manager = fileSystem.manager
-        known = Mutex(Snapshot(version: try manager.outlineVersion(),
+        known = Locked(Snapshot(version: try manager.outlineVersion(),
                                outline: Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) }),
                                avatars: Set(try manager.avatarOutline())))
         Thread.detachNewThread { [self] in

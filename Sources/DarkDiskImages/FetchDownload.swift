@@ -1,6 +1,6 @@
 import DarkDiskCloud
 import Dispatch
-import Synchronization
+import DarkDiskSync
 
 /// The download a fetch in flight waits for. Every `postFetch` caller that needed it holds its own ticket
 /// of the one transfer (the DownloadManager coalesces identical requests), and the fetch takes the result
@@ -13,7 +13,7 @@ final class FetchDownload: Sendable {
         var finished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let completion: @Sendable (Result<LoadedImage, ImageError>) -> Void
 
     /// `completion` runs once, on the queue given to `add`.

@@ -2,7 +2,7 @@ import DarkDisk
 import DarkDiskCloud
 import Dispatch
 import Foundation
-import Synchronization
+import DarkDiskSync
 
 /// Fetches, processes and caches in memory node thumbnails and user avatars (the seeds' ZDCImageManager).
 ///
@@ -29,9 +29,9 @@ public final class ImageManager: Sendable {
     /// callers' threads and off Swift's cooperative pool.
     let workQueue = DispatchQueue(label: "darkdisk.images.work", qos: .utility, attributes: .concurrent)
     /// Fetches in flight by key, with everyone waiting for each.
-    let inFlight = Mutex<[FetchKey: Flight]>([:])
-    private let negativeLifetime: Mutex<Duration>
-    private let watcher = Mutex<Task<Void, Never>?>(nil)
+    let inFlight = Locked<[FetchKey: Flight]>([:])
+    private let negativeLifetime: Locked<Duration>
+    private let watcher = Locked<Task<Void, Never>?>(nil)
 
     /// An image manager over `diskManager`, downloading what is not local through `downloadManager` (if
     /// given). `postFetch` blocks run on `callbackQueue` (the main queue by default, as in the seeds; a
@@ -44,7 +44,7 @@ public final class ImageManager: Sendable {
         self.callbackQueue = callbackQueue
         self.nodeThumbnailsCache = nodeThumbnailsCache
         self.userAvatarsCache = userAvatarsCache
-        self.negativeLifetime = Mutex(negativeResultLifetime)
+        self.negativeLifetime = Locked(negativeResultLifetime)
         let changes = diskManager.changes()
         let task = Task.detached { [weak self] in
             for await change in changes {

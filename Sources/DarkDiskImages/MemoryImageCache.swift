@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import DarkDiskSync
 
 /// An in-memory cache of images (the seeds' NSCache), a strict least-recently-used list with a cost limit:
 /// each entry costs its encoded bytes; inserting beyond `totalCostLimit` or `countLimit` evicts the least
@@ -7,7 +7,7 @@ import Synchronization
 /// costing more than `maximumEntryFraction` of the cost limit is not cached at all, so one large image
 /// cannot empty the cache. A negative result (no image) is cached with a small fixed cost until it expires.
 ///
-/// A dictionary and a doubly linked list (in arrays, by index) behind one `Mutex`: every operation is O(1)
+/// A dictionary and a doubly linked list (in arrays, by index) behind one lock: every operation is O(1)
 /// except the flushes, which scan.
 public final class MemoryImageCache: Sendable {
     /// What a cache slot holds: an image, or the definite answer "no image" (until `expires`), and where it
@@ -73,11 +73,11 @@ public final class MemoryImageCache: Sendable {
         }
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// A cache of at most `totalCostLimit` bytes (default 5 MiB) and `countLimit` entries (0: no limit).
     public init(totalCostLimit: Int = 5 * 1024 * 1024, countLimit: Int = 0, maximumEntryFraction: Double = 0.25) {
-        state = Mutex(State(totalCostLimit: max(0, totalCostLimit), countLimit: max(0, countLimit),
+        state = Locked(State(totalCostLimit: max(0, totalCostLimit), countLimit: max(0, countLimit),
                             maximumEntryFraction: min(1, max(0, maximumEntryFraction))))
     }
 

@@ -1,6 +1,6 @@
 @testable import DarkDiskCache
 import Foundation
-import Synchronization
+import DarkDiskSync
 import Testing
 
 /// Issue 6: file URLs scoped to a closure, removeAll through the trash, damaged entries, the background sweep.
@@ -84,7 +84,7 @@ import Testing
         let grown = FileHandle(forWritingAtPath: try path("grown"))!
         grown.seekToEndOfFile(); grown.write(Data([1, 2, 3])); grown.closeFile()
 
-        let removed = Mutex<[String]>([])
+        let removed = Locked<[String]>([])
         cache.didRemoveObject = { _, key in removed.withLock { $0.append(key) } }
         for key in ["flipped", "truncated", "deleted", "grown"] {
             #expect(try cache.data(forKey: key) == nil, "\(key) is a miss")

@@ -1,6 +1,6 @@
 @testable import DarkDiskCache
 import Foundation
-import Synchronization
+import DarkDiskSync
 import Testing
 
 /// Issue 6: will/did hooks, on one documented queue, in order.
@@ -12,8 +12,8 @@ import Testing
         queue.setSpecific(key: key, value: 7)
         let cache = try DiskCache(name: "hooks", rootPath: root.path, hookQueue: queue)
         #expect(cache.hookQueue === queue)
-        let events = Mutex<[String]>([])
-        let offQueue = Mutex(0)
+        let events = Locked<[String]>([])
+        let offQueue = Locked(0)
         @Sendable func record(_ event: String) {
             if DispatchQueue.getSpecific(key: key) != 7 { offQueue.withLock { $0 += 1 } }
             events.withLock { $0.append(event) }
@@ -47,7 +47,7 @@ import Testing
     @Test func aHookMayCallTheCache() throws {
         let root = try TemporaryRoot()
         let cache = try root.cache()
-        let seen = Mutex<Data?>(nil)
+        let seen = Locked<Data?>(nil)
         cache.didAddObject = { cache, key in
             guard key == "k" else { return }
             seen.withLock { $0 = try? cache.data(forKey: key) }

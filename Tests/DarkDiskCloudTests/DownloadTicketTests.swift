@@ -3,7 +3,7 @@ import DarkDiskCloud
 import DarkDiskCrypto
 import Dispatch
 import Foundation
-import Synchronization
+import DarkDiskSync
 import Testing
 
 /// Tickets: results with and without caching, progress, cancellation, completion callbacks, and the
@@ -51,7 +51,7 @@ import Testing
         let id = try await setup.pushedAndPulled(data, as: "progress")
         let downloads = DownloadManager(manager: setup.b, remote: setup.remote, partSize: 256 * 1024, checkpointBytes: 64 * 1024)
         let ticket = downloads.downloadNodeData(id)
-        let seen = Mutex<[DownloadProgress]>([])
+        let seen = Locked<[DownloadProgress]>([])
         ticket.onProgress { progress in seen.withLock { $0.append(progress) } }
         let queue = DispatchQueue(label: "completion")
         let completed: Bool = await withCheckedContinuation { continuation in

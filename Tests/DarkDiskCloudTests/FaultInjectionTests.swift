@@ -3,7 +3,7 @@ import DarkDiskCloud
 import DarkDiskCrypto
 import DarkDiskTestSupport
 import Foundation
-import Synchronization
+import DarkDiskSync
 import Testing
 
 /// The http remote and the DownloadManager against a real nginx, through our fault-injecting proxy
@@ -225,7 +225,7 @@ import Testing
         let rig = try await Rig(["slow": data])
         let rate = 6_000_000
         try rig.proxy.control(["throttle": rate])
-        final class Seen: Sendable { let list = Mutex<[DownloadProgress]>([]) }
+        final class Seen: Sendable { let list = Locked<[DownloadProgress]>([]) }
         let seen = Seen()
         let started = Date()
         let export = try await rig.downloads(partSize: 128 << 10, parallelParts: 4)

@@ -1,6 +1,7 @@
 import DarkDiskCloud
 import Foundation
 import Synchronization
+import DarkDiskSync
 
 /// A real remote seen through a small fault-injecting layer: it counts the bytes and reads that cross it,
 /// and can cut the connection after some reads or bytes, shorten a body, flip a byte, slow down, or replace
@@ -20,7 +21,7 @@ final class FaultyRemote: Remote, Sendable {
     /// Microseconds to wait before each 64 KiB delivered (a slow server).
     let delayPer64KiB = Atomic<Int>(0)
     /// After this many reads, replace the object with these bytes (an ETag change mid-download).
-    let replaceAfterReads = Mutex<(Int, String, Data)?>(nil)
+    let replaceAfterReads = Locked<(Int, String, Data)?>(nil)
 
     init(_ inner: FileRemote) { self.inner = inner }
 

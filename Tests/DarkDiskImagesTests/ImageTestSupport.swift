@@ -5,6 +5,7 @@ import DarkDiskCloud
 import Foundation
 import Synchronization
 import Testing
+import DarkDiskSync
 
 /// Real images for the tests, drawn and encoded by libvips.
 enum TestImages {
@@ -126,8 +127,8 @@ final class FetchRecord: Sendable {
         let error: ImageError?
         let onCallbackQueue: Bool
     }
-    let events = Mutex<[String]>([])
-    private let posts = Mutex<(results: [Post], waiters: [(Int, CheckedContinuation<[Post], Never>)])>(([], []))
+    let events = Locked<[String]>([])
+    private let posts = Locked<(results: [Post], waiters: [(Int, CheckedContinuation<[Post], Never>)])>(([], []))
 
     func log(_ event: String) { events.withLock { $0.append(event) } }
 
