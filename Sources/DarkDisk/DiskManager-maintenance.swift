@@ -19,6 +19,12 @@ extension DiskManager {
         }
     }
 
+    /// Waits until the upkeep queued so far in this process has run (the evictions that follow released
+    /// retain tokens, the start-up sweep), so pool sizes read next include it.
+    public func waitForMaintenance() {
+        maintenanceQueue.sync {}
+    }
+
     /// A retain token let go: finish a delete that waited for it, and evict if the pool is still over its limit.
     func released(path: String, pool: Pool) {
         deleter.finishPendingDelete(path)

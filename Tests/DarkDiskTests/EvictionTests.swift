@@ -10,8 +10,8 @@ import Glibc
 @Suite struct EvictionTests {
     /// Lets the eviction that each released token queues on the maintenance queue run before the next step:
     /// two evictions running at once over-evict (see ConcurrentEvictionTests), which is not what these test.
-    private func settle() async throws {
-        try await Task.sleep(for: .milliseconds(150))
+    private func settle(_ manager: DiskManager) {
+        manager.waitForMaintenance()
     }
 
     /// The stored size of every 10,000-byte file (all same-size cleartext imports have the same stored size).
@@ -45,7 +45,7 @@ import Glibc
         for i in 0..<5 { paths["a\(i)"] = try importFile(manager, "a\(i)").path }
         #expect(try poolStatus(manager, .data).cachedSize == 5 * unit, "5 files fit: nothing evicted yet")
         try touch(manager, "a0") // a0 is now the most recently accessed
-        try await settle()
+        settle(manager)
         paths["a5"] = try importFile(manager, "a5").path
 
         // 6 units > 5.5: a1, the least recently accessed, goes first; the touched a0 and the new a5 stay.
@@ -68,7 +68,7 @@ import Glibc
         for i in 0..<10 { try importFile(manager, "f\(i)") }
         try touch(manager, "f1")
         try touch(manager, "f0")
-        try await settle()
+        settle(manager)
         // LRU order is now f2, f3, ..., f9, f1, f0.
         let max = unit * 11 / 2
         try manager.setMaxSize(max, for: .data)
@@ -142,7 +142,7 @@ import Glibc
             try manager.setMaxSize(unit * 11 / 2, for: .data)
             for i in 0..<5 { try importFile(manager, "a\(i)") }
             try touch(manager, "a0")
-            try await settle()
+            settle(manager)
         }
         let reopened = try store.open()
         let a0 = try #require(try reopened.storedFile(NodeID("a0")))

@@ -18,7 +18,7 @@ import Glibc
         try importFile(manager, "a1")
         try importFile(manager, "a2")
         // Let the evictions queued by the releases above finish (two at once over-evict: ConcurrentEvictionTests).
-        try await Task.sleep(for: .milliseconds(150))
+        manager.waitForMaintenance()
         try importFile(manager, "a3")
         // 4 units > 3.5: a0 is the least recently accessed but held, so a1 goes instead.
         #expect(try isStored(manager, "a0"), "a retained file is skipped by eviction")
