@@ -7,7 +7,9 @@ import Testing
 
 /// The image manager over a real store and a real file remote: the seeds' fetch contract, negative
 /// results, coalescing, flushes.
-@Suite(.timeLimit(.minutes(2))) struct ImageManagerTests {
+// The limit catches a hang, not slowness: under ThreadSanitizer, with the whole suite sharing two cores,
+// these async tests waited over two minutes for a thread of the cooperative pool.
+@Suite(.timeLimit(.minutes(10))) struct ImageManagerTests {
     let resize64 = ImageProcessor.resize(toFit: try! ImageSize(width: 64, height: 64))
 
     @Test func preFetchThenLoadProcessCacheAndPostFetch() async throws {
