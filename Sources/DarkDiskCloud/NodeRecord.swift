@@ -26,7 +26,19 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         guard Hex.decode(record.wrappedKey)?.count == 60 else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' has a malformed key")
         }
+        guard record.name.map(Self.isValidName) ?? true else {
+            throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' has a malformed name (more than 255 bytes, or a NUL)")
+        }
+        guard record.parentID.map({ (try? NodeID($0)) != nil }) ?? true else {
+            throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' names a parent that is not a node ID")
+        }
         return record
+    }
+
+    /// A node's name: at most 255 bytes of UTF-8 and no NUL, as a file name on Linux (`push --name` checks it
+    /// too; a record from the remote with another name is refused).
+    public static func isValidName(_ name: String) -> Bool {
+        name.utf8.count <= 255 && !name.utf8.contains(0)
     }
 
     public func encoded() -> Data {

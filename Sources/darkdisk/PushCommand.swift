@@ -45,7 +45,7 @@ struct PushCommand: AsyncParsableCommand {
     func run() async throws {
         let target = try FileTarget.parse(node: node, kind: "data", user: user, identity: identity)
         if let parent { _ = try NodeID(parent) }
-        if let name, name.utf8.count > 255 || name.contains("\0") { throw CLIError("invalid --name: at most 255 bytes, no NUL") }
+        if let name, !NodeRecord.isValidName(name) { throw CLIError("invalid --name: at most 255 bytes, no NUL") }
         func contents(_ path: String?, _ what: String) throws -> Data? {
             guard let path else { return nil }
             guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read \(what) \(path)") }

@@ -185,6 +185,17 @@ import Testing
             #expect(error.code == .invalidResponse && error.message.contains("another node"))
         }
         try await setup.remote.delete(CloudLayout.record(NodeID("impostor")))
+        // A parent that is not a node ID, and a name no file system would take.
+        var real = try NodeRecord.decode(record, expected: NodeID("real"))
+        for (field, value) in [("parent", "../../etc"), ("name", String(repeating: "n", count: 256)), ("name", "a\u{0}b")] {
+            var hostile = real
+            if field == "parent" { hostile.parentID = value } else { hostile.name = value }
+            #expect(throws: RemoteError.self, "\(field) \(value.debugDescription)") {
+                _ = try NodeRecord.decode(hostile.encoded(), expected: NodeID("real"))
+            }
+        }
+        real.name = String(repeating: "é", count: 127)
+        #expect(try NodeRecord.decode(real.encoded(), expected: NodeID("real")).name == real.name, "254 bytes of UTF-8 are a name")
         _ = try await setup.remote.write(CloudLayout.record(NodeID("garbage")), data: Data("<xml/>".utf8))
         await #expect(throws: RemoteError.self) { _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull() }
         // Keys that escape the bucket are refused by the remote itself.
