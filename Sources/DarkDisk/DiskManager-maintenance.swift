@@ -20,8 +20,10 @@ extension DiskManager {
     }
 
     /// Waits until the upkeep queued so far in this process has run (the evictions that follow released
-    /// retain tokens, the start-up sweep), so pool sizes read next include it.
+    /// retain tokens, the start-up sweep), so pool sizes read next include it. Never call it from inside a
+    /// store transaction or a change notification: the upkeep may need what the caller holds.
     public func waitForMaintenance() {
+        dispatchPrecondition(condition: .notOnQueue(maintenanceQueue))
         maintenanceQueue.sync {}
     }
 

@@ -211,7 +211,10 @@ extension DownloadManager {
         } catch {
             throw RemoteError(.invalidResponse, "the cloud file of node '\(nodeID)' does not authenticate with the node's key (another node's file, or damaged): \(error.message)")
         }
-        guard header.format == .cloudFile, header.fileLength == size else {
+        guard header.format == .cloudFile else {
+            throw RemoteError(.invalidResponse, "the cloud file of node '\(nodeID)' is not a cloud file (its header says \(header.format))")
+        }
+        guard header.fileLength == size else {
             throw RemoteError(.invalidResponse, "the cloud file of node '\(nodeID)' is \(size) bytes but its header describes \(header.fileLength) (cut short or extended on the remote)")
         }
     }

@@ -2,7 +2,8 @@ import Foundation
 
 /// An element of an S3 XML answer (a listing, an error, a multipart upload's ID) as a small tree.
 ///
-/// The parser is our own, for the subset of XML that S3 servers send: an optional `<?xml …?>` declaration,
+/// The parser is our own, for the subset of XML that S3 servers send: an optional `<?xml …?>` declaration
+/// (after any whitespace),
 /// elements with attributes (ignored), text with the five predefined entities and character references.
 /// Anything else (a DTD, a comment, CDATA, a processing instruction, an undefined entity, a second root,
 /// mismatched tags, nesting deeper than 32, bytes that are not UTF-8) parses to nil, never a crash.
@@ -44,6 +45,9 @@ package struct S3XML: Sendable {
         }
 
         mutating func document() -> S3XML? {
+            // Not well-formed XML, but sent: S3 and MinIO keep a slow CompleteMultipartUpload's connection
+            // alive with whitespace before the answer's declaration.
+            skipSpace()
             if starts(with: "<?") {
                 // Only the declaration, at the very start: `<?xml` then whitespace, up to `?>`.
                 guard starts(with: "<?xml"), at + 5 < bytes.count, Self.isSpace(bytes[at + 5]),
