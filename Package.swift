@@ -58,7 +58,8 @@ let package = Package(
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
         // A second process for DarkDiskCacheTests (concurrent writers, kill -9 mid-set) and Scripts/bench diskcache.
-        .executableTarget(name: "darkdisk-cache-tool", dependencies: ["DarkDiskCache"]),
+        // It writes the tests' self-checking values (DarkDiskTestSupport's CacheValuePattern).
+        .executableTarget(name: "darkdisk-cache-tool", dependencies: ["DarkDiskCache", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskSync", "DarkDiskCache", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto", "DarkDiskTestSupport"],
                     resources: [.copy("Fixtures")]),

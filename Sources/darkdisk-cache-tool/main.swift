@@ -8,37 +8,12 @@
 //   darkdisk-cache-tool fill ROOT NAME COUNT                 COUNT entries of 1 KiB
 //   darkdisk-cache-tool startup ROOT NAME                    seconds to open, read byteCount and get one key
 import DarkDiskCache
+import DarkDiskTestSupport
 import Foundation
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("darkdisk-cache-tool: \(message)\n".utf8))
     exit(1)
-}
-
-/// A value that says which key and which write it belongs to: "KEY#GEN#" and then bytes computed from both.
-/// Sizes alternate between small (kept in the index) and large (in files).
-enum Pattern {
-    static func size(_ generation: Int) -> Int {
-        generation % 3 == 0 ? 40_000 + (generation * 7919) % 160_000 : 100 + (generation * 131) % 5000
-    }
-
-    static func value(key: String, generation: Int) -> Data {
-        var data = Data("\(key)#\(generation)#".utf8)
-        let seed = UInt8(truncatingIfNeeded: key.utf8.reduce(0) { $0 &+ Int($1) })
-        let count = size(generation)
-        data.append(contentsOf: (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ generation) ^ seed })
-        return data
-    }
-
-    /// Whether `data` is exactly some write of `key`.
-    static func check(_ data: Data, key: String) -> Bool {
-        let prefix = Data("\(key)#".utf8)
-        guard data.starts(with: prefix) else { return false }
-        let rest = data.dropFirst(prefix.count)
-        guard let hash = rest.firstIndex(of: UInt8(ascii: "#")),
-              let generation = Int(String(decoding: rest[rest.startIndex..<hash], as: UTF8.self)) else { return false }
-        return data == value(key: key, generation: generation)
-    }
 }
 
 /// One line on standard output, written at once (the tests wait for "ready").
@@ -64,7 +39,7 @@ do {
         var generation = Int(getpid()) * 1_000_000
         for i in 0..<iterations {
             let key = "k\(i % keys)"
-            try cache.set(Pattern.value(key: key, generation: generation), forKey: key)
+            try cache.set(CacheValuePattern.value(key: key, generation: generation), forKey: key)
             generation += 1
             if i == 0 { say("ready") }
         }
@@ -84,9 +59,9 @@ do {
             switch next(20) {
             case 0..<8:
                 generation += 1
-                try cache.set(Pattern.value(key: key, generation: generation), forKey: key)
+                try cache.set(CacheValuePattern.value(key: key, generation: generation), forKey: key)
             case 8..<17:
-                if let data = try cache.data(forKey: key), !Pattern.check(data, key: key) {
+                if let data = try cache.data(forKey: key), !CacheValuePattern.check(data, key: key) {
                     fail("wrong value for \(key) (\(data.count) bytes)")
                 }
             case 17, 18:
@@ -102,7 +77,7 @@ do {
         let entries = try cache.entries()
         for entry in entries {
             guard let data = try cache.data(forKey: entry.key) else { continue }
-            if !Pattern.check(data, key: entry.key) { fail("wrong value for \(entry.key)") }
+            if !CacheValuePattern.check(data, key: entry.key) { fail("wrong value for \(entry.key)") }
         }
         let after = try cache.entries()
         let sum = after.reduce(0) { $0 + $1.byteCount }

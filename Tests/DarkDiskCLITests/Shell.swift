@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import Foundation
 
 /// The result of a finished command.
@@ -40,70 +41,16 @@ enum Shell {
                    stderr: String(decoding: try Data(contentsOf: URL(fileURLWithPath: errPath)), as: UTF8.self))
     }
 
-    /// Starts a program with posix_spawn (Foundation's Process loses child exits when many tests spawn at once).
-    static func spawn(_ executable: String, _ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
+    /// Starts a program (`ChildProcess.spawn`, with this process' environment by default).
+    static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                       stdin: String = "/dev/null", stdout: String = "/dev/null", stderr: String = "/dev/null",
                       newProcessGroup: Bool = false) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for p in argv + envp { free(p) } }
-        // A clean signal state: the spawning thread may be a Dispatch worker with every signal blocked.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
-        if newProcessGroup {
-            posix_spawnattr_setpgroup(&attributes, 0)
-            flags |= POSIX_SPAWN_SETPGROUP
-        }
-        posix_spawnattr_setflags(&attributes, Int16(flags))
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard rc == 0 else { throw SpawnFailed(executable: executable, code: rc) }
-        return pid
+        try ChildProcess.spawn(executable, arguments, environment: environment, stdin: stdin, stdout: stdout, stderr: stderr,
+                               newProcessGroup: newProcessGroup)
     }
 
-    /// Waits for a spawned program and returns its exit status (128 + signal if it was killed).
-    static func wait(_ pid: pid_t) -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return decode(status)
-    }
-
-    /// Waits at most `seconds`; a program still running then is killed and nil returned.
-    static func wait(_ pid: pid_t, seconds: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(seconds)
-        var status: Int32 = 0
-        while Date() < deadline {
-            if waitpid(pid, &status, WNOHANG) == pid { return decode(status) }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        kill(pid, SIGKILL)
-        _ = wait(pid)
-        return nil
-    }
-
-    private static func decode(_ status: Int32) -> Int32 {
-        status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-    }
-
-    struct SpawnFailed: Error, CustomStringConvertible {
-        let executable: String
-        let code: Int32
-        var description: String { "cannot start \(executable): \(String(cString: strerror(code)))" }
-    }
+    static func wait(_ pid: pid_t) -> Int32 { ChildProcess.wait(pid) }
+    static func wait(_ pid: pid_t, seconds: Double) -> Int32? { ChildProcess.wait(pid, seconds: seconds) }
 
     /// Runs a `/bin/sh -c` command line.
     @discardableResult

@@ -21,29 +21,6 @@ func bytes(_ count: Int, seed: UInt64 = 1) -> Data {
     Data(SplitMix64.bytes(count, seed: seed))
 }
 
-/// The same self-checking values as darkdisk-cache-tool writes ("KEY#GEN#" then bytes from both).
-enum Pattern {
-    static func size(_ generation: Int) -> Int {
-        generation % 3 == 0 ? 40_000 + (generation * 7919) % 160_000 : 100 + (generation * 131) % 5000
-    }
-
-    static func value(key: String, generation: Int) -> Data {
-        var data = Data("\(key)#\(generation)#".utf8)
-        let seed = UInt8(truncatingIfNeeded: key.utf8.reduce(0) { $0 &+ Int($1) })
-        data.append(contentsOf: (0..<size(generation)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ generation) ^ seed })
-        return data
-    }
-
-    static func check(_ data: Data, key: String) -> Bool {
-        let prefix = Data("\(key)#".utf8)
-        guard data.starts(with: prefix) else { return false }
-        let rest = data.dropFirst(prefix.count)
-        guard let hash = rest.firstIndex(of: UInt8(ascii: "#")),
-              let generation = Int(String(decoding: rest[rest.startIndex..<hash], as: UTF8.self)) else { return false }
-        return data == value(key: key, generation: generation)
-    }
-}
-
 /// Polls `condition` until it holds or `seconds` pass.
 func eventually(within seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
@@ -73,36 +50,13 @@ enum Tool {
         return root.appendingPathComponent(".build/debug/darkdisk-cache-tool").path
     }()
 
-    /// Starts the tool with its output in `output`; returns its pid.
+    /// Starts the tool with its output in `output` (and its errors in `output.err`); returns its pid.
     static func spawn(_ arguments: [String], output: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, output + ".err", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
-        guard rc == 0 else { throw DiskCacheError(.io, "cannot start \(path): \(String(cString: strerror(rc)))") }
-        return pid
+        try ChildProcess.spawn(path, arguments, stdout: output, stderr: output + ".err")
     }
 
     /// Waits for `pid`; its exit status (or 128 + signal).
-    static func wait(_ pid: pid_t) -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        if status & 0x7F == 0 { return (status >> 8) & 0xFF }
-        return 128 + (status & 0x7F)
-    }
+    static func wait(_ pid: pid_t) -> Int32 { ChildProcess.wait(pid) }
 
     /// Runs the tool to its end: status and standard output + error.
     static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {

@@ -1,4 +1,5 @@
 @testable import DarkDiskCache
+import DarkDiskTestSupport
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
     func checkConsistent(_ cache: DiskCache) throws {
         for entry in try cache.entries() {
             if let data = try cache.data(forKey: entry.key) {
-                #expect(Pattern.check(data, key: entry.key), "\(entry.key) holds a value written for it")
+                #expect(CacheValuePattern.check(data, key: entry.key), "\(entry.key) holds a value written for it")
             }
         }
         #expect(try cache.byteCount == entriesTotal(cache))
@@ -28,15 +29,15 @@ import Testing
                         let key = "k\((task * 7 + i * 3) % 25)"
                         switch (task + i) % 6 {
                         case 0, 1, 2:
-                            try await target.set(Pattern.value(key: key, generation: task * 1000 + i), forKey: key)
+                            try await target.set(CacheValuePattern.value(key: key, generation: task * 1000 + i), forKey: key)
                         case 3:
                             if let data = try await target.data(forKey: key) {
-                                #expect(Pattern.check(data, key: key))
+                                #expect(CacheValuePattern.check(data, key: key))
                             }
                         case 4:
                             if i % 12 == 4 { try await target.trim(toSizeByDate: 1_000_000) } else { try await target.removeValue(forKey: key) }
                         default:
-                            let ok = try await target.withFileURL(forKey: key) { url in Pattern.check(try Data(contentsOf: url), key: key) }
+                            let ok = try await target.withFileURL(forKey: key) { url in CacheValuePattern.check(try Data(contentsOf: url), key: key) }
                             #expect(ok != false)
                         }
                     }
@@ -57,9 +58,9 @@ import Testing
         for i in 0..<300 {
             let key = "k\(i % 40)"
             if i % 3 == 0 {
-                try cache.set(Pattern.value(key: key, generation: 900_000_000 + i), forKey: key)
+                try cache.set(CacheValuePattern.value(key: key, generation: 900_000_000 + i), forKey: key)
             } else if let data = try cache.data(forKey: key) {
-                #expect(Pattern.check(data, key: key))
+                #expect(CacheValuePattern.check(data, key: key))
             }
             if i % 50 == 0 { try cache.trim(toSizeByDate: 2_000_000) }
         }

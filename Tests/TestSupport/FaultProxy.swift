@@ -7,9 +7,6 @@ import Glibc
 /// stopped when released. It forwards GET and HEAD to an upstream (a real nginx), counts the body bytes it
 /// sends per path, and injects faults set at run time with `control(_:)`: a connection cut mid-body, 5xx
 /// bursts, a throttle, a stall, a 200 to a range request, the object replaced between parts.
-///
-/// (The same file is in DarkDiskCloudTests and DarkDiskCLITests: test targets cannot share sources; keep
-/// the two copies identical.)
 public final class FaultProxy: Sendable {
     public let port: Int
     private let pid: pid_t
@@ -31,29 +28,12 @@ public final class FaultProxy: Sendable {
         scratch = NSTemporaryDirectory() + "darkdisk-proxy-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "/usr/local/bin/python3"
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, scratch + "/stdout", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, scratch + "/stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        // A clean signal state: the spawning thread may be a Dispatch worker with every signal blocked.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let args = [python, FaultProxy.script] + arguments + ["--port", "0"]
-        let argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        var child: pid_t = 0
-        guard posix_spawn(&child, python, &actions, &attributes, argv, environ) == 0 else {
-            throw ProxyFailed(message: "cannot start \(python) \(FaultProxy.script)")
+        let child: pid_t
+        do {
+            child = try ChildProcess.spawn(python, [FaultProxy.script] + arguments + ["--port", "0"],
+                                           stdout: scratch + "/stdout", stderr: scratch + "/stderr")
+        } catch {
+            throw ProxyFailed(message: "\(error)")
         }
         pid = child
         let deadline = Date().addingTimeInterval(15)

@@ -38,17 +38,12 @@ public final class Nginx {
             }
             """
         try config.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, prefix + "/stdout", O_WRONLY | O_CREAT, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, prefix + "/stderr", O_WRONLY | O_CREAT, 0o600)
-        let args = ["/usr/sbin/nginx", "-p", prefix, "-c", prefix + "/nginx.conf"]
-        let argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        var child: pid_t = 0
-        guard posix_spawn(&child, args[0], &actions, nil, argv, environ) == 0 else {
-            throw NginxFailed(message: "cannot start /usr/sbin/nginx (install nginx-light)")
+        let child: pid_t
+        do {
+            child = try ChildProcess.spawn("/usr/sbin/nginx", ["-p", prefix, "-c", prefix + "/nginx.conf"],
+                                           stdout: prefix + "/stdout", stderr: prefix + "/stderr")
+        } catch {
+            throw NginxFailed(message: "\(error) (install nginx-light)")
         }
         pid = child
         let deadline = Date().addingTimeInterval(10)
