@@ -2,7 +2,7 @@ import DarkDiskTestSupport
 import Foundation
 import Testing
 
-/// A remote that lies (issue 8): answers longer than their range, a cloud file cut short on the server, and
+/// A remote that lies (issue 8): answers longer than their range, a cloud file cut short or extended on the server, and
 /// another node's cloud file under a node's name. Through the mount, each is an `EIO` for that node within
 /// the remote timeout (never wrong bytes, never a hang), nothing damaged enters the store (`darkdisk
 /// check` passes), and the other nodes keep reading.
@@ -77,6 +77,20 @@ import Testing
         try handle.close()
         setup.expectIOError(try setup.cat("one"), of: "one", real: setup.one)
         #expect(try Shell.xattr("user.darkdisk.local", setup.path("one")) != "full")
+        try setup.expectStoreSound()
+    }
+
+    @Test func aCloudFileExtendedOnTheServerIsAnIOErrorAndStoresNothing() throws {
+        let setup = try Setup()
+        let handle = try #require(FileHandle(forUpdatingAtPath: setup.remote.bucket + "/nodes/one.ddc"))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(repeating: 0x5A, count: 4096))
+        try handle.close()
+        setup.expectIOError(try setup.cat("one"), of: "one", real: setup.one)
+        #expect(try Shell.xattr("user.darkdisk.local", setup.path("one")) == "none", "nothing of the extended file is kept")
+        let fetch = try setup.remote.darkdiskB(["fetch", "--node", "one"])
+        #expect(fetch.status != 0 && fetch.stderrLines.count == 1 && fetch.stderr.contains("cut short or extended"),
+                "darkdisk fetch: \(fetch.stderr)")
         try setup.expectStoreSound()
     }
 
