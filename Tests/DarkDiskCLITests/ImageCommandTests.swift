@@ -95,6 +95,20 @@ import Testing
         #expect(!libraries.output.contains("libvips") && !libraries.output.contains("libglib"), "\(libraries.output)")
     }
 
+    /// Without libvips, image commands fail with one line that says what to install; the rest works.
+    @Test func withoutLibvipsImageCommandsSayWhatIsMissing() throws {
+        let store = try CLIStore()
+        #expect(try store.darkdisk(["init"]).status == 0)
+        let photo = try picture(store, "photo.png", 80, 60)
+        #expect(try store.darkdisk(["import", photo, "--node", "pic", "--kind", "thumbnail"]).status == 0)
+        let missing = ["DARKDISK_LIBVIPS": "/nonexistent/libvips.so.42"]
+        let resized = try store.darkdisk(["thumbnail", "--node", "pic", "--size", "32x32"], environment: missing)
+        expectOneLineFailure(resized, mentioning: "libvips is not installed (Debian package libvips42)")
+        let avatar = try store.darkdisk(["avatar", "--user", "dave", "--or-default"], environment: missing)
+        expectOneLineFailure(avatar, mentioning: "libvips is not installed")
+        #expect(try store.darkdisk(["status"], environment: missing).status == 0)
+    }
+
     @Test func helpListsTheImageCommands() throws {
         let help = try Shell.run(Shell.darkdisk, ["--help"])
         #expect(help.output.contains("thumbnail") && help.output.contains("avatar"), "\(help.output)")

@@ -14,7 +14,8 @@
 /// libvips' image object (a GObject), opaque here.
 typedef struct _VipsImage VipsImage;
 
-/// Loads libvips, checks its ABI, silences its warnings (failures come back as errors) and starts it.
+/// Loads libvips (`libvips.so.42`, or the file `DARKDISK_LIBVIPS` names), checks its ABI, silences its
+/// warnings (failures come back as errors) and starts it.
 /// Returns 0, or -1 with the reason in `darkdisk_vips_error_buffer`. Call once per process.
 int darkdisk_vips_init(const char *argv0);
 
