@@ -64,11 +64,13 @@ extension FuseFileSystem {
         ops.write = { req, _, _, _, _, _ in fuse_reply_err(req, EROFS) }
         ops.fallocate = { req, _, _, _, _, _ in fuse_reply_err(req, EROFS) }
         ops.copy_file_range = { req, _, _, _, _, _, _, _, _ in fuse_reply_err(req, EROFS) }
-        ops.`init` = { _, conn in
-            guard let conn else { return }
+        ops.`init` = { userdata, conn in
+            guard let conn, let userdata else { return }
             // Ask for large reads: fewer round trips per MiB for `cat` and `cp`.
             conn.pointee.max_readahead = FuseFileSystem.maxReadahead
             conn.pointee.max_write = 1 << 20
+            let maxRead = Unmanaged<FuseFileSystem>.fromOpaque(userdata).takeUnretainedValue().maxRead.load(ordering: .relaxed)
+            if maxRead > 0 { conn.pointee.max_read = maxRead }
         }
         return ops
     }

@@ -24,12 +24,14 @@ public final class FuseFileSystem: Sendable {
     let inodes = Locked(InodeTable())
     let handles = Locked<[UInt64: OpenFile]>([:])
     let nextHandle = Atomic<UInt64>(1)
+    /// The mount's `max_read=N` option (0: none), which `init` must repeat to libfuse.
+    let maxRead = Atomic<UInt32>(0)
     let directoryListings = Locked<[UInt64: [DirectoryEntry]]>([:])
     let mountTime = Date()
     let uid = getuid()
     let gid = getgid()
     /// The largest readahead the driver asks the kernel for (see `ReadAhead`).
-    static let maxReadahead: UInt32 = 1 << 20
+    static let maxReadahead: UInt32 = 4 << 20
     /// How long the kernel may cache names and attributes.
     let cacheTimeout: Double = 1.0
 
@@ -57,8 +59,9 @@ public final class FuseFileSystem: Sendable {
             throw DarkDiskError(.invalidArgument, "mount point \(mountpoint) is not a directory")
         }
         for option in options where !MountOptions.isAllowed(option) {
-            throw DarkDiskError(.invalidArgument, "unsupported mount option '\(option)'")
+            throw DarkDiskError(.invalidArgument, MountOptions.UnsupportedOption(option: option).description)
         }
+        maxRead.store(MountOptions.maxRead(in: options) ?? 0, ordering: .relaxed)
         let optionString = (["default_permissions", "fsname=darkdisk", "subtype=darkdisk"] + options).joined(separator: ",")
         let arguments: [String] = ["darkdisk", "-o", optionString]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]

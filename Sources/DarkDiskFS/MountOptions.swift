@@ -6,7 +6,20 @@ public enum MountOptions {
     /// Whether `option` (one `-o` item, `name` or `name=value`) may be passed through.
     public static func isAllowed(_ option: String) -> Bool {
         let name = option.split(separator: "=", maxSplits: 1).first.map(String.init) ?? option
-        return allowed.contains(name) || name == "max_read" || name == "fsname" || name == "subtype"
+        if name == "max_read" { return maxRead(option) != nil }
+        return allowed.contains(name) || name == "fsname" || name == "subtype"
+    }
+
+    /// The byte count of a `max_read=N` option (N from 1 to 2³²−1), nil for anything else.
+    static func maxRead(_ option: String) -> UInt32? {
+        guard option.hasPrefix("max_read="), let value = UInt32(option.dropFirst("max_read=".count)), value > 0 else { return nil }
+        return value
+    }
+
+    /// The last `max_read=N` among `options`: libfuse insists that the file system's `init` asks for the
+    /// same size as the mount option (it ends the session otherwise).
+    static func maxRead(in options: [String]) -> UInt32? {
+        options.compactMap(maxRead).last
     }
 
     /// Splits `-o a,b` values into single options, rejecting unknown ones.
@@ -23,6 +36,9 @@ public enum MountOptions {
 
     public struct UnsupportedOption: Error, CustomStringConvertible {
         public let option: String
-        public var description: String { "unsupported mount option '\(option)' (allowed: \(allowed.sorted().joined(separator: ", ")), max_read=N)" }
+        public var description: String {
+            if option.hasPrefix("max_read") { return "mount option '\(option)' needs a number of bytes, e.g. max_read=131072" }
+            return "unsupported mount option '\(option)' (allowed: \(allowed.sorted().joined(separator: ", ")), max_read=N)"
+        }
     }
 }

@@ -41,6 +41,20 @@ import Testing
         }
     }
 
+    /// `-o max_read=N` is one of the advertised mount options; libfuse ends a session whose `init` does
+    /// not repeat it, which used to leave a mount that vanished right after `darkdisk mount` succeeded.
+    @Test func maxReadOptionKeepsTheMountAndCapsRequests() throws {
+        let store = try CLIStore()
+        let data = CLIStore.bytes(700_001, seed: 9)
+        #expect(try store.darkdisk(["import", try store.file("m.in", data), "--node", "m", "--persistent"]).status == 0)
+        let mount = try Mount(store, options: ["-o", "max_read=16384"])
+        let cat = try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/m/data"))")
+        #expect(cat.status == 0 && cat.stdout == data, "cat through a max_read=16384 mount: \(cat.stderr)")
+        let options = try Shell.sh("awk -v m=\(Shell.quote(mount.path)) '$2 == m { print $4 }' /proc/mounts").output
+        #expect(options.contains("max_read=16384"), "the kernel got the option: \(options)")
+        #expect(Mount.isMounted(mount.path), "still mounted after reading")
+    }
+
     @Test func tamperedFileGivesIOErrorAndOthersStillRead() throws {
         let store = try CLIStore()
         let good = CLIStore.bytes(300_000, seed: 1)
