@@ -43,9 +43,11 @@ enum DaemonLauncher {
             close(readEnd)
             throw CLIError("cannot start the mount daemon: \(String(cString: strerror(rc)))")
         }
+        // One line ("ok" or "error: …"), or end of file if the daemon died. Stop at the line: a process the
+        // daemon started may still hold the pipe (it is marked close-on-exec there, but be sure).
         var message = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
+        while !message.contains(UInt8(ascii: "\n")) {
             let n = read(readEnd, &buffer, buffer.count)
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { break }
@@ -58,6 +60,12 @@ enum DaemonLauncher {
         waitpid(pid, &status, 0)
         if text.hasPrefix("error: ") { throw CLIError(String(text.dropFirst(7))) }
         throw CLIError("the mount daemon exited before mounting; see \(location.logPath)")
+    }
+
+    /// Keeps the daemon's end of the pipe out of the processes it starts: libfuse runs `fusermount3`, which
+    /// stays alive for `-o auto_unmount` and would otherwise hold the pipe open for as long as the mount.
+    static func keepReadyFdPrivate(_ fd: Int32) {
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
     }
 
     static func signalReady(fd: Int32) {

@@ -46,6 +46,7 @@ struct MountCommand: ParsableCommand {
             try DaemonLauncher.launch(location: storeOptions.location)
             return
         }
+        if let readyFd { DaemonLauncher.keepReadyFdPrivate(readyFd) }
         let logger = CLILog.make(label: "darkdisk.mount", defaultLevel: .info)
         do {
             let manager = try storeOptions.open(create: true, logger: logger)

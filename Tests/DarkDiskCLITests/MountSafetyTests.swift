@@ -140,6 +140,24 @@ import Testing
         withExtendedLifetime(first) {}
     }
 
+    /// With `-o auto_unmount` libfuse keeps `fusermount3` running to unmount when the daemon dies. It used to
+    /// inherit the daemon's ready pipe, so `darkdisk mount` waited for it forever instead of returning.
+    @Test func autoUnmountMountReturnsAndADeadDaemonLeavesNoMount() throws {
+        let store = try CLIStore()
+        let data = CLIStore.bytes(200_000, seed: 43)
+        try RemoteBucket.check(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: data), "import")
+        let path = store.directory + "/mnt"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        defer { if Mount.isMounted(path) { _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", path]) } }
+        let mount = try Shell.run("/usr/bin/timeout", ["-s", "KILL", "60", Shell.darkdisk, "mount", path, "-o", "auto_unmount", "--store", store.storePath])
+        #expect(mount.status == 0, "darkdisk mount -o auto_unmount returns: exit \(mount.status) \(mount.stderr)")
+        try #require(Mount.isMounted(path))
+        #expect(try Shell.sha256(of: path + "/nodes/n/data") == sha256Hex(data))
+        let daemon = try #require(MountDaemon.pid(serving: path), "the mount daemon of \(path) in /proc")
+        #expect(kill(daemon, SIGKILL) == 0)
+        #expect(Mount.wait(seconds: 10) { !Mount.isMounted(path) }, "fusermount3 unmounted the dead daemon's mount")
+    }
+
     @Test func lazyUnmountWhileAFileIsOpenThenTheDaemonExitsAfterTheLastClose() throws {
         let store = try CLIStore()
         let data = CLIStore.bytes(6_000_000, seed: 41)
