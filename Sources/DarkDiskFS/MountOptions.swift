@@ -7,7 +7,7 @@ public enum MountOptions {
     public static func isAllowed(_ option: String) -> Bool {
         let name = option.split(separator: "=", maxSplits: 1).first.map(String.init) ?? option
         if name == "max_read" { return maxRead(option) != nil }
-        return allowed.contains(name) || name == "fsname" || name == "subtype"
+        return allowed.contains(name)
     }
 
     /// The byte count of a `max_read=N` option (N from 1 to 2³²−1), nil for anything else.

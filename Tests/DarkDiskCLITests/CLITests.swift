@@ -66,6 +66,7 @@ import Testing
         expectOneLineFailure(try store.darkdisk(["mount", store.directory + "/no/where"]), mentioning: "does not exist")
         expectOneLineFailure(try store.darkdisk(["mount", try store.file("plain-file", Data())]), mentioning: "not a directory")
         expectOneLineFailure(try store.darkdisk(["mount", store.directory, "-o", "suid_everything"]), mentioning: "unsupported mount option")
+        expectOneLineFailure(try store.darkdisk(["mount", store.directory, "-o", "subtype=other"]), mentioning: "unsupported mount option")
         expectOneLineFailure(try store.darkdisk(["mount", store.directory, "-o", "max_read=lots"]), mentioning: "needs a number of bytes")
         expectOneLineFailure(try store.darkdisk(["mount", store.directory, "-o", "max_read=0"]), mentioning: "needs a number of bytes")
         expectOneLineFailure(try store.darkdisk(["unmount", store.directory]), mentioning: "cannot unmount")
