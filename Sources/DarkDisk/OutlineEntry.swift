@@ -25,7 +25,13 @@ public struct OutlineEntry: Sendable, Equatable, Codable {
         self.cloudETag = cloudETag
     }
 
-    /// The plaintext size of one of the node's sections (0: the node does not have it).
+    /// Whether the node has `kind`: every node has data (perhaps empty); metadata and a thumbnail only when
+    /// their size is above 0.
+    public func has(_ kind: FileKind) -> Bool {
+        kind == .data || plaintextSize(of: kind) > 0
+    }
+
+    /// The plaintext size of one of the node's sections (0 for metadata or a thumbnail: the node does not have it).
     public func plaintextSize(of kind: FileKind) -> UInt64 {
         switch kind {
         case .data: dataSize

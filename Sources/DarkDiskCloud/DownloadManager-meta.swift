@@ -32,8 +32,13 @@ extension DownloadManager {
             // The whole cloud file is here: every section and the header come from it.
             let reader = try CryptoFileReader(fileDescriptor: local.retainToken.fileDescriptor, key: local.cryptoFile.key, closeOnDeinit: false)
             if needsHeader { result.header = reader.header }
-            for section in wanted {
-                result[section] = Data(try reader.read(section: section.rawValue, offset: 0, count: Int(reader.plaintextSize(ofSection: section.rawValue))))
+            // Cached like sections fetched from the remote, so that a reader of the store (the mount opens
+            // `/nodes/<id>/metadata` after this download) finds them stored.
+            let caching = transfer.decideCaching()
+            for section in wanted where reader.plaintextSize(ofSection: section.rawValue) > 0 {
+                let plaintext = Data(try reader.read(section: section.rawValue, offset: 0, count: Int(reader.plaintextSize(ofSection: section.rawValue))))
+                result[section] = plaintext
+                if caching { try manager.importNodeFile(DiskImport(cleartextData: plaintext), nodeID: nodeID, kind: section.fileKind) }
             }
             return result
         }

@@ -11,8 +11,8 @@ extension FuseFileSystem {
         ops.lookup = { req, parent, name in
             FuseFileSystem.from(req).lookup(req, parent: parent, name: String(cString: name!))
         }
-        ops.getattr = { req, ino, _ in
-            FuseFileSystem.from(req).getattr(req, ino: ino)
+        ops.getattr = { req, ino, fi in
+            FuseFileSystem.from(req).getattr(req, ino: ino, handle: fi?.pointee.fh)
         }
         ops.opendir = { req, ino, fi in
             FuseFileSystem.from(req).opendir(req, ino: ino, fi: fi!)

@@ -71,8 +71,20 @@ extension FuseFileSystem {
             fuse_reply_err(req, EIO)
             return
         }
-        let cacheValid = inodes.withLock { $0.serve(ino, version: .stored(export.fileID)) }
+        let cacheValid = serve(ino, version: .stored(export.fileID))
         reply(req, open: OpenFile(entry: entry, source: .stored(export, reader)), keepCache: cacheValid, fi: fi)
+    }
+
+    /// Records what an open of `ino` serves; returns whether the kernel may keep its cached pages. Unless the
+    /// same version was served before, the kernel's cached attributes go too: a `stat` or `ls` before a
+    /// re-import by another process left a size that would cut the new content short, or promise bytes it
+    /// no longer has, until it timed out. Attributes only (no pages), so it is safe inside the open request.
+    func serve(_ ino: fuse_ino_t, version: InodeTable.Version) -> Bool {
+        let previous = inodes.withLock { $0.serve(ino, version: version) }
+        if previous != version, let session = notifySession.withLock({ $0 }) {
+            _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, -1, 0)
+        }
+        return previous == version
     }
 
     func reply(_ req: fuse_req_t?, open file: OpenFile, keepCache: Bool, fi: UnsafeMutablePointer<fuse_file_info>) {

@@ -15,7 +15,7 @@ extension FuseFileSystem {
         let key = try manager.unwrapKey(outline.wrappedKey)
         let ticket = downloads.downloadNodeData(outline.nodeID, options: DownloadOptions(cacheToDiskManager: true))
         let remote = RemoteData(nodeID: outline.nodeID, key: key, size: outline.dataSize, ticket: ticket)
-        let cacheValid = inodes.withLock { $0.serve(ino, version: .remote(outline.cloudETag)) }
+        let cacheValid = serve(ino, version: .remote(outline.cloudETag))
         reply(req, open: OpenFile(entry: entry, source: .remote(remote)), keepCache: cacheValid, fi: fi)
     }
 

@@ -28,10 +28,15 @@ extension FuseFileSystem {
         }
     }
 
-    func getattr(_ req: fuse_req_t?, ino: fuse_ino_t) {
+    /// `handle`: the open file the kernel asks through (`fstat`, and the size check of a read), if any.
+    func getattr(_ req: fuse_req_t?, ino: fuse_ino_t, handle: UInt64? = nil) {
         guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { fuse_reply_err(req, ENOENT); return }
         do {
-            guard var st = try attributes(of: entry) else { fuse_reply_err(req, ENOENT); return }
+            // A file deleted while open stays readable to its last close (`darkdisk delete`), so an open
+            // handle answers for it from what it serves.
+            // (`fstat` comes without the handle: any handle open on the entry will do.)
+            let open = handles.withLock { open in handle.flatMap { open[$0] } ?? open.values.first { $0.entry == entry } }
+            guard var st = try attributes(of: entry) ?? open.map(attributes(ofOpen:)) else { fuse_reply_err(req, ENOENT); return }
             st.st_ino = __ino_t(ino)
             fuse_reply_attr(req, &st, cacheTimeout)
         } catch {
@@ -120,10 +125,10 @@ extension FuseFileSystem {
         }
     }
 
-    /// Whether node `id` has a `kind` section: stored, or in the remote's outline with a size above 0.
+    /// Whether node `id` has a `kind` section: stored, or in the remote's outline (`OutlineEntry.has`).
     private func has(_ id: NodeID, _ kind: FileKind) throws(DarkDiskError) -> Bool {
         if try manager.storedFile(id, kind: kind) != nil { return true }
-        return try (manager.outlineEntry(id)?.plaintextSize(of: kind) ?? 0) > 0
+        return try manager.outlineEntry(id)?.has(kind) ?? false
     }
 
     /// The named children of a folder.
@@ -137,7 +142,7 @@ extension FuseFileSystem {
         case .nodeDirectory(let id):
             var kinds = Set(try manager.storedFiles(id).map(\.kind))
             if let outline = try manager.outlineEntry(id) {
-                for kind in [FileKind.data, .metadata, .thumbnail] where outline.plaintextSize(of: kind) > 0 { kinds.insert(kind) }
+                for kind in [FileKind.data, .metadata, .thumbnail] where outline.has(kind) { kinds.insert(kind) }
             }
             return kinds.map { ($0.rawValue, .nodeFile(id, $0)) }.sorted { $0.0 < $1.0 }
         case .thumbs:
@@ -194,12 +199,31 @@ extension FuseFileSystem {
         return st
     }
 
+    /// `stat` of a file that is only reachable through an open handle (it was deleted meanwhile).
+    func attributes(ofOpen file: OpenFile) -> stat {
+        var st = stat()
+        st.st_uid = uid
+        st.st_gid = gid
+        st.st_blksize = 65536
+        st.st_mode = S_IFREG | 0o644
+        st.st_nlink = 0
+        switch file.source {
+        case .stored(_, let reader): st.st_size = off_t(reader.plaintextSize(ofSection: reader.dataSection))
+        case .remote(let remote): st.st_size = off_t(remote.size)
+        }
+        let t = timespec(tv_sec: Int(mountTime.timeIntervalSince1970), tv_nsec: 0)
+        st.st_mtim = t
+        st.st_ctim = t
+        st.st_atim = t
+        return st
+    }
+
     /// The plaintext size the remote's outline gives a file that is not stored (nil: the outline does not list it).
     func remoteSize(of entry: FSEntry) throws(DarkDiskError) -> UInt64? {
         if case .avatarFile(let user, let identity) = entry {
             return try manager.avatarOutlineEntry(user, identityID: identity)?.plaintextSize
         }
-        guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), outline.plaintextSize(of: kind) > 0 else {
+        guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), outline.has(kind) else {
             return nil
         }
         return outline.plaintextSize(of: kind)

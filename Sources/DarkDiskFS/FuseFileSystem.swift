@@ -27,6 +27,8 @@ public final class FuseFileSystem: Sendable {
     /// The mount's `max_read=N` option (0: none), which `init` must repeat to libfuse.
     let maxRead = Atomic<UInt32>(0)
     let directoryListings = Locked<[UInt64: [DirectoryEntry]]>([:])
+    /// The session while its loop runs, for telling the kernel to drop cached attributes.
+    let notifySession = Locked<OutlineWatcher.UnsafeSession?>(nil)
     let mountTime = Date()
     let uid = getuid()
     let gid = getgid()
@@ -102,7 +104,9 @@ public final class FuseFileSystem: Sendable {
                 logger.error("changes of the outline will not be noticed: \(error)")
                 watcher = nil
             }
+            notifySession.withLock { $0 = OutlineWatcher.UnsafeSession(pointer: session) }
             let rc = darkdisk_fuse_session_loop_mt(session, UInt32(threads), 4)
+            notifySession.withLock { $0 = nil }
             watcher?.stop()
             fuse_session_unmount(session)
             handles.withLock { $0.removeAll() }

@@ -29,10 +29,11 @@ struct InodeTable: Sendable {
         case remote(String)
     }
 
-    /// Records that `ino` now serves `version`; returns whether that was already so (page cache still valid).
-    mutating func serve(_ ino: fuse_ino_t, version: Version) -> Bool {
+    /// Records that `ino` now serves `version`; returns the version it served before (nil: none since the
+    /// mount or since `forgetVersion`). The same version means the kernel's page cache is still valid.
+    mutating func serve(_ ino: fuse_ino_t, version: Version) -> Version? {
         defer { served[ino] = version }
-        return served[ino] == version
+        return served[ino]
     }
 
     /// Forgets what `ino` served (its content changed): the next open drops the kernel's cache.

@@ -55,6 +55,38 @@ import Testing
         #expect(Mount.isMounted(mount.path), "still mounted after reading")
     }
 
+    /// A re-import by another process while mounted: the next `cat` reads the new content whole, even right
+    /// after a `stat` cached the old size (it used to stop at the old size for a second, silently). A node
+    /// deleted while a file of it is open reads to the end through that file (`delete --help`).
+    @Test func aReimportReadsWholeAndADeletedOpenFileReadsToTheEnd() throws {
+        let store = try CLIStore()
+        let small = CLIStore.bytes(4097, seed: 21), large = CLIStore.bytes(65537, seed: 22), other = CLIStore.bytes(300_000, seed: 23)
+        #expect(try store.darkdisk(["import", try store.file("s", small), "--node", "r", "--persistent"]).status == 0)
+        #expect(try store.darkdisk(["import", try store.file("o", other), "--node", "d", "--persistent"]).status == 0)
+        let mount = try Mount(store)
+        let file = mount.path + "/nodes/r/data"
+        for (content, name) in [(large, "l"), (small, "s2")] {
+            #expect(try Shell.sh("stat -c %s \(Shell.quote(file))").status == 0)
+            #expect(try store.darkdisk(["import", try store.file(name, content), "--node", "r", "--persistent"]).status == 0)
+            #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == content, "cat right after a re-import of \(content.count) bytes")
+            #expect(try Shell.sh("stat -c %s \(Shell.quote(file))").output == "\(content.count)\n")
+        }
+
+        let script = """
+        import os, subprocess, sys, time
+        fd = os.open(sys.argv[1], os.O_RDONLY)
+        subprocess.run(sys.argv[2:], check=True, stdout=subprocess.DEVNULL)
+        time.sleep(1.5)  # past the kernel's attribute timeout: it asks the daemon again
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, size + 1, 0)
+        sys.stdout.buffer.write(str(size).encode() + b"\\n" + data)
+        """
+        let run = try Shell.run("/usr/bin/python3", ["-c", script, mount.path + "/nodes/d/data", Shell.darkdisk, "delete", "--node", "d", "--store", store.storePath])
+        #expect(run.status == 0, "reading a deleted open file: \(run.stderr)")
+        #expect(run.stdout == Data("\(other.count)\n".utf8) + other)
+        #expect(Mount.wait { (try? Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output) == "r\n" }, "the node is gone after the close")
+    }
+
     @Test func tamperedFileGivesIOErrorAndOthersStillRead() throws {
         let store = try CLIStore()
         let good = CLIStore.bytes(300_000, seed: 1)

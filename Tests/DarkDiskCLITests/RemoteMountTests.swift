@@ -99,6 +99,35 @@ import Testing
         #expect(try proxy.bytes(bigObject) == 0, "the persistent node was downloaded again")
     }
 
+    /// A node's metadata and thumbnail open after its data was read whole (they then come out of the
+    /// downloaded cloud file, which used to answer "No such file or directory"), and a node whose data is
+    /// empty lists its `data` file, of size 0, before any download.
+    @Test func sectionsAfterTheDataAndAnEmptyNode() throws {
+        let remote = try RemoteBucket()
+        let data = try randomBytes(200_003)
+        let thumbnail = try randomBytes(5_011)
+        let metadata = Data(#"{"name":"pic.png"}"#.utf8)
+        try remote.push("pic", data, thumbnail: thumbnail, metadata: metadata)
+        try remote.push("empty", Data())
+        let proxy = try FaultProxy(servingRoot: remote.bucket)
+        defer { withExtendedLifetime(proxy) {} }
+        try remote.join(proxy.url)
+        let mount = try remote.mountB()
+        func at(_ path: String) -> String { mount.path + path }
+
+        #expect(try Shell.sh("ls \(Shell.quote(at("/nodes/empty")))", timeout: 30).output == "data\n")
+        #expect(try Shell.sh("stat -c %s \(Shell.quote(at("/nodes/empty/data")))", timeout: 30).output == "0\n")
+        let empty = try Shell.sh("cat \(Shell.quote(at("/nodes/empty/data")))", timeout: 60)
+        #expect(empty.status == 0 && empty.stdout.isEmpty, "cat of the empty node: \(empty.status) \(empty.stderr)")
+
+        #expect(try Shell.sha256(of: at("/nodes/pic/data")) == sha256Hex(data))
+        #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", at("/nodes/pic/data"))) == "full" })
+        let meta = try Shell.sh("cat \(Shell.quote(at("/nodes/pic/metadata")))", timeout: 60)
+        #expect(meta.status == 0 && meta.stdout == metadata, "cat of the metadata after the data: \(meta.stderr)")
+        let thumb = try Shell.sh("cat \(Shell.quote(at("/thumbs/pic")))", timeout: 60)
+        #expect(thumb.status == 0 && thumb.stdout == thumbnail, "cat of the thumbnail after the data: \(thumb.stderr)")
+    }
+
     enum Outage: String, CaseIterable, Sendable {
         case refused  // the server is gone: connections are refused
         case failing  // every request gets 503
