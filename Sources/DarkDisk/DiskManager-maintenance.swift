@@ -38,6 +38,10 @@ extension DiskManager {
     /// Evicts least recently accessed, unretained cache files while the pool's cache files exceed its max
     /// size, down to 99 % of it: a small margin, so that not every import into a full pool pays for an
     /// eviction, yet no single import pays for evicting a large share of a big pool. Returns how many went.
+    ///
+    /// A cache file larger than the max size on its own cannot be kept: it goes as soon as nobody retains
+    /// it, and it does not count against the others (TMDiskCache evicts the whole cache, then the object,
+    /// when one object exceeds the limit; here the others stay).
     @discardableResult
     public func enforceLimits(of pool: Pool) throws(DarkDiskError) -> Int {
         let (maxSize, cached) = try read { db in
@@ -45,13 +49,26 @@ extension DiskManager {
              UInt64(max(0, try Int64.fetchOne(db, sql: "SELECT bytes FROM usage WHERE pool = ? AND mode = 'cache'", arguments: [pool.rawValue]) ?? 0)))
         }
         guard cached > maxSize else { return 0 }
+        let oversizedBytes = { (db: Database) throws -> UInt64 in
+            UInt64(max(0, try Int64.fetchOne(db, sql: """
+                SELECT COALESCE(SUM(storedSize), 0) FROM file WHERE pool = ? AND mode = 'cache' AND storedSize > ?
+                """, arguments: [pool.rawValue, Int64(clamping: maxSize)]) ?? 0))
+        }
+        var evicted = 0
+        let oversized = try read(oversizedBytes)
+        if oversized > 0 {
+            evicted += try evict(from: [pool], largerThan: maxSize) { db, _ in try oversizedBytes(db) }
+        }
         let lowWater = maxSize - maxSize / 100
         // Measured again inside every eviction transaction, so evictions running at once (another process,
-        // the timer, a release) together take only what one would.
-        let evicted = try evict(from: [pool]) { db, _ in
+        // the timer, a release) together take only what one would. Oversized files still here are retained
+        // (measured once: a scan of the pool's rows).
+        let kept = oversized > 0 ? try read(oversizedBytes) : 0
+        evicted += try evict(from: [pool]) { db, _ in
             let bytes = UInt64(max(0, try Int64.fetchOne(db, sql: "SELECT bytes FROM usage WHERE pool = ? AND mode = 'cache'",
                                                          arguments: [pool.rawValue]) ?? 0))
-            return bytes > lowWater ? bytes - lowWater : 0
+            let counted = bytes > kept ? bytes - kept : 0
+            return counted > lowWater ? counted - lowWater : 0
         }
         if evicted > 0 { logger.debug("evicted \(evicted) files from the \(pool.rawValue) pool") }
         return evicted
@@ -104,10 +121,10 @@ extension DiskManager {
         return evicted
     }
 
-    /// Evicts unretained cache files of `pools`, least recently accessed first, while `excess` (bytes still to
-    /// free, given the index and the bytes this call freed so far) is above 0 and candidates remain.
-    /// Returns how many files went.
-    func evict(from pools: [Pool], excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> Int {
+    /// Evicts unretained cache files of `pools` (only those larger than `largerThan`, if given), least
+    /// recently accessed first, while `excess` (bytes still to free, given the index and the bytes this call
+    /// freed so far) is above 0 and candidates remain. Returns how many files went.
+    func evict(from pools: [Pool], largerThan: UInt64? = nil, excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> Int {
         var freed: UInt64 = 0
         var evicted = 0
         var cursor: (lastAccess: Double, id: Int64) = (-Double.infinity, Int64.min)
@@ -118,8 +135,8 @@ extension DiskManager {
                 guard needed > 0 else { return (0, []) }
                 return (needed, try FileRecord.fetchAll(db, sql: """
                     SELECT * FROM file WHERE pool IN (\(poolList)) AND mode = 'cache' AND (lastAccess, id) > (?, ?)
-                    ORDER BY lastAccess, id LIMIT 64
-                    """, arguments: [cursor.lastAccess, cursor.id]))
+                    AND storedSize > ? ORDER BY lastAccess, id LIMIT 64
+                    """, arguments: [cursor.lastAccess, cursor.id, largerThan.map { Int64(clamping: $0) } ?? -1]))
             }
             guard needed > 0, !batch.isEmpty else { break }
             // Take just enough of the batch; the next round resumes after the last one tried.

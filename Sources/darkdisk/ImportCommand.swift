@@ -67,13 +67,25 @@ struct ImportCommand: ParsableCommand {
         if let chunkSize { diskImport.chunkSize = chunkSize }
 
         let manager = try storeOptions.open(create: true)
+        let stored: DiskExport
         switch target {
         case .node(let id, let kind):
-            try manager.importNodeFile(diskImport, nodeID: id, kind: kind)
+            stored = try manager.importNodeFile(diskImport, nodeID: id, kind: kind)
         case .avatar(let user, let identity?):
-            try manager.importUserAvatar(diskImport, userID: user, identityID: identity)
+            stored = try manager.importUserAvatar(diskImport, userID: user, identityID: identity)
         case .avatar(_, nil):
             preconditionFailure("FileTarget.parse requires an identity here")
+        }
+        // A cache file larger than its pool's max size would be evicted as soon as this command lets go of
+        // it: say so and store nothing, rather than exit 0 having kept nothing.
+        let maxSize = try manager.settings(for: stored.pool).maxSize
+        if stored.mode == .cache, stored.storedSize > maxSize {
+            switch target {
+            case .node(let id, let kind): _ = try manager.deleteNodeFile(id, kind: kind)
+            case .avatar(let user, let identity?): _ = try manager.deleteUserAvatar(user, identityID: identity)
+            case .avatar(_, nil): break
+            }
+            throw CLIError("\(file == "-" ? "stdin" : file) takes \(stored.storedSize) bytes encrypted, more than the \(stored.pool.rawValue) pool's max size (\(maxSize)), so the cache cannot keep it: import it with --persistent, or raise pool.\(stored.pool.rawValue).max_size")
         }
     }
 }

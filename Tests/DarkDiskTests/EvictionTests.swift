@@ -103,6 +103,25 @@ import Glibc
         #expect(status.fileCount == 3)
     }
 
+    /// A cache file larger than the max on its own cannot be kept, and it does not push the others out: while
+    /// retained it stays (a mount reads it), then it goes alone. It used to evict every other file first.
+    @Test func aFileLargerThanTheMaxGoesAloneAndTheOthersStay() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        try manager.setMaxSize(100_000, for: .data)
+        for i in 0..<4 { try importFile(manager, "small\(i)", size: 10_000) }
+        do {
+            let big = try manager.importNodeFile(DiskImport(cleartextData: TemporaryStore.bytes(300_000, seed: 7)), nodeID: NodeID("big"))
+            settle(manager)
+            #expect(try isStored(manager, "big"), "retained: it stays while held")
+            withExtendedLifetime(big) {}
+        }
+        settle(manager)
+        #expect(try !isStored(manager, "big"), "released: a file over the max cannot stay")
+        for i in 0..<4 { #expect(try isStored(manager, "small\(i)"), "small\(i) was evicted to make room for a file that could never fit") }
+        #expect(try poolStatus(manager, .data).cachedSize <= 100_000)
+    }
+
     @Test func poolsAreTrimmedSeparately() throws {
         let store = try TemporaryStore()
         let manager = try store.create()
