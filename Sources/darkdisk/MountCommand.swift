@@ -17,13 +17,13 @@ struct MountCommand: ParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Argument(help: ArgumentHelp("An existing, empty directory.", valueName: "MOUNTPOINT"))
+    @Argument(help: ArgumentHelp("A directory (created if missing; its parent must exist). Files already in it are hidden while mounted.", valueName: "MOUNTPOINT"))
     var mountpoint: String
 
     @Flag(help: "Stay in the foreground and log to stderr.")
     var foreground = false
 
-    @Option(name: .customShort("o"), help: ArgumentHelp("A mount option: allow_other, allow_root, auto_unmount, noatime, nodev, nosuid, noexec, max_read=N (repeatable, comma-separated).", valueName: "OPTION"))
+    @Option(name: .customShort("o"), help: ArgumentHelp("A mount option: allow_other, allow_root, auto_unmount, noatime, nodev, nosuid, noexec, dirsync, sync, async, max_read=N (repeatable, comma-separated).", valueName: "OPTION"))
     var options: [String] = []
 
     @Option(help: ArgumentHelp("How long a read of a node that is only in the remote waits for its bytes before it fails with an I/O error.", valueName: "SECONDS"))
@@ -33,13 +33,18 @@ struct MountCommand: ParsableCommand {
     var readyFd: Int32?
 
     func validate() throws {
-        guard remoteTimeout > 0, remoteTimeout <= 86_400 else { throw ValidationError("--remote-timeout must be between 0 and 86400 seconds") }
+        guard remoteTimeout > 0, remoteTimeout <= 86_400 else { throw ValidationError("--remote-timeout must be more than 0 and at most 86400 seconds") }
     }
 
     func run() throws {
         let mountOptions: [String]
         do { mountOptions = try MountOptions.parse(options) } catch { throw CLIError(error.description) }
         let path = URL(fileURLWithPath: mountpoint).standardizedFileURL.path
+        // Refuse to stack a second mount (and daemon) here. The daemon skips this: its parent just checked.
+        if readyFd == nil, let mounted = MountTable.top(at: MountTable.resolve(path)) {
+            let advice = mounted.isDarkdisk ? "darkdisk unmount \(mountpoint) first" : "a \(mounted.fileSystemType) mount; choose another directory"
+            throw CLIError("\(mountpoint) is already a mount point (\(advice))")
+        }
         if !foreground {
             // Make the store (and surface key problems) here, where the user sees the error.
             _ = try storeOptions.open(create: true)
