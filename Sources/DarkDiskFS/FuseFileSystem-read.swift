@@ -10,7 +10,8 @@ extension FuseFileSystem {
     func open(_ req: fuse_req_t?, ino: fuse_ino_t, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { fuse_reply_err(req, ENOENT); return }
         guard !entry.isDirectory else { fuse_reply_err(req, EISDIR); return }
-        guard fi.pointee.flags & O_ACCMODE == O_RDONLY else { fuse_reply_err(req, EROFS); return }
+        // Read-only data: writing, and truncating (which O_RDONLY | O_TRUNC would ask for), is EROFS.
+        guard fi.pointee.flags & O_ACCMODE == O_RDONLY, fi.pointee.flags & O_TRUNC == 0 else { fuse_reply_err(req, EROFS); return }
         do {
             if let export = try exportFile(of: entry) {
                 openStored(req, entry: entry, ino: ino, export: export, fi: fi)

@@ -85,6 +85,11 @@ import Testing
         #expect(run.status == 0, "reading a deleted open file: \(run.stderr)")
         #expect(run.stdout == Data("\(other.count)\n".utf8) + other)
         #expect(Mount.wait { (try? Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output) == "r\n" }, "the node is gone after the close")
+
+        // Opening for reading with O_TRUNC asks to truncate: refused like any write, the data intact.
+        let trunc = try Shell.run("/usr/bin/python3", ["-c", "import os, sys; os.open(sys.argv[1], os.O_RDONLY | os.O_TRUNC)", file])
+        #expect(trunc.status != 0 && trunc.stderr.contains("Read-only file system"), "O_RDONLY|O_TRUNC: \(trunc.status) \(trunc.stderr)")
+        #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == small)
     }
 
     @Test func tamperedFileGivesIOErrorAndOthersStillRead() throws {
