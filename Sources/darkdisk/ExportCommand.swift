@@ -29,10 +29,9 @@ struct ExportCommand: AsyncParsableCommand {
         defer { withExtendedLifetime(export) {} }  // its retain token owns the reader's descriptor
         if let output {
             let temporary = output + ".darkdisk-partial"
-            guard FileManager.default.createFile(atPath: temporary, contents: nil),
-                  let handle = FileHandle(forWritingAtPath: temporary) else {
-                throw CLIError("cannot create \(output)")
-            }
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw CLIError("cannot create \(output): \(String(cString: strerror(errno)))") }
+            let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
             do {
                 try copy(reader, section: section, to: handle.fileDescriptor, name: output)
                 try handle.synchronize()

@@ -71,6 +71,7 @@ import Testing
         #expect(try store.darkdisk(["config", "set", "pool.data.max_size", "100K"]).status == 0)
         expectOneLineFailure(try store.darkdisk(["import", try store.file("huge", Data(count: 300_000)), "--node", "huge"]), mentioning: "--persistent")
         expectOneLineFailure(try store.darkdisk(["export", "--node", "huge"]), mentioning: "no data stored locally")
+        expectOneLineFailure(try store.darkdisk(["export", "--node", "kept", "-o", store.directory + "/no/such/dir/out"]), mentioning: "No such file or directory")
         #expect(try store.darkdisk(["export", "--node", "kept"]).stdout == Data(count: 5_000))
         expectOneLineFailure(try store.darkdisk(["mount", store.directory, "-o", "subtype=other"]), mentioning: "unsupported mount option")
         expectOneLineFailure(try store.darkdisk(["mount", store.directory, "-o", "max_read=lots"]), mentioning: "needs a number of bytes")
