@@ -34,9 +34,10 @@ extension FuseFileSystem {
         do {
             // A file deleted while open stays readable to its last close (`darkdisk delete`), so an open
             // handle answers for it from what it serves.
-            // (`fstat` comes without the handle: any handle open on the entry will do.)
-            let open = handles.withLock { open in handle.flatMap { open[$0] } ?? open.values.first { $0.entry == entry } }
-            guard var st = try attributes(of: entry) ?? open.map(attributes(ofOpen:)) else { fuse_reply_err(req, ENOENT); return }
+            guard var st = try attributes(of: entry) ?? openFile(of: entry, handle: handle).map(attributes(ofOpen:)) else {
+                fuse_reply_err(req, ENOENT)
+                return
+            }
             st.st_ino = __ino_t(ino)
             fuse_reply_attr(req, &st, cacheTimeout)
         } catch {
@@ -197,6 +198,11 @@ extension FuseFileSystem {
         st.st_ctim = t
         st.st_atim = t
         return st
+    }
+
+    /// The open file behind `handle`, or else any open on `entry` (`fstat` comes without the handle).
+    private func openFile(of entry: FSEntry, handle: UInt64?) -> OpenFile? {
+        handles.withLock { open in handle.flatMap { open[$0] } ?? open.values.first { $0.entry == entry } }
     }
 
     /// `stat` of a file that is only reachable through an open handle (it was deleted meanwhile).
