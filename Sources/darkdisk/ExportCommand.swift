@@ -28,20 +28,7 @@ struct ExportCommand: AsyncParsableCommand {
         let (reader, section, export) = try await locate(id, kind: kind, manager: manager)
         defer { withExtendedLifetime(export) {} }  // its retain token owns the reader's descriptor
         if let output {
-            let temporary = output + ".darkdisk-partial"
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw CLIError("cannot create \(output): \(String(cString: strerror(errno)))") }
-            let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-            do {
-                try copy(reader, section: section, to: handle.fileDescriptor, name: output)
-                try handle.synchronize()
-                try handle.close()
-                guard rename(temporary, output) == 0 else { throw CLIError("cannot create \(output): \(String(cString: strerror(errno)))") }
-            } catch {
-                try? handle.close()
-                unlink(temporary)
-                throw error
-            }
+            try OutputFile.write(to: output) { fd in try copy(reader, section: section, to: fd, name: output) }
         } else {
             try copy(reader, section: section, to: STDOUT_FILENO, name: "standard output")
         }

@@ -10,19 +10,7 @@ enum ImageOutput {
             try write(data, fd: STDOUT_FILENO, name: "standard output")
             return
         }
-        let temporary = path + ".darkdisk-partial"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw CLIError("cannot create \(path): \(String(cString: strerror(errno)))") }
-        do {
-            try write(data, fd: fd, name: path)
-            guard fsync(fd) == 0 else { throw CLIError("cannot write \(path): \(String(cString: strerror(errno)))") }
-            close(fd)
-            guard rename(temporary, path) == 0 else { throw CLIError("cannot create \(path): \(String(cString: strerror(errno)))") }
-        } catch {
-            close(fd)
-            unlink(temporary)
-            throw error
-        }
+        try OutputFile.write(to: path) { fd in try write(data, fd: fd, name: path) }
     }
 
     private static func write(_ data: Data, fd: Int32, name: String) throws {

@@ -72,6 +72,16 @@ import Testing
         expectOneLineFailure(try store.darkdisk(["import", try store.file("huge", Data(count: 300_000)), "--node", "huge"]), mentioning: "--persistent")
         expectOneLineFailure(try store.darkdisk(["export", "--node", "huge"]), mentioning: "no data stored locally")
         expectOneLineFailure(try store.darkdisk(["export", "--node", "kept", "-o", store.directory + "/no/such/dir/out"]), mentioning: "No such file or directory")
+        // -o into a FIFO writes into it (it used to be replaced by a regular file, as /dev/null or /dev/full
+        // would have been), and over a private file keeps it private.
+        let fifo = store.directory + "/fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let reader = try Shell.sh("(timeout 30 cat \(Shell.quote(fifo)) > \(Shell.quote(fifo + ".got")) &) ; \(Shell.quote(Shell.darkdisk)) export --node kept -o \(Shell.quote(fifo)) --store \(Shell.quote(store.storePath)); sleep 0.5; test -p \(Shell.quote(fifo)) && wc -c < \(Shell.quote(fifo + ".got"))")
+        #expect(reader.status == 0 && reader.output == "5000\n", "export -o FIFO: \(reader.output) \(reader.stderr)")
+        let privateFile = try store.file("private.out", Data())
+        #expect(chmod(privateFile, 0o600) == 0)
+        #expect(try store.darkdisk(["export", "--node", "kept", "-o", privateFile]).status == 0)
+        #expect(try Shell.sh("stat -c %a \(Shell.quote(privateFile))").output == "600\n", "export -o over a 0600 file keeps it 0600")
         #expect(try store.darkdisk(["export", "--node", "kept"]).stdout == Data(count: 5_000))
         expectOneLineFailure(try store.darkdisk(["mount", store.directory, "-o", "subtype=other"]), mentioning: "unsupported mount option")
         expectOneLineFailure(try store.darkdisk(["mount", store.directory, "-o", "max_read=lots"]), mentioning: "needs a number of bytes")
