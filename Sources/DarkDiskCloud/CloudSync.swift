@@ -76,12 +76,17 @@ public struct CloudSync: Sendable {
 
     /// Fetches every record: new nodes appear (no data downloaded), nodes with a new ETag lose their stale
     /// local copies, nodes gone from the remote are deleted locally. A remote that cannot be listed fails the
-    /// pull before anything changes: "unreachable" is never taken for "deleted".
-    public func pull() async throws -> PullResult {
+    /// pull before anything changes: "unreachable" is never taken for "deleted". Nor is a remote that lists no
+    /// node at all while the store knows some (an unmounted or wrong bucket folder looks like that), unless
+    /// `acceptEmptyRemote`.
+    public func pull(acceptEmptyRemote: Bool = false) async throws -> PullResult {
         let objects = try await remote.list(prefix: CloudLayout.recordsPrefix)
         var result = PullResult()
         var seen = Set<NodeID>()
         let known = Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) })
+        if !acceptEmptyRemote, !known.isEmpty, !objects.contains(where: { CloudLayout.nodeID(ofRecordKey: $0.key) != nil }) {
+            throw RemoteError(.invalidResponse, "\(remote.url) lists no node while this store knows \(known.count); nothing was changed (a wrong or unmounted bucket?). If every node was deleted on purpose, pull with --accept-empty-remote")
+        }
         for object in objects {
             guard let nodeID = CloudLayout.nodeID(ofRecordKey: object.key) else { continue }
             guard let data = try await remote.readAll(object.key) else { continue }

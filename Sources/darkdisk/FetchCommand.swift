@@ -40,7 +40,7 @@ struct FetchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let target = try FileTarget.parse(node: node, kind: kind, user: user, identity: identity, identityRequired: false)
-        let manager = try storeOptions.open(create: true)
+        let manager = try storeOptions.open()
         let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager), partSize: partSize,
                                         parallelParts: parallel)
         let bar = isatty(STDERR_FILENO) == 1 ? ProgressBar() : nil

@@ -56,6 +56,34 @@ import Testing
         expectOneLineFailure(try store.darkdisk(["push", try store.file("e", Data()), "--node", "../n"]), mentioning: "invalid node ID")
     }
 
+    /// A bucket folder that is suddenly empty (unmounted, or the wrong one) is not "every node deleted": pull
+    /// refuses and changes nothing, unless told the remote was emptied on purpose. A mistyped --store is not
+    /// a new store for pull and fetch.
+    @Test func pullOfAnEmptiedRemoteDeletesNothing() throws {
+        let store = try CLIStore()
+        let bucket = store.directory + "/bucket"
+        try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
+        #expect(try store.darkdisk(["init", "--remote", "file://" + bucket]).status == 0)
+        #expect(try store.darkdisk(["push", try store.file("d", Data("kept".utf8)), "--node", "n"]).status == 0)
+        #expect(try store.darkdisk(["pull"]).output.contains("1 unchanged"))
+        try FileManager.default.moveItem(atPath: bucket, toPath: bucket + ".real")
+        try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
+        expectOneLineFailure(try store.darkdisk(["pull"]), mentioning: "--accept-empty-remote")
+        try FileManager.default.removeItem(atPath: bucket)
+        try FileManager.default.moveItem(atPath: bucket + ".real", toPath: bucket)
+        #expect(try store.darkdisk(["pull"]).output.contains("0 deleted, 1 unchanged"), "the outline survived the refused pull")
+        #expect(try store.darkdisk(["export", "--node", "n"]).output == "kept")
+
+        try FileManager.default.removeItem(atPath: bucket + "/records")
+        let emptied = try store.darkdisk(["pull", "--accept-empty-remote"])
+        #expect(emptied.status == 0 && emptied.output.contains("1 deleted"), "\(emptied.output) \(emptied.stderr)")
+
+        let typo = store.directory + "/typo"
+        expectOneLineFailure(try Shell.run(Shell.darkdisk, ["pull", "--store", typo]), mentioning: "darkdisk init")
+        expectOneLineFailure(try Shell.run(Shell.darkdisk, ["fetch", "--node", "n", "--store", typo]), mentioning: "darkdisk init")
+        #expect(!FileManager.default.fileExists(atPath: typo), "no store was made at the mistyped path")
+    }
+
     @Test func defaultRemoteIsInsideTheStore() throws {
         let store = try CLIStore()
         #expect(try store.darkdisk(["push", try store.file("d", Data("local bucket".utf8)), "--node", "n"]).status == 0)
