@@ -18,6 +18,9 @@ public final class DownloadTicket<Value: Sendable>: Sendable {
     }
 
     private let state = Locked(State())
+    /// The completed bytes observers were last told, held while telling them: parts report from several
+    /// threads at once, and an observer must never see the count go back.
+    private let delivered = Locked<UInt64>(0)
 
     init(options: DownloadOptions) {
         self.options = options
@@ -84,11 +87,16 @@ public final class DownloadTicket<Value: Sendable>: Sendable {
 
     func update(_ progress: DownloadProgress) {
         let observers = state.withLock { state -> [@Sendable (DownloadProgress) -> Void] in
-            guard state.result == nil else { return [] }
+            guard state.result == nil, progress.completedBytes >= state.progress.completedBytes else { return [] }
             state.progress = progress
             return state.observers
         }
-        for observer in observers { observer(progress) }
+        guard !observers.isEmpty else { return }
+        delivered.withLock { last in
+            guard progress.completedBytes >= last else { return }  // a later report was told first
+            last = progress.completedBytes
+            for observer in observers { observer(progress) }
+        }
     }
 
     /// Delivers the result to every waiter; later calls are ignored (a cancelled ticket stays cancelled).
