@@ -58,7 +58,10 @@ import Testing
         #expect(dd.stdout == big.subdata(in: block * 4096..<(block + 1) * 4096), "dd skip=\(block) returned other bytes")
         #expect(sentWhenAnswered < bigCloudSize / 2,
                 "dd skip answered after \(sentWhenAnswered) of \(bigCloudSize) bytes had been sent (\(String(format: "%.1f", seconds)) s)")
-        #expect(try Shell.xattr("user.darkdisk.local", at("/nodes/big/data")) == "partial")
+        // `partial` once the download's first checkpoint is in the index (it may trail the bytes dd got by
+        // a moment on a loaded machine; the rest of the node takes seconds at this speed).
+        #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))) == "partial" },
+                "local: \(String(describing: try? Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))))")
 
         // The thumbnail and metadata of a remote-only node, both paths to the thumbnail.
         #expect(try Shell.sh("cat \(Shell.quote(at("/nodes/small/thumbnail")))", timeout: 60).stdout == thumbnail)
