@@ -35,8 +35,10 @@ extension DownloadManager {
             // Cached like sections fetched from the remote, so that a reader of the store (the mount opens
             // `/nodes/<id>/metadata` after this download) finds them stored.
             let caching = transfer.decideCaching()
-            for section in wanted where reader.plaintextSize(ofSection: section.rawValue) > 0 {
-                let plaintext = Data(try reader.read(section: section.rawValue, offset: 0, count: Int(reader.plaintextSize(ofSection: section.rawValue))))
+            for section in wanted {
+                let size = reader.plaintextSize(ofSection: section.rawValue)
+                guard size > 0 else { continue }
+                let plaintext = Data(try reader.read(section: section.rawValue, offset: 0, count: Int(size)))
                 result[section] = plaintext
                 if caching { try manager.importNodeFile(DiskImport(cleartextData: plaintext), nodeID: nodeID, kind: section.fileKind) }
             }

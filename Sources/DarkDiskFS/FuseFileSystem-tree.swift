@@ -165,24 +165,12 @@ extension FuseFileSystem {
 
     /// `stat` of an entry (nil when it no longer exists); st_ino is filled in by the caller.
     func attributes(of entry: FSEntry) throws(DarkDiskError) -> stat? {
-        var st = stat()
-        st.st_uid = uid
-        st.st_gid = gid
-        st.st_blksize = 65536
         if entry.isDirectory {
             // Writable for the owner only so that `setfattr` reaches us; every write of data answers EROFS.
-            st.st_mode = S_IFDIR | 0o755
-            st.st_nlink = 2
-            let t = timespec(tv_sec: Int(mountTime.timeIntervalSince1970), tv_nsec: 0)
-            st.st_mtim = t
-            st.st_ctim = t
-            st.st_atim = t
-            return st
+            return baseStat(mode: S_IFDIR | 0o755, links: 2)
         }
-        st.st_mode = S_IFREG | 0o644
-        st.st_nlink = 1
         if let file = try storedFile(of: entry) {
-            st.st_size = off_t(file.plaintextSize)
+            var st = baseStat(mode: S_IFREG | 0o644, links: 1, size: file.plaintextSize)
             st.st_blocks = blkcnt_t((file.storedSize + 511) / 512)
             let modified = timespec(tv_sec: Int(file.modified.timeIntervalSince1970), tv_nsec: 0)
             st.st_mtim = modified
@@ -192,6 +180,17 @@ extension FuseFileSystem {
         }
         // Only in the remote: its size from the outline, no blocks on this disk.
         guard let size = try remoteSize(of: entry) else { return nil }
+        return baseStat(mode: S_IFREG | 0o644, links: 1, size: size)
+    }
+
+    /// A `stat` owned by the mounting user, with the mount's time for all three times.
+    private func baseStat(mode: mode_t, links: nlink_t, size: UInt64 = 0) -> stat {
+        var st = stat()
+        st.st_uid = uid
+        st.st_gid = gid
+        st.st_blksize = 65536
+        st.st_mode = mode
+        st.st_nlink = links
         st.st_size = off_t(size)
         let t = timespec(tv_sec: Int(mountTime.timeIntervalSince1970), tv_nsec: 0)
         st.st_mtim = t
@@ -207,21 +206,10 @@ extension FuseFileSystem {
 
     /// `stat` of a file that is only reachable through an open handle (it was deleted meanwhile).
     func attributes(ofOpen file: OpenFile) -> stat {
-        var st = stat()
-        st.st_uid = uid
-        st.st_gid = gid
-        st.st_blksize = 65536
-        st.st_mode = S_IFREG | 0o644
-        st.st_nlink = 0
         switch file.source {
-        case .stored(_, let reader): st.st_size = off_t(reader.plaintextSize(ofSection: reader.dataSection))
-        case .remote(let remote): st.st_size = off_t(remote.size)
+        case .stored(_, let reader): baseStat(mode: S_IFREG | 0o644, links: 0, size: reader.plaintextSize(ofSection: reader.dataSection))
+        case .remote(let remote): baseStat(mode: S_IFREG | 0o644, links: 0, size: remote.size)
         }
-        let t = timespec(tv_sec: Int(mountTime.timeIntervalSince1970), tv_nsec: 0)
-        st.st_mtim = t
-        st.st_ctim = t
-        st.st_atim = t
-        return st
     }
 
     /// The plaintext size the remote's outline gives a file that is not stored (nil: the outline does not list it).

@@ -60,6 +60,8 @@ public final class FuseFileSystem: Sendable {
         guard isDirectory.boolValue else {
             throw DarkDiskError(.invalidArgument, "mount point \(mountpoint) is not a directory")
         }
+        // Where the kernel will list the mount (symbolic links resolved), known before it exists.
+        let resolvedMountpoint = MountTable.resolve(mountpoint)
         for option in options where !MountOptions.isAllowed(option) {
             throw DarkDiskError(.invalidArgument, MountOptions.UnsupportedOption(option: option).description)
         }
@@ -96,7 +98,7 @@ public final class FuseFileSystem: Sendable {
             guard fuse_session_mount(session, mountpoint) == 0 else {
                 throw DarkDiskError(.io, "cannot mount at \(mountpoint) (is /dev/fuse available and fusermount3 installed? see the line above)")
             }
-            let raised = ReadAhead.raise(mountpoint: mountpoint, kilobytes: Int(FuseFileSystem.maxReadahead / 1024))
+            let raised = ReadAhead.raise(resolvedMountpoint: resolvedMountpoint, kilobytes: Int(FuseFileSystem.maxReadahead / 1024))
             logger.info("mounted \(manager.location.dataDirectory) at \(mountpoint)\(raised ? "" : " (readahead left at the kernel default)")")
             ready()
             let watcher: OutlineWatcher?

@@ -4,17 +4,12 @@ import Foundation
 /// device's `read_ahead_kb` (128 KiB by default), whatever `max_readahead` the file system asks for; a
 /// larger window means fewer, larger read requests for `cat` and `cp`. Needs root; otherwise a no-op.
 enum ReadAhead {
-    /// Finds the mount's device in /proc/self/mountinfo (no request to the not-yet-serving mount) and
-    /// writes `kilobytes` to /sys/class/bdi/MAJOR:MINOR/read_ahead_kb. Returns whether it worked.
+    /// Writes `kilobytes` to /sys/class/bdi/MAJOR:MINOR/read_ahead_kb of the mount at `resolvedMountpoint`
+    /// (as `MountTable.resolve` gave it before mounting: resolving it now would ask the not-yet-serving
+    /// mount). Returns whether it worked.
     @discardableResult
-    static func raise(mountpoint: String, kilobytes: Int) -> Bool {
-        guard let mountinfo = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
-        // Fields: id parent major:minor root mountpoint ...; the last matching line is the newest mount.
-        let device = mountinfo.split(separator: "\n").last { line in
-            let fields = line.split(separator: " ")
-            return fields.count > 4 && fields[4] == mountpoint
-        }?.split(separator: " ")[2]
-        guard let device else { return false }
+    static func raise(resolvedMountpoint: String, kilobytes: Int) -> Bool {
+        guard let device = MountTable.top(at: resolvedMountpoint)?.device else { return false }
         let path = "/sys/class/bdi/\(device)/read_ahead_kb"
         return (try? "\(kilobytes)\n".write(toFile: path, atomically: false, encoding: .utf8)) != nil
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DarkDiskFS
 import Foundation
 
 struct UnmountCommand: ParsableCommand {

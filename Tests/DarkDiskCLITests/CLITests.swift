@@ -4,13 +4,6 @@ import Testing
 
 @Suite struct CLITests {
     /// A failure is exactly one line, prefixed, with a non-zero exit.
-    func expectOneLineFailure(_ run: Run, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(run.status != 0, "exit status", sourceLocation: sourceLocation)
-        #expect(run.stderrLines.count == 1, "stderr: \(run.stderr)", sourceLocation: sourceLocation)
-        #expect(run.stderr.hasPrefix("darkdisk: "), "stderr: \(run.stderr)", sourceLocation: sourceLocation)
-        #expect(run.stderr.lowercased().contains(text.lowercased()), "stderr: \(run.stderr)", sourceLocation: sourceLocation)
-    }
-
     @Test func initImportExportStatus() throws {
         let store = try CLIStore()
         let initRun = try store.darkdisk(["init"])

@@ -3,12 +3,6 @@ import Foundation
 import Testing
 
 @Suite struct CloudCommandTests {
-    func expectOneLineFailure(_ run: Run, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(run.status != 0, sourceLocation: sourceLocation)
-        #expect(run.stderrLines.count == 1 && run.stderr.hasPrefix("darkdisk: "), "stderr: \(run.stderr)", sourceLocation: sourceLocation)
-        #expect(run.stderr.contains(text), "stderr: \(run.stderr)", sourceLocation: sourceLocation)
-    }
-
     @Test func secondMachineJoinsPullsAndReads() throws {
         let a = try CLIStore()
         let b = try CLIStore()

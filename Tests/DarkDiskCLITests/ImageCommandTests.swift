@@ -22,12 +22,6 @@ import Testing
         return run.output.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
     }
 
-    func expectOneLineFailure(_ run: Run, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(run.status != 0, sourceLocation: sourceLocation)
-        #expect(run.stderrLines.count == 1 && run.stderr.hasPrefix("darkdisk: ") && run.stderr.contains(text), "stderr: \(run.stderr)",
-                sourceLocation: sourceLocation)
-    }
-
     @Test func thumbnailAsStoredOrResized() throws {
         let store = try CLIStore()
         #expect(try store.darkdisk(["init"]).status == 0)

@@ -5,13 +5,6 @@ import Testing
 /// unmounts darkdisk (found through symbolic links and escaped names), mount does not stack a second mount,
 /// and the help says what the commands accept.
 @Suite struct MountCommandTests {
-    func expectOneLineFailure(_ run: Run, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(run.status != 0, "exit status", sourceLocation: sourceLocation)
-        #expect(run.stderrLines.count == 1, "stderr: \(run.stderr)", sourceLocation: sourceLocation)
-        #expect(run.stderr.hasPrefix("darkdisk: "), "stderr: \(run.stderr)", sourceLocation: sourceLocation)
-        #expect(run.stderr.lowercased().contains(text.lowercased()), "stderr: \(run.stderr)", sourceLocation: sourceLocation)
-    }
-
     /// Whether `path` is a mount point, as util-linux `mountpoint` sees it (not darkdisk's reading of mountinfo).
     static func isMountPoint(_ path: String) throws -> Bool {
         try Shell.run("/usr/bin/mountpoint", ["-q", path]).status == 0

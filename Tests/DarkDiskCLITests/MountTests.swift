@@ -92,6 +92,28 @@ import Testing
         #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == small)
     }
 
+    /// The daemon (root here) raises its own mount's readahead window to 4 MiB, also on a mount point whose
+    /// name /proc/self/mountinfo escapes (it used to miss those and leave 128 KiB).
+    @Test func readaheadIsRaisedOnAMountPointWithASpace() throws {
+        let store = try CLIStore()
+        let path = store.directory + "/mount point"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        defer { if Mount.isMounted(path) { _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", path]) } }
+        let mount = try store.darkdisk(["mount", path])
+        #expect(mount.status == 0, "\(mount.stderr)")
+        let escaped = path.replacingOccurrences(of: " ", with: "\\040")
+        let mountinfo = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
+        var device = ""
+        for line in mountinfo.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            if fields.count > 4, fields[4] == escaped { device = String(fields[2]) }
+        }
+        #expect(!device.isEmpty, "the mount in mountinfo")
+        let window = try String(contentsOfFile: "/sys/class/bdi/\(device)/read_ahead_kb", encoding: .utf8)
+        #expect(window == "4096\n")
+        #expect(try store.darkdisk(["unmount", path]).status == 0)
+    }
+
     @Test func tamperedFileGivesIOErrorAndOthersStillRead() throws {
         let store = try CLIStore()
         let good = CLIStore.bytes(300_000, seed: 1)

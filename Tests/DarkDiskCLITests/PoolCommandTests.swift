@@ -3,12 +3,6 @@ import Foundation
 import Testing
 
 @Suite struct PoolCommandTests {
-    func expectOneLineFailure(_ run: Run, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(run.status != 0, sourceLocation: sourceLocation)
-        #expect(run.stderrLines.count == 1 && run.stderr.hasPrefix("darkdisk: "), "stderr: \(run.stderr)", sourceLocation: sourceLocation)
-        #expect(run.stderr.contains(text), "stderr: \(run.stderr)", sourceLocation: sourceLocation)
-    }
-
     func poolStatus(_ store: CLIStore, _ pool: String) throws -> [String: Any] {
         let run = try store.darkdisk(["status", "--json"])
         let json = try JSONSerialization.jsonObject(with: run.stdout) as! [String: Any]

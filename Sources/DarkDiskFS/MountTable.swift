@@ -3,17 +3,20 @@ import Foundation
 import Glibc
 #endif
 
-/// The mounts of this process' mount namespace, from /proc/self/mountinfo.
-enum MountTable {
-    struct Entry {
-        let fileSystemType: String
+/// The mounts of this process' mount namespace, from /proc/self/mountinfo (read without a request to any
+/// mount, so it is safe on a mount that is not serving yet).
+public enum MountTable {
+    public struct Entry: Sendable {
+        /// `MAJOR:MINOR`, the name of the mount's backing device under /sys/class/bdi.
+        public let device: String
+        public let fileSystemType: String
         /// `fuse.darkdisk`: the mount sets subtype=darkdisk (and fsname=darkdisk) itself.
-        var isDarkdisk: Bool { fileSystemType == "fuse.darkdisk" }
+        public var isDarkdisk: Bool { fileSystemType == "fuse.darkdisk" }
     }
 
     /// `path` absolute with symbolic links resolved (as the kernel lists mount points), or only made
     /// absolute when that fails (a missing path, or a dead FUSE mount that answers ENOTCONN).
-    static func resolve(_ path: String) -> String {
+    public static func resolve(_ path: String) -> String {
         if let resolved = realpath(path, nil) {
             defer { free(resolved) }
             return String(cString: resolved)
@@ -22,7 +25,7 @@ enum MountTable {
     }
 
     /// The mount on top at `path` (the last one listed there), if `path` is a mount point.
-    static func top(at path: String) -> Entry? {
+    public static func top(at path: String) -> Entry? {
         guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
         var found: Entry?
         for line in text.split(separator: "\n") {
@@ -30,7 +33,7 @@ enum MountTable {
             let fields = line.split(separator: " ", omittingEmptySubsequences: false)
             guard fields.count > 7, let dash = fields[6...].firstIndex(of: "-"), dash + 1 < fields.count,
                   unescape(fields[4]).utf8.elementsEqual(path.utf8) else { continue }
-            found = Entry(fileSystemType: String(fields[dash + 1]))
+            found = Entry(device: String(fields[2]), fileSystemType: String(fields[dash + 1]))
         }
         return found
     }
