@@ -79,7 +79,7 @@ extension DownloadManager {
                 download = try manager.beginPartialDownload(nodeID, etag: info.etag, size: info.size)
             }
             do {
-                try await fetchMissing(download!, key: objectKey, nodeKey: key, stream: stream, transfer: transfer)
+                try await fetchMissing(download!, key: objectKey, nodeKey: key, record: entry, stream: stream, transfer: transfer)
             } catch let error as RemoteError where error.code == .changed && attempt < 2 {
                 // The cloud file was replaced mid-download: its parts do not go together. Start over.
                 try manager.removePartialDownload(nodeID)
@@ -121,7 +121,7 @@ extension DownloadManager {
     /// The header is authenticated with the node's key as soon as its bytes have arrived, before they (or
     /// anything of the part they came in) count as received: another node's cloud file under this node's
     /// name, or one cut short or extended on the remote, ends the download and its partial file at once.
-    private func fetchMissing(_ download: PartialDownload, key objectKey: String, nodeKey: SymmetricKey, stream: NodeDataStream,
+    private func fetchMissing(_ download: PartialDownload, key objectKey: String, nodeKey: SymmetricKey, record: OutlineEntry, stream: NodeDataStream,
                               transfer: Transfer<NodeDataDownload>) async throws {
         let fd = open(download.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw RemoteError(.io, "cannot open \(download.path): \(String(cString: strerror(errno)))") }
@@ -151,7 +151,7 @@ extension DownloadManager {
                     header = pending
                     guard pending.count == CryptoFormat.headerSize || cursor == part.upperBound else { return }
                     do throws(RemoteError) {
-                        try Self.checkHeader(pending, of: download.nodeID, objectKey: objectKey, size: size, key: nodeKey)
+                        try Self.checkHeader(pending, of: record, objectKey: objectKey, size: size, key: nodeKey)
                     } catch {
                         headerRefused.raised.store(true, ordering: .relaxed)
                         throw error
@@ -202,9 +202,10 @@ extension DownloadManager {
     }
 
     /// Authenticates a data download's header with the node's key and checks it describes a cloud file of
-    /// the size the remote reports.
-    private static func checkHeader(_ bytes: [UInt8], of nodeID: NodeID, objectKey: String, size: UInt64,
+    /// the size the remote reports, with the section sizes the node's record gives.
+    private static func checkHeader(_ bytes: [UInt8], of record: OutlineEntry, objectKey: String, size: UInt64,
                                     key: SymmetricKey) throws(RemoteError) {
+        let nodeID = record.nodeID
         let header: CryptoFileHeader
         do {
             header = try CryptoFileHeader(authenticating: bytes, key: key, name: objectKey)
@@ -217,6 +218,7 @@ extension DownloadManager {
         guard header.fileLength == size else {
             throw RemoteError(.invalidResponse, "the cloud file of node '\(nodeID)' is \(size) bytes but its header describes \(header.fileLength) (cut short or extended on the remote)")
         }
+        try record.checkAgreement(with: header, objectKey: objectKey)
     }
 
     private static func write(_ bytes: UnsafeRawBufferPointer, to fd: Int32, at offset: UInt64) throws(RemoteError) {

@@ -73,6 +73,7 @@ extension DownloadManager {
         guard header.format == .cloudFile, header.fileLength == info.size else {
             throw RemoteError(.invalidResponse, "\(objectKey) is not the cloud file its header describes (\(info.size) bytes, header says \(header.fileLength))")
         }
+        try entry.checkAgreement(with: header, objectKey: objectKey)
         let present = wanted.filter { header.sectionSizes[$0.rawValue] > 0 }
         let total = UInt64(headerBytes.count) + present.reduce(0) { $0 + header.ciphertextLength(ofSection: $1.rawValue) }
         var received = UInt64(headerBytes.count)

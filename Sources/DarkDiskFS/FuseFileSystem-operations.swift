@@ -11,6 +11,11 @@ extension FuseFileSystem {
         ops.lookup = { req, parent, name in
             FuseFileSystem.from(req).lookup(req, parent: parent, name: String(cString: name!))
         }
+        // libfuse turns a batch of forgets into one call each.
+        ops.forget = { req, ino, nlookup in
+            FuseFileSystem.from(req).forget(ino, count: nlookup)
+            fuse_reply_none(req)
+        }
         ops.getattr = { req, ino, fi in
             FuseFileSystem.from(req).getattr(req, ino: ino, handle: fi?.pointee.fh)
         }

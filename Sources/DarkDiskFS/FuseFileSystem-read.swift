@@ -8,27 +8,33 @@ import Glibc
 
 extension FuseFileSystem {
     func open(_ req: fuse_req_t?, ino: fuse_ino_t, fi: UnsafeMutablePointer<fuse_file_info>) {
-        guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { fuse_reply_err(req, ENOENT); return }
+        guard let key = inodes.withLock({ $0.key(for: ino) }) else { fuse_reply_err(req, ENOENT); return }
+        let entry = key.entry
         guard !entry.isDirectory else { fuse_reply_err(req, EISDIR); return }
         // Read-only data: writing, and truncating (which O_RDONLY | O_TRUNC would ask for), is EROFS.
         guard fi.pointee.flags & O_ACCMODE == O_RDONLY, fi.pointee.flags & O_TRUNC == 0 else { fuse_reply_err(req, EROFS); return }
         do {
             if let export = try exportFile(of: entry) {
+                // An inode serves one version: a name that now leads to another one answers ESTALE, and the
+                // kernel looks the name up again (once) and opens the new inode.
+                guard key.version == .stored(export.fileID) else { fuse_reply_err(req, ESTALE); return }
                 openStored(req, entry: entry, ino: ino, export: export, fi: fi)
                 return
             }
-            guard let downloads, try remoteSize(of: entry) != nil else {
+            guard let downloads, let current = try current(entry) else {
                 fuse_reply_err(req, ENOENT)
                 return
             }
+            guard current.version == key.version else { fuse_reply_err(req, ESTALE); return }
+            let size = UInt64(current.stat.st_size)
             if case .avatarFile(let user, let identity) = entry {
                 // An avatar the remote's user record lists: small, fetched whole, then opened.
                 let ticket = downloads.downloadUserAvatar(user, identityID: identity, options: DownloadOptions(cacheToDiskManager: true))
-                openWhenFetched(req, entry: entry, ino: ino, fi: fi) { then in ticket.onCompletion(queue: self.replies) { then($0.map { _ in }) } }
+                openWhenFetched(req, entry: entry, ino: ino, size: size, fi: fi) { then in ticket.onCompletion(queue: self.replies) { then($0.map { _ in }) } }
                 return
             }
-            guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id) else {
-                fuse_reply_err(req, ENOENT)
+            guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), key.version == .remote(outline.cloudETag) else {
+                fuse_reply_err(req, ESTALE)
                 return
             }
             if kind == .data {
@@ -38,7 +44,7 @@ extension FuseFileSystem {
             // A remote node's metadata or thumbnail: small, fetched whole (one range request), then opened.
             let ticket = downloads.downloadNodeMeta(id, components: kind == .metadata ? .metadata : .thumbnail,
                                                     options: DownloadOptions(cacheToDiskManager: true))
-            openWhenFetched(req, entry: entry, ino: ino, fi: fi) { then in ticket.onCompletion(queue: self.replies) { then($0.map { _ in }) } }
+            openWhenFetched(req, entry: entry, ino: ino, size: size, fi: fi) { then in ticket.onCompletion(queue: self.replies) { then($0.map { _ in }) } }
         } catch {
             logger.error("\(entry.logName): open failed: \(error)")
             fuse_reply_err(req, FuseErrno.from(error))
@@ -46,8 +52,9 @@ extension FuseFileSystem {
     }
 
     /// Answers an open once a small file (metadata, thumbnail, avatar) has been fetched into the store by
-    /// `fetch`, which calls back (on the reply queue) with the download's outcome.
-    private func openWhenFetched(_ req: fuse_req_t?, entry: FSEntry, ino: fuse_ino_t, fi: UnsafeMutablePointer<fuse_file_info>,
+    /// `fetch`, which calls back (on the reply queue) with the download's outcome. The fetched file must
+    /// have the size the listing gave the inode, or nothing of it is served.
+    private func openWhenFetched(_ req: fuse_req_t?, entry: FSEntry, ino: fuse_ino_t, size: UInt64, fi: UnsafeMutablePointer<fuse_file_info>,
                                  fetch: (@escaping @Sendable (Result<Void, any Error>) -> Void) -> Void) {
         let pending = PendingRequest(req: req, fileInfo: fi.pointee)
         fetch { result in
@@ -55,6 +62,11 @@ extension FuseFileSystem {
             do {
                 try result.get()
                 guard let export = try self.exportFile(of: entry) else { fuse_reply_err(pending.req, ENOENT); return }
+                guard export.plaintextSize == size else {
+                    self.logger.error("\(entry.logName): the remote's listing gives \(size) bytes but the file fetched holds \(export.plaintextSize); answering EIO")
+                    fuse_reply_err(pending.req, EIO)
+                    return
+                }
                 self.openStored(pending.req, entry: entry, ino: ino, export: export, fi: &fileInfo)
             } catch {
                 self.logger.error("\(entry.logName): cannot fetch it from the remote: \(error); answering \(FuseErrno.from(error))")
@@ -72,27 +84,15 @@ extension FuseFileSystem {
             fuse_reply_err(req, EIO)
             return
         }
-        let cacheValid = serve(ino, version: .stored(export.fileID))
-        reply(req, open: OpenFile(entry: entry, source: .stored(export, reader)), keepCache: cacheValid, fi: fi)
+        reply(req, open: OpenFile(entry: entry, ino: ino, source: .stored(export, reader)), fi: fi)
     }
 
-    /// Records what an open of `ino` serves; returns whether the kernel may keep its cached pages. Unless the
-    /// same version was served before, the kernel's cached attributes go too: a `stat` or `ls` before a
-    /// re-import by another process left a size that would cut the new content short, or promise bytes it
-    /// no longer has, until it timed out. Attributes only (no pages), so it is safe inside the open request.
-    func serve(_ ino: fuse_ino_t, version: InodeTable.Version) -> Bool {
-        let previous = inodes.withLock { $0.serve(ino, version: version) }
-        if previous != version, let session = notifySession.withLock({ $0 }) {
-            _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, -1, 0)
-        }
-        return previous == version
-    }
-
-    func reply(_ req: fuse_req_t?, open file: OpenFile, keepCache: Bool, fi: UnsafeMutablePointer<fuse_file_info>) {
+    /// Hands the kernel a handle. Its pages may stay cached for good: an inode serves one version only.
+    func reply(_ req: fuse_req_t?, open file: OpenFile, fi: UnsafeMutablePointer<fuse_file_info>) {
         let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
         handles.withLock { $0[handle] = file }
         fi.pointee.fh = handle
-        fi.pointee.keep_cache = keepCache ? 1 : 0
+        fi.pointee.keep_cache = 1
         if fuse_reply_open(req, fi) != 0 {
             // The opener went away (interrupted): nobody will release this handle.
             handles.withLock { $0.removeValue(forKey: handle) }?.close()

@@ -15,8 +15,7 @@ extension FuseFileSystem {
         let key = try manager.unwrapKey(outline.wrappedKey)
         let ticket = downloads.downloadNodeData(outline.nodeID, options: DownloadOptions(cacheToDiskManager: true))
         let remote = RemoteData(nodeID: outline.nodeID, key: key, size: outline.dataSize, ticket: ticket)
-        let cacheValid = serve(ino, version: .remote(outline.cloudETag))
-        reply(req, open: OpenFile(entry: entry, source: .remote(remote)), keepCache: cacheValid, fi: fi)
+        reply(req, open: OpenFile(entry: entry, ino: ino, source: .remote(remote)), fi: fi)
     }
 
     func readRemote(_ req: fuse_req_t?, file: OpenFile, remote: RemoteData, size: Int, offset: UInt64) {

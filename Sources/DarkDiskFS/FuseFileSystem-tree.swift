@@ -9,33 +9,51 @@ extension FuseFileSystem {
     func lookup(_ req: fuse_req_t?, parent: fuse_ino_t, name: String) {
         guard let parentEntry = inodes.withLock({ $0.entry(for: parent) }) else { fuse_reply_err(req, ENOENT); return }
         do {
-            guard let entry = try child(of: parentEntry, named: name), var st = try attributes(of: entry) else {
+            guard let entry = try child(of: parentEntry, named: name), let current = try current(entry) else {
                 fuse_reply_err(req, ENOENT)
                 return
             }
-            let ino = inodes.withLock { $0.inode(for: entry) }
-            st.st_ino = __ino_t(ino)
             var param = fuse_entry_param()
-            param.ino = ino
+            param.ino = inodes.withLock { table in
+                let ino = table.inode(for: entry, version: current.version)
+                table.lookedUp(ino)
+                return ino
+            }
             param.generation = 1
-            param.attr = st
+            param.attr = current.stat
+            param.attr.st_ino = __ino_t(param.ino)
             param.attr_timeout = cacheTimeout
             param.entry_timeout = cacheTimeout
-            fuse_reply_entry(req, &param)
+            if fuse_reply_entry(req, &param) != 0 {
+                // The kernel did not take the reference (the lookup was interrupted).
+                inodes.withLock { $0.forget(param.ino, count: 1) }
+            }
         } catch {
             logger.error("lookup of \(name): \(error)")
             fuse_reply_err(req, FuseErrno.from(error))
         }
     }
 
+    /// The kernel let go of `count` references to `ino`.
+    func forget(_ ino: fuse_ino_t, count: UInt64) {
+        inodes.withLock { $0.forget(ino, count: count) }
+    }
+
     /// `handle`: the open file the kernel asks through (`fstat`, and the size check of a read), if any.
     func getattr(_ req: fuse_req_t?, ino: fuse_ino_t, handle: UInt64? = nil) {
-        guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { fuse_reply_err(req, ENOENT); return }
+        guard let key = inodes.withLock({ $0.key(for: ino) }) else { fuse_reply_err(req, ENOENT); return }
         do {
-            // A file deleted while open stays readable to its last close (`darkdisk delete`), so an open
-            // handle answers for it from what it serves.
-            guard var st = try attributes(of: entry) ?? openFile(of: entry, handle: handle).map(attributes(ofOpen:)) else {
-                fuse_reply_err(req, ENOENT)
+            var st: stat
+            if let current = try current(key.entry), current.version == key.version {
+                st = current.stat
+            } else if let open = openFile(ino: ino, handle: handle) {
+                // A version that handles still read (the file was replaced or deleted meanwhile): it stays
+                // readable, at its own size, to its last close.
+                st = attributes(ofOpen: open)
+            } else {
+                // Replaced: the name now leads to another inode (ESTALE makes the kernel look it up again);
+                // deleted: gone.
+                fuse_reply_err(req, try current(key.entry) == nil ? ENOENT : ESTALE)
                 return
             }
             st.st_ino = __ino_t(ino)
@@ -51,7 +69,10 @@ extension FuseFileSystem {
             let parentIno = inodes.withLock { $0.inode(for: entry.parent) }
             var listing = [DirectoryEntry(name: ".", ino: ino, isDirectory: true), DirectoryEntry(name: "..", ino: parentIno, isDirectory: true)]
             for (name, child) in try children(of: entry) {
-                listing.append(DirectoryEntry(name: name, ino: inodes.withLock { $0.inode(for: child) }, isDirectory: child.isDirectory))
+                // A file's number is its current version's, as a lookup of the name would give it.
+                let version = child.isDirectory ? nil : try current(child)?.version
+                guard child.isDirectory || version != nil else { continue }
+                listing.append(DirectoryEntry(name: name, ino: inodes.withLock { $0.inode(for: child, version: version) }, isDirectory: child.isDirectory))
             }
             let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
             directoryListings.withLock { $0[handle] = listing }
@@ -163,11 +184,12 @@ extension FuseFileSystem {
         }
     }
 
-    /// `stat` of an entry (nil when it no longer exists); st_ino is filled in by the caller.
-    func attributes(of entry: FSEntry) throws(DarkDiskError) -> stat? {
+    /// What an entry is now: its `stat` (st_ino filled in by the caller) and, for a file, the version it
+    /// serves; nil when it no longer exists. One index read decides both, so they always go together.
+    func current(_ entry: FSEntry) throws(DarkDiskError) -> (stat: stat, version: InodeTable.Version?)? {
         if entry.isDirectory {
             // Writable for the owner only so that `setfattr` reaches us; every write of data answers EROFS.
-            return baseStat(mode: S_IFDIR | 0o755, links: 2)
+            return (baseStat(mode: S_IFDIR | 0o755, links: 2), nil)
         }
         if let file = try storedFile(of: entry) {
             var st = baseStat(mode: S_IFREG | 0o644, links: 1, size: file.plaintextSize)
@@ -176,11 +198,17 @@ extension FuseFileSystem {
             st.st_mtim = modified
             st.st_ctim = modified
             st.st_atim = timespec(tv_sec: Int(file.lastAccess.timeIntervalSince1970), tv_nsec: 0)
-            return st
+            return (st, .stored(file.fileID))
         }
         // Only in the remote: its size from the outline, no blocks on this disk.
-        guard let size = try remoteSize(of: entry) else { return nil }
-        return baseStat(mode: S_IFREG | 0o644, links: 1, size: size)
+        if case .avatarFile(let user, let identity) = entry {
+            guard let listed = try manager.avatarOutlineEntry(user, identityID: identity) else { return nil }
+            return (baseStat(mode: S_IFREG | 0o644, links: 1, size: listed.plaintextSize), .listed(listed.wrappedKey))
+        }
+        guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), outline.has(kind) else {
+            return nil
+        }
+        return (baseStat(mode: S_IFREG | 0o644, links: 1, size: outline.plaintextSize(of: kind)), .remote(outline.cloudETag))
     }
 
     /// A `stat` owned by the mounting user, with the mount's time for all three times.
@@ -199,9 +227,9 @@ extension FuseFileSystem {
         return st
     }
 
-    /// The open file behind `handle`, or else any open on `entry` (`fstat` comes without the handle).
-    private func openFile(of entry: FSEntry, handle: UInt64?) -> OpenFile? {
-        handles.withLock { open in handle.flatMap { open[$0] } ?? open.values.first { $0.entry == entry } }
+    /// The open file behind `handle`, or else any open of inode `ino` (`fstat` comes without the handle).
+    private func openFile(ino: fuse_ino_t, handle: UInt64?) -> OpenFile? {
+        handles.withLock { open in handle.flatMap { open[$0] } ?? open.values.first { $0.ino == ino } }
     }
 
     /// `stat` of a file that is only reachable through an open handle (it was deleted meanwhile).

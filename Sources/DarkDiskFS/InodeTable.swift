@@ -1,48 +1,83 @@
 import CFuse3
 
-/// Stable inode numbers for mount entries. Numbers are handed out on first sight and kept for the life of
-/// the daemon (the tree is bounded by the index), so the kernel's `forget` needs no bookkeeping.
+/// Inode numbers for mount entries. A folder has one number for the life of the daemon. A file has one
+/// number per *version* it serves (a stored file, or a remote node's cloud file at one ETag): the kernel
+/// keys its page cache and cached attributes by inode, so a re-imported or re-pulled node gets a new inode
+/// and never shares pages with the version that handles opened before keep reading. A file's content
+/// under one inode never changes, so the kernel may keep its pages for good; a stale inode goes once the
+/// kernel forgets it.
 struct InodeTable: Sendable {
-    private var byEntry: [FSEntry: fuse_ino_t] = [.root: 1, .nodes: 2, .thumbs: 3, .avatars: 4]
-    private var byInode: [fuse_ino_t: FSEntry] = [1: .root, 2: .nodes, 3: .thumbs, 4: .avatars]
-    /// The version last served for an inode; the kernel may keep its page cache while it is unchanged.
-    private var served: [fuse_ino_t: Version] = [:]
-    private var next: fuse_ino_t = 5
-
-    mutating func inode(for entry: FSEntry) -> fuse_ino_t {
-        if let ino = byEntry[entry] { return ino }
-        let ino = next
-        next += 1
-        byEntry[entry] = ino
-        byInode[ino] = entry
-        return ino
+    /// What an inode stands for: a path, and for files the version it serves.
+    struct Key: Hashable, Sendable {
+        let entry: FSEntry
+        let version: Version?
     }
 
-    func entry(for ino: fuse_ino_t) -> FSEntry? {
-        byInode[ino]
-    }
-
-    /// What an open serves: a stored file (a re-import gets a new file ID), or a remote node's cloud file at
-    /// one ETag.
+    /// What a file inode serves: a stored file (a re-import gets a new file ID), a remote node's cloud file
+    /// at one ETag, or an avatar the remote lists under one key.
     enum Version: Hashable, Sendable {
         case stored(Int64)
         case remote(String)
+        case listed([UInt8])
     }
 
-    /// Records that `ino` now serves `version`; returns the version it served before (nil: none since the
-    /// mount or since `forgetVersion`). The same version means the kernel's page cache is still valid.
-    mutating func serve(_ ino: fuse_ino_t, version: Version) -> Version? {
-        defer { served[ino] = version }
-        return served[ino]
+    private var byKey: [Key: fuse_ino_t] = [:]
+    private var byInode: [fuse_ino_t: Key] = [:]
+    /// The newest inode handed out for each file entry: the only one a `forget` leaves in place.
+    private var newest: [FSEntry: fuse_ino_t] = [:]
+    /// The kernel's lookup count of file inodes (FUSE's `nlookup`), so stale versions can go at `forget`.
+    private var lookups: [fuse_ino_t: UInt64] = [:]
+    private var next: fuse_ino_t = 5
+
+    init() {
+        for (ino, entry) in [(1, FSEntry.root), (2, .nodes), (3, .thumbs), (4, .avatars)] {
+            byKey[Key(entry: entry, version: nil)] = fuse_ino_t(ino)
+            byInode[fuse_ino_t(ino)] = Key(entry: entry, version: nil)
+        }
     }
 
-    /// Forgets what `ino` served (its content changed): the next open drops the kernel's cache.
-    mutating func forgetVersion(_ ino: fuse_ino_t) {
-        served[ino] = nil
+    /// The inode of `entry` at `version` (nil for folders), handed out on first sight.
+    mutating func inode(for entry: FSEntry, version: Version? = nil) -> fuse_ino_t {
+        let key = Key(entry: entry, version: version)
+        if let ino = byKey[key] { return ino }
+        let ino = next
+        next += 1
+        byKey[key] = ino
+        byInode[ino] = key
+        if version != nil { newest[entry] = ino }
+        return ino
     }
 
-    /// The inode of `entry`, if the kernel has been told about it.
+    /// Counts one more kernel reference (a reply to `lookup`) to a file inode.
+    mutating func lookedUp(_ ino: fuse_ino_t) {
+        guard byInode[ino]?.version != nil else { return }
+        lookups[ino, default: 0] += 1
+    }
+
+    /// The kernel dropped `count` references to `ino`. A file inode that is no longer the newest version of
+    /// its entry and that the kernel no longer knows is gone for good (nothing can reach it any more).
+    mutating func forget(_ ino: fuse_ino_t, count: UInt64) {
+        guard let key = byInode[ino], key.version != nil else { return }
+        let left = (lookups[ino] ?? 0) > count ? lookups[ino]! - count : 0
+        lookups[ino] = left == 0 ? nil : left
+        guard left == 0, newest[key.entry] != ino else { return }
+        byInode[ino] = nil
+        byKey[key] = nil
+    }
+
+    func key(for ino: fuse_ino_t) -> Key? {
+        byInode[ino]
+    }
+
+    func entry(for ino: fuse_ino_t) -> FSEntry? {
+        byInode[ino]?.entry
+    }
+
+    /// The inode of a folder, if the kernel has been told about it.
     func existingInode(for entry: FSEntry) -> fuse_ino_t? {
-        byEntry[entry]
+        byKey[Key(entry: entry, version: nil)]
     }
+
+    /// How many inodes the table holds (stale versions go when the kernel forgets them).
+    var count: Int { byInode.count }
 }

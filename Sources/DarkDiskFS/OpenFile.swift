@@ -1,3 +1,4 @@
+import CFuse3
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
@@ -8,6 +9,8 @@ import DarkDiskSync
 /// served from its download while it runs, and from the stored file once the download has landed.
 final class OpenFile: Sendable {
     let entry: FSEntry
+    /// The inode opened: it serves one version of the entry, which this handle keeps reading to its close.
+    let ino: fuse_ino_t
     private let state: Locked<Source>
 
     enum Source: Sendable {
@@ -15,8 +18,9 @@ final class OpenFile: Sendable {
         case remote(RemoteData)
     }
 
-    init(entry: FSEntry, source: Source) {
+    init(entry: FSEntry, ino: fuse_ino_t, source: Source) {
         self.entry = entry
+        self.ino = ino
         self.state = Locked(source)
     }
 
@@ -26,9 +30,13 @@ final class OpenFile: Sendable {
     /// first export adopted stays until the handle is released: several reads in flight each bring one,
     /// and replacing it would release its token and close the descriptor a read is still using (the number
     /// then goes to another file, and that read fails authentication).
-    func adopt(_ export: DiskExport) throws(CryptoError) -> CryptoFileReader {
+    ///
+    /// The stored file must be the version this handle was opened on (the cloud file it has read from, at the
+    /// size the kernel was given): a node replaced meanwhile is read by new opens, never by this handle.
+    func adopt(_ export: DiskExport) throws -> CryptoFileReader {
         if case .stored(_, let reader) = source { return reader }
         let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+        if case .remote(let remote) = source { try remote.check(reader, from: export.cryptoFile.path) }
         let (previous, kept) = state.withLock { state -> (Source, CryptoFileReader) in
             if case .stored(_, let existing) = state { return (state, existing) }
             defer { state = .stored(export, reader) }
@@ -58,6 +66,8 @@ final class RemoteData: Sendable {
         var ticket: DownloadTicket<NodeDataDownload>?
         var reader: CryptoFileReader?
         var descriptor: SharedDescriptor?
+        /// The ID of the cloud file this handle has served bytes of: it serves no other.
+        var fileID: [UInt8]?
         /// Partial files of earlier versions: kept open while the handle lives, because a read in flight
         /// may still use a reader over one (its descriptor must not close and be reused under it).
         var retired: [SharedDescriptor] = []
@@ -80,16 +90,36 @@ final class RemoteData: Sendable {
     }
 
     /// The reader over the partial file behind `descriptor`, made (and its header authenticated) once per
-    /// partial file: a download restarted for a new version of the node writes another one.
-    func reader(over descriptor: SharedDescriptor) throws(CryptoError) -> CryptoFileReader {
+    /// partial file: a download restarted for a new version of the node writes another one, which this
+    /// handle refuses (`check`).
+    func reader(over descriptor: SharedDescriptor) throws -> CryptoFileReader {
         if let current = state.withLock({ $0.descriptor === descriptor ? $0.reader : nil }) { return current }
         let reader = try CryptoFileReader(fileDescriptor: descriptor.fileDescriptor, key: key, closeOnDeinit: false)
+        try check(reader, from: "the download of node \(nodeID)")
         state.withLock { state in
             if let old = state.descriptor, old !== descriptor { state.retired.append(old) }
             state.reader = reader
             state.descriptor = descriptor
         }
         return reader
+    }
+
+    /// Refuses a file that is not the version this handle serves: another data size than the one the
+    /// kernel was given (a record whose size lies about its cloud file), or another cloud file than the one
+    /// it has read from (the node changed in the remote while open).
+    func check(_ reader: CryptoFileReader, from source: String) throws(DarkDiskError) {
+        let actual = reader.plaintextSize(ofSection: reader.dataSection)
+        guard actual == size else {
+            throw DarkDiskError(.corrupt, "\(source) holds \(actual) bytes of data but the node's record gives \(size) (a record altered on the remote, or the node changed while open); nothing of it is served")
+        }
+        let fileID = reader.header.fileID
+        let served = state.withLock { state -> [UInt8] in
+            if state.fileID == nil { state.fileID = fileID }
+            return state.fileID!
+        }
+        guard served == fileID else {
+            throw DarkDiskError(.corrupt, "node \(nodeID) changed in the remote while open: this handle keeps to the version it began reading (reopen for the new one)")
+        }
     }
 
     /// The download landed: keep nothing of it.

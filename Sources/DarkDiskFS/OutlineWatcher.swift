@@ -7,8 +7,13 @@ import Synchronization
 import DarkDiskSync
 
 /// Watches the store's outline while the mount runs (a `pull` in another process changes it) and tells the
-/// kernel to drop what it cached: the pages and attributes of the files of a node whose cloud file
-/// changed or went, and the names that appeared or went under `/nodes`, `/thumbs` and `/avatars`.
+/// kernel to forget the names of nodes and avatars that changed, appeared or went under `/nodes`, `/thumbs`
+/// and `/avatars`, so the next lookup finds the new version's inode.
+///
+/// It never invalidates an inode's pages: a file inode serves one version for good (`InodeTable`), so its
+/// pages stay true, and an invalidation waits for the lock of every page, including one that a read
+/// waiting on the remote holds. Blocked there, this thread could not die with the daemon, and the
+/// connection (and every reader waiting on it) would hang until aborted by hand.
 final class OutlineWatcher: Sendable {
     private let fileSystem: FuseFileSystem
     private let session: UnsafeSession
@@ -74,8 +79,7 @@ final class OutlineWatcher: Sendable {
                 if let new = current[id] { if new != old { changed.append(id) } } else { appearedOrGone.append(id) }
             }
             for id in current.keys where previous[id] == nil { appearedOrGone.append(id) }
-            for id in changed + appearedOrGone { invalidateFiles(of: id) }
-            for id in appearedOrGone { invalidateNames(of: id) }
+            for id in changed + appearedOrGone { invalidateNames(of: id) }
             if !(changed.isEmpty && appearedOrGone.isEmpty && avatarChanges.isEmpty) {
                 fileSystem.logger.info("the outline changed: \(changed.count) nodes changed, \(appearedOrGone.count) appeared or went, \(avatarChanges.count) avatar listings changed")
             }
@@ -84,29 +88,8 @@ final class OutlineWatcher: Sendable {
         }
     }
 
-    private func invalidateFiles(of id: NodeID) {
-        let entries: [FSEntry] = [.nodeFile(id, .data), .nodeFile(id, .metadata), .nodeFile(id, .thumbnail), .thumb(id), .nodeDirectory(id)]
-        let inodes = fileSystem.inodes.withLock { table in
-            entries.compactMap { entry -> fuse_ino_t? in
-                guard let ino = table.existingInode(for: entry) else { return nil }
-                table.forgetVersion(ino)
-                return ino
-            }
-        }
-        for ino in inodes { _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, 0, 0) }
-    }
-
-    /// Drops what the kernel cached of an avatar whose listing appeared, went or changed: its pages and
-    /// attributes, and its name and its user's name.
+    /// Drops the names of an avatar whose listing appeared, went or changed, and its user's name.
     private func invalidateAvatar(_ avatar: AvatarOutlineEntry) {
-        let file = FSEntry.avatarFile(avatar.userID, avatar.identityID)
-        if let ino = fileSystem.inodes.withLock({ table -> fuse_ino_t? in
-            guard let ino = table.existingInode(for: file) else { return nil }
-            table.forgetVersion(ino)
-            return ino
-        }) {
-            _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, 0, 0)
-        }
         for (parent, name) in [(FSEntry.avatars, avatar.userID.rawValue), (.avatarDirectory(avatar.userID), avatar.identityID.rawValue)] {
             guard let ino = fileSystem.inodes.withLock({ $0.existingInode(for: parent) }) else { continue }
             _ = name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, ino, $0, name.utf8.count) }

@@ -108,4 +108,28 @@ import Testing
                 "darkdisk fetch: \(fetch.stderr)")
         try setup.expectStoreSound()
     }
+
+    /// Issue 15 item 4: a record whose sizes lie about its cloud file (altered on the remote) used to be
+    /// served as a file of the record's size: `cat` printed 999 of 1 MiB bytes and exited 0. The sizes must
+    /// agree with the cloud file's authenticated header before any byte is served.
+    @Test func aRecordWhoseSizeLiesIsAnIOError() throws {
+        let setup = try Setup()
+        let record = setup.remote.bucket + "/records/one.json"
+        var json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: record))) as? [String: Any])
+        json["dataSize"] = 999
+        try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: record))
+        try RemoteBucket.check(try setup.remote.darkdiskB(["pull"]), "pull of the altered record")
+        #expect(Mount.wait(seconds: 10) { (try? FileManager.default.attributesOfItem(atPath: setup.path("one"))[.size] as? Int) == 999 },
+                "the mount lists the record's size")
+        let cat = try setup.cat("one")
+        #expect(cat.status != 0 && cat.stderr.contains("Input/output error") && cat.stdout.isEmpty,
+                "cat of a node whose record lies: exit \(cat.status), \(cat.stdout.count) bytes, \(cat.stderr)")
+        let lines = setup.mount.log.split(separator: "\n").filter { $0.contains("record of node 'one'") }
+        #expect(!lines.isEmpty && lines.count <= 3, "the daemon's log says why: \(setup.mount.log.suffix(2000))")
+        #expect(try Shell.xattr("user.darkdisk.local", setup.path("one")) == "none", "nothing of it is kept")
+        let fetch = try setup.remote.darkdiskB(["fetch", "--node", "one"])
+        #expect(fetch.status != 0 && fetch.stderrLines.count == 1 && fetch.stderr.contains("gives its data as 999 bytes"),
+                "darkdisk fetch: \(fetch.stderr)")
+        try setup.expectStoreSound()
+    }
 }

@@ -1,0 +1,18 @@
+import DarkDisk
+import DarkDiskCrypto
+
+extension OutlineEntry {
+    /// Checks that the sizes this record gives agree with the cloud file's authenticated header. A record
+    /// is only sealed by whoever wrote the bucket, so a size that lies (a record altered on the remote)
+    /// would otherwise be served as a file cut short or padded: the header, authenticated by the node's key,
+    /// is the truth, and a record that disagrees with it serves nothing.
+    func checkAgreement(with header: CryptoFileHeader, objectKey: String) throws(RemoteError) {
+        let sections: [(CloudFileSection, UInt64)] = [(.metadata, metadataSize), (.thumbnail, thumbnailSize), (.data, dataSize)]
+        for (section, recorded) in sections where header.sectionSizes.count > section.rawValue {
+            let actual = header.sectionSizes[section.rawValue]
+            guard actual == recorded else {
+                throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' gives its \(section.fileKind.rawValue) as \(recorded) bytes but its cloud file \(objectKey) holds \(actual) (a record altered on the remote); nothing of it is served")
+            }
+        }
+    }
+}
