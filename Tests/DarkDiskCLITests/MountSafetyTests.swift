@@ -89,6 +89,67 @@ import Testing
         #expect(cat.status == 0 && cat.stdout == contents, "cat as nobody with allow_other: \(cat.stderr)")
     }
 
+    /// Issue 15 item 5: a read waiting on a stalled server holds a page lock; a `pull` that changed the node
+    /// made the daemon invalidate that inode, which waited for the same lock. A `kill -9` of the daemon then
+    /// left a zombie with a thread stuck in the kernel, the reader hung unkillably and neither `darkdisk
+    /// unmount` nor `fusermount3 -u` worked (only an abort through /sys/fs/fuse/connections did). Now a
+    /// changed node only loses its name's cache entry, and a killed daemon frees its readers at once.
+    @Test func aChangeWhileAReadWaitsOnAStalledServerNeverLeavesAnUnkillableReader() throws {
+        let remote = try RemoteBucket()
+        try remote.push("slow", CLIStore.bytes(3_000_000, seed: 41))
+        let proxy = try FaultProxy(servingRoot: remote.bucket)
+        defer { withExtendedLifetime(proxy) {} }
+        try remote.join(proxy.url)
+        let mount = try remote.mountB(["--remote-timeout", "120"])
+        let mountpoint = mount.path
+        let daemon = try #require(MountDaemon.pid(serving: mountpoint))
+        defer { Self.abortIfStuck(mountpoint) }
+
+        // Every answer for the node stalls after its first 64 KiB: the read waits, holding its page.
+        try proxy.control(["reset_stats": true, "stall": ["after": 65536, "seconds": 300, "count": 1000, "path": "/nodes/slow.ddc"]])
+        let reader = try Background("exec cat \(Shell.quote(mountpoint + "/nodes/slow/data")) > /dev/null", in: remote.b.directory)
+        #expect(Mount.wait(seconds: 30) { ((try? proxy.stats().stalls) ?? 0) > 0 }, "the read reached the stall: \(reader.stderr)")
+        // The node changes in the remote and B pulls: the daemon notices within a second.
+        try remote.push("slow", CLIStore.bytes(3_000_001, seed: 42))
+        try RemoteBucket.check(try remote.darkdiskB(["pull"]), "pull")
+        Thread.sleep(forTimeInterval: 2.5)
+        #expect(mount.log.contains("the outline changed"), "the daemon saw the change: \(mount.log.suffix(1500))")
+
+        #expect(kill(daemon, SIGKILL) == 0)
+        // An unkillable reader cannot be waited for: look at its state, and abort the connection if it hangs.
+        let freed = Mount.wait(seconds: 20) { !MountDaemon.isAlive(reader.pid) }
+        #expect(freed, "the reader of a killed mount returns (it hung in the kernel)")
+        if !freed { Self.abortIfStuck(mountpoint) }
+        let status = reader.wait(seconds: 20)
+        #expect(status != nil && status != 0, "the reader of a killed mount returns with an error (exit \(String(describing: status)))")
+        #expect(Mount.wait(seconds: 20) { Self.threadsOf(daemon) <= 1 }, "the daemon is gone (at most its zombie leader left), no thread of it stuck in the kernel")
+        if Mount.isMounted(mountpoint) {
+            let unmount = try Shell.sh("fusermount3 -u \(Shell.quote(mountpoint))", timeout: 30)
+            #expect(unmount.status == 0, "fusermount3 -u of the dead mount: \(unmount.stderr)")
+        }
+        #expect(!Mount.isMounted(mountpoint))
+        try proxy.control(["clear": true])
+    }
+
+    /// How many threads of process `pid` are left (a zombie whose thread is stuck in the kernel keeps one).
+    static func threadsOf(_ pid: pid_t) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"))?.count ?? 0
+    }
+
+    /// Frees a mount whose daemon could not die (the failure the test above guards against), so a failing
+    /// run does not leave a hung mount behind.
+    static func abortIfStuck(_ mountpoint: String) {
+        if (try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/fuse/connections"))?.isEmpty ?? true {
+            _ = try? Shell.run("/bin/mount", ["-t", "fusectl", "none", "/sys/fs/fuse/connections"])
+        }
+        guard Mount.isMounted(mountpoint),
+              let mountinfo = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),
+              let line = mountinfo.split(separator: "\n").first(where: { $0.split(separator: " ").dropFirst(4).first.map(String.init) == mountpoint }),
+              let device = line.split(separator: " ").dropFirst(2).first?.split(separator: ":").last else { return }
+        try? "1".write(toFile: "/sys/fs/fuse/connections/\(device)/abort", atomically: false, encoding: .utf8)
+        _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", mountpoint])
+    }
+
     @Test func killNineMidReadLeavesAStoreTheNextMountServes() throws {
         let remote = try RemoteBucket()
         let big = try randomBytes(48 << 20)
