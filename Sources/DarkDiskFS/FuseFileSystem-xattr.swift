@@ -18,10 +18,13 @@ extension FuseFileSystem {
         }
     }
 
+    /// Lists nothing: darkdisk's attributes are controls and states read and set by name (`getfattr -n`,
+    /// `setfattr -n`), as CephFS keeps its `ceph.*` virtual attributes out of the list. Listed, they were
+    /// copied by every tool that copies attributes (`cp -a`, `rsync -X`, `tar --xattrs`), and copying a
+    /// backup back onto the mount set an old pool limit on the root, which evicted at once.
     func listxattr(_ req: fuse_req_t?, ino: fuse_ino_t, size: Int) {
-        guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { fuse_reply_err(req, ENOENT); return }
-        let attributes = Self.holder(of: entry).map(ExtendedAttribute.names(for:)) ?? []
-        reply(req, ExtendedAttribute.nameList(attributes), size: size)
+        guard inodes.withLock({ $0.entry(for: ino) }) != nil else { fuse_reply_err(req, ENOENT); return }
+        reply(req, [], size: size)
     }
 
     func setxattr(_ req: fuse_req_t?, ino: fuse_ino_t, name: UnsafePointer<CChar>, value: UnsafePointer<CChar>?, size: Int, flags: Int32) {
