@@ -65,6 +65,7 @@ public final class FuseFileSystem: Sendable {
         for option in options where !MountOptions.isAllowed(option) {
             throw DarkDiskError(.invalidArgument, MountOptions.UnsupportedOption(option: option).description)
         }
+        do { try MountOptions.checkCombination(options) } catch { throw DarkDiskError(.invalidArgument, error.description) }
         maxRead.store(MountOptions.maxRead(in: options) ?? 0, ordering: .relaxed)
         let optionString = (["default_permissions", "fsname=darkdisk", "subtype=darkdisk"] + options).joined(separator: ",")
         let arguments: [String] = ["darkdisk", "-o", optionString]
@@ -95,9 +96,15 @@ public final class FuseFileSystem: Sendable {
                 throw DarkDiskError(.io, "cannot install signal handlers")
             }
             defer { fuse_remove_signal_handlers(session) }
-            guard fuse_session_mount(session, mountpoint) == 0 else {
-                throw DarkDiskError(.io, "cannot mount at \(mountpoint) (is /dev/fuse available and fusermount3 installed? see the line above)")
+            let (mounted, said) = StandardErrorCapture.capturing { fuse_session_mount(session, mountpoint) }
+            guard mounted == 0 else {
+                // libfuse's own reason ("fuse: failed to open /dev/fuse: Permission denied"), in the one line.
+                let reason = said.split(separator: "\n").last { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+                throw DarkDiskError(.io, "cannot mount at \(mountpoint): " + (reason.map(String.init) ?? "is /dev/fuse available and fusermount3 installed?"))
             }
+            // The daemon lives on: it must not keep the caller's working directory busy (every path it uses
+            // is absolute by now).
+            _ = chdir("/")
             let raised = ReadAhead.raise(resolvedMountpoint: resolvedMountpoint, kilobytes: Int(FuseFileSystem.maxReadahead / 1024))
             logger.info("mounted \(manager.location.dataDirectory) at \(mountpoint)\(raised ? "" : " (readahead left at the kernel default)")")
             ready()

@@ -31,13 +31,24 @@ public enum MountOptions {
                 result.append(String(item))
             }
         }
+        try checkCombination(result)
         return result
+    }
+
+    /// Refuses options that exclude each other (libfuse refuses the mount then, with a line in the log).
+    static func checkCombination(_ options: [String]) throws(UnsupportedOption) {
+        if options.contains("allow_other") && options.contains("allow_root") {
+            throw UnsupportedOption(option: "allow_other,allow_root")
+        }
     }
 
     public struct UnsupportedOption: Error, CustomStringConvertible {
         public let option: String
         public var description: String {
             if option.hasPrefix("max_read") { return "mount option '\(option)' needs a number of bytes, e.g. max_read=131072" }
+            if option == "allow_other,allow_root" {
+                return "mount options allow_other and allow_root exclude each other (allow_other lets every user in, allow_root only you and root)"
+            }
             return "unsupported mount option '\(option)' (allowed: \(allowed.sorted().joined(separator: ", ")), max_read=N)"
         }
     }

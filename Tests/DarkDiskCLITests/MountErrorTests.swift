@@ -1,0 +1,65 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 15 items 14 and 19: what `darkdisk mount` says when it cannot mount, options that exclude each
+/// other, and a daemon that leaves its caller's working directory alone.
+@Suite struct MountErrorTests {
+    /// A user who cannot open /dev/fuse used to read "see the line above" with no line above (libfuse's
+    /// reason went to the daemon's log). The one line now carries libfuse's reason.
+    @Test func aUserWhoCannotOpenDevFuseIsToldWhy() throws {
+        let store = try CLIStore()
+        let home = store.directory + "/nobody"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        #expect(chown(home, 65534, 65534) == 0)
+        // /dev/fuse is 0600 on Debian 12 until the fuse3 udev rule makes it 0666; make sure others cannot open it.
+        var st = stat()
+        #expect(stat("/dev/fuse", &st) == 0)
+        let mode = st.st_mode & 0o7777
+        if mode & 0o006 != 0 { #expect(chmod("/dev/fuse", mode & ~0o006) == 0) }
+        defer { if mode & 0o006 != 0 { _ = chmod("/dev/fuse", mode) } }
+        func asNobody(_ arguments: [String]) throws -> Run {
+            try Shell.run("/usr/bin/timeout", ["-s", "KILL", "60", "/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                                               "/usr/bin/env", "HOME=" + home, Shell.darkdisk] + arguments + ["--store", home + "/store"])
+        }
+        #expect(try asNobody(["init"]).status == 0)
+        for foreground in [false, true] {
+            let run = try asNobody(["mount", home + "/mnt"] + (foreground ? ["--foreground"] : []))
+            #expect(run.status != 0 && !Mount.isMounted(home + "/mnt"))
+            #expect(run.stderrLines.last?.hasPrefix("darkdisk: cannot mount at ") == true, "\(run.stderr)")
+            #expect(run.stderrLines.last?.contains("/dev/fuse: Permission denied") == true, "the reason is in the line: \(run.stderr)")
+            #expect(!run.stderr.contains("line above"), "\(run.stderr)")
+            if !foreground { expectOneLineFailure(run, mentioning: "failed to open /dev/fuse: Permission denied") }
+        }
+    }
+
+    @Test func allowOtherAndAllowRootTogetherAreRefusedInOneLine() throws {
+        let store = try CLIStore()
+        #expect(try store.darkdisk(["init"]).status == 0)
+        for options in [["-o", "allow_other,allow_root"], ["-o", "allow_root", "-o", "allow_other"]] {
+            let run = try store.darkdisk(["mount", store.directory + "/mnt"] + options)
+            expectOneLineFailure(run, mentioning: "allow_other and allow_root exclude each other")
+            #expect(!Mount.isMounted(store.directory + "/mnt"))
+        }
+    }
+
+    /// The daemon used to keep the directory it was started from as its working directory, so that
+    /// directory (or the file system it is on) stayed busy: `umount` of a USB stick failed while mounted.
+    @Test func theDaemonDoesNotKeepTheCallersDirectoryBusy() throws {
+        let store = try CLIStore()
+        let here = store.directory + "/here"
+        try FileManager.default.createDirectory(atPath: here, withIntermediateDirectories: true)
+        let run = try Shell.sh("cd \(Shell.quote(here)) && \(Shell.quote(Shell.darkdisk)) mount mnt --store ../store")
+        #expect(run.status == 0, "a relative mount point and store: \(run.stderr)")
+        let mountpoint = here + "/mnt"
+        defer { if Mount.isMounted(mountpoint) { _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", mountpoint]) } }
+        #expect(Mount.isMounted(mountpoint))
+        // Its command line names the mount point as given: "mnt".
+        let daemon = try #require(MountDaemon.pid(serving: "mnt"))
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(daemon)/cwd") == "/")
+        #expect(try Shell.sh("ls \(Shell.quote(mountpoint))").output == "avatars\nnodes\nthumbs\n")
+        #expect(try store.darkdisk(["unmount", mountpoint]).status == 0)
+    }
+}
