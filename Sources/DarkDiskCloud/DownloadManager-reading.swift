@@ -27,6 +27,9 @@ extension DownloadManager {
             answer(.failure(error))
             return nil
         }
+        // A reader is waiting: a transfer pausing between retries after an outage tries again now, so the
+        // first read after the remote is back reaches it.
+        RetryWakeup.wakeAll()
         let stream = stream(for: nodeID)
         let running = ticket.flatMap { $0.isFinished ? nil : $0 } ?? downloadNodeData(nodeID, options: DownloadOptions(cacheToDiskManager: true))
         @Sendable func answerFromTicket() {

@@ -1,6 +1,10 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOHTTP1
 import DarkDiskSync
 
@@ -30,6 +34,10 @@ struct HTTPTransport: Sendable {
             if let client = clients[readTimeout.nanoseconds] { return client }
             var configuration = HTTPClient.Configuration()
             configuration.timeout = .init(connect: .seconds(10), read: readTimeout)
+            // A connection that cannot be made fails its request at once (refused, unreachable host): the
+            // pool's own retries held it until the request's deadline (58 s for an s3 endpoint that refused),
+            // and its backoff could keep a server that came back unasked for many seconds. Retries are ours.
+            configuration.connectionPool.retryConnectionEstablishment = false
             let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
             clients[readTimeout.nanoseconds] = client
             return client
@@ -37,13 +45,14 @@ struct HTTPTransport: Sendable {
     }
 
     /// Runs `body`, retrying `.unreachable` failures (lost connections, 5xx) with exponential backoff.
+    /// A refused connection is tried `refusedAttempts` times at most (a server restarting), not `attempts`.
     func retrying<T>(_ body: () async throws(RemoteError) -> T) async throws(RemoteError) -> T {
         var delay: UInt64 = 100_000_000
         for attempt in 1... {
             do {
                 return try await body()
-            } catch where error.code == .unreachable && attempt < attempts {
-                try? await Task.sleep(nanoseconds: delay)
+            } catch where error.code == .unreachable && attempt < (Self.isRefusal(error) ? min(attempts, Self.refusedAttempts) : attempts) {
+                await RetryWakeup.sleep(nanoseconds: delay)
                 delay *= 4
             }
         }
@@ -73,8 +82,8 @@ struct HTTPTransport: Sendable {
             } catch where error.code == .unreachable {
                 if position > before { failures = 0; delay = 100_000_000 }
                 failures += 1
-                guard failures < attempts else { throw error }
-                try? await Task.sleep(nanoseconds: delay)
+                guard failures < (Self.isRefusal(error) ? min(attempts, Self.refusedAttempts) : attempts) else { throw error }
+                await RetryWakeup.sleep(nanoseconds: delay)
                 delay *= 4
             }
         }
@@ -110,8 +119,35 @@ struct HTTPTransport: Sendable {
         } catch let error as RemoteError {
             throw error
         } catch {
-            throw RemoteError(.unreachable, "\(name) cannot be reached: \(error)")
+            throw RemoteError(.unreachable, "\(name) cannot be reached: \(Self.describe(error))")
         }
+    }
+
+    /// Tries of a request whose connection was refused: a server restarting gets a moment, a server that
+    /// is not there is reported at once rather than after the whole backoff.
+    static let refusedAttempts = 2
+
+    static func isRefusal(_ error: RemoteError) -> Bool {
+        error.message.hasSuffix(refusalText)
+    }
+
+    private static let refusalText = "connection refused (is the server running?)"
+
+    /// A connection failure in words a user reads (NIO says "connection reset (error set): Connection refused
+    /// (errno: 111)" for a refusal).
+    static func describe(_ error: any Error) -> String {
+        if let connection = error as? NIOConnectionError {
+            let refused = connection.connectionErrors.contains { ($0.error as? IOError)?.errnoCode == ECONNREFUSED }
+            if refused { return "\(connection.host):\(connection.port): \(refusalText)" }
+            if let first = connection.connectionErrors.first { return "\(connection.host):\(connection.port): \(describe(first.error))" }
+            if let dns = connection.dnsAAAAError ?? connection.dnsAError { return "\(connection.host): host not found (\(dns))" }
+        }
+        if let io = error as? IOError {
+            if io.errnoCode == ECONNREFUSED { return refusalText }
+            return String(cString: strerror(io.errnoCode)).lowercased()
+        }
+        if let client = error as? HTTPClientError, client == .connectTimeout { return "the connection timed out" }
+        return "\(error)"
     }
 
     /// Hands the body to `consume` buffer by buffer after skipping `skip` bytes. A body that ends early is

@@ -62,13 +62,15 @@ extension FuseFileSystem {
     private func waitForBytes(_ pending: PendingRequest, file: OpenFile, remote: RemoteData, range: Range<UInt64>,
                               then: @escaping @Sendable (Readable) throws -> Void) {
         guard let downloads else { fuse_reply_err(pending.req, EIO); return }
-        let ticket = downloads.whenAvailable(remote.nodeID, range: range, ticket: remote.ticket, timeout: remoteTimeout, queue: replies) { result in
+        let ticket = downloads.whenAvailable(remote.nodeID, range: range, ticket: remote.ticket, timeout: remote.waitLimit(remoteTimeout),
+                                             queue: replies) { result in
             do {
                 switch try result.get() {
                 case .downloading(let descriptor): try then(.partial(descriptor))
                 case .stored(let export): try then(.stored(try file.adopt(export)))
                 }
             } catch {
+                if (error as? RemoteError)?.code == .unreachable { remote.gaveUpWaiting() }
                 self.logger.error("\(file.entry.logName): \(error); answering \(FuseErrno.from(error))")
                 fuse_reply_err(pending.req, FuseErrno.from(error))
             }

@@ -68,6 +68,8 @@ final class RemoteData: Sendable {
         var descriptor: SharedDescriptor?
         /// The ID of the cloud file this handle has served bytes of: it serves no other.
         var fileID: [UInt8]?
+        /// When a read of this handle last gave up waiting for the remote.
+        var gaveUp: ContinuousClock.Instant?
         /// Partial files of earlier versions: kept open while the handle lives, because a read in flight
         /// may still use a reader over one (its descriptor must not close and be reused under it).
         var retired: [SharedDescriptor] = []
@@ -120,6 +122,19 @@ final class RemoteData: Sendable {
         guard served == fileID else {
             throw DarkDiskError(.corrupt, "node \(nodeID) changed in the remote while open: this handle keeps to the version it began reading (reopen for the new one)")
         }
+    }
+
+    /// How long a read of this handle may wait for bytes: `timeout`, unless a read of the handle gave up less
+    /// than `timeout` ago. A `cat` is one handle, and the kernel retries a failed page and splits readahead
+    /// into several requests: each waited the whole timeout, so a 30 s timeout failed a `cat` after 79 s.
+    func waitLimit(_ timeout: Duration) -> Duration {
+        guard let gaveUp = state.withLock({ $0.gaveUp }), ContinuousClock.now < gaveUp + timeout else { return timeout }
+        return .zero
+    }
+
+    /// A read of this handle gave up waiting for the remote.
+    func gaveUpWaiting() {
+        state.withLock { $0.gaveUp = .now }
     }
 
     /// The download landed: keep nothing of it.
