@@ -19,6 +19,12 @@ extension DiskManager {
     }
 
     /// Unwraps a key wrapped by this store's master key (from a remote record); a key from another master key fails.
+    /// Whether `key` is this store's master key (a remote's passphrase-protected key, unwrapped, is compared
+    /// with it before the store attaches to that remote).
+    public func isMasterKey(_ key: SymmetricKey) -> Bool {
+        key.bytes == masterKey.bytes
+    }
+
     public func unwrapKey(_ wrapped: [UInt8]) throws(DarkDiskError) -> SymmetricKey {
         try unwrap(Data(wrapped))
     }

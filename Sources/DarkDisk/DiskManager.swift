@@ -34,6 +34,7 @@ public final class DiskManager: Sendable {
         if exists(at: location) {
             throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
         }
+        try refuseIndexWithoutKey(at: location)
         try FileSystem.makeDirectory(location.configDirectory, allowLink: true)
         let key: SymmetricKey
         if let adoptingKeyFile {
@@ -47,9 +48,18 @@ public final class DiskManager: Sendable {
         return try DiskManager(location: location, masterKey: key, logger: logger)
     }
 
+    /// A store whose index exists but whose key file does not (moved away, or another `XDG_CONFIG_HOME`)
+    /// is never given a new key: what it holds is sealed under the old one, and a second key would make
+    /// a store of two halves that no key reads whole.
+    static func refuseIndexWithoutKey(at location: StoreLocation) throws(DarkDiskError) {
+        guard FileManager.default.fileExists(atPath: location.indexPath) else { return }
+        throw DarkDiskError(.keyFile, "the store at \(location.dataDirectory) has no key file at \(location.keyPath) (moved, or another XDG_CONFIG_HOME?); put its key back there: a new key cannot read what the store holds")
+    }
+
     /// Opens an existing store, unlocking its key with `passphrase` if it has one.
     public convenience init(location: StoreLocation, passphrase: [UInt8]? = nil, logger: Logger = Logger(label: "darkdisk.store")) throws(DarkDiskError) {
         guard DiskManager.exists(at: location) else {
+            try DiskManager.refuseIndexWithoutKey(at: location)
             throw DarkDiskError(.storeNotFound, "no store at \(location.configDirectory); run 'darkdisk init' first")
         }
         let key = try MasterKeyFile.load(at: location.keyPath, passphrase: passphrase)

@@ -49,21 +49,25 @@ public enum MasterKeyFile {
         return key
     }
 
-    /// Installs a passphrase-protected key file made elsewhere (another machine's, from the remote) at `path`,
-    /// after checking that `passphrase` unlocks it; returns the key.
-    public static func adopt(_ contents: Data, at path: String, passphrase: [UInt8]) throws(DarkDiskError) -> SymmetricKey {
+    /// The key inside a passphrase-protected key file made elsewhere (another machine's, from the remote).
+    public static func unwrap(_ contents: Data, passphrase: [UInt8]) throws(DarkDiskError) -> SymmetricKey {
         guard let parsed = try? JSONDecoder().decode(Contents.self, from: contents), parsed.version == 1, parsed.kdf == "scrypt",
               let n = parsed.n, let r = parsed.r, let p = parsed.p,
               let salt = parsed.salt.flatMap(Hex.decode), let wrapped = parsed.wrappedKey.flatMap(Hex.decode) else {
             throw DarkDiskError(.keyFile, "the remote's key file is malformed")
         }
         guard n <= 1 << 20, r <= 32, p <= 16 else { throw DarkDiskError(.keyFile, "the remote's key file asks for unreasonable scrypt parameters") }
-        let key: SymmetricKey
         do {
-            key = try Scrypt.deriveKey(passphrase: passphrase, salt: salt, n: n, r: r, p: p).unwrap(wrapped)
+            return try Scrypt.deriveKey(passphrase: passphrase, salt: salt, n: n, r: r, p: p).unwrap(wrapped)
         } catch {
             throw DarkDiskError(.wrongPassphrase, "wrong passphrase for the remote's key")
         }
+    }
+
+    /// Installs a passphrase-protected key file made elsewhere (another machine's, from the remote) at `path`,
+    /// after checking that `passphrase` unlocks it; returns the key.
+    public static func adopt(_ contents: Data, at path: String, passphrase: [UInt8]) throws(DarkDiskError) -> SymmetricKey {
+        let key = try unwrap(contents, passphrase: passphrase)
         try FileSystem.writeNewFile(path, contents: contents, mode: 0o600)
         return key
     }

@@ -36,7 +36,7 @@ struct AvatarCommand: AsyncParsableCommand {
     @Flag(help: "Write the default avatar when the user has none.")
     var orDefault = false
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Write to FILE instead of standard output.", valueName: "FILE"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write to FILE instead of standard output ('-': standard output).", valueName: "FILE"))
     var output: String?
 
     func validate() throws {

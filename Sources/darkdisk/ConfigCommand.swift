@@ -27,11 +27,18 @@ struct ConfigCommand: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Change one setting (and enforce it at once).")
         @OptionGroup var storeOptions: StoreOptions
         @Argument(help: ArgumentHelp("The setting's key.", valueName: "KEY")) var key: String
-        @Argument(help: ArgumentHelp("The new value.", valueName: "VALUE")) var value: String
+        // Taken as it comes, so a negative value needs no '--' (`config set pool.data.default_expiration -1`).
+        @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The new value.", valueName: "VALUE")) var value: [String] = []
+
+        func validate() throws {
+            guard value.count == 1 else {
+                throw ValidationError(value.isEmpty ? "Missing expected argument '<VALUE>'" : "one value expected, got \(value.count): \(value.joined(separator: " "))")
+            }
+        }
 
         func run() throws {
             let key = try ConfigKey(key)
-            try key.set(value, in: storeOptions.open())
+            try key.set(value[0], in: storeOptions.open())
         }
     }
 

@@ -17,12 +17,13 @@ struct DarkdiskCommand: ParsableCommand {
         subcommands: [InitCommand.self, ImportCommand.self, ExportCommand.self, MountCommand.self,
                       UnmountCommand.self, PushCommand.self, PullCommand.self, FetchCommand.self,
                       PersistCommand.self, DeleteCommand.self, StatusCommand.self, ConfigCommand.self,
-                      CheckCommand.self, ThumbnailCommand.self, AvatarCommand.self])
+                      CheckCommand.self, ThumbnailCommand.self, AvatarCommand.self, RemoteCommand.self])
 
     /// Parses, runs, and turns every failure into one line on stderr and a non-zero exit.
     /// Synchronous commands (mount above all) run on the main thread, whose signal mask libfuse's threads
     /// inherit; async ones run as a task while the main thread waits.
     static func runAndExit() -> Never {
+        StandardStreams.prepare()
         do {
             var command = try parseAsRoot()
             if let asyncCommand = command as? AsyncParsableCommand {
@@ -30,6 +31,7 @@ struct DarkdiskCommand: ParsableCommand {
             } else {
                 try command.run()
             }
+            try StandardStreams.flushOutput()
             Foundation.exit(0)
         } catch let error as DarkDiskError {
             fail(error.message)

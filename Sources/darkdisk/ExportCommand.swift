@@ -18,12 +18,14 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Which section: data, thumbnail or metadata.", valueName: "KIND"))
     var kind: String = "data"
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Write to FILE instead of standard output.", valueName: "FILE"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write to FILE instead of standard output ('-': standard output).", valueName: "FILE"))
     var output: String?
 
     func run() async throws {
         let id = try NodeID(node)
         let kind = try FileKind.parseNodeKind(kind)
+        let output = self.output == "-" ? nil : self.output
+        if output == nil { try StandardStreams.requireOutput() }
         let manager = try storeOptions.open()
         let (reader, section, export) = try await locate(id, kind: kind, manager: manager)
         defer { withExtendedLifetime(export) {} }  // its retain token owns the reader's descriptor

@@ -5,8 +5,10 @@ import Glibc
 
 /// Where `thumbnail` and `avatar` write the image: standard output, or a file that appears only complete.
 enum ImageOutput {
+    /// `path` nil or "-": standard output.
     static func write(_ data: Data, to path: String?) throws {
-        guard let path else {
+        guard let path, path != "-" else {
+            try StandardStreams.requireOutput()
             try write(data, fd: STDOUT_FILENO, name: "standard output")
             return
         }

@@ -28,7 +28,7 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Keep the file until it is deleted instead of in the pool's cache.")
     var persistent = false
 
-    @Option(help: ArgumentHelp("Cache files: seconds after import before the file expires (0: the pool's default, negative: never).", valueName: "SECONDS"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Cache files: seconds after import before the file expires (0: the pool's default, negative: never).", valueName: "SECONDS"))
     var expiration: Int = 0
 
     @Flag(help: "Keep the file persistent until it is uploaded, then make it a cache file.")

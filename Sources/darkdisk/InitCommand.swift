@@ -29,7 +29,12 @@ struct InitCommand: AsyncParsableCommand {
         var attached: (any Remote)?
         if let remote {
             let target = try RemoteURL.remote(remote)
-            remoteKeyFile = try await target.readAll(CloudLayout.masterKey)
+            let contents = try await RemoteMembership.contents(of: target)
+            try RemoteMembership.refuseNewKey(for: target, holding: contents, keyPath: location.keyPath)
+            if contents.keyFile != nil && passphrase == nil {
+                throw CLIError("\(remote) keeps a passphrase-protected key: pass the same --passphrase-file as the machine that made it, to join it (a new key could read none of its nodes)")
+            }
+            remoteKeyFile = contents.keyFile
             attached = target
         }
         let manager = try DiskManager.create(at: location, passphrase: passphrase, adoptingKeyFile: remoteKeyFile, logger: CLILog.cli)

@@ -57,7 +57,13 @@ struct PushCommand: AsyncParsableCommand {
         }
         let thumbnailData = try contents(thumbnail, "thumbnail")
         let metadataData = try contents(metadata, "metadata")
+        let created = !DiskManager.exists(at: storeOptions.location)
         let manager = try storeOptions.open(create: true)
+        let (url, isDefault) = try StoreRemote.url(for: manager)
+        if isDefault {
+            // Not silent: a store that never got a remote keeps its pushes in a folder of its own.
+            FileHandle.standardError.write(Data("darkdisk: \(created ? "created a new store at \(manager.location.dataDirectory); " : "")no remote is set, so this push goes to the store's own folder \(url) ('darkdisk remote set URL' attaches one)\n".utf8))
+        }
         let sync = CloudSync(manager: manager, remote: try StoreRemote.remote(for: manager))
         switch target {
         case .node(let id, _):

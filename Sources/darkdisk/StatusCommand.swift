@@ -15,17 +15,22 @@ struct StatusCommand: ParsableCommand {
     func run() throws {
         let manager = try storeOptions.open()
         let pools = try manager.status()
+        let remote = try StoreRemote.url(for: manager)
         if json {
             struct Report: Encodable {
                 let store: String
                 let cache: String
+                let remote: String
+                /// True while the store uses its own folder (no remote set).
+                let remoteIsDefault: Bool
                 let pools: [Pool]
                 struct Pool: Encodable {
                     let name: String; let size: UInt64; let persistentSize: UInt64; let cachedSize: UInt64
                     let files: Int; let maxSize: UInt64; let defaultExpiration: Double
                 }
             }
-            let report = Report(store: manager.location.dataDirectory, cache: manager.location.cacheDirectory, pools: pools.map {
+            let report = Report(store: manager.location.dataDirectory, cache: manager.location.cacheDirectory,
+                                remote: remote.url, remoteIsDefault: remote.isDefault, pools: pools.map {
                 .init(name: $0.pool.rawValue, size: $0.size, persistentSize: $0.persistentSize, cachedSize: $0.cachedSize,
                       files: $0.fileCount, maxSize: $0.settings.maxSize, defaultExpiration: $0.settings.defaultExpiration)
             })
@@ -36,6 +41,7 @@ struct StatusCommand: ParsableCommand {
         }
         print("store \(manager.location.dataDirectory)")
         print("cache \(manager.location.cacheDirectory)")
+        print("remote \(remote.url)\(remote.isDefault ? " (the store's own folder: no remote set)" : "")")
         let header = ["pool", "files", "size", "persistent", "cached", "max", "expiration"]
         var rows = [header]
         for status in pools {

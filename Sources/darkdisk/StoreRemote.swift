@@ -11,8 +11,14 @@ enum StoreRemote {
         "file://" + location.dataDirectory + "/remote"
     }
 
+    /// The store's remote URL, and whether it is the embedded default (no remote was set).
+    static func url(for manager: DiskManager) throws -> (url: String, isDefault: Bool) {
+        if let url = try manager.text(settingKey) { return (url, url == defaultURL(for: manager.location)) }
+        return (defaultURL(for: manager.location), true)
+    }
+
     static func remote(for manager: DiskManager) throws -> any Remote {
-        let url = try manager.text(settingKey) ?? defaultURL(for: manager.location)
+        let url = try self.url(for: manager).url
         if url == defaultURL(for: manager.location) {
             try FileManager.default.createDirectory(atPath: manager.location.dataDirectory + "/remote", withIntermediateDirectories: true)
         }

@@ -25,7 +25,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Encode as jpeg, png or webp, optionally with a quality (jpeg90); default: as stored.", valueName: "FORMAT"))
     var format: String?
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Write to FILE instead of standard output.", valueName: "FILE"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write to FILE instead of standard output ('-': standard output).", valueName: "FILE"))
     var output: String?
 
     func validate() throws {

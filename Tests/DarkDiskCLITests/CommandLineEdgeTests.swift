@@ -1,0 +1,39 @@
+import Foundation
+import Testing
+
+/// Issue 15 items 12, 13 and 18: standard output that is `-`, full or closed; negative numbers; options that
+/// do not apply; `help` of an unknown command; `--version`.
+@Suite struct CommandLineEdgeTests {
+    /// Item 12: `export -o -` wrote a file named `-`; output to a full device exited 0 (status) or trapped;
+    /// with standard output closed, plaintext could go to whatever file took its number.
+    @Test func standardOutputThatIsADashFullOrClosed() throws {
+        let store = try CLIStore()
+        let data = CLIStore.bytes(3000, seed: 4)
+        #expect(try store.darkdisk(["import", "-", "--node", "a"], stdin: data).status == 0)
+        let dash = try Shell.sh("cd \(Shell.quote(store.directory)) && \(Shell.quote(Shell.darkdisk)) export --node a -o - --store store")
+        #expect(dash.status == 0 && dash.stdout == data, "export -o -: \(dash.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: store.directory + "/-"), "no file named '-'")
+        for command in ["export --node a", "export --node a -o -", "status", "status --json", "config list"] {
+            let full = try Shell.sh("\(Shell.quote(Shell.darkdisk)) \(command) --store \(Shell.quote(store.storePath)) > /dev/full")
+            expectOneLineFailure(full, mentioning: "cannot write standard output: No space left on device")
+            let closed = try Shell.sh("\(Shell.quote(Shell.darkdisk)) \(command) --store \(Shell.quote(store.storePath)) >&-")
+            #expect(closed.status != 0 && closed.stderrLines.count == 1 && closed.stderr.contains("standard output") && closed.stderr.contains("closed"),
+                    "\(command) with standard output closed: \(closed.stderr)")
+            #expect(!closed.stderr.contains("Invalid argument"))
+        }
+        #expect(try store.darkdisk(["check", "--full"]).status == 0, "the store is intact")
+        #expect(try store.darkdisk(["export", "--node", "a"]).stdout == data)
+    }
+
+    /// Item 13: negative values needed `=` or `--`, though `--help` documents them.
+    @Test func negativeNumbersNeedNoEqualsSign() throws {
+        let store = try CLIStore()
+        let run = try store.darkdisk(["import", "-", "--node", "n", "--expiration", "-1"], stdin: Data("x".utf8))
+        #expect(run.status == 0, "--expiration -1: \(run.stderr)")
+        let set = try store.darkdisk(["config", "set", "pool.data.default_expiration", "-1"])
+        #expect(set.status == 0, "config set KEY -1: \(set.stderr)")
+        #expect(try store.darkdisk(["config", "get", "pool.data.default_expiration"]).output == "-1\n")
+        expectOneLineFailure(try store.darkdisk(["config", "set", "pool.data.default_expiration"]), mentioning: "<VALUE>")
+        expectOneLineFailure(try store.darkdisk(["config", "set", "pool.data.default_expiration", "1", "2"]), mentioning: "one value expected")
+    }
+}
