@@ -19,6 +19,9 @@ public struct CloudSync: Sendable {
         public var changed = 0
         public var deleted = 0
         public var unchanged = 0
+        /// Records that were refused (malformed, or naming another node) and skipped, one line each: the
+        /// node or user keeps what this store had of it, and the rest is pulled.
+        public var skipped: [String] = []
     }
 
     /// Encrypts `dataFile` (with optional thumbnail and metadata) into the cloud-file format under the node's
@@ -90,8 +93,15 @@ public struct CloudSync: Sendable {
         for object in objects {
             guard let nodeID = CloudLayout.nodeID(ofRecordKey: object.key) else { continue }
             guard let data = try await remote.readAll(object.key) else { continue }
-            let entry = try NodeRecord.decode(data, expected: nodeID).outlineEntry()
+            // A refused record is not a deletion: the node stays as this store knows it.
             seen.insert(nodeID)
+            let entry: OutlineEntry
+            do {
+                entry = try NodeRecord.decode(data, expected: nodeID).outlineEntry()
+            } catch {
+                result.skipped.append(error.message)
+                continue
+            }
             if let old = known[nodeID] {
                 if old.cloudETag != entry.cloudETag { result.changed += 1 } else { result.unchanged += 1 }
                 if old == entry { continue }
@@ -105,37 +115,48 @@ public struct CloudSync: Sendable {
             try manager.deleteNodes(Array(gone))
             result.deleted = gone.count
         }
-        try await pullUsers()
+        result.skipped += try await pullUsers()
         return result
     }
 
     /// Brings every user record's avatars into the store's avatar outline, so they are listed (and sized)
     /// before any is downloaded; a user whose record went loses the avatars the outline had listed.
-    private func pullUsers() async throws {
+    /// Returns the user records it refused and skipped, one line each.
+    private func pullUsers() async throws -> [String] {
         let objects = try await remote.list(prefix: CloudLayout.usersPrefix)
         var seen = Set<UserID>()
+        var skipped: [String] = []
         for object in objects {
             guard let userID = CloudLayout.userID(ofRecordKey: object.key),
                   let data = try await remote.readAll(object.key) else { continue }
-            let record = try UserRecord.decode(data, expected: userID)
             seen.insert(userID)
             var entries: [AvatarOutlineEntry] = []
-            for identity in record.identities {
-                guard let avatar = identity.avatar, let wrapped = Hex.decode(avatar.wrappedKey) else { continue }
-                let identityID = try IdentityID(identity.identityID)
-                let size: UInt64
-                if let known = avatar.plaintextSize {
-                    size = known
-                } else {
-                    size = try await avatarPlaintextSize(userID, identityID, wrappedKey: wrapped)
+            do {
+                let record = try UserRecord.decode(data, expected: userID)
+                for identity in record.identities {
+                    guard let avatar = identity.avatar, let wrapped = Hex.decode(avatar.wrappedKey) else { continue }
+                    let identityID: IdentityID
+                    do { identityID = try IdentityID(identity.identityID) } catch {
+                        throw RemoteError(.invalidResponse, "the record of user '\(userID)' names a malformed identity")
+                    }
+                    let size: UInt64
+                    if let known = avatar.plaintextSize {
+                        size = known
+                    } else {
+                        size = try await avatarPlaintextSize(userID, identityID, wrappedKey: wrapped)
+                    }
+                    entries.append(AvatarOutlineEntry(userID: userID, identityID: identityID, plaintextSize: size, wrappedKey: wrapped))
                 }
-                entries.append(AvatarOutlineEntry(userID: userID, identityID: identityID, plaintextSize: size, wrappedKey: wrapped))
+            } catch let error as RemoteError where error.code == .invalidResponse {
+                skipped.append(error.message)
+                continue
             }
             try manager.updateAvatarOutline(userID, entries: entries)
         }
         for userID in Set(try manager.avatarOutline().map(\.userID)) where !seen.contains(userID) {
             try manager.updateAvatarOutline(userID, entries: [])
         }
+        return skipped
     }
 
     /// The image size of an avatar whose record predates `plaintextSize`: from its header (one range request).

@@ -37,3 +37,25 @@ import Testing
         expectOneLineFailure(try store.darkdisk(["config", "set", "pool.data.default_expiration", "1", "2"]), mentioning: "one value expected")
     }
 }
+
+/// Issue 15 item 17: one malformed record made `pull` pull nothing.
+@Suite struct PullSkipsBadRecordsTests {
+    @Test func aMalformedRecordIsSkippedAndReportedAndTheRestPulled() throws {
+        let remote = try RemoteBucket()
+        try remote.push("good", CLIStore.bytes(2000, seed: 5))
+        try remote.push("known", CLIStore.bytes(2000, seed: 6))
+        try remote.join("file://" + remote.bucket)
+        try remote.push("later", CLIStore.bytes(2000, seed: 7))
+        // A record B already knows is damaged, and a new one is garbage.
+        try Data("{\"version\": 1, \"nodeID\": \"known\"".utf8).write(to: URL(fileURLWithPath: remote.bucket + "/records/known.json"))
+        try Data("<xml/>".utf8).write(to: URL(fileURLWithPath: remote.bucket + "/records/garbage.json"))
+        let pull = try remote.darkdiskB(["pull"])
+        #expect(pull.status == 1, "a partial pull exits 1: \(pull.stderr)")
+        #expect(pull.stderrLines.count == 2 && pull.stderrLines.allSatisfy { $0.hasPrefix("darkdisk: skipped: the record of node '") }, "\(pull.stderr)")
+        #expect(pull.stderr.contains("'known'") && pull.stderr.contains("'garbage'"))
+        #expect(pull.output.contains("1 new") && pull.output.contains("2 skipped"), "\(pull.output)")
+        let listing = try remote.darkdiskB(["export", "--node", "later"])
+        #expect(listing.status == 0 && listing.stdout == CLIStore.bytes(2000, seed: 7), "the good new node was pulled: \(listing.stderr)")
+        #expect(try remote.darkdiskB(["export", "--node", "known"]).stdout == CLIStore.bytes(2000, seed: 6), "the damaged one keeps what B had")
+    }
+}

@@ -71,18 +71,17 @@ import Testing
         #expect(try setup.b.avatarOutlineEntry(bob, identityID: identity)?.plaintextSize == 70_001)
     }
 
-    /// A user record that names another user fails the pull with a clear error.
-    @Test func aForeignUserRecordFailsThePull() async throws {
+    /// A user record that names another user is refused with a clear line and skipped; the rest is pulled
+    /// (issue 15 item 17).
+    @Test func aForeignUserRecordIsSkipped() async throws {
         let setup = try CloudTests.Setup()
         let record = try await CloudSync(manager: setup.a, remote: setup.remote)
             .pushUserIdentity(UserID("alice"), identityID: IdentityID("mail|alice"), avatar: CloudTests.bytes(100, seed: 55))
         _ = try await setup.remote.write(CloudLayout.user(UserID("mallory")), data: record.encoded())
-        do {
-            _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
-            Issue.record("a record describing another user was accepted")
-        } catch let error as RemoteError {
-            #expect(error.code == .invalidResponse && error.message.contains("mallory"))
-        }
+        let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("mallory"), "\(pulled.skipped)")
+        #expect(try setup.b.avatarOutline(UserID("mallory")).isEmpty, "a record describing another user was accepted")
+        #expect(try setup.b.avatarOutline(UserID("alice")).count == 1, "the good record is pulled")
     }
 
     /// An outline entry of another user, or under a key of another master key, is refused and changes nothing.
