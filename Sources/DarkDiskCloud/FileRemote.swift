@@ -6,12 +6,18 @@ import Glibc
 /// A remote that is a local folder (`file:///path`): the embedded default, and what tests and a second store
 /// on the same machine use. Objects are files; writes go through a temporary file and a rename; the ETag
 /// is derived from the file's inode, size and modification time, so any replacement changes it.
+///
+/// Every object it writes has one mode: `0600` (records hold names and wrapped keys, which other users of
+/// the machine have no business reading), or `0644` for a folder a web server serves (`?shared=1`).
 public struct FileRemote: Remote {
     public let root: String
-    public var url: String { "file://" + root }
+    /// Objects readable by everyone, for a folder served by a web server.
+    public let shared: Bool
+    public var url: String { "file://" + root + (shared ? "?shared=1" : "") }
 
-    public init(root: String) {
+    public init(root: String, shared: Bool = false) {
         self.root = root
+        self.shared = shared
     }
 
     public func list(prefix: String) async throws(RemoteError) -> [ObjectInfo] {
@@ -127,7 +133,7 @@ public struct FileRemote: Remote {
             throw RemoteError(.io, "cannot create the folder of \(destination)")
         }
         let fd = open(temporary, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 { fsync(fd); close(fd) }
+        if fd >= 0 { fchmod(fd, shared ? 0o644 : 0o600); fsync(fd); close(fd) }
         guard rename(temporary, destination) == 0 else {
             let message = String(cString: strerror(errno))
             unlink(temporary)

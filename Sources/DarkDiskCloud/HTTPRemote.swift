@@ -26,6 +26,7 @@ public struct HTTPRemote: Remote {
         try RemoteKey.check(folder == "/" ? "x" : String(folder.dropLast()))
         let (status, headers, body) = try await request(.GET, folder, headers: ["Accept": "application/json"], limit: 64 << 20)
         if status == .notFound { return [] }
+        if status == .forbidden { throw Self.accessDenied(base + "/" + folder) }
         guard status == .ok else { throw RemoteError(.invalidResponse, "listing \(base)/\(folder) answered \(status.code)") }
         struct Entry: Decodable { let name: String; let type: String; let size: UInt64? }
         guard headers.first(name: "Content-Type")?.contains("json") == true,
@@ -45,8 +46,10 @@ public struct HTTPRemote: Remote {
                 throw RemoteError(.invalidResponse, "\(base)/\(key) has no length or ETag")
             }
             return ObjectInfo(key: key, size: length, etag: etag)
-        case .notFound, .forbidden:
+        case .notFound:
             return nil
+        case .forbidden:
+            throw Self.accessDenied(base + "/" + key)
         default:
             throw RemoteError(.invalidResponse, "HEAD \(base)/\(key) answered \(status.code)")
         }
@@ -61,11 +64,18 @@ public struct HTTPRemote: Remote {
             return makeRequest(.GET, key, headers: headers)
         }, unexpected: { response in
             switch response.status {
-            case .notFound, .forbidden: RemoteError(.notFound, "\(key) is not in \(url) (\(response.status.code))")
+            case .notFound: RemoteError(.notFound, "\(key) is not in \(url) (\(response.status.code))")
+            case .forbidden: Self.accessDenied(base + "/" + key)
             case let status where status.code >= 500: RemoteError(.unreachable, "\(base)/\(key) answered \(status.code)")
             default: RemoteError(.invalidResponse, "GET \(base)/\(key) answered \(response.status.code)")
             }
         }, consume: consume)
+    }
+
+    /// A 403: the object is there but the server may not serve it (a file remote's objects are private to
+    /// their owner unless it was made with `?shared=1`).
+    static func accessDenied(_ location: String) -> RemoteError {
+        RemoteError(.accessDenied, "\(location): access denied (403); if the server serves a darkdisk file:// folder, it must be made readable with file:///PATH?shared=1")
     }
 
     public func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo {

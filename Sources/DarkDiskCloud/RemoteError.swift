@@ -1,8 +1,10 @@
 /// The error type of remotes and transfers: a code programs can branch on and a one-line message.
 public struct RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: String, Sendable {
-        /// The object does not exist (a 404/403 on HTTP remotes).
+        /// The object does not exist (a 404 on HTTP remotes).
         case notFound
+        /// The server refuses to serve the object (an HTTP 403): it exists, but may not be read.
+        case accessDenied
         /// The remote could not be reached; never taken to mean "deleted".
         case unreachable
         /// The object changed (its ETag no longer matches) during a transfer.

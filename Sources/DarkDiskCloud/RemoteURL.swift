@@ -14,7 +14,14 @@ public enum RemoteURL {
             guard path.hasPrefix("/"), url.host == nil || url.host == "" || url.host == "localhost" else {
                 throw RemoteError(.invalidURL, "a file remote needs an absolute path: file:///path/to/folder")
             }
-            return FileRemote(root: URL(fileURLWithPath: path).standardizedFileURL.path)
+            var shared = false
+            for item in URLComponents(string: text)?.queryItems ?? [] {
+                guard item.name == "shared", let value = item.value, ["0", "1"].contains(value) else {
+                    throw RemoteError(.invalidURL, "a file remote takes one option, shared=1 (objects readable by everyone, for a folder a web server serves): '\(text)'")
+                }
+                shared = value == "1"
+            }
+            return FileRemote(root: URL(fileURLWithPath: path).standardizedFileURL.path, shared: shared)
         case "http", "https":
             guard let host = url.host, !host.isEmpty else { throw RemoteError(.invalidURL, "an http remote needs a host: http://host[:port]/prefix") }
             return HTTPRemote(url: text)

@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskCloud
 import DarkDiskCrypto
 #if canImport(Glibc)
 import Glibc
@@ -27,6 +28,8 @@ enum FuseErrno {
             // (Not EAGAIN: the kernel turns an EAGAIN answer to setxattr into EOPNOTSUPP.)
             case .notLocal: return EREMOTE
             }
+        case let error as RemoteError where error.code == .accessDenied:
+            return EACCES
         case let error as CryptoError:
             switch error.code {
             case .io: return error.errno ?? EIO
