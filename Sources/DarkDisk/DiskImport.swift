@@ -26,6 +26,11 @@ public struct DiskImport: Sendable {
     public var deleteAfterUpload: Bool = false
     /// Plaintext bytes per encrypted chunk for cleartext sources (a power of two, 4 KiB to 4 MiB).
     public var chunkSize: UInt32 = CryptoFormat.defaultChunkSize
+    /// The most plaintext bytes a cleartext source may bring: past it the import stops at once and keeps
+    /// nothing (`import /dev/zero` into a cache pool wrote gigabytes of a file it could never keep).
+    public var sizeLimit: UInt64?
+    /// What the source is called in messages (a stream has no path: "standard input").
+    public var sourceName: String?
 
     public init(_ source: Source) {
         self.source = source

@@ -64,6 +64,19 @@ extension DiskManager {
                 }
             }
         }
+        for staging in [location.persistentStaging, location.cacheStaging] {
+            for name in FileSystem.realDirectoryEntries(staging) ?? [] {
+                let path = staging + "/" + name
+                // One an import is writing holds its lock: not debris.
+                let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                guard fd >= 0 else { continue }
+                defer { close(fd) }
+                var st = stat()
+                guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
+                result.stagingFiles += 1
+                result.stagingBytes += UInt64(st.st_size)
+            }
+        }
         for row in usage {
             let pool: String = row["pool"], mode: String = row["mode"]
             let rows = records.filter { $0.pool.rawValue == pool && $0.mode.rawValue == mode }

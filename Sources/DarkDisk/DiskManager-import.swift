@@ -37,7 +37,12 @@ extension DiskManager {
         guard fd >= 0 else { throw .posix("cannot create", path: temporary) }
         flock(fd, LOCK_EX)
         var tokenOwned = false
-        defer { if !tokenOwned { close(fd); FileSystem.remove(temporary) } }
+        // Until it is renamed into place, an interrupted command removes it (`StagingFiles.removeAll`).
+        StagingFiles.register(temporary)
+        defer {
+            StagingFiles.unregister(temporary)
+            if !tokenOwned { close(fd); FileSystem.remove(temporary) }
+        }
 
         let fileKey: SymmetricKey
         let header: CryptoFileHeader
@@ -47,10 +52,12 @@ extension DiskManager {
                 header = try FileConversion.encrypt(data, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize)
                 fileKey = contentKey
             case .cleartextFile(let path):
-                header = try FileConversion.encrypt(fileAt: path, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize)
+                header = try FileConversion.encrypt(fileAt: path, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize,
+                                                    limit: diskImport.sizeLimit)
                 fileKey = contentKey
             case .cleartextStream(let source):
-                header = try FileConversion.encrypt(fileDescriptor: source, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize)
+                header = try FileConversion.encrypt(fileDescriptor: source, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize,
+                                                    name: diskImport.sourceName, limit: diskImport.sizeLimit)
                 fileKey = contentKey
             case .cryptoFile(let cryptoFile):
                 // Authenticate before moving, so a bad file is refused while it is still where the caller put it.
@@ -63,6 +70,8 @@ extension DiskManager {
                 fd = moved
                 fileKey = cryptoFile.key
             }
+        } catch let error as CryptoError where error.code == .outOfRange && diskImport.sizeLimit != nil {
+            throw DarkDiskError(.invalidArgument, "\(error.message), the import's limit (the \(kind.pool.rawValue) pool's max size): it stopped and kept nothing (store it persistently, or raise pool.\(kind.pool.rawValue).max_size)")
         } catch let error as CryptoError {
             throw DarkDiskError(crypto: error)
         } catch let error as DarkDiskError {

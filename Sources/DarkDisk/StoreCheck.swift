@@ -10,6 +10,10 @@ public struct StoreCheck: Sendable, Codable, Equatable {
     public var vanishedCacheFiles = 0
     /// Files on disk that no row names.
     public var orphans = 0
+    /// Staging files nobody is writing (left by an interrupted import; the start-up sweep removes them once
+    /// untouched for ten minutes), and their bytes.
+    public var stagingFiles = 0
+    public var stagingBytes: UInt64 = 0
     /// One line per problem: a persistent file missing, a file of the wrong size, a file that does not
     /// authenticate, a pool total that disagrees with the rows.
     public var problems: [String] = []

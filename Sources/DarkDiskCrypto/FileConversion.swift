@@ -22,21 +22,25 @@ public enum FileConversion {
     }
 
     /// Encrypts the file at `source` into a new cache file at `path`, reading 1 MiB at a time.
+    /// With `limit`, more plaintext than `limit` bytes stops it with `.outOfRange`.
     public static func encrypt(fileAt source: String, key: SymmetricKey, to path: String,
-                               chunkSize: UInt32 = CryptoFormat.defaultChunkSize) throws(CryptoError) -> CryptoFileHeader {
+                               chunkSize: UInt32 = CryptoFormat.defaultChunkSize, limit: UInt64? = nil) throws(CryptoError) -> CryptoFileHeader {
         let fd = try POSIXIO.openForReading(source)
         defer { close(fd) }
         return try writeFile(at: path, key: key, format: .cacheFile, chunkSize: chunkSize) { writer throws(CryptoError) in
-            try copyStream(fd, name: source, into: writer)
+            try copyStream(fd, name: source, into: writer, limit: limit)
         }
     }
 
     /// Encrypts everything readable from `source` (a pipe, stdin: any stream of unknown length, read until
     /// end of file) into a new cache file at `path`. Does not close `source`.
+    /// `name` is what messages call the stream; with `limit`, more plaintext than `limit` bytes stops it
+    /// with `.outOfRange`.
     public static func encrypt(fileDescriptor source: Int32, key: SymmetricKey, to path: String,
-                               chunkSize: UInt32 = CryptoFormat.defaultChunkSize) throws(CryptoError) -> CryptoFileHeader {
+                               chunkSize: UInt32 = CryptoFormat.defaultChunkSize, name: String? = nil,
+                               limit: UInt64? = nil) throws(CryptoError) -> CryptoFileHeader {
         try writeFile(at: path, key: key, format: .cacheFile, chunkSize: chunkSize) { writer throws(CryptoError) in
-            try copyStream(source, name: "file descriptor \(source)", into: writer)
+            try copyStream(source, name: name ?? (source == 0 ? "standard input" : "the input stream"), into: writer, limit: limit)
         }
     }
 
@@ -122,12 +126,15 @@ public enum FileConversion {
     }
 
     /// Appends everything readable from `fd` until end of file to the writer's current section.
-    private static func copyStream(_ fd: Int32, name: String, into writer: CryptoFileWriter) throws(CryptoError) {
+    private static func copyStream(_ fd: Int32, name: String, into writer: CryptoFileWriter, limit: UInt64? = nil) throws(CryptoError) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 16)
         defer { buffer.deallocate() }
+        var total: UInt64 = 0
         while true {
             let count = try POSIXIO.read(fd, into: buffer.baseAddress!, count: buffer.count, name: name)
             if count == 0 { return }
+            total += UInt64(count)
+            if let limit, total > limit { throw CryptoError(.outOfRange, "\(name) holds more than \(limit) bytes") }
             try writer.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
         }
     }

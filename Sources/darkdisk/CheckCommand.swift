@@ -10,7 +10,7 @@ struct CheckCommand: ParsableCommand {
             Every indexed file must be on disk with its recorded size and an authentic header (--full: every \
             chunk), and each pool's totals must equal its files. Cache files that vanished (the cache folder \
             may be purged at any time) and files no index row names (left by a crash; removed at the next \
-            start) are counted, not problems. Run it on a quiet store: an import in progress shows as an orphan.
+            start) and staging files of interrupted imports (removed once untouched for ten minutes) are counted, not problems. Run it on a quiet store: an import in progress shows as an orphan.
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -23,6 +23,8 @@ struct CheckCommand: ParsableCommand {
 
     func run() throws {
         let manager = try storeOptions.open()
+        // The start-up sweep locks each staging file it looks at: let it finish, so none is missed.
+        manager.waitForMaintenance()
         let result = try manager.check(full: full)
         if json {
             let encoder = JSONEncoder()
@@ -32,7 +34,8 @@ struct CheckCommand: ParsableCommand {
             for problem in result.problems { print("problem: \(problem)") }
             let authenticated = full ? ", \(result.authenticated) read and authenticated to the end" : ""
             print("\(result.files) files checked\(authenticated); \(result.vanishedCacheFiles) cache files vanished, "
-                  + "\(result.orphans) orphans; \(result.isHealthy ? "healthy" : "\(result.problems.count) problems")")
+                  + "\(result.orphans) orphans, \(result.stagingFiles) staging files left by interrupted imports (\(result.stagingBytes) bytes); "
+                  + "\(result.isHealthy ? "healthy" : "\(result.problems.count) problems")")
         }
         if !result.isHealthy { throw ExitCode(1) }
     }

@@ -26,6 +26,8 @@ struct DarkdiskCommand: ParsableCommand {
         StandardStreams.prepare()
         do {
             var command = try parseAsRoot()
+            // The mount daemon's signals are libfuse's; any other command removes its staging files first.
+            if !(command is MountCommand) { InterruptCleanup.install() }
             if let asyncCommand = command as? AsyncParsableCommand {
                 try AsyncBridge.run { var command = asyncCommand; try await command.run() }
             } else {

@@ -6,6 +6,14 @@ enum FileTarget {
     /// A user's avatar; a nil identity means the user's display identity (where the command allows it).
     case avatar(UserID, IdentityID?)
 
+    /// The pool its files belong to.
+    var pool: Pool {
+        switch self {
+        case .node(_, let kind): kind.pool
+        case .avatar: .avatars
+        }
+    }
+
     static func parse(node: String?, kind: String, user: String?, identity: String?, identityRequired: Bool = true) throws -> FileTarget {
         switch (node, user, identity) {
         case (let node?, nil, nil):

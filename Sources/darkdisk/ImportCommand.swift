@@ -65,8 +65,13 @@ struct ImportCommand: ParsableCommand {
         diskImport.migrateToCacheAfterUpload = migrateAfterUpload
         diskImport.deleteAfterUpload = deleteAfterUpload
         if let chunkSize { diskImport.chunkSize = chunkSize }
+        diskImport.sourceName = file == "-" ? "standard input" : file
 
         let manager = try storeOptions.open(create: true)
+        if !diskImport.storePersistently {
+            // A cache file over its pool's max could never be kept: stop reading as soon as it passes it.
+            diskImport.sizeLimit = try manager.settings(for: target.pool).maxSize
+        }
         let stored: DiskExport
         switch target {
         case .node(let id, let kind):
