@@ -10,6 +10,8 @@ import DarkDiskSync
 public final class DiskManager: Sendable {
     public let location: StoreLocation
     let database: DatabasePool
+    /// The store's file system is mounted read-only: reads work, nothing is written (no upkeep either).
+    let isReadOnly: Bool
     let masterKey: SymmetricKey
     let deleter: FileDeleter
     let logger: Logger
@@ -73,10 +75,14 @@ public final class DiskManager: Sendable {
         try FileSystem.makeDirectory(location.dataDirectory, allowLink: true)
         try FileSystem.makeDirectory(location.persistentFiles)
         try FileSystem.makeDirectory(location.persistentStaging)
-        self.database = try IndexDatabase.open(path: location.indexPath)
+        let readOnly = SpaceReserve.isReadOnly(location.dataDirectory)
+        self.database = try Self.openIndex(location, readOnly: readOnly)
+        self.isReadOnly = readOnly
         self.deleter = FileDeleter(database: database)
+        if !readOnly { SpaceReserve.ensure(in: location.dataDirectory) }
         // Start-up enforcement: finish interrupted deletes, expire, evict. All index-driven, so fast at any size;
         // the directory scan for orphans runs in the background.
+        guard !readOnly else { return }
         runMaintenance()
         maintenanceQueue.async { [weak self] in self?.sweepOrphans() }
         startMaintenanceTimer()
@@ -120,10 +126,24 @@ public final class DiskManager: Sendable {
         }
     }
 
-    /// Runs a write transaction on the index, mapping database errors to `DarkDiskError`.
+    /// Runs a write transaction on the index, mapping database errors to `DarkDiskError`. On a full disk it
+    /// gives up the space reserve and tries once more, so a write that frees space (a delete) gets through.
     func write<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {
         do { return try database.write(body) } catch let error as DarkDiskError { throw error } catch {
-            throw DarkDiskError(.database, "index write failed: \(error)")
+            if (error as? DatabaseError)?.resultCode == .SQLITE_FULL, SpaceReserve.release(in: location.dataDirectory) {
+                logger.warning("the disk is full: gave up the 1 MiB space reserve for this index write")
+                do { return try database.write(body) } catch { throw IndexDatabase.failure(error, doing: "index write failed") }
+            }
+            throw IndexDatabase.failure(error, doing: "index write failed")
+        }
+    }
+
+    /// Opens the index; on a full disk (SQLite cannot even make its shared-memory file) the reserve goes first.
+    private static func openIndex(_ location: StoreLocation, readOnly: Bool) throws(DarkDiskError) -> DatabasePool {
+        do { return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly) } catch {
+            guard !readOnly, error.errno == ENOSPC || error.message.contains("disk is full") || error.message.contains("I/O error"),
+                  SpaceReserve.release(in: location.dataDirectory) else { throw error }
+            return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly)
         }
     }
 

@@ -4,20 +4,50 @@ import GRDB
 /// The store's index: one SQLite database (WAL, through GRDB) shared by the CLI and the mount daemon.
 enum IndexDatabase {
     /// Opens (creating and migrating if needed) the index at `path`.
-    static func open(path: String) throws(DarkDiskError) -> DatabasePool {
+    /// `readOnly`: the store's file system is mounted read-only; reads work, every write fails with EROFS.
+    static func open(path: String, readOnly: Bool = false) throws(DarkDiskError) -> DatabasePool {
         var config = Configuration()
         config.busyMode = .timeout(10)
         config.label = "darkdisk.index"
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        config.readonly = readOnly
+        if !readOnly {
+            config.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            }
+        }
+        // On a read-only file system SQLite cannot make the WAL's shared-memory file, and an immutable open
+        // would not see what the WAL holds (the last commits, until a checkpoint): a private copy of both
+        // is read instead.
+        let opened: String
+        do { opened = readOnly ? try ReadOnlyIndexCopy.make(of: path) : path } catch {
+            throw DarkDiskError(.io, "cannot read the index \(path) on a read-only file system: \(error)")
         }
         do {
-            let pool = try DatabasePool(path: path, configuration: config)
-            try migrator.migrate(pool)
+            let pool = try DatabasePool(path: opened, configuration: config)
+            if !readOnly { try migrator.migrate(pool) }
             return pool
         } catch {
-            throw DarkDiskError(.database, "cannot open the index \(path): \(error)")
+            throw failure(error, doing: "cannot open the index \(path)")
         }
+    }
+
+    /// An index error in words a user acts on: a full disk or a read-only file system says so (SQLite's
+    /// "error 13: database or disk is full - while executing COMMIT" said neither what nor where).
+    static func failure(_ error: any Error, doing what: String) -> DarkDiskError {
+        if let error = error as? DarkDiskError { return error }
+        if let error = error as? DatabaseError {
+            switch error.resultCode {
+            case .SQLITE_FULL:
+                return DarkDiskError(.io, "\(what): no space left on device (free some, or delete files with 'darkdisk delete')", errno: ENOSPC)
+            case .SQLITE_READONLY:
+                return DarkDiskError(.io, "\(what): read-only file system", errno: EROFS)
+            case .SQLITE_IOERR, .SQLITE_CANTOPEN:
+                return DarkDiskError(.io, "\(what): \(error.message ?? "disk I/O error") (is the disk full or read-only?)")
+            default:
+                break
+            }
+        }
+        return DarkDiskError(.database, "\(what): \(error)")
     }
 
     static var migrator: DatabaseMigrator {

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+
+/// Issue 15 item 6: a store on a full disk failed every command, `delete` (the way to free space) and
+/// `status` included, with "SQLite error 10: disk I/O error"; on a read-only file system even `export`
+/// and `status` failed.
+@Suite struct FullDiskTests {
+    /// A 20 MiB tmpfs holding a store with two 6 MiB persistent nodes; unmounted when the test ends.
+    final class SmallDisk {
+        let store: CLIStore
+        let mountpoint: String
+        var storePath: String { mountpoint + "/store" }
+        let data = CLIStore.bytes(6 << 20, seed: 11)
+
+        init() throws {
+            store = try CLIStore()
+            mountpoint = store.directory + "/disk"
+            try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+            let mount = try Shell.run("/bin/mount", ["-t", "tmpfs", "-o", "size=20m", "tmpfs", mountpoint])
+            guard mount.status == 0 else { throw Mount.MountFailed(message: mount.stderr) }
+            let input = try store.file("in", data)
+            for node in ["a", "b"] {
+                _ = try darkdisk(["import", input, "--node", node, "--persistent"])
+            }
+        }
+
+        deinit { _ = try? Shell.run("/bin/umount", ["-l", mountpoint]) }
+
+        func darkdisk(_ arguments: [String]) throws -> Run {
+            try Shell.run(Shell.darkdisk, arguments + ["--store", storePath])
+        }
+
+        /// Fills what is left of the disk.
+        func fill() throws {
+            _ = try Shell.sh("dd if=/dev/zero of=\(Shell.quote(mountpoint + "/filler")) bs=64k status=none")
+            let df = try Shell.sh("df --output=avail -B1 \(Shell.quote(mountpoint)) | tail -1")
+            #expect(Int(df.output.trimmingCharacters(in: .whitespacesAndNewlines)) == 0, "the disk is full: \(df.output)")
+        }
+    }
+
+    @Test func deleteFreesAFullDiskAndErrorsSayNoSpace() throws {
+        let disk = try SmallDisk()
+        try disk.fill()
+        let status = try disk.darkdisk(["status"])
+        #expect(status.status == 0, "status on a full disk: \(status.stderr)")
+        let importRun = try disk.darkdisk(["import", try disk.store.file("more", disk.data), "--node", "c", "--persistent"])
+        #expect(importRun.status != 0 && importRun.stderr.lowercased().contains("no space left on device"), "\(importRun.stderr)")
+        #expect(!importRun.stderr.contains("SQLite"), "\(importRun.stderr)")
+        let delete = try disk.darkdisk(["delete", "--node", "a"])
+        #expect(delete.status == 0, "delete on a full disk: \(delete.stderr)")
+        #expect(try disk.darkdisk(["export", "--node", "b"]).stdout == disk.data)
+        #expect(try disk.darkdisk(["export", "--node", "a"]).status != 0, "a is gone")
+        // Room again: the store works as before (and keeps its reserve for the next time).
+        #expect(try disk.darkdisk(["import", try disk.store.file("small", Data("x".utf8)), "--node", "c"]).status == 0)
+        #expect(try disk.darkdisk(["check", "--full"]).status == 0)
+        #expect(FileManager.default.fileExists(atPath: disk.storePath + "/data/reserve"))
+    }
+
+    @Test func readOnlyCommandsWorkOnAReadOnlyStore() throws {
+        let disk = try SmallDisk()
+        let remount = try Shell.run("/bin/mount", ["-o", "remount,ro", disk.mountpoint])
+        try #require(remount.status == 0, "\(remount.stderr)")
+        let status = try disk.darkdisk(["status"])
+        #expect(status.status == 0 && status.output.contains("data "), "status: \(status.stderr)")
+        let export = try disk.darkdisk(["export", "--node", "b"])
+        #expect(export.status == 0 && export.stdout == disk.data, "export: \(export.stderr)")
+        #expect(try disk.darkdisk(["check", "--full"]).status == 0)
+        #expect(try disk.darkdisk(["config", "get", "pool.data.max_size"]).output == "26214400\n")
+        for command in [["delete", "--node", "a"], ["config", "set", "pool.data.max_size", "1M"]] {
+            expectOneLineFailure(try disk.darkdisk(command), mentioning: "read-only file system")
+        }
+    }
+}
