@@ -25,6 +25,8 @@ public struct DarkDiskError: Error, Sendable, Equatable, CustomStringConvertible
         case io
         /// The index database failed.
         case database
+        /// More data than allowed: a cache import past its pool's max size (`DiskImport.sizeLimit`).
+        case tooLarge
     }
 
     public let code: Code

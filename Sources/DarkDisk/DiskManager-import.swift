@@ -71,7 +71,7 @@ extension DiskManager {
                 fileKey = cryptoFile.key
             }
         } catch let error as CryptoError where error.code == .outOfRange && diskImport.sizeLimit != nil {
-            throw DarkDiskError(.invalidArgument, "\(error.message), the import's limit (the \(kind.pool.rawValue) pool's max size): it stopped and kept nothing (store it persistently, or raise pool.\(kind.pool.rawValue).max_size)")
+            throw DarkDiskError(.tooLarge, "\(error.message), the import's limit (the \(kind.pool.rawValue) pool's max size): it stopped and kept nothing (store it persistently, or raise pool.\(kind.pool.rawValue).max_size)")
         } catch let error as CryptoError {
             throw DarkDiskError(crypto: error)
         } catch let error as DarkDiskError {

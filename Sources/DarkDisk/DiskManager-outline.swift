@@ -21,6 +21,12 @@ extension DiskManager {
     /// Unwraps a key wrapped by this store's master key (from a remote record); a key from another master key fails.
     /// Whether `key` is this store's master key (a remote's passphrase-protected key, unwrapped, is compared
     /// with it before the store attaches to that remote).
+    /// Protects the store's master key with `passphrase` (adding one, or replacing the old one); the key
+    /// itself, and so everything it sealed, stays the same.
+    public func setPassphrase(_ passphrase: [UInt8]) throws(DarkDiskError) {
+        try MasterKeyFile.rewrap(masterKey, passphrase: passphrase, at: location.keyPath)
+    }
+
     public func isMasterKey(_ key: SymmetricKey) -> Bool {
         key.bytes == masterKey.bytes
     }

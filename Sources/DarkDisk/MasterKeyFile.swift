@@ -1,5 +1,8 @@
 import DarkDiskCrypto
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The store's master key on disk: a random key in a `0600` JSON file, either in the clear (`kdf: none`)
 /// or wrapped by a key derived from a passphrase with scrypt (as gocryptfs keeps `gocryptfs.conf`).
@@ -62,6 +65,32 @@ public enum MasterKeyFile {
         } catch {
             throw DarkDiskError(.wrongPassphrase, "wrong passphrase for the remote's key")
         }
+    }
+
+    /// Replaces the key file at `path` with `key` wrapped by a new `passphrase` (a fresh salt), atomically:
+    /// a crash leaves the old file or the new one.
+    public static func rewrap(_ key: SymmetricKey, passphrase: [UInt8], at path: String) throws(DarkDiskError) {
+        let salt = SecureRandom.bytes(32)
+        let kek: SymmetricKey
+        do {
+            kek = try Scrypt.deriveKey(passphrase: passphrase, salt: salt, n: scryptN, r: scryptR, p: scryptP)
+        } catch {
+            throw DarkDiskError(.keyFile, "cannot derive a key from the passphrase: \(error)")
+        }
+        let contents = Contents(version: 1, kdf: "scrypt", n: scryptN, r: scryptR, p: scryptP,
+                                salt: Hex.encode(salt), wrappedKey: Hex.encode(kek.wrap(key)))
+        let json: Data
+        do { json = try JSONEncoder().encode(contents) } catch {
+            throw DarkDiskError(.keyFile, "cannot encode key file: \(error)")
+        }
+        let temporary = path + ".new"
+        unlink(temporary)
+        try FileSystem.writeNewFile(temporary, contents: json + Data("\n".utf8), mode: 0o600)
+        guard rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw .posix("cannot replace", path: path)
+        }
+        try FileSystem.syncDirectory(of: path)
     }
 
     /// Installs a passphrase-protected key file made elsewhere (another machine's, from the remote) at `path`,

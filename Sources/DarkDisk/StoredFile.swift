@@ -1,3 +1,4 @@
+import DarkDiskCrypto
 import Foundation
 
 /// What the index knows about a stored file, without opening it (for listings and `stat`).
@@ -13,6 +14,8 @@ public struct StoredFile: Sendable, Equatable {
     public let modified: Date
     public let lastAccess: Date
     public let expiration: Double
+    /// A cache file (one section, imported here or a downloaded section) or a whole downloaded cloud file.
+    public let format: CryptoFileFormat
 
     init(_ record: FileRecord) {
         fileID = record.id ?? 0
@@ -25,5 +28,6 @@ public struct StoredFile: Sendable, Equatable {
         modified = Date(timeIntervalSince1970: record.modified)
         lastAccess = Date(timeIntervalSince1970: record.lastAccess)
         expiration = record.expiration
+        format = record.format
     }
 }

@@ -13,6 +13,7 @@ enum FuseErrno {
             switch error.code {
             case .invalidID, .notFound: return ENOENT
             case .invalidArgument: return EINVAL
+            case .tooLarge: return EFBIG
             case .corrupt: return EIO
             case .io: return error.errno ?? EIO
             case .database, .storeNotFound, .storeExists, .keyFile, .passphraseRequired, .wrongPassphrase: return EIO

@@ -17,7 +17,8 @@ extension FuseFileSystem {
             if let export = try exportFile(of: entry) {
                 // An inode serves one version: a name that now leads to another one answers ESTALE, and the
                 // kernel looks the name up again (once) and opens the new inode.
-                guard key.version == .stored(export.fileID) else { fuse_reply_err(req, ESTALE); return }
+                let version = try version(ofStored: entry, fileID: export.fileID, format: export.cryptoFile.format, plaintextSize: export.plaintextSize)
+                guard key.version == version else { fuse_reply_err(req, ESTALE); return }
                 openStored(req, entry: entry, ino: ino, export: export, fi: fi)
                 return
             }

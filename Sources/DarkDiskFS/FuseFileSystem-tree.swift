@@ -1,5 +1,6 @@
 import CFuse3
 import DarkDisk
+import DarkDiskCrypto
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -198,7 +199,7 @@ extension FuseFileSystem {
             st.st_mtim = modified
             st.st_ctim = modified
             st.st_atim = timespec(tv_sec: Int(file.lastAccess.timeIntervalSince1970), tv_nsec: 0)
-            return (st, .stored(file.fileID))
+            return (st, try version(ofStored: entry, fileID: file.fileID, format: file.format, plaintextSize: file.plaintextSize))
         }
         // Only in the remote: its size from the outline, no blocks on this disk.
         if case .avatarFile(let user, let identity) = entry {
@@ -209,6 +210,17 @@ extension FuseFileSystem {
             return nil
         }
         return (baseStat(mode: S_IFREG | 0o644, links: 1, size: outline.plaintextSize(of: kind)), .remote(outline.cloudETag))
+    }
+
+    /// The version a stored file of `entry` serves. A node's data downloaded from the remote (a whole cloud
+    /// file), or a section fetched from it (of the size the record gives), is the remote's version at the
+    /// outline's ETag, the same as before it was downloaded and after it is evicted: the inode (and the
+    /// kernel's pages) stays while a busy pool downloads and evicts it again and again (a new inode each
+    /// time made opens fail with ESTALE twice in a row). Anything else stored is its own version.
+    func version(ofStored entry: FSEntry, fileID: Int64, format: CryptoFileFormat, plaintextSize: UInt64) throws(DarkDiskError) -> InodeTable.Version {
+        guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), outline.has(kind) else { return .stored(fileID) }
+        let downloaded = kind == .data ? format == .cloudFile : plaintextSize == outline.plaintextSize(of: kind)
+        return downloaded ? .remote(outline.cloudETag) : .stored(fileID)
     }
 
     /// A `stat` owned by the mounting user, with the mount's time for all three times.

@@ -135,6 +135,11 @@ extension ImageManager {
                 local.provisional = true
                 return .success(local)
             }
+            // The remote has no record of the user, but this store has avatars of theirs (imported here):
+            // those are the user's avatars, and the most recent one is the one to show.
+            if identity == nil, failure.code == .notAvailable, let local = try? mostRecentLocalAvatar(user) {
+                return .success(local)
+            }
             return .failure(failure)
         }
     }

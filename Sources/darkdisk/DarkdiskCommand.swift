@@ -14,10 +14,11 @@ struct DarkdiskCommand: ParsableCommand {
             without it the default store lives in the XDG folders ($XDG_DATA_HOME, $XDG_CACHE_HOME, \
             $XDG_CONFIG_HOME under darkdisk/default).
             """,
+        version: "darkdisk \(DarkdiskVersion.current)",
         subcommands: [InitCommand.self, ImportCommand.self, ExportCommand.self, MountCommand.self,
                       UnmountCommand.self, PushCommand.self, PullCommand.self, FetchCommand.self,
                       PersistCommand.self, DeleteCommand.self, StatusCommand.self, ConfigCommand.self,
-                      CheckCommand.self, ThumbnailCommand.self, AvatarCommand.self, RemoteCommand.self])
+                      CheckCommand.self, ThumbnailCommand.self, AvatarCommand.self, RemoteCommand.self, PassphraseCommand.self])
 
     /// Parses, runs, and turns every failure into one line on stderr and a non-zero exit.
     /// Synchronous commands (mount above all) run on the main thread, whose signal mask libfuse's threads
@@ -25,6 +26,7 @@ struct DarkdiskCommand: ParsableCommand {
     static func runAndExit() -> Never {
         StandardStreams.prepare()
         do {
+            try refuseHelpOfAnUnknownCommand()
             var command = try parseAsRoot()
             // The mount daemon's signals are libfuse's; any other command removes its staging files first.
             if !(command is MountCommand) { InterruptCleanup.install() }
@@ -50,6 +52,19 @@ struct DarkdiskCommand: ParsableCommand {
             if exitCode(for: error) == .success { exit(withError: error) }
             let message = self.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
             fail(message + " (see 'darkdisk help')")
+        }
+    }
+
+    /// `darkdisk help bogus` printed the overview and exited 0; a command that does not exist is an error.
+    static func refuseHelpOfAnUnknownCommand() throws {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        guard arguments.first == "help", arguments.count > 1 else { return }
+        var commands: [any ParsableCommand.Type] = configuration.subcommands
+        for name in arguments.dropFirst() where !name.hasPrefix("-") {
+            guard let command = commands.first(where: { $0._commandName == name }) else {
+                throw CLIError("no command '\(name)' (see 'darkdisk help')")
+            }
+            commands = command.configuration.subcommands
         }
     }
 

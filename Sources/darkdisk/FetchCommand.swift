@@ -18,8 +18,8 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The node to download.", valueName: "ID"))
     var node: String?
 
-    @Option(help: ArgumentHelp("Which section of the node: data, thumbnail or metadata.", valueName: "KIND"))
-    var kind: String = "data"
+    @Option(help: ArgumentHelp("Which section of the node: data (the default), thumbnail or metadata.", valueName: "KIND"))
+    var kind: String?
 
     @Option(help: ArgumentHelp("Download this user's avatar.", valueName: "ID"))
     var user: String?

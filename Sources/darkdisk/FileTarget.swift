@@ -14,10 +14,14 @@ enum FileTarget {
         }
     }
 
-    static func parse(node: String?, kind: String, user: String?, identity: String?, identityRequired: Bool = true) throws -> FileTarget {
+    /// `kind` nil: a node's data. A kind with `--user` is refused: an avatar has no sections.
+    static func parse(node: String?, kind: String?, user: String?, identity: String?, identityRequired: Bool = true) throws -> FileTarget {
+        if user != nil, node == nil, let kind {
+            throw CLIError("--kind \(kind) is for nodes; an avatar has no kinds")
+        }
         switch (node, user, identity) {
         case (let node?, nil, nil):
-            return .node(try NodeID(node), try FileKind.parseNodeKind(kind))
+            return .node(try NodeID(node), try FileKind.parseNodeKind(kind ?? "data"))
         case (nil, let user?, let identity?):
             return .avatar(try UserID(user), try IdentityID(identity))
         case (nil, let user?, nil) where !identityRequired:

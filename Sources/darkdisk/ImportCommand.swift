@@ -16,8 +16,8 @@ struct ImportCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The node to store the file for.", valueName: "ID"))
     var node: String?
 
-    @Option(help: ArgumentHelp("Which section of the node: data, thumbnail or metadata.", valueName: "KIND"))
-    var kind: String = "data"
+    @Option(help: ArgumentHelp("Which section of the node: data (the default), thumbnail or metadata.", valueName: "KIND"))
+    var kind: String?
 
     @Option(help: ArgumentHelp("Store an avatar for this user (with --identity).", valueName: "ID"))
     var user: String?
@@ -42,6 +42,10 @@ struct ImportCommand: ParsableCommand {
 
     func run() throws {
         let target = try FileTarget.parse(node: node, kind: kind, user: user, identity: identity)
+        if case .avatar = target, migrateAfterUpload || deleteAfterUpload {
+            // Avatars are uploaded by 'push --user', which has no upload hooks: say so rather than ignore them.
+            throw CLIError("--\(migrateAfterUpload ? "migrate-after-upload" : "delete-after-upload") is for nodes; an avatar has no upload hooks")
+        }
 
         let source: DiskImport.Source
         var input: FileHandle?
@@ -73,13 +77,11 @@ struct ImportCommand: ParsableCommand {
             diskImport.sizeLimit = try manager.settings(for: target.pool).maxSize
         }
         let stored: DiskExport
-        switch target {
-        case .node(let id, let kind):
-            stored = try manager.importNodeFile(diskImport, nodeID: id, kind: kind)
-        case .avatar(let user, let identity?):
-            stored = try manager.importUserAvatar(diskImport, userID: user, identityID: identity)
-        case .avatar(_, nil):
-            preconditionFailure("FileTarget.parse requires an identity here")
+        do {
+            stored = try Self.store(diskImport, as: target, in: manager)
+        } catch let error as DarkDiskError where error.code == .tooLarge {
+            let maxSize = diskImport.sizeLimit ?? 0
+            throw CLIError("\(diskImport.sourceName ?? file) holds more than the \(target.pool.rawValue) pool's max size (\(maxSize) bytes), so the cache cannot keep it; the import stopped and kept nothing: import it with --persistent, or raise pool.\(target.pool.rawValue).max_size")
         }
         // A cache file larger than its pool's max size would be evicted as soon as this command lets go of
         // it: say so and store nothing, rather than exit 0 having kept nothing.
@@ -91,6 +93,17 @@ struct ImportCommand: ParsableCommand {
             case .avatar(_, nil): break
             }
             throw CLIError("\(file == "-" ? "stdin" : file) takes \(stored.storedSize) bytes encrypted, more than the \(stored.pool.rawValue) pool's max size (\(maxSize)), so the cache cannot keep it: import it with --persistent, or raise pool.\(stored.pool.rawValue).max_size")
+        }
+    }
+
+    private static func store(_ diskImport: DiskImport, as target: FileTarget, in manager: DiskManager) throws -> DiskExport {
+        switch target {
+        case .node(let id, let kind):
+            return try manager.importNodeFile(diskImport, nodeID: id, kind: kind)
+        case .avatar(let user, let identity?):
+            return try manager.importUserAvatar(diskImport, userID: user, identityID: identity)
+        case .avatar(_, nil):
+            preconditionFailure("FileTarget.parse requires an identity here")
         }
     }
 }

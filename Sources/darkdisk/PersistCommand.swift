@@ -12,8 +12,8 @@ struct PersistCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The node whose file to move.", valueName: "ID"))
     var node: String?
 
-    @Option(help: ArgumentHelp("Which section of the node: data, thumbnail or metadata.", valueName: "KIND"))
-    var kind: String = "data"
+    @Option(help: ArgumentHelp("Which section of the node: data (the default), thumbnail or metadata.", valueName: "KIND"))
+    var kind: String?
 
     @Option(help: ArgumentHelp("Move this user's avatars instead.", valueName: "ID"))
     var user: String?
@@ -31,11 +31,12 @@ struct PersistCommand: ParsableCommand {
         switch (node, user) {
         case (let node?, nil):
             let id = try NodeID(node)
-            let kind = try FileKind.parseNodeKind(kind)
+            let kind = try FileKind.parseNodeKind(kind ?? "data")
             guard try storeOptions.open().makeNodeFilePersistent(persistent, nodeID: id, kind: kind) else {
                 throw CLIError("node '\(id)' has no \(kind.rawValue) stored locally")
             }
         case (nil, let user?):
+            if let kind { throw CLIError("--kind \(kind) is for nodes; an avatar has no kinds") }
             let id = try UserID(user)
             let manager = try storeOptions.open()
             guard try !manager.storedAvatars(id).isEmpty else { throw CLIError("user '\(id)' has no avatar stored locally") }

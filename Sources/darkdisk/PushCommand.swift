@@ -43,7 +43,7 @@ struct PushCommand: AsyncParsableCommand {
     var metadata: String?
 
     func run() async throws {
-        let target = try FileTarget.parse(node: node, kind: "data", user: user, identity: identity)
+        let target = try FileTarget.parse(node: node, kind: nil, user: user, identity: identity)
         if let parent { _ = try NodeID(parent) }
         if let name, !NodeRecord.isValidName(name) { throw CLIError("invalid --name: at most 255 bytes, no NUL") }
         func contents(_ path: String?, _ what: String) throws -> Data? {

@@ -2,6 +2,9 @@ import ArgumentParser
 import DarkDisk
 import Foundation
 import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Options every command shares: which store, and how to unlock its key.
 struct StoreOptions: ParsableArguments {
@@ -18,10 +21,31 @@ struct StoreOptions: ParsableArguments {
         guard let path = passphraseFile ?? ProcessInfo.processInfo.environment["DARKDISK_PASSPHRASE_FILE"], !path.isEmpty else {
             return nil
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CLIError("cannot read passphrase file \(path)")
+        return try Self.readPassphrase(path)
+    }
+
+    /// Reads a passphrase from `path`: a private regular file, or a pipe (`--passphrase-file <(pass show x)`),
+    /// read once, to its end. A regular file that group or others can read is refused, as the key file is.
+    static func readPassphrase(_ path: String) throws -> [UInt8] {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CLIError("cannot read passphrase file \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw CLIError("cannot read passphrase file \(path): \(String(cString: strerror(errno)))") }
+        if st.st_mode & S_IFMT == S_IFREG, st.st_mode & 0o077 != 0 {
+            throw CLIError("passphrase file \(path) can be read by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); run 'chmod 600 \(path)'")
         }
-        var bytes = [UInt8](data)
+        guard st.st_mode & S_IFMT != S_IFDIR else { throw CLIError("passphrase file \(path) is a directory") }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while bytes.count <= 65536 {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw CLIError("cannot read passphrase file \(path): \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            bytes += buffer[0..<n]
+        }
+        guard bytes.count <= 65536 else { throw CLIError("passphrase file \(path) is larger than 64 KiB") }
         if bytes.last == 0x0A { bytes.removeLast() }
         if bytes.last == 0x0D { bytes.removeLast() }
         guard !bytes.isEmpty else { throw CLIError("passphrase file \(path) is empty") }

@@ -1,5 +1,8 @@
 import DarkDisk
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A temporary folder with a store in it, driven through the real `darkdisk` binary.
 final class CLIStore {
@@ -21,10 +24,12 @@ final class CLIStore {
         try Shell.run(Shell.darkdisk, arguments + ["--store", storePath], stdin: stdin, environment: environment)
     }
 
-    /// Writes `data` to a file in the temporary folder and returns its path.
+    /// Writes `data` to a private (0600) file in the temporary folder and returns its path: passphrase files
+    /// others can read are refused, as the key file is.
     func file(_ name: String, _ data: Data) throws -> String {
         let path = directory + "/" + name
         try data.write(to: URL(fileURLWithPath: path))
+        chmod(path, 0o600)
         return path
     }
 

@@ -59,3 +59,39 @@ import Testing
         #expect(try remote.darkdiskB(["export", "--node", "known"]).stdout == CLIStore.bytes(2000, seed: 6), "the damaged one keeps what B had")
     }
 }
+
+/// Issue 15 item 18: the README's `avatar --user alice` failed for an avatar imported here; options that do
+/// not apply were ignored; `darkdisk help bogus` exited 0; there was no `--version`.
+@Suite struct CommandLineHonestyTests {
+    @Test func theReadmesAvatarExampleWorksForALocalAvatar() throws {
+        let store = try CLIStore()
+        let picture = try ImageCommandTests().picture(store, "alice.png", 64, 64)
+        #expect(try store.darkdisk(["import", picture, "--user", "alice", "--identity", "github|42"]).status == 0)
+        let run = try store.darkdisk(["avatar", "--user", "alice"])
+        let original = try Data(contentsOf: URL(fileURLWithPath: picture))
+        #expect(run.status == 0 && run.stdout == original, "avatar --user alice: \(run.stderr)")
+        expectOneLineFailure(try store.darkdisk(["avatar", "--user", "bob"]), mentioning: "bob")
+    }
+
+    @Test func optionsThatDoNotApplyAreRefused() throws {
+        let store = try CLIStore()
+        let file = try store.file("a", Data("x".utf8))
+        for arguments in [["import", file, "--user", "u", "--identity", "i", "--kind", "thumbnail"],
+                          ["fetch", "--user", "u", "--kind", "metadata"],
+                          ["persist", "--user", "u", "--kind", "thumbnail", "on"]] {
+            expectOneLineFailure(try store.darkdisk(arguments), mentioning: "is for nodes")
+        }
+        for flag in ["--migrate-after-upload", "--delete-after-upload"] {
+            expectOneLineFailure(try store.darkdisk(["import", file, "--user", "u", "--identity", "i", flag]), mentioning: "an avatar has no upload hooks")
+        }
+        #expect(try store.darkdisk(["import", file, "--node", "n", "--kind", "data"]).status == 0, "--kind with --node is fine")
+    }
+
+    @Test func helpOfAnUnknownCommandFailsAndVersionIsThere() throws {
+        expectOneLineFailure(try Shell.run(Shell.darkdisk, ["help", "bogus"]), mentioning: "no command 'bogus'")
+        expectOneLineFailure(try Shell.run(Shell.darkdisk, ["help", "config", "bogus"]), mentioning: "no command 'bogus'")
+        #expect(try Shell.run(Shell.darkdisk, ["help", "config", "set"]).status == 0)
+        let version = try Shell.run(Shell.darkdisk, ["--version"])
+        #expect(version.status == 0 && version.output.hasPrefix("darkdisk ") && version.output.split(separator: ".").count == 3, "\(version.output)")
+    }
+}

@@ -16,7 +16,7 @@ import Testing
         #expect(try store.darkdisk(["config", "set", "pool.data.max_size", "2M"]).status == 0)
         let started = Date()
         let run = try Shell.run("/usr/bin/timeout", ["-s", "KILL", "60", Shell.darkdisk, "import", "/dev/zero", "--node", "z", "--store", store.storePath])
-        expectOneLineFailure(run, mentioning: "/dev/zero holds more than 2097152 bytes")
+        expectOneLineFailure(run, mentioning: "/dev/zero holds more than the data pool's max size (2097152 bytes)")
         #expect(run.stderr.contains("raise pool.data.max_size"), "\(run.stderr)")
         #expect(Date().timeIntervalSince(started) < 30, "it stopped at the limit, not at the end of /dev/zero")
         #expect(stagingFiles(store).isEmpty, "\(stagingFiles(store))")
