@@ -20,7 +20,7 @@ public final class CryptoFileReader: Sendable {
     /// Opens the file at `fileDescriptor` (readable with `pread`). With `closeOnDeinit` the reader owns the
     /// descriptor and closes it when released; if opening throws, the descriptor is left open.
     public convenience init(fileDescriptor: Int32, key: SymmetricKey, closeOnDeinit: Bool) throws(CryptoError) {
-        let name = "file descriptor \(fileDescriptor)"
+        let name = POSIXIO.name(of: fileDescriptor)
         let (header, fileKey) = try Self.authenticate(fileDescriptor, key: key, name: name)
         self.init(fileDescriptor: fileDescriptor, header: header, fileKey: fileKey, closeOnDeinit: closeOnDeinit, name: name)
     }

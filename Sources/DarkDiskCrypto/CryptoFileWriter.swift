@@ -38,7 +38,7 @@ public final class CryptoFileWriter {
     public convenience init(fileDescriptor: Int32, key: SymmetricKey, format: CryptoFileFormat,
                             chunkSize: UInt32 = CryptoFormat.defaultChunkSize) throws(CryptoError) {
         try self.init(fileDescriptor: fileDescriptor, key: key, format: format, chunkSize: chunkSize,
-                      name: "file descriptor \(fileDescriptor)")
+                      name: POSIXIO.name(of: fileDescriptor))
     }
 
     /// As the public initializer; `name` identifies the file in error messages.

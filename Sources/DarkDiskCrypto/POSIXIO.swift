@@ -4,6 +4,16 @@ import Glibc
 
 /// errno-checked loops over the POSIX I/O calls the module uses, retrying `EINTR` and short transfers.
 enum POSIXIO {
+    /// What messages call an open descriptor: its path (from /proc/self/fd), else "file descriptor N". A
+    /// message naming "file descriptor 13" told the user nothing.
+    static func name(of fd: Int32) -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+        guard n > 0 else { return "file descriptor \(fd)" }
+        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return path.hasPrefix("/") ? path : "file descriptor \(fd) (\(path))"
+    }
+
     /// Flags and mode for every file this module creates: private to the owner, replacing old content.
     static func createFile(_ path: String) throws(CryptoError) -> Int32 {
         let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o600)

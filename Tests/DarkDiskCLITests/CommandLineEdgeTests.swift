@@ -95,3 +95,24 @@ import Testing
         #expect(version.status == 0 && version.output.hasPrefix("darkdisk ") && version.output.split(separator: ".").count == 3, "\(version.output)")
     }
 }
+
+/// Issue 15 item 19: messages named "file descriptor 13" instead of the file.
+@Suite struct MessagesNameFilesTests {
+    @Test func aDamagedFileIsNamedByItsPath() throws {
+        let store = try CLIStore()
+        #expect(try store.darkdisk(["import", "-", "--node", "a", "--persistent"], stdin: CLIStore.bytes(100_000, seed: 12)).status == 0)
+        let files = store.storePath + "/data/files"
+        let shard = try #require(try FileManager.default.contentsOfDirectory(atPath: files).first)
+        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: files + "/" + shard).first)
+        let path = files + "/" + shard + "/" + name
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.seek(toOffset: 50_000)
+        let byte = try #require(try handle.read(upToCount: 1))
+        try handle.seek(toOffset: 50_000)
+        try handle.write(contentsOf: Data([byte[0] ^ 0x01]))
+        try handle.close()
+        let export = try store.darkdisk(["export", "--node", "a", "-o", store.directory + "/out"])
+        expectOneLineFailure(export, mentioning: name)
+        #expect(!export.stderr.contains("file descriptor"), "\(export.stderr)")
+    }
+}
