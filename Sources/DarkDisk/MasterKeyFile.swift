@@ -26,6 +26,12 @@ public enum MasterKeyFile {
     /// Creates a new random master key at `path` (failing if one exists) and returns it.
     public static func create(at path: String, passphrase: [UInt8]?) throws(DarkDiskError) -> SymmetricKey {
         let key = SymmetricKey.random()
+        try FileSystem.writeNewFile(path, contents: try encoded(key, passphrase: passphrase), mode: 0o600)
+        return key
+    }
+
+    /// A key file's bytes: `key` in the clear, or wrapped by a key derived from `passphrase` (a fresh salt).
+    private static func encoded(_ key: SymmetricKey, passphrase: [UInt8]?) throws(DarkDiskError) -> Data {
         var contents = Contents(version: 1, kdf: "none")
         if let passphrase {
             let salt = SecureRandom.bytes(32)
@@ -44,12 +50,9 @@ public enum MasterKeyFile {
         } else {
             contents.key = Hex.encode(key.bytes)
         }
-        let json: Data
-        do { json = try JSONEncoder().encode(contents) } catch {
+        do { return try JSONEncoder().encode(contents) + Data("\n".utf8) } catch {
             throw DarkDiskError(.keyFile, "cannot encode key file: \(error)")
         }
-        try FileSystem.writeNewFile(path, contents: json + Data("\n".utf8), mode: 0o600)
-        return key
     }
 
     /// The key inside a passphrase-protected key file made elsewhere (another machine's, from the remote).
@@ -70,22 +73,10 @@ public enum MasterKeyFile {
     /// Replaces the key file at `path` with `key` wrapped by a new `passphrase` (a fresh salt), atomically:
     /// a crash leaves the old file or the new one.
     public static func rewrap(_ key: SymmetricKey, passphrase: [UInt8], at path: String) throws(DarkDiskError) {
-        let salt = SecureRandom.bytes(32)
-        let kek: SymmetricKey
-        do {
-            kek = try Scrypt.deriveKey(passphrase: passphrase, salt: salt, n: scryptN, r: scryptR, p: scryptP)
-        } catch {
-            throw DarkDiskError(.keyFile, "cannot derive a key from the passphrase: \(error)")
-        }
-        let contents = Contents(version: 1, kdf: "scrypt", n: scryptN, r: scryptR, p: scryptP,
-                                salt: Hex.encode(salt), wrappedKey: Hex.encode(kek.wrap(key)))
-        let json: Data
-        do { json = try JSONEncoder().encode(contents) } catch {
-            throw DarkDiskError(.keyFile, "cannot encode key file: \(error)")
-        }
+        let contents = try encoded(key, passphrase: passphrase)
         let temporary = path + ".new"
         unlink(temporary)
-        try FileSystem.writeNewFile(temporary, contents: json + Data("\n".utf8), mode: 0o600)
+        try FileSystem.writeNewFile(temporary, contents: contents, mode: 0o600)
         guard rename(temporary, path) == 0 else {
             unlink(temporary)
             throw .posix("cannot replace", path: path)

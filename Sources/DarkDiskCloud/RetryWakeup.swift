@@ -8,6 +8,10 @@ import Synchronization
 public enum RetryWakeup {
     private static let sleepers = Locked<[UInt64: CheckedContinuation<Void, Never>]>([:])
     private static let nextID = Atomic<UInt64>(0)
+    private static let lastWake = Locked<ContinuousClock.Instant?>(nil)
+    /// At most one early retry per second, however many readers wait: during an outage the pauses still
+    /// spare the remote.
+    static let minimumInterval: Duration = .seconds(1)
 
     /// Sleeps `nanoseconds`, or less if `wakeAll()` is called or the task is cancelled meanwhile.
     static func sleep(nanoseconds: UInt64) async {
@@ -26,8 +30,16 @@ public enum RetryWakeup {
         }
     }
 
-    /// Ends every pause now: the requests waiting to be retried are tried at once.
+    /// Ends every pause now (unless that was done less than a second ago): the requests waiting to be
+    /// retried are tried at once.
     public static func wakeAll() {
+        let now = ContinuousClock.now
+        let due = lastWake.withLock { last -> Bool in
+            guard last.map({ now - $0 >= minimumInterval }) ?? true else { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
         let all = sleepers.withLock { sleepers in
             defer { sleepers.removeAll() }
             return Array(sleepers.values)

@@ -252,17 +252,6 @@ extension FuseFileSystem {
         }
     }
 
-    /// The plaintext size the remote's outline gives a file that is not stored (nil: the outline does not list it).
-    func remoteSize(of entry: FSEntry) throws(DarkDiskError) -> UInt64? {
-        if case .avatarFile(let user, let identity) = entry {
-            return try manager.avatarOutlineEntry(user, identityID: identity)?.plaintextSize
-        }
-        guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), outline.has(kind) else {
-            return nil
-        }
-        return outline.plaintextSize(of: kind)
-    }
-
     func storedFile(of entry: FSEntry) throws(DarkDiskError) -> StoredFile? {
         switch entry {
         case .nodeFile(let id, let kind): try manager.storedFile(id, kind: kind)

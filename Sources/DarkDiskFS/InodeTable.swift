@@ -77,7 +77,4 @@ struct InodeTable: Sendable {
     func existingInode(for entry: FSEntry) -> fuse_ino_t? {
         byKey[Key(entry: entry, version: nil)]
     }
-
-    /// How many inodes the table holds (stale versions go when the kernel forgets them).
-    var count: Int { byInode.count }
 }
