@@ -69,6 +69,8 @@ let package = Package(
         .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskSync", "DarkDiskCloud", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets"]),
         .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskTestSupport"]),
+        // The FUSE layer's pure parts, without a mount: inode table, errno mapping, attribute values, options.
+        .testTarget(name: "DarkDiskFSTests", dependencies: ["DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskTestSupport"]),
         // The image manager (issue 7): in-memory caches of processed thumbnails and avatars, libvips underneath.
         .target(name: "DarkDiskImages", dependencies: ["DarkDiskSync", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"],
                 resources: [.copy("Resources")]),
