@@ -23,7 +23,7 @@ struct MountCommand: ParsableCommand {
     @Flag(help: "Stay in the foreground and log to stderr.")
     var foreground = false
 
-    @Option(name: .customShort("o"), help: ArgumentHelp("A mount option: allow_other, allow_root, auto_unmount, noatime, nodev, nosuid, noexec, dirsync, sync, async, max_read=N (repeatable, comma-separated).", valueName: "OPTION"))
+    @Option(name: .customShort("o"), help: ArgumentHelp("A mount option: allow_other, allow_root, auto_unmount, noatime, nodev, nosuid, noexec, dirsync, sync, async, max_read=N (repeatable, comma-separated; allow_other and allow_root exclude each other).", valueName: "OPTION"))
     var options: [String] = []
 
     @Option(help: ArgumentHelp("How long a read of a node that is only in the remote waits for its bytes before it fails with an I/O error.", valueName: "SECONDS"))
