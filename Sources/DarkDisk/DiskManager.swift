@@ -10,8 +10,6 @@ import DarkDiskSync
 public final class DiskManager: Sendable {
     public let location: StoreLocation
     let database: DatabasePool
-    /// The store's file system is mounted read-only: reads work, nothing is written (no upkeep either).
-    let isReadOnly: Bool
     let masterKey: SymmetricKey
     let deleter: FileDeleter
     let logger: Logger
@@ -77,7 +75,6 @@ public final class DiskManager: Sendable {
         try FileSystem.makeDirectory(location.persistentStaging)
         let readOnly = SpaceReserve.isReadOnly(location.dataDirectory)
         self.database = try Self.openIndex(location, readOnly: readOnly)
-        self.isReadOnly = readOnly
         self.deleter = FileDeleter(database: database)
         if !readOnly { SpaceReserve.ensure(in: location.dataDirectory) }
         // Start-up enforcement: finish interrupted deletes, expire, evict. All index-driven, so fast at any size;
