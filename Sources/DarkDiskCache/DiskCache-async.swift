@@ -1,21 +1,11 @@
+import DarkDiskSync
 import Foundation
 
-/// The `async` forms: each runs its synchronous form on a background queue, so a caller on Swift's cooperative
-/// pool never blocks a pool thread on disk I/O or another process' lock.
+/// The `async` forms: each runs its synchronous form on the shared blocking pool, so a caller on Swift's
+/// cooperative pool never blocks a pool thread on disk I/O or another process' lock.
 extension DiskCache {
-    static let workQueue = DispatchQueue(label: "darkdisk.DiskCache.work", qos: .utility, attributes: .concurrent)
-
     func background<Result: Sendable>(_ body: @escaping @Sendable () throws(DiskCacheError) -> Result) async throws(DiskCacheError) -> Result {
-        let outcome: Swift.Result<Result, DiskCacheError> = await withCheckedContinuation { continuation in
-            Self.workQueue.async {
-                do throws(DiskCacheError) {
-                    continuation.resume(returning: .success(try body()))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        return try outcome.get()
+        try await BlockingPool.shared.run(body)
     }
 
     /// The value stored for `key`, or `nil` (see the synchronous form).

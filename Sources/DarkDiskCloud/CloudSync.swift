@@ -43,7 +43,7 @@ public struct CloudSync: Sendable {
         _ = try await remote.write(CloudLayout.record(nodeID), data: record.encoded())
         let entry = try record.outlineEntry()
         try manager.updateOutline(entry, invalidatingLocalFiles: false)
-        for kind in [FileKind.data, .metadata, .thumbnail] { try manager.didUploadNodeFile(nodeID, kind: kind) }
+        for kind in [FileKind.data, .metadata, .thumbnail] { try await manager.didUploadNodeFile(nodeID, kind: kind) }
         return entry
     }
 
@@ -112,7 +112,7 @@ public struct CloudSync: Sendable {
         }
         let gone = known.keys.filter { !seen.contains($0) }
         if !gone.isEmpty {
-            try manager.deleteNodes(Array(gone))
+            try await manager.deleteNodes(Array(gone))
             result.deleted = gone.count
         }
         result.skipped += try await pullUsers()

@@ -32,10 +32,17 @@ extension DownloadManager {
         guard let avatar = identity.avatar, let wrapped = Hex.decode(avatar.wrappedKey) else {
             return UserAvatarDownload(userID: userID, identityID: identityID, image: nil, export: nil)
         }
-        if let local = try manager.userAvatar(userID, identityID: identityID) {
-            return UserAvatarDownload(userID: userID, identityID: identityID, image: try Self.plaintext(of: local), export: local)
+        let manager = self.manager
+        let key: SymmetricKey
+        switch try await blocking({ () throws -> StoredOrKey in
+            if let local = try manager.userAvatar(userID, identityID: identityID) {
+                return .stored(UserAvatarDownload(userID: userID, identityID: identityID, image: try Self.plaintext(of: local), export: local))
+            }
+            return .key(try manager.unwrapKey(wrapped))
+        }) {
+        case .stored(let download): return download
+        case .key(let unwrapped): key = unwrapped
         }
-        let key = try manager.unwrapKey(wrapped)
         let objectKey = CloudLayout.avatar(userID, identityID)
         for attempt in 0..<3 {
             guard let info = try await remote.info(objectKey) else {
@@ -49,24 +56,33 @@ extension DownloadManager {
             if case .failure(let error) = fetched, error.code == .changed, attempt < 2 { continue }  // replaced meanwhile
             let bytes = try fetched.get()
             transfer.report(DownloadProgress(completedBytes: info.size, totalBytes: info.size, resumedBytes: 0, throughput: 0))
-            let path = try cacheFolder("partial") + "/" + UUID().uuidString + ".avatar"
-            defer { unlink(path) }
-            guard FileManager.default.createFile(atPath: path, contents: bytes, attributes: [.posixPermissions: 0o600]) else {
-                throw RemoteError(.io, "cannot write \(path)")
+            let folder = try cacheFolder("partial")
+            return try await blocking { () throws -> UserAvatarDownload in
+                let path = folder + "/" + UUID().uuidString + ".avatar"
+                defer { unlink(path) }
+                guard FileManager.default.createFile(atPath: path, contents: bytes, attributes: [.posixPermissions: 0o600]) else {
+                    throw RemoteError(.io, "cannot write \(path)")
+                }
+                let image: Data
+                do throws(CryptoError) {
+                    image = try FileConversion.decryptIntoMemory(path: path, key: key)
+                } catch {
+                    throw RemoteError(.invalidResponse, "the avatar of '\(userID)' / '\(identityID)' does not authenticate: \(error.message)")
+                }
+                guard transfer.decideCaching() else {
+                    return UserAvatarDownload(userID: userID, identityID: identityID, image: image, export: nil)
+                }
+                let file = CryptoFile(path: path, format: .cacheFile, key: key)
+                let export = try manager.importUserAvatar(DiskImport(cryptoFile: file), userID: userID, identityID: identityID)
+                return UserAvatarDownload(userID: userID, identityID: identityID, image: image, export: export)
             }
-            let image: Data
-            do {
-                image = try FileConversion.decryptIntoMemory(path: path, key: key)
-            } catch {
-                throw RemoteError(.invalidResponse, "the avatar of '\(userID)' / '\(identityID)' does not authenticate: \(error.message)")
-            }
-            guard transfer.decideCaching() else {
-                return UserAvatarDownload(userID: userID, identityID: identityID, image: image, export: nil)
-            }
-            let file = CryptoFile(path: path, format: .cacheFile, key: key)
-            let export = try manager.importUserAvatar(DiskImport(cryptoFile: file), userID: userID, identityID: identityID)
-            return UserAvatarDownload(userID: userID, identityID: identityID, image: image, export: export)
         }
         throw RemoteError(.changed, "the avatar of '\(userID)' / '\(identityID)' keeps changing in the cloud")
     }
+}
+
+/// A stored avatar, or the key to fetch one with.
+private enum StoredOrKey: Sendable {
+    case stored(UserAvatarDownload)
+    case key(SymmetricKey)
 }

@@ -25,14 +25,25 @@ extension DownloadManager {
         var lock: DownloadLock?
         do {
             while true {
-                if let local = try manager.nodeFile(nodeID, kind: .data) {
+                let attempt = try await blocking { () throws -> LockAttempt in
+                    if let local = try self.manager.nodeFile(nodeID, kind: .data) { return .stored(local) }
+                    let lock = try DownloadLock.tryAcquire(try self.cacheFolder("partial") + "/" + nodeID.rawValue + ".lock")
+                    return lock.map(LockAttempt.acquired) ?? .busy
+                }
+                switch attempt {
+                case .stored(let local):
                     // Stored meanwhile (by another process, say): readers waiting on its bytes read it now.
                     if let waiting = registeredStream(nodeID) { endStream(nodeID, waiting, nil) }
                     return NodeDataDownload(export: local)
+                case .acquired(let acquired):
+                    lock = acquired
+                case .busy:
+                    // Another downloader (in this process or another) holds the node: poll its lock. The
+                    // wait suspends; no thread is held while it lasts.
+                    try await Task.sleep(nanoseconds: 100_000_000)
+                    continue
                 }
-                lock = try DownloadLock.tryAcquire(try cacheFolder("partial") + "/" + nodeID.rawValue + ".lock")
-                if lock != nil { break }
-                try await Task.sleep(nanoseconds: 100_000_000)
+                break
             }
         } catch {
             if let waiting = registeredStream(nodeID) { endStream(nodeID, waiting, error) }
@@ -65,32 +76,38 @@ extension DownloadManager {
     }
 
     private func fetchNodeData(_ nodeID: NodeID, stream: NodeDataStream, transfer: Transfer<NodeDataDownload>) async throws -> NodeDataDownload {
-        guard let entry = try manager.outlineEntry(nodeID) else {
-            throw RemoteError(.notFound, "node '\(nodeID)' is not stored locally and the remote's outline does not have it (run 'darkdisk pull')")
+        let manager = self.manager
+        let (entry, key) = try await blocking { () throws -> (OutlineEntry, SymmetricKey) in
+            guard let entry = try manager.outlineEntry(nodeID) else {
+                throw RemoteError(.notFound, "node '\(nodeID)' is not stored locally and the remote's outline does not have it (run 'darkdisk pull')")
+            }
+            return (entry, try manager.unwrapKey(entry.wrappedKey))
         }
-        let key = try manager.unwrapKey(entry.wrappedKey)
         let objectKey = CloudLayout.cloudFile(nodeID)
         for attempt in 0..<3 {
             guard let info = try await remote.info(objectKey) else {
                 throw RemoteError(.notFound, "node '\(nodeID)' is in the outline but its cloud file is not in \(remote.url)")
             }
-            var download = try manager.partialDownload(nodeID)
-            if download == nil || download!.etag != info.etag || download!.size != info.size {
-                download = try manager.beginPartialDownload(nodeID, etag: info.etag, size: info.size)
+            let download = try await blocking { () throws -> PartialDownload in
+                if let download = try manager.partialDownload(nodeID), download.etag == info.etag, download.size == info.size {
+                    return download
+                }
+                return try manager.beginPartialDownload(nodeID, etag: info.etag, size: info.size)
             }
             do {
-                try await fetchMissing(download!, key: objectKey, nodeKey: key, record: entry, stream: stream, transfer: transfer)
+                try await fetchMissing(download, key: objectKey, nodeKey: key, record: entry, stream: stream, transfer: transfer)
             } catch let error as RemoteError where error.code == .changed && attempt < 2 {
                 // The cloud file was replaced mid-download: its parts do not go together. Start over.
-                try manager.removePartialDownload(nodeID)
+                try await blocking { try manager.removePartialDownload(nodeID) }
                 continue
             }
-            return try finish(download!, key: key, transfer: transfer)
+            return try await blocking { try self.finish(download, key: key, transfer: transfer) }
         }
         throw RemoteError(.changed, "node '\(nodeID)' keeps changing in the cloud while it downloads")
     }
 
-    /// Authenticates the complete partial file and hands it to the store or to a temporary owner.
+    /// Authenticates the complete partial file and hands it to the store or to a temporary owner. Blocking:
+    /// reads the whole file, and may copy it and evict to make room.
     private func finish(_ download: PartialDownload, key: SymmetricKey, transfer: Transfer<NodeDataDownload>) throws -> NodeDataDownload {
         let nodeID = download.nodeID
         do {
@@ -123,12 +140,18 @@ extension DownloadManager {
     /// name, or one cut short or extended on the remote, ends the download and its partial file at once.
     private func fetchMissing(_ download: PartialDownload, key objectKey: String, nodeKey: SymmetricKey, record: OutlineEntry, stream: NodeDataStream,
                               transfer: Transfer<NodeDataDownload>) async throws {
-        let fd = open(download.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw RemoteError(.io, "cannot open \(download.path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        guard ftruncate(fd, off_t(download.size)) == 0 else {
-            throw RemoteError(.io, "cannot size \(download.path): \(String(cString: strerror(errno)))")
+        let fd = try await blocking { () throws -> Int32 in
+            let fd = open(download.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw RemoteError(.io, "cannot open \(download.path): \(String(cString: strerror(errno)))") }
+            guard ftruncate(fd, off_t(download.size)) == 0 else {
+                let error = RemoteError(.io, "cannot size \(download.path): \(String(cString: strerror(errno)))")
+                close(fd)
+                throw error
+            }
+            return fd
         }
+        // Closed only once no checkpoint of the recorder can run any more (each path below settles or flushes it).
+        defer { close(fd) }
         let recorder = PartRecorder(download, fd: fd, manager: manager, checkpointBytes: checkpointBytes) { transfer.report($0) }
         try stream.activate(path: download.path, ranges: download.ranges, pending: download.missingParts(partSize: partSize))
         let etag = download.etag
@@ -186,14 +209,17 @@ extension DownloadManager {
         } catch {
             stream.closeQueue()
             if headerRefused.raised.load(ordering: .relaxed) {
-                // Nothing of this file is this node's: drop what arrived rather than resume from it.
-                try? manager.removePartialDownload(download.nodeID)
+                // Nothing of this file is this node's: drop what arrived rather than resume from it (after
+                // any checkpoint in flight, which would record it again).
+                await recorder.settle()
+                let manager = self.manager
+                try? await blocking { try manager.removePartialDownload(download.nodeID) }
             } else {
-                try? recorder.flush()
+                try? await recorder.flush()
             }
             throw error
         }
-        try recorder.flush()
+        try await recorder.flush()
         // Never hand on a file with a gap: the parts handed out must have covered it all.
         let missing = recorder.download.missingParts(partSize: max(recorder.download.size, 1))
         guard missing.isEmpty else {
@@ -232,6 +258,13 @@ extension DownloadManager {
             done += n
         }
     }
+}
+
+/// What a try for a node's download lock found.
+private enum LockAttempt: Sendable {
+    case stored(DiskExport)
+    case acquired(DownloadLock)
+    case busy
 }
 
 /// Set by the part that found the header refused, read once every part has stopped.

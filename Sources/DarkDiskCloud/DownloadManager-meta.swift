@@ -16,19 +16,24 @@ extension DownloadManager {
 
     private func transferNodeMeta(_ nodeID: NodeID, _ components: NodeMetaComponents,
                                   _ transfer: Transfer<NodeMetaDownload>) async throws -> NodeMetaDownload {
-        var result = NodeMetaDownload()
         var wanted: [CloudFileSection] = []
         if components.contains(.metadata) { wanted.append(.metadata) }
         if components.contains(.thumbnail) { wanted.append(.thumbnail) }
         let needsHeader = components.contains(.header)
-
-        for section in wanted {
-            if let local = try manager.nodeFile(nodeID, kind: section.fileKind) {
-                result[section] = try Self.plaintext(of: local)
-                wanted.removeAll { $0 == section }
+        let manager = self.manager
+        // What the store has already (blocking: index reads, decryption, imports).
+        let local = try await blocking { [wanted] () throws -> (NodeMetaDownload, [CloudFileSection], complete: Bool) in
+            var result = NodeMetaDownload()
+            var wanted = wanted
+            for section in wanted {
+                if let local = try manager.nodeFile(nodeID, kind: section.fileKind) {
+                    result[section] = try Self.plaintext(of: local)
+                    wanted.removeAll { $0 == section }
+                }
             }
-        }
-        if !wanted.isEmpty || needsHeader, let local = try manager.nodeFile(nodeID, kind: .data), local.cryptoFile.format == .cloudFile {
+            guard !wanted.isEmpty || needsHeader, let local = try manager.nodeFile(nodeID, kind: .data), local.cryptoFile.format == .cloudFile else {
+                return (result, wanted, false)
+            }
             // The whole cloud file is here: every section and the header come from it.
             let reader = try CryptoFileReader(fileDescriptor: local.retainToken.fileDescriptor, key: local.cryptoFile.key, closeOnDeinit: false)
             if needsHeader { result.header = reader.header }
@@ -42,8 +47,11 @@ extension DownloadManager {
                 result[section] = plaintext
                 if caching { try manager.importNodeFile(DiskImport(cleartextData: plaintext), nodeID: nodeID, kind: section.fileKind) }
             }
-            return result
+            return withExtendedLifetime(local) { (result, [], true) }
         }
+        let result = local.0
+        wanted = local.1
+        if local.complete { return result }
         guard !wanted.isEmpty || needsHeader else { return result }
 
         for attempt in 0..<3 {
@@ -58,10 +66,13 @@ extension DownloadManager {
 
     private func fetchMeta(_ nodeID: NodeID, sections wanted: [CloudFileSection], into partial: NodeMetaDownload, header needsHeader: Bool,
                            transfer: Transfer<NodeMetaDownload>) async throws -> NodeMetaDownload {
-        guard let entry = try manager.outlineEntry(nodeID) else {
-            throw RemoteError(.notFound, "node '\(nodeID)' is not stored locally and the remote's outline does not have it (run 'darkdisk pull')")
+        let manager = self.manager
+        let (entry, key) = try await blocking { () throws -> (OutlineEntry, SymmetricKey) in
+            guard let entry = try manager.outlineEntry(nodeID) else {
+                throw RemoteError(.notFound, "node '\(nodeID)' is not stored locally and the remote's outline does not have it (run 'darkdisk pull')")
+            }
+            return (entry, try manager.unwrapKey(entry.wrappedKey))
         }
-        let key = try manager.unwrapKey(entry.wrappedKey)
         let objectKey = CloudLayout.cloudFile(nodeID)
         guard let info = try await remote.info(objectKey) else {
             throw RemoteError(.notFound, "node '\(nodeID)' is in the outline but its cloud file is not in \(remote.url)")
@@ -90,17 +101,20 @@ extension DownloadManager {
             received += UInt64(range.count)
             report()
         }
-        let file = try RangedCloudFile(headerBytes: Array(headerBytes), sections: ciphertexts, key: key,
-                                       scratchFolder: try cacheFolder("partial"), name: objectKey)
-        var result = partial
-        if needsHeader { result.header = header }
-        let caching = transfer.decideCaching()
-        for section in present {
-            let plaintext = try file.plaintext(section)
-            result[section] = plaintext
-            if caching { try manager.importNodeFile(DiskImport(cleartextData: plaintext), nodeID: nodeID, kind: section.fileKind) }
+        let scratch = try cacheFolder("partial")
+        return try await blocking { [ciphertexts] () throws -> NodeMetaDownload in
+            let file = try RangedCloudFile(headerBytes: Array(headerBytes), sections: ciphertexts, key: key,
+                                           scratchFolder: scratch, name: objectKey)
+            var result = partial
+            if needsHeader { result.header = header }
+            let caching = transfer.decideCaching()
+            for section in present {
+                let plaintext = try file.plaintext(section)
+                result[section] = plaintext
+                if caching { try manager.importNodeFile(DiskImport(cleartextData: plaintext), nodeID: nodeID, kind: section.fileKind) }
+            }
+            return result
         }
-        return result
     }
 
     /// The whole plaintext of a stored file's content section.

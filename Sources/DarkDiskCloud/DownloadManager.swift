@@ -66,6 +66,12 @@ public final class DownloadManager: Sendable {
         }
     }
 
+    /// Runs blocking work of a transfer (index transactions, lock files, authentication of a whole file, an
+    /// import into the store) on the blocking pool, so transfers never hold Swift's cooperative threads.
+    func blocking<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
+        try await BlockingPool.shared.run(body)
+    }
+
     /// A ticket for an answer that needs no transfer.
     func answered<Value: Sendable>(_ options: DownloadOptions, _ body: () throws -> Value?) -> DownloadTicket<Value>? {
         do {

@@ -13,14 +13,15 @@ public final class DownloadTicket<Value: Sendable>: Sendable {
         var result: Result<Value, any Error>?
         var waiters: [CheckedContinuation<Value, any Error>] = []
         var observers: [@Sendable (DownloadProgress) -> Void] = []
-        var completions: [(DispatchQueue, @Sendable (Result<Value, any Error>) -> Void)] = []
+        /// Each already dispatches to its queue or pool.
+        var completions: [@Sendable (Result<Value, any Error>) -> Void] = []
         var detach: (@Sendable () -> Void)?
     }
 
     private let state = Locked(State())
-    /// The completed bytes observers were last told, held while telling them: parts report from several
-    /// threads at once, and an observer must never see the count go back.
-    private let delivered = Locked<UInt64>(0)
+    /// Where observers are told of progress, one report at a time and in order: parts report from several
+    /// threads at once, and an observer must never see the count go back nor run under a lock of ours.
+    private let observerQueue = DispatchQueue(label: "darkdisk.download.progress")
 
     init(options: DownloadOptions) {
         self.options = options
@@ -38,18 +39,29 @@ public final class DownloadTicket<Value: Sendable>: Sendable {
     /// Whether the ticket has its result (or was cancelled).
     public var isFinished: Bool { state.withLock { $0.result != nil } }
 
-    /// Calls `observer` on every progress update from now on, on the transfer's task.
+    /// Calls `observer` on every progress update from now on, on a serial queue of the ticket's.
     public func onProgress(_ observer: @escaping @Sendable (DownloadProgress) -> Void) {
         state.withLock { $0.observers.append(observer) }
     }
 
     /// Calls `completion` once with the result, on `queue` (the seeds' completionQueue and completionBlock).
     public func onCompletion(queue: DispatchQueue = .global(), _ completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        whenResolved { result in queue.async { completion(result) } }
+    }
+
+    /// Calls `completion` once with the result, as blocking work on `pool`: for a completion that reads
+    /// files or decodes (the image manager's).
+    public func onCompletion(on pool: BlockingPool, _ completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        whenResolved { result in pool.submit { completion(result) } }
+    }
+
+    /// Calls `dispatch` with the result once it is known; it must only hand the result on, not act on it.
+    private func whenResolved(_ dispatch: @escaping @Sendable (Result<Value, any Error>) -> Void) {
         let ready = state.withLock { state -> Result<Value, any Error>? in
-            if state.result == nil { state.completions.append((queue, completion)) }
+            if state.result == nil { state.completions.append(dispatch) }
             return state.result
         }
-        if let ready { queue.async { completion(ready) } }
+        if let ready { dispatch(ready) }
     }
 
     /// The result: waits for the transfer. Cancelling the waiting task cancels this ticket.
@@ -86,30 +98,32 @@ public final class DownloadTicket<Value: Sendable>: Sendable {
     }
 
     func update(_ progress: DownloadProgress) {
-        let observers = state.withLock { state -> [@Sendable (DownloadProgress) -> Void] in
-            guard state.result == nil, progress.completedBytes >= state.progress.completedBytes else { return [] }
+        // Queued under the lock, so that reports enter the queue in the order their counts were accepted.
+        state.withLock { state in
+            guard state.result == nil, progress.completedBytes >= state.progress.completedBytes else { return }
             state.progress = progress
-            return state.observers
-        }
-        guard !observers.isEmpty else { return }
-        delivered.withLock { last in
-            guard progress.completedBytes >= last else { return }  // a later report was told first
-            last = progress.completedBytes
-            for observer in observers { observer(progress) }
+            guard !state.observers.isEmpty else { return }
+            let observers = state.observers
+            observerQueue.async { for observer in observers { observer(progress) } }
         }
     }
 
     /// Delivers the result to every waiter; later calls are ignored (a cancelled ticket stays cancelled).
     func resolve(_ result: Result<Value, any Error>) {
         let (waiters, completions) = state.withLock { state in
-            guard state.result == nil else { return ([CheckedContinuation<Value, any Error>](), [(DispatchQueue, @Sendable (Result<Value, any Error>) -> Void)]()) }
+            guard state.result == nil else { return ([CheckedContinuation<Value, any Error>](), [@Sendable (Result<Value, any Error>) -> Void]()) }
             state.result = result
             state.detach = nil
             state.observers = []
             defer { state.waiters = []; state.completions = [] }
             return (state.waiters, state.completions)
         }
-        for waiter in waiters { waiter.resume(with: result) }
-        for (queue, completion) in completions { queue.async { completion(result) } }
+        // After the progress reports queued before it: an observer has seen the last count by the time a
+        // waiter or a completion has the result.
+        guard !waiters.isEmpty || !completions.isEmpty else { return }
+        observerQueue.async {
+            for waiter in waiters { waiter.resume(with: result) }
+            for dispatch in completions { dispatch(result) }
+        }
     }
 }

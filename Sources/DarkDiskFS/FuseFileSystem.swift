@@ -118,7 +118,9 @@ public final class FuseFileSystem: Sendable {
             notifySession.withLock { $0 = nil }
             watcher?.stop()
             fuse_session_unmount(session)
-            handles.withLock { $0.removeAll() }
+            // Released after the lock: each handle's last reference lets go of retain tokens and descriptors.
+            let closed = handles.withLock { open in defer { open.removeAll() }; return Array(open.values) }
+            for handle in closed { handle.close() }
             logger.info("unmounted \(mountpoint) (loop ended with \(rc))")
         }
     }

@@ -16,14 +16,14 @@ final class FetchDownload: Sendable {
     private let state = Locked(State())
     private let completion: @Sendable (Result<LoadedImage, ImageError>) -> Void
 
-    /// `completion` runs once, on the queue given to `add`.
+    /// `completion` runs once, on the pool given to `add`.
     init(completion: @escaping @Sendable (Result<LoadedImage, ImageError>) -> Void) {
         self.completion = completion
     }
 
-    /// Waits on `ticket` too; `convert` (on `queue`) turns its result into the loaded image. Does nothing
+    /// Waits on `ticket` too; `convert` (on `pool`) turns its result into the loaded image. Does nothing
     /// once the fetch has its result.
-    func add<Value: Sendable>(_ ticket: DownloadTicket<Value>, on queue: DispatchQueue,
+    func add<Value: Sendable>(_ ticket: DownloadTicket<Value>, on pool: BlockingPool,
                               convert: @escaping @Sendable (Result<Value, any Error>) -> Result<LoadedImage, ImageError>) {
         let added = state.withLock { state -> Bool in
             guard !state.finished else { return false }
@@ -31,7 +31,7 @@ final class FetchDownload: Sendable {
             return true
         }
         guard added else { return }
-        ticket.onCompletion(queue: queue) { result in
+        ticket.onCompletion(on: pool) { result in
             let deliver = self.state.withLock { state -> Bool in
                 guard !state.finished else { return false }
                 state.live -= 1

@@ -24,7 +24,7 @@ extension ImageManager {
         guard let downloadManager else {
             return completion(.failure(ImageError(.notAvailable, "node '\(node)' has no thumbnail on local disk and there is no remote to download it from")))
         }
-        downloadManager.downloadNodeMeta(node, components: .thumbnail, options: .nodeMeta).onCompletion(queue: workQueue) { result in
+        downloadManager.downloadNodeMeta(node, components: .thumbnail, options: .nodeMeta).onCompletion(on: workPool) { result in
             completion(self.downloadedThumbnail(node, result))
         }
     }
@@ -70,11 +70,11 @@ extension ImageManager {
         switch source {
         case .thumbnail(let node):
             let ticket = downloadManager.downloadNodeMeta(node, components: .thumbnail, options: .nodeMeta)
-            shared.add(ticket, on: workQueue) { self.downloadedThumbnail(node, $0) }
+            shared.add(ticket, on: workPool) { self.downloadedThumbnail(node, $0) }
             return .thumbnail(ticket)
         case .avatar(let user, let identity):
             let ticket = downloadManager.downloadUserAvatar(user, identityID: identity, options: .userAvatar)
-            shared.add(ticket, on: workQueue) { self.downloadedAvatar(user, identity, $0) }
+            shared.add(ticket, on: workPool) { self.downloadedAvatar(user, identity, $0) }
             return .avatar(ticket)
         }
     }
@@ -117,7 +117,7 @@ extension ImageManager {
             let whose = identity.map { "identity '\($0)' of user '\(user)'" } ?? "user '\(user)'"
             return completion(.failure(ImageError(.notAvailable, "\(whose) has no avatar on local disk and there is no remote to download it from")))
         }
-        downloadManager.downloadUserAvatar(user, identityID: identity, options: .userAvatar).onCompletion(queue: workQueue) { result in
+        downloadManager.downloadUserAvatar(user, identityID: identity, options: .userAvatar).onCompletion(on: workPool) { result in
             completion(self.downloadedAvatar(user, identity, result))
         }
     }

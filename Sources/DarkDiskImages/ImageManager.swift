@@ -26,8 +26,8 @@ public final class ImageManager: Sendable {
     public let callbackQueue: DispatchQueue
 
     /// Loading from disk, waiting for downloads and libvips all run here: blocking work, kept off the
-    /// callers' threads and off Swift's cooperative pool.
-    let workQueue = DispatchQueue(label: "darkdisk.images.work", qos: .utility, attributes: .concurrent)
+    /// callers' threads and off Swift's cooperative pool, on the bounded pool every module shares.
+    let workPool = BlockingPool.shared
     /// Fetches in flight by key, with everyone waiting for each.
     let inFlight = Locked<[FetchKey: Flight]>([:])
     private let negativeLifetime: Locked<Duration>
@@ -99,7 +99,7 @@ public final class ImageManager: Sendable {
         if let key, let entry = cache(for: source).entry(for: key) { return entry.image }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ProcessedImage?, ImageError>, Never>) in
             // The index read that decides on a download blocks: not on the cooperative pool.
-            workQueue.async {
+            workPool.submit {
                 _ = self.start(source, processor: processor, key: key, needsDownload: self.needsDownload(source),
                                waiter: FetchWaiter(queue: nil) { continuation.resume(returning: $0) })
             }
@@ -115,7 +115,7 @@ public final class ImageManager: Sendable {
         guard let key else {
             let finish: @Sendable (Result<LoadedImage, ImageError>) -> Void = { loaded in waiter(self.process(loaded, with: processor)) }
             if needsDownload { return requestDownload(source, into: FetchDownload(completion: finish)) }
-            workQueue.async { self.load(source, completion: finish) }
+            workPool.submit { self.load(source, completion: finish) }
             return nil
         }
         let fetchKey = FetchKey(thumbnails: source.isThumbnail, key: key)
@@ -151,7 +151,7 @@ public final class ImageManager: Sendable {
             return nil
         case .started(let download):
             if let download { return requestDownload(source, into: download) }
-            workQueue.async { self.load(source, completion: finish) }
+            workPool.submit { self.load(source, completion: finish) }
             return nil
         }
     }

@@ -44,8 +44,8 @@ struct ExportCommand: AsyncParsableCommand {
             return (reader, section ?? reader.dataSection, export)
         }
         let section: CloudFileSection = kind == .metadata ? .metadata : kind == .thumbnail ? .thumbnail : .data
-        if let own = try manager.nodeFile(id, kind: kind) { return try open(own) }
-        if kind != .data, let whole = try manager.nodeFile(id, kind: .data), whole.cryptoFile.format == .cloudFile {
+        if let own = try await manager.nodeFile(id, kind: kind) { return try open(own) }
+        if kind != .data, let whole = try await manager.nodeFile(id, kind: .data), whole.cryptoFile.format == .cloudFile {
             return try open(whole, section: section.rawValue)
         }
         guard try manager.outlineEntry(id) != nil else {
@@ -55,7 +55,7 @@ struct ExportCommand: AsyncParsableCommand {
         if kind == .data { return try open(try await downloads.nodeData(id)) }
         let component: NodeMetaComponents = kind == .metadata ? .metadata : .thumbnail
         _ = try await downloads.downloadNodeMeta(id, components: component, options: DownloadOptions(cacheToDiskManager: true)).value
-        guard let fetched = try manager.nodeFile(id, kind: kind) else { throw CLIError("node '\(id)' has no \(kind.rawValue)") }
+        guard let fetched = try await manager.nodeFile(id, kind: kind) else { throw CLIError("node '\(id)' has no \(kind.rawValue)") }
         return try open(fetched)
     }
 

@@ -31,7 +31,7 @@ import Testing
         _ = try await DownloadManager(manager: setup.b, remote: setup.remote).downloadUserAvatar(alice, identityID: work).value
         #expect(try setup.b.storedAvatar(alice, identityID: work) != nil)
         let carol = try UserID("carol")
-        _ = try setup.b.importUserAvatar(DiskImport(cleartextData: CloudTests.bytes(1_000, seed: 52)), userID: carol, identityID: work)
+        _ = try await setup.b.importUserAvatar(DiskImport(cleartextData: CloudTests.bytes(1_000, seed: 52)), userID: carol, identityID: work)
 
         // Pulling again with nothing changed keeps the copy.
         let unchanged = try setup.b.outlineVersion()

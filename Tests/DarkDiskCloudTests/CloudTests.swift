@@ -67,7 +67,7 @@ import Testing
         #expect(result.added == 1)
         let outline = try #require(try setup.b.outlineEntry(NodeID("n1")))
         #expect(outline.name == "photo.jpg" && outline.dataSize == 3_000_000)
-        #expect(try setup.b.nodeFile(NodeID("n1")) == nil, "pull downloads no data")
+        await #expect(try setup.b.nodeFile(NodeID("n1")) == nil, "pull downloads no data")
 
         let downloads = DownloadManager(manager: setup.b, remote: setup.remote, partSize: 256 * 1024)
         let export = try await downloads.nodeData(NodeID("n1"))
@@ -127,7 +127,7 @@ import Testing
         } catch let error as RemoteError {
             #expect(error.code == .invalidResponse)
         }
-        #expect(try setup.b.nodeFile(NodeID("t")) == nil)
+        await #expect(try setup.b.nodeFile(NodeID("t")) == nil)
     }
 
     @Test func concurrentRequestsShareOneTransfer() async throws {
@@ -154,14 +154,14 @@ import Testing
         try await syncA.push(dataFile: setup.file("2", Data("two".utf8)), nodeID: NodeID("gone"))
         _ = try await syncB.pull()
         _ = try await DownloadManager(manager: setup.b, remote: setup.remote).nodeData(NodeID("keep"))
-        #expect(try setup.b.nodeFile(NodeID("keep")) != nil)
+        await #expect(try setup.b.nodeFile(NodeID("keep")) != nil)
 
         // A new version of "keep" invalidates B's local copy; the next read gets the new bytes.
         try await syncA.push(dataFile: setup.file("1b", Data("one, changed".utf8)), nodeID: NodeID("keep"))
         try await setup.remote.delete(CloudLayout.record(NodeID("gone")))
         let result = try await syncB.pull()
         #expect(result.changed == 1 && result.deleted == 1)
-        #expect(try setup.b.nodeFile(NodeID("keep")) == nil, "the stale copy is gone")
+        await #expect(try setup.b.nodeFile(NodeID("keep")) == nil, "the stale copy is gone")
         #expect(try setup.b.outlineEntry(NodeID("gone")) == nil)
         let fresh = try await DownloadManager(manager: setup.b, remote: setup.remote).nodeData(NodeID("keep"))
         #expect(try plaintext(fresh) == Data("one, changed".utf8))

@@ -22,7 +22,7 @@ import Testing
         let path = try #require(download?.cryptoFile.path)
         #expect(download?.export == nil, "the seeds' default for data: not cached")
         #expect(try cloudPlaintext(download!.cryptoFile) == data)
-        #expect(try setup.b.nodeFile(id) == nil, "nothing entered the store")
+        await #expect(try setup.b.nodeFile(id) == nil, "nothing entered the store")
         #expect(FileManager.default.fileExists(atPath: path))
         download = nil
         #expect(!FileManager.default.fileExists(atPath: path), "released with its last holder")
@@ -102,7 +102,7 @@ import Testing
         while downloads.activeTransfers > 0 { try await Task.sleep(nanoseconds: 10_000_000) }
         // Wait for the abandoned transfer's task to record what it received and let go of its lock.
         var partial: PartialDownload?
-        for _ in 0..<100 {
+        for _ in 0..<500 {
             partial = try setup.b.partialDownload(id)
             if let partial, partial.receivedBytes > 0, !FileManager.default.fileExists(atPath: setup.b.location.cacheDirectory + "/partial/abandoned.lock") { break }
             try await Task.sleep(nanoseconds: 20_000_000)

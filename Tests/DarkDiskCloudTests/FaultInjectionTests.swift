@@ -113,7 +113,7 @@ import Testing
         try rig.proxy.control(["cut": ["after": 0, "count": 1_000, "path": "/nodes/cut"]])
         let error = await failure { try await rig.downloads(parallelParts: 2).nodeData(NodeID("cut")) }
         #expect(error?.code == .unreachable, "\(String(describing: error))")
-        #expect(try rig.setup.b.nodeFile(NodeID("cut")) == nil, "no file from a failed download")
+        await #expect(try rig.setup.b.nodeFile(NodeID("cut")) == nil, "no file from a failed download")
         #expect(try rig.setup.b.outlineEntry(NodeID("cut")) != nil, "a lost connection is not a deletion")
 
         try rig.proxy.control(["clear": true])
@@ -165,7 +165,7 @@ import Testing
         }
         #expect(try rig.setup.b.outlineEntry(NodeID("other")) != nil, "an outage deleted a node from the outline")
         #expect(try rig.setup.b.outlineEntry(NodeID("kept")) != nil, "an outage deleted a node from the outline")
-        #expect(try rig.setup.b.nodeFile(NodeID("kept")) != nil, "an outage deleted a local copy")
+        await #expect(try rig.setup.b.nodeFile(NodeID("kept")) != nil, "an outage deleted a local copy")
 
         try rig.proxy.control(["clear": true])
         #expect(try rig.plaintext(try await downloads.nodeData(NodeID("other"))) == other)
@@ -202,7 +202,7 @@ import Testing
                                            "sources": [first, second], "after": 1, "every": 2]])
         let error = await failure { try await rig.downloads(partSize: 256 << 10, parallelParts: 1).nodeData(NodeID("flapping")) }
         #expect(error?.code == .changed, "\(String(describing: error))")
-        #expect(try rig.setup.b.nodeFile(NodeID("flapping")) == nil)
+        await #expect(try rig.setup.b.nodeFile(NodeID("flapping")) == nil)
         #expect(try rig.proxy.stats().replacements >= 3, "restarted from zero each time")
     }
 

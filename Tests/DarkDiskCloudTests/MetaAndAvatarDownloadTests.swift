@@ -25,11 +25,11 @@ import Testing
         #expect(counting.reads.load(ordering: .relaxed) == 3, "header, metadata, thumbnail: one range request each")
         let expected = CryptoFormat.headerSize + Int(header.ciphertextLength(ofSection: 0) + header.ciphertextLength(ofSection: 1))
         #expect(counting.bytesRead.load(ordering: .relaxed) == expected)
-        #expect(try setup.b.nodeFile(id, kind: .data) == nil, "no data downloaded")
+        await #expect(try setup.b.nodeFile(id, kind: .data) == nil, "no data downloaded")
 
         // Cached by default: the next request is local.
-        #expect(try setup.b.nodeFile(id, kind: .thumbnail)?.pool == .thumbnails)
-        #expect(try setup.b.nodeFile(id, kind: .metadata) != nil)
+        await #expect(try setup.b.nodeFile(id, kind: .thumbnail)?.pool == .thumbnails)
+        await #expect(try setup.b.nodeFile(id, kind: .metadata) != nil)
         let again = try await downloads.downloadNodeMeta(id, components: [.metadata, .thumbnail]).value
         #expect(again.thumbnail == thumbnail && again.metadata == metadata)
         #expect(counting.reads.load(ordering: .relaxed) == 3)
@@ -52,7 +52,7 @@ import Testing
             .downloadNodeMeta(id, components: [.metadata, .thumbnail], options: DownloadOptions(cacheToDiskManager: false)).value
         #expect(meta.thumbnail == nil && meta.metadata == Data("{}".utf8) && meta.header == nil)
         #expect(counting.reads.load(ordering: .relaxed) == 2, "no request for an empty section")
-        #expect(try setup.b.nodeFile(id, kind: .metadata) == nil, "not cached when asked not to")
+        await #expect(try setup.b.nodeFile(id, kind: .metadata) == nil, "not cached when asked not to")
     }
 
     @Test func damagedOrForeignMetaIsAnError() async throws {
@@ -68,7 +68,7 @@ import Testing
         await #expect(throws: CryptoError.self) {
             _ = try await DownloadManager(manager: setup.b, remote: rotten).downloadNodeMeta(one, components: .thumbnail).value
         }
-        #expect(try setup.b.nodeFile(one, kind: .thumbnail) == nil)
+        await #expect(try setup.b.nodeFile(one, kind: .thumbnail) == nil)
         // Node two's cloud file swapped in for node one's: another node's key, refused at the header.
         let twoFile = try #require(try await setup.remote.readAll(CloudLayout.cloudFile(two)))
         _ = try await setup.remote.write(CloudLayout.cloudFile(one), data: twoFile)

@@ -35,7 +35,7 @@ import Testing
         #expect(!onCaller, "processing runs off the caller's thread")
         #expect(post.onCallbackQueue, "postFetch runs on the callback queue")
         #expect(post.error == nil && post.image?.width == 64 && post.image?.height == 48)
-        #expect(try setup.b.nodeFile(node, kind: .thumbnail) != nil, "the download was cached in the DiskManager")
+        await #expect(try setup.b.nodeFile(node, kind: .thumbnail) != nil, "the download was cached in the DiskManager")
         let readsAfterFirst = setup.counting.reads.load(ordering: .relaxed)
 
         // A memory hit: preFetch gets the image at once and nothing else happens.
@@ -76,7 +76,7 @@ import Testing
         #expect(ticket.progress.totalBytes > 0 && ticket.progress.completedBytes == ticket.progress.totalBytes)
         #expect(try await joined.value.thumbnail == thumbnail)
         #expect(setup.counting.reads.load(ordering: .relaxed) - readsBefore == 2, "one transfer: the header and the thumbnail section")
-        #expect(try setup.b.nodeFile(node, kind: .thumbnail) != nil)
+        await #expect(try setup.b.nodeFile(node, kind: .thumbnail) != nil)
 
         // A memory hit needs no download.
         var hit = false
@@ -98,7 +98,7 @@ import Testing
         let setup = try ImageSetup()
         let images = ImageManager(diskManager: setup.b)
         let node = try NodeID("main")
-        _ = try setup.b.importNodeFile(DiskImport(cleartextData: try TestImages.png(40, 40)), nodeID: node, kind: .thumbnail)
+        _ = try await setup.b.importNodeFile(DiskImport(cleartextData: try TestImages.png(40, 40)), nodeID: node, kind: .thumbnail)
         let mainKey = DispatchSpecificKey<Bool>()
         DispatchQueue.main.setSpecific(key: mainKey, value: true)
         let onMain = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
@@ -204,30 +204,30 @@ import Testing
         let images = ImageManager(diskManager: setup.b, callbackQueue: setup.callbacks)  // local only
         let node = try NodeID("local")
         let key = ImageCacheKey(ownerID: "local", processorID: "resize-64x64")
-        _ = try setup.b.importNodeFile(DiskImport(cleartextData: try TestImages.png(200, 100)), nodeID: node, kind: .thumbnail)
+        _ = try await setup.b.importNodeFile(DiskImport(cleartextData: try TestImages.png(200, 100)), nodeID: node, kind: .thumbnail)
         #expect(try await images.nodeThumbnail(node, processor: resize64)?.height == 32)
         #expect(images.nodeThumbnailsCache.contains(key))
 
         // A new thumbnail replaces the old one: the entry made from the old file goes.
-        _ = try setup.b.importNodeFile(DiskImport(cleartextData: try TestImages.png(100, 200)), nodeID: node, kind: .thumbnail)
+        _ = try await setup.b.importNodeFile(DiskImport(cleartextData: try TestImages.png(100, 200)), nodeID: node, kind: .thumbnail)
         #expect(await eventually { !images.nodeThumbnailsCache.contains(key) }, "flushed on the DiskManager's change")
         #expect(try await images.nodeThumbnail(node, processor: resize64)?.width == 32)
 
         // Deleting the node drops its entries; it is a local-only node now without a thumbnail.
-        _ = try setup.b.importNodeFile(DiskImport(cleartextData: Data("data".utf8)), nodeID: node)
+        _ = try await setup.b.importNodeFile(DiskImport(cleartextData: Data("data".utf8)), nodeID: node)
         try await Task.sleep(nanoseconds: 200_000_000)
         #expect(images.nodeThumbnailsCache.contains(key), "an import of another section leaves the thumbnail")
-        #expect(try setup.b.deleteNodeFile(node, kind: .thumbnail))
+        await #expect(try setup.b.deleteNodeFile(node, kind: .thumbnail))
         #expect(await eventually { !images.nodeThumbnailsCache.contains(key) })
         #expect(try await images.nodeThumbnail(node, processor: resize64) == nil)
 
         // An avatar imported for an identity replaces what was cached for it (and a negative result).
         let user = try UserID("fay")
         let home = try IdentityID("home")
-        _ = try setup.b.importUserAvatar(DiskImport(cleartextData: try TestImages.jpeg(90, 90)), userID: user, identityID: home)
+        _ = try await setup.b.importUserAvatar(DiskImport(cleartextData: try TestImages.jpeg(90, 90)), userID: user, identityID: home)
         #expect(try await images.userAvatar(user, identityID: home)?.width == 90)
         #expect(try await images.userAvatar(user)?.width == 90, "without a remote: the avatar stored most recently")
-        _ = try setup.b.importUserAvatar(DiskImport(cleartextData: try TestImages.jpeg(70, 70)), userID: user, identityID: home)
+        _ = try await setup.b.importUserAvatar(DiskImport(cleartextData: try TestImages.jpeg(70, 70)), userID: user, identityID: home)
         #expect(await eventually { images.userAvatarsCache.count == 0 })
         #expect(try await images.userAvatar(user, identityID: home)?.width == 70)
 
@@ -295,7 +295,7 @@ import Testing
         let setup = try ImageSetup()
         let images = ImageManager(diskManager: setup.b, callbackQueue: setup.callbacks)
         let node = try NodeID("broken")
-        _ = try setup.b.importNodeFile(DiskImport(cleartextData: Data(repeating: 0xAB, count: 5000)), nodeID: node, kind: .thumbnail)
+        _ = try await setup.b.importNodeFile(DiskImport(cleartextData: Data(repeating: 0xAB, count: 5000)), nodeID: node, kind: .thumbnail)
         let record = FetchRecord()
         images.fetchNodeThumbnail(node, processor: resize64, preFetch: { _, _ in }, postFetch: record.postFetch)
         let post = try #require(await record.posts(1).first)
@@ -303,12 +303,12 @@ import Testing
         #expect(images.nodeThumbnailsCache.count == 0)
 
         let jpeg = try TestImages.jpeg(500, 400)
-        _ = try setup.b.importNodeFile(DiskImport(cleartextData: jpeg.prefix(jpeg.count / 3)), nodeID: node, kind: .thumbnail)
+        _ = try await setup.b.importNodeFile(DiskImport(cleartextData: jpeg.prefix(jpeg.count / 3)), nodeID: node, kind: .thumbnail)
         do {
             _ = try await images.nodeThumbnail(node, processor: resize64)
             Issue.record("a truncated thumbnail was processed")
         } catch { #expect(error.code == .undecodable) }
-        _ = try setup.b.importNodeFile(DiskImport(cleartextData: jpeg), nodeID: node, kind: .thumbnail)
+        _ = try await setup.b.importNodeFile(DiskImport(cleartextData: jpeg), nodeID: node, kind: .thumbnail)
         #expect(try await images.nodeThumbnail(node, processor: resize64)?.width == 64)
     }
 }

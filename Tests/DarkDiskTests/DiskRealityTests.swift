@@ -70,8 +70,8 @@ import Glibc
         #expect(swept, "files no index row knows are removed by the start-up sweep")
         #expect(fileExists(lockedOrphan), "a locked file is not an orphan")
         #expect(fileExists(lockedStaging), "a locked staging file is not removed")
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("cached")))) == contents("cached"))
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("kept")))) == contents("kept"))
+        await #expect(try decrypt(try #require(try manager.nodeFile(NodeID("cached")))) == contents("cached"))
+        await #expect(try decrypt(try #require(try manager.nodeFile(NodeID("kept")))) == contents("kept"))
     }
 
     @Test(.enabled(if: TmpfsMount.isAvailable, "needs root to mount a tmpfs (mount -t tmpfs)"))

@@ -53,7 +53,7 @@ import Glibc
         #expect(!fileExists(paths["a1"]!), "the evicted file is removed from disk")
         let evicted = try expectEvictedInLRUOrder(manager, ["a1", "a2", "a3", "a4", "a0", "a5"])
         #expect(evicted <= 2, "no more than the low-water mark asks for is evicted")
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("a0")))) == contents("a0"),
+        await #expect(try decrypt(try #require(try manager.nodeFile(NodeID("a0")))) == contents("a0"),
                 "the touched file survives with its contents")
         #expect(try isStored(manager, "a5"))
         let cached = try poolStatus(manager, .data).cachedSize

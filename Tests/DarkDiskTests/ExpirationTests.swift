@@ -16,10 +16,10 @@ import Testing
         try await Task.sleep(for: .milliseconds(1_200))
 
         #expect(try !manager.hasNodeFile(NodeID("default")), "0 takes the pool default of 1 s")
-        #expect(try manager.nodeFile(NodeID("default")) == nil)
-        let never = try #require(try manager.nodeFile(NodeID("never")), "a negative expiration never expires")
+        await #expect(try manager.nodeFile(NodeID("default")) == nil)
+        let never = try await #require(try manager.nodeFile(NodeID("never")), "a negative expiration never expires")
         #expect(try decrypt(never) == contents("never"))
-        #expect(try manager.nodeFile(NodeID("long")) != nil, "a per-file expiration overrides a shorter pool default")
+        await #expect(try manager.nodeFile(NodeID("long")) != nil, "a per-file expiration overrides a shorter pool default")
     }
 
     @Test func positiveExpirationOverridesANeverExpiringPool() async throws {
@@ -28,14 +28,14 @@ import Testing
         #expect(try manager.settings(for: .data).defaultExpiration == 0, "data files do not expire by default")
         let path = try importFile(manager, "short", expiration: 1).path
         try importFile(manager, "default", expiration: 0)
-        #expect(try manager.nodeFile(NodeID("short")) != nil)
+        await #expect(try manager.nodeFile(NodeID("short")) != nil)
         try await Task.sleep(for: .milliseconds(1_200))
 
         #expect(try !manager.hasNodeFile(NodeID("short")), "past its expiry a file is not local")
-        #expect(try manager.nodeFile(NodeID("short")) == nil, "past its expiry a file is never exported")
+        await #expect(try manager.nodeFile(NodeID("short")) == nil, "past its expiry a file is never exported")
         #expect(try manager.storedFile(NodeID("short")) == nil, "the export attempt drops the expired file")
         #expect(!fileExists(path))
-        #expect(try manager.nodeFile(NodeID("default")) != nil, "0 with a pool default of 0 never expires")
+        await #expect(try manager.nodeFile(NodeID("default")) != nil, "0 with a pool default of 0 never expires")
     }
 
     @Test func maintenanceTimerDeletesExpiredFilesWithoutAnyCall() async throws {
@@ -62,8 +62,8 @@ import Testing
         try await Task.sleep(for: .milliseconds(1_200))
         #expect(try manager.expireFiles() == 0)
         #expect(try manager.hasNodeFile(NodeID("p-own")))
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("p-own")))) == contents("p-own"))
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("p-default")))) == contents("p-default"))
+        await #expect(try decrypt(try #require(try manager.nodeFile(NodeID("p-own")))) == contents("p-own"))
+        await #expect(try decrypt(try #require(try manager.nodeFile(NodeID("p-default")))) == contents("p-default"))
     }
 
     @Test func loweringThePoolDefaultExpiresOldFilesAtOnce() async throws {
@@ -82,10 +82,10 @@ import Testing
         let store = try TemporaryStore()
         let manager = try store.create()
         try importFile(manager, "m", expiration: 1)
-        try manager.makeNodeFilePersistent(true, nodeID: NodeID("m"))
+        try await manager.makeNodeFilePersistent(true, nodeID: NodeID("m"))
         try await Task.sleep(for: .milliseconds(1_200))
         #expect(try manager.expireFiles() == 0)
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("m")))) == contents("m"))
+        await #expect(try decrypt(try #require(try manager.nodeFile(NodeID("m")))) == contents("m"))
     }
 
     @Test func expiredAvatarsAreNotLocal() async throws {
@@ -93,14 +93,14 @@ import Testing
         let manager = try store.create()
         let user = try UserID("u")
         try manager.setDefaultExpiration(1, for: .avatars)
-        try manager.importUserAvatar(DiskImport(cleartextData: Data("old".utf8)), userID: user, identityID: IdentityID("a"))
+        try await manager.importUserAvatar(DiskImport(cleartextData: Data("old".utf8)), userID: user, identityID: IdentityID("a"))
         var pinned = DiskImport(cleartextData: Data("pinned".utf8))
         pinned.expiration = -1
-        try manager.importUserAvatar(pinned, userID: user, identityID: IdentityID("b"))
+        try await manager.importUserAvatar(pinned, userID: user, identityID: IdentityID("b"))
         try await Task.sleep(for: .milliseconds(1_200))
         #expect(try !manager.hasUserAvatar(user, identityID: IdentityID("a")))
-        #expect(try manager.userAvatar(user, identityID: IdentityID("a")) == nil)
-        #expect(try decrypt(try #require(try manager.userAvatar(user))) == Data("pinned".utf8),
+        await #expect(try manager.userAvatar(user, identityID: IdentityID("a")) == nil)
+        await #expect(try decrypt(try #require(try manager.userAvatar(user))) == Data("pinned".utf8),
                 "with no identity given, a live avatar is returned, never an expired one")
     }
 

@@ -98,10 +98,10 @@ import Testing
         let manager = try store.create()
         let id = try NodeID("r")
         try importFile(manager, "r", size: 50_000)
-        var held: DiskExport? = try manager.nodeFile(id)
+        var held: DiskExport? = try await manager.nodeFile(id)
         let original = held!.cryptoFile.path
-        try manager.makeNodeFilePersistent(true, nodeID: id)
-        var migrated: DiskExport? = try manager.nodeFile(id)
+        try await manager.makeNodeFilePersistent(true, nodeID: id)
+        var migrated: DiskExport? = try await manager.nodeFile(id)
         #expect(migrated?.cryptoFile.path.hasPrefix(store.location.persistentFiles + "/") == true)
         #expect(try decrypt(held!) == contents("r", size: 50_000))
         held = nil

@@ -18,10 +18,10 @@ import Testing
         let thumbnails = manager.changes(in: .thumbnails)
 
         try importFile(manager, "imp")
-        try manager.deleteNode(NodeID("imp"))
+        try await manager.deleteNode(NodeID("imp"))
         try importFile(manager, "exp", expiration: 0.2)
         try importFile(manager, "mig", persistent: true)
-        try manager.makeNodeFilePersistent(false, nodeID: NodeID("mig"))
+        try await manager.makeNodeFilePersistent(false, nodeID: NodeID("mig"))
         try importFile(manager, "ev")
         try await Task.sleep(for: .milliseconds(300))
         try manager.expireFiles() // (unless the maintenance timer was first: the change is reported either way)
@@ -57,7 +57,7 @@ import Testing
         let store = try TemporaryStore()
         let manager = try store.create()
         let all = manager.changes()
-        try manager.importUserAvatar(DiskImport(cleartextData: Data("a".utf8)), userID: UserID("u"), identityID: IdentityID("google|1"))
+        try await manager.importUserAvatar(DiskImport(cleartextData: Data("a".utf8)), userID: UserID("u"), identityID: IdentityID("google|1"))
         try manager.deleteUserAvatars(forUsers: [UserID("u")])
         let changes = try #require(try await collectChanges(all) { $0.count >= 2 }, "timed out waiting for avatar changes")
         #expect(changes.map(\.reason) == [.imported, .deleted])
@@ -72,7 +72,7 @@ import Testing
         try importFile(manager, "purged")
         try FileManager.default.removeItem(atPath: store.location.cacheDirectory + "/files")
         try importFile(manager, "timed", expiration: 1) // re-import after the purge, expires by the timer
-        #expect(try manager.nodeFile(NodeID("purged")) == nil)
+        await #expect(try manager.nodeFile(NodeID("purged")) == nil)
         let seen = try await collectChanges(data, timeout: 5) { changes in
             changes.contains { $0.reason == .expired && $0.ownerID == "timed" }
         }

@@ -11,7 +11,7 @@ import Glibc
     @Test func retainedFileIsSkippedByEvictionAndGoesAfterRelease() async throws {
         let store = try TemporaryStore()
         let manager = try store.create()
-        var held: DiskExport? = try manager.importNodeFile(DiskImport(cleartextData: contents("a0")), nodeID: NodeID("a0"))
+        var held: DiskExport? = try await manager.importNodeFile(DiskImport(cleartextData: contents("a0")), nodeID: NodeID("a0"))
         let heldPath = held!.cryptoFile.path
         let unit = held!.storedSize
         try manager.setMaxSize(unit * 7 / 2, for: .data) // 3.5 files
@@ -43,11 +43,11 @@ import Glibc
         let manager = try store.create()
         var diskImport = DiskImport(cleartextData: contents("e"))
         diskImport.expiration = 1
-        var held: DiskExport? = try manager.importNodeFile(diskImport, nodeID: NodeID("e"))
+        var held: DiskExport? = try await manager.importNodeFile(diskImport, nodeID: NodeID("e"))
         let path = held!.cryptoFile.path
         try await Task.sleep(for: .milliseconds(1_200))
         _ = try manager.expireFiles()
-        #expect(try manager.nodeFile(NodeID("e")) == nil, "an expired file is not handed out")
+        await #expect(try manager.nodeFile(NodeID("e")) == nil, "an expired file is not handed out")
         #expect(try !manager.hasNodeFile(NodeID("e")))
         #expect(fileExists(path), "an expired but retained file stays on disk")
         #expect(try decrypt(held!) == contents("e"))

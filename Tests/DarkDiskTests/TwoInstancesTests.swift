@@ -10,7 +10,7 @@ import Testing
         let holder = try store.create()
         let other = try store.open()
         for i in 0..<3 { try importFile(holder, "n\(i)") }
-        var held: DiskExport? = try holder.nodeFile(NodeID("n1"))
+        var held: DiskExport? = try await holder.nodeFile(NodeID("n1"))
         let path = held!.cryptoFile.path
 
         try other.setMaxSize(0, for: .data)
@@ -46,11 +46,11 @@ import Testing
         let other = try store.open()
         var diskImport = DiskImport(cleartextData: contents("e"))
         diskImport.expiration = 1
-        var held: DiskExport? = try holder.importNodeFile(diskImport, nodeID: NodeID("e"))
+        var held: DiskExport? = try await holder.importNodeFile(diskImport, nodeID: NodeID("e"))
         let path = held!.cryptoFile.path
         try await Task.sleep(for: .milliseconds(1_200))
         try other.expireFiles() // (or a maintenance timer did it already)
-        #expect(try other.nodeFile(NodeID("e")) == nil)
+        await #expect(try other.nodeFile(NodeID("e")) == nil)
         #expect(fileExists(path))
         #expect(try decrypt(held!) == contents("e"))
         held = nil
