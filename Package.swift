@@ -26,21 +26,24 @@ let package = Package(
         .target(name: "CVips", linkerSettings: [.linkedLibrary("dl")]),
         // The lock every module shares values behind (visible to ThreadSanitizer, unlike Synchronization.Mutex).
         .target(name: "DarkDiskSync"),
-        .target(name: "DarkDiskCrypto", dependencies: ["COpenSSL"]),
-        .target(name: "DarkDisk", dependencies: ["DarkDiskSync", 
+        // The one syscall and errno layer (swift-system's shape): Errno, EINTR-retrying calls, full-length
+        // pread/pwrite, a throwing flock, and the error protocol every module's error types conform to.
+        .target(name: "DarkDiskSystem"),
+        .target(name: "DarkDiskCrypto", dependencies: ["COpenSSL", "DarkDiskSystem"]),
+        .target(name: "DarkDisk", dependencies: ["DarkDiskSync", "DarkDiskSystem",
             "DarkDiskCrypto",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "DarkDiskCloud", dependencies: ["DarkDiskSync", 
+        .target(name: "DarkDiskCloud", dependencies: ["DarkDiskSync", "DarkDiskSystem",
             "DarkDisk", "DarkDiskCrypto",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
-        .target(name: "DarkDiskFS", dependencies: ["DarkDiskSync", 
+        .target(name: "DarkDiskFS", dependencies: ["DarkDiskSync", "DarkDiskSystem",
             "DarkDisk", "DarkDiskCrypto", "DarkDiskCloud", "CFuse3",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .executableTarget(name: "darkdisk", dependencies: ["DarkDiskSync", 
+        .executableTarget(name: "darkdisk", dependencies: ["DarkDiskSync", "DarkDiskSystem",
             "DarkDisk", "DarkDiskFS", "DarkDiskCloud",
             "DarkDiskImages",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -53,14 +56,14 @@ let package = Package(
         .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDisk", "DarkDiskCloud", "DarkDiskFS"]),
         .executableTarget(name: "darkdisk-fuzz", dependencies: ["DarkDiskFuzzTargets"]),
         // The general key/value disk cache (issue 6); independent of the store.
-        .target(name: "DarkDiskCache", dependencies: ["DarkDiskSync", 
+        .target(name: "DarkDiskCache", dependencies: ["DarkDiskSync", "DarkDiskSystem",
             "DarkDiskCrypto",
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
         // A second process for DarkDiskCacheTests (concurrent writers, kill -9 mid-set) and Scripts/bench diskcache.
         // It writes the tests' self-checking values (DarkDiskTestSupport's CacheValuePattern).
         .executableTarget(name: "darkdisk-cache-tool", dependencies: ["DarkDiskCache", "DarkDiskTestSupport"]),
-        .testTarget(name: "DarkDiskSyncTests", dependencies: ["DarkDiskSync"]),
+        .testTarget(name: "DarkDiskSyncTests", dependencies: ["DarkDiskSync", "DarkDiskSystem"]),
         .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskSync", "DarkDiskCache", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto", "DarkDiskTestSupport"],
                     resources: [.copy("Fixtures")]),
@@ -72,9 +75,9 @@ let package = Package(
         .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets"]),
         .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskTestSupport"]),
         // The FUSE layer's pure parts, without a mount: inode table, errno mapping, attribute values, options.
-        .testTarget(name: "DarkDiskFSTests", dependencies: ["DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskFSTests", dependencies: ["DarkDisk", "DarkDiskCache", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSystem", "DarkDiskTestSupport"]),
         // The image manager (issue 7): in-memory caches of processed thumbnails and avatars, libvips underneath.
-        .target(name: "DarkDiskImages", dependencies: ["DarkDiskSync", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"],
+        .target(name: "DarkDiskImages", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"],
                 resources: [.copy("Resources")]),
         .testTarget(name: "DarkDiskImagesTests", dependencies: ["DarkDiskSync", "DarkDiskImages", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"]),
     ],

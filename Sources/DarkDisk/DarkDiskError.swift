@@ -1,7 +1,10 @@
+import DarkDiskSystem
 import Foundation
 
 /// The error type of the store: a stable code for programs and a one-line message for people.
-public struct DarkDiskError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
+public struct DarkDiskError: DarkDiskFailure, Equatable, LocalizedError {
+    public var systemErrno: Errno? { errno.map(Errno.init(rawValue:)) }
+
     public enum Code: String, Sendable, Equatable {
         /// An ID does not match its allowed character set or length.
         case invalidID

@@ -13,6 +13,16 @@ public struct DiskImport: Sendable {
         case cleartextStream(fileDescriptor: Int32)
         /// An already encrypted file; it is moved into the store, not copied.
         case cryptoFile(CryptoFile)
+
+        /// What messages call the source when the import has no `sourceName`.
+        var description: String {
+            switch self {
+            case .cleartextData(let data): "the \(data.count) bytes imported"
+            case .cleartextFile(let path): path
+            case .cleartextStream(let fd): "the stream on file descriptor \(fd)"
+            case .cryptoFile(let file): file.path
+            }
+        }
     }
 
     public var source: Source

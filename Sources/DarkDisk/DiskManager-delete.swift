@@ -76,15 +76,27 @@ extension DiskManager {
     /// entry that a later sweep completes.
     func deleteRecords(_ records: [FileRecord], reason: StoreChange.Reason, also extra: ((Database) throws -> Void)? = nil) throws(DarkDiskError) {
         let deleted = try write { db -> [FileRecord] in
-            var deleted: [FileRecord] = []
-            for record in records {
-                try db.execute(sql: "DELETE FROM file WHERE id = ? AND name = ?", arguments: [record.id, record.name])
-                if db.changesCount == 1 { deleted.append(record) }
-            }
-            try FileDeleter.markPending(db, paths: deleted.map(path(of:)))
+            let deleted = try deleteRows(db, records)
             try extra?(db)
             return deleted
         }
+        finishDeletes(deleted, reason: reason)
+    }
+
+    /// Inside a write transaction: deletes the rows of `records` still there and marks their files for
+    /// deletion; returns the records deleted. Call `finishDeletes` with them once the transaction commits.
+    func deleteRows(_ db: Database, _ records: [FileRecord]) throws -> [FileRecord] {
+        var deleted: [FileRecord] = []
+        for record in records {
+            try db.execute(sql: "DELETE FROM file WHERE id = ? AND name = ?", arguments: [record.id, record.name])
+            if db.changesCount == 1 { deleted.append(record) }
+        }
+        try FileDeleter.markPending(db, paths: deleted.map(path(of:)))
+        return deleted
+    }
+
+    /// After the commit of `deleteRows`: deletes the files nobody retains and tells observers.
+    func finishDeletes(_ deleted: [FileRecord], reason: StoreChange.Reason) {
         for record in deleted {
             deleter.tryDelete(path(of: record))
             notify(record, reason)

@@ -53,11 +53,14 @@ extension DiskManager {
 
     /// Forgets a download and removes its partial file (after it completed, or to restart from zero).
     public func removePartialDownload(_ nodeID: NodeID) throws(DarkDiskError) {
-        let name = try read { db in
-            try String.fetchOne(db, sql: "SELECT partialName FROM download WHERE nodeID = ?", arguments: [nodeID.rawValue])
+        // One transaction, the file removed before the row: a crash between them leaves a row whose file is
+        // gone (the next download recreates it and authentication refuses the gap), never a lost file name.
+        try write { db in
+            if let name = try String.fetchOne(db, sql: "SELECT partialName FROM download WHERE nodeID = ?", arguments: [nodeID.rawValue]) {
+                FileSystem.remove(partialPath(name))
+            }
+            try db.execute(sql: "DELETE FROM download WHERE nodeID = ?", arguments: [nodeID.rawValue])
         }
-        if let name { FileSystem.remove(partialPath(name)) }
-        try write { db in try db.execute(sql: "DELETE FROM download WHERE nodeID = ?", arguments: [nodeID.rawValue]) }
     }
 
     private func partialPath(_ name: String) -> String {

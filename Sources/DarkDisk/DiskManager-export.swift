@@ -1,4 +1,5 @@
 import DarkDiskCrypto
+import DarkDiskSystem
 import Foundation
 import GRDB
 #if canImport(Glibc)
@@ -71,7 +72,10 @@ extension DiskManager {
                 if try read({ db in try FileRecord.fetchOne(db, key: record.id) }) == nil { continue }
                 throw DarkDiskError(.corrupt, "persistent file \(filePath) of \(kind.rawValue) '\(owner)' is missing from the store")
             }
-            flock(fd, LOCK_SH)
+            do { try FileSystem.lock(fd, .shared, path: filePath) } catch {
+                close(fd)
+                throw error
+            }
             var st = stat()
             guard fstat(fd, &st) == 0, st.st_nlink > 0 else {
                 close(fd)

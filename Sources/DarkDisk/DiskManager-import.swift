@@ -1,4 +1,5 @@
 import DarkDiskCrypto
+import DarkDiskSystem
 import Foundation
 import GRDB
 #if canImport(Glibc)
@@ -35,13 +36,31 @@ extension DiskManager {
         // orphan sweep (in any process) takes it for debris; it then becomes the caller's retain token.
         var fd = open(temporary, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .posix("cannot create", path: temporary) }
-        flock(fd, LOCK_EX)
+        do { try FileSystem.lock(fd, .exclusive, path: temporary) } catch {
+            close(fd)
+            FileSystem.remove(temporary)
+            throw error
+        }
         var tokenOwned = false
         // Until it is renamed into place, an interrupted command removes it (`StagingFiles.removeAll`).
         StagingFiles.register(temporary)
         defer {
             StagingFiles.unregister(temporary)
             if !tokenOwned { close(fd); FileSystem.remove(temporary) }
+        }
+
+        // A cache file larger than its pool's max size could never be kept (eviction takes it as soon as
+        // nobody holds it): such an import stops as soon as it passes the limit and keeps nothing.
+        let poolLimit = mode == .cache ? try settings(for: kind.pool).maxSize : nil
+        let limit = [diskImport.sizeLimit, poolLimit].compactMap { $0 }.min()
+        let sourceName = diskImport.sourceName ?? diskImport.source.description
+        /// `size`: what is known of the size ("takes N bytes encrypted"); nil when the source passed the limit.
+        func tooLarge(_ size: String?) -> DarkDiskError {
+            let what = size.map { "\(sourceName) \($0), more than" } ?? "\(sourceName) holds more than"
+            if let poolLimit, diskImport.sizeLimit.map({ poolLimit <= $0 }) ?? true {
+                return DarkDiskError(.tooLarge, "\(what) the \(kind.pool.rawValue) pool's max size (\(poolLimit) bytes): the cache could never keep it, so the import stopped and kept nothing")
+            }
+            return DarkDiskError(.tooLarge, "\(what) the import's size limit (\(limit ?? 0) bytes): the import stopped and kept nothing")
         }
 
         let fileKey: SymmetricKey
@@ -53,25 +72,29 @@ extension DiskManager {
                 fileKey = contentKey
             case .cleartextFile(let path):
                 header = try FileConversion.encrypt(fileAt: path, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize,
-                                                    limit: diskImport.sizeLimit)
+                                                    limit: limit)
                 fileKey = contentKey
             case .cleartextStream(let source):
                 header = try FileConversion.encrypt(fileDescriptor: source, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize,
-                                                    name: diskImport.sourceName, limit: diskImport.sizeLimit)
+                                                    name: diskImport.sourceName, limit: limit)
                 fileKey = contentKey
             case .cryptoFile(let cryptoFile):
-                // Authenticate before moving, so a bad file is refused while it is still where the caller put it.
+                // Authenticate and measure before moving, so a file refused stays where the caller put it.
                 header = try CryptoFileReader(path: cryptoFile.path, key: cryptoFile.key).header
+                if let limit, header.fileLength > limit { throw tooLarge("takes \(header.fileLength) bytes encrypted") }
                 try FileSystem.move(cryptoFile.path, to: temporary)
                 let moved = open(temporary, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
                 guard moved >= 0 else { throw DarkDiskError.posix("cannot open", path: temporary) }
-                flock(moved, LOCK_EX)
+                do { try FileSystem.lock(moved, .exclusive, path: temporary) } catch {
+                    close(moved)
+                    throw error
+                }
                 close(fd)
                 fd = moved
                 fileKey = cryptoFile.key
             }
-        } catch let error as CryptoError where error.code == .outOfRange && diskImport.sizeLimit != nil {
-            throw DarkDiskError(.tooLarge, "\(error.message), the import's limit (the \(kind.pool.rawValue) pool's max size): it stopped and kept nothing (store it persistently, or raise pool.\(kind.pool.rawValue).max_size)")
+        } catch let error as CryptoError where error.code == .outOfRange && limit != nil {
+            throw tooLarge(nil)
         } catch let error as CryptoError {
             throw DarkDiskError(crypto: error)
         } catch let error as DarkDiskError {
@@ -79,9 +102,10 @@ extension DiskManager {
         } catch {
             throw DarkDiskError(.io, "import failed: \(error)")
         }
-        guard fsync(fd) == 0 else { throw .posix("cannot flush", path: temporary) }
         var st = stat()
         fstat(fd, &st)
+        if let poolLimit, UInt64(st.st_size) > poolLimit { throw tooLarge("takes \(st.st_size) bytes encrypted") }
+        guard fsync(fd) == 0 else { throw .posix("cannot flush", path: temporary) }
 
         let finalPath = path(name: name, mode: mode)
         try FileSystem.rename(temporary, to: finalPath)
@@ -108,13 +132,13 @@ extension DiskManager {
             throw error
         }
         tokenOwned = true
-        flock(fd, LOCK_SH)
+        // Exclusive (the writer's) becomes shared (a holder's); converting never waits on other holders.
+        do { try SystemCall.lock(fd, .shared) } catch {
+            logger.error("cannot turn the lock on \(finalPath) into a shared one (\(error)); readers in other processes wait until it is released")
+        }
         if let replaced { deleter.tryDelete(replaced) }
         notify(record, .imported)
-        if mode == .cache {
-            // Synchronous, so the pool is within its limit when import returns (a CLI process exits right after).
-            do { try enforceLimits(of: record.pool) } catch { logger.error("eviction after import: \(error)") }
-        }
+        if mode == .cache { kickEviction(record.pool) }
         let token = RetainToken(fileDescriptor: fd, path: finalPath, pool: record.pool, manager: self)
         return export(record, fileKey: fileKey, token: token)
     }

@@ -8,12 +8,13 @@ extension DiskManager {
     /// One round of upkeep, run at start-up and by the timer: finish pending deletes, expire cache files,
     /// bring every pool under its limit and the cache file system above its free-space floor.
     func runMaintenance() {
+        dispatchPrecondition(condition: .onQueue(maintenanceQueue))
         deleter.sweep()
         retryLockedOrphans()
         do {
             try expireFiles()
-            for pool in Pool.allCases { try enforceLimits(of: pool) }
-            try enforceFreeSpace()
+            for pool in Pool.allCases { try trim(pool) }
+            try freeSpace()
         } catch {
             logger.error("maintenance: \(error)")
         }
@@ -30,9 +31,30 @@ extension DiskManager {
     /// A retain token let go: finish a delete that waited for it, and evict if the pool is still over its limit.
     func released(path: String, pool: Pool) {
         deleter.finishPendingDelete(path)
+        kickEviction(pool)
+    }
+
+    /// Asks the maintenance queue to bring `pool` under its limit, soon; returns at once. Kicks that arrive
+    /// before it runs join it. `waitForMaintenance` waits for it.
+    func kickEviction(_ pool: Pool) {
+        let first = evictionsDue.withLock { due in due.insert(pool).inserted && due.count == 1 }
+        guard first else { return }
         maintenanceQueue.async { [self] in
-            do { try enforceLimits(of: pool) } catch { logger.error("eviction after release: \(error)") }
+            let pools = evictionsDue.withLock { due in defer { due = [] }; return due }
+            for pool in Pool.allCases where pools.contains(pool) {
+                do { try trim(pool) } catch { logger.error("eviction in the \(pool.rawValue) pool: \(error)") }
+            }
         }
+    }
+
+    /// Runs `body` on the maintenance queue and waits for it: the public eviction calls, so that only the
+    /// owner ever evicts. Never call from the queue itself, a store transaction or a change notification.
+    private func onOwner<Value>(_ body: () throws(DarkDiskError) -> Value) throws(DarkDiskError) -> Value {
+        dispatchPrecondition(condition: .notOnQueue(maintenanceQueue))
+        let result: Result<Value, DarkDiskError> = maintenanceQueue.sync {
+            do throws(DarkDiskError) { return .success(try body()) } catch { return .failure(error) }
+        }
+        return try result.get()
     }
 
     /// Evicts least recently accessed, unretained cache files while the pool's cache files exceed its max
@@ -42,8 +64,17 @@ extension DiskManager {
     /// A cache file larger than the max size on its own cannot be kept: it goes as soon as nobody retains
     /// it, and it does not count against the others (TMDiskCache evicts the whole cache, then the object,
     /// when one object exceeds the limit; here the others stay).
+    ///
+    /// Runs on the maintenance queue, the one owner of eviction; the caller waits for it.
     @discardableResult
     public func enforceLimits(of pool: Pool) throws(DarkDiskError) -> Int {
+        try onOwner { () throws(DarkDiskError) in try trim(pool) }
+    }
+
+    /// `enforceLimits`, on the maintenance queue.
+    @discardableResult
+    private func trim(_ pool: Pool) throws(DarkDiskError) -> Int {
+        dispatchPrecondition(condition: .onQueue(maintenanceQueue))
         let (maxSize, cached) = try read { db in
             (try Self.settings(db, pool: pool).maxSize,
              UInt64(max(0, try Int64.fetchOne(db, sql: "SELECT bytes FROM usage WHERE pool = ? AND mode = 'cache'", arguments: [pool.rawValue]) ?? 0)))
@@ -100,8 +131,16 @@ extension DiskManager {
 
     /// Evicts cache files (least recently accessed first, any pool) while the cache file system has less
     /// free space than the configured floor: the Linux stand-in for "the OS deletes caches under pressure".
+    /// Runs on the maintenance queue, the one owner of eviction; the caller waits for it.
     @discardableResult
     public func enforceFreeSpace() throws(DarkDiskError) -> Int {
+        try onOwner { () throws(DarkDiskError) in try freeSpace() }
+    }
+
+    /// `enforceFreeSpace`, on the maintenance queue.
+    @discardableResult
+    private func freeSpace() throws(DarkDiskError) -> Int {
+        dispatchPrecondition(condition: .onQueue(maintenanceQueue))
         let fraction = try minimumFreeFraction()
         guard fraction > 0 else { return 0 }
         let fd = open(location.cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -124,7 +163,7 @@ extension DiskManager {
     /// Evicts unretained cache files of `pools` (only those larger than `largerThan`, if given), least
     /// recently accessed first, while `excess` (bytes still to free, given the index and the bytes this call
     /// freed so far) is above 0 and candidates remain. Returns how many files went.
-    func evict(from pools: [Pool], largerThan: UInt64? = nil, excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> Int {
+    private func evict(from pools: [Pool], largerThan: UInt64? = nil, excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> Int {
         var freed: UInt64 = 0
         var evicted = 0
         var cursor: (lastAccess: Double, id: Int64) = (-Double.infinity, Int64.min)

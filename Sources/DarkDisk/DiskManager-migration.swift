@@ -1,4 +1,5 @@
 import DarkDiskCrypto
+import DarkDiskSystem
 import Foundation
 import GRDB
 #if canImport(Glibc)
@@ -61,7 +62,8 @@ extension DiskManager {
         // its holders keep the original, which goes when the last of them lets go. Either way the old name
         // goes only after the row points at the new one: a crash in between leaves the old row and file
         // intact and the new name an orphan for the next sweep.
-        let retained = flock(fd, LOCK_EX | LOCK_NB) != 0
+        let retained: Bool
+        do { retained = try !SystemCall.tryLock(fd, .exclusive) } catch { throw .posix("cannot lock", path: oldPath, errno: error.rawValue) }
         try FileSystem.makeDirectory((newPath as NSString).deletingLastPathComponent)
         let linked = !retained && link(oldPath, newPath) == 0
         var copyLock: Int32 = -1
@@ -72,7 +74,8 @@ extension DiskManager {
             try FileSystem.copy(fd, from: oldPath, to: temporary)
             // Locked from before it appears under files/ until its row commits (fresh staging files are spared).
             copyLock = open(temporary, O_RDONLY | O_CLOEXEC)
-            flock(copyLock, LOCK_EX)
+            guard copyLock >= 0 else { throw .posix("cannot open", path: temporary) }
+            try FileSystem.lock(copyLock, .exclusive, path: temporary)
             try FileSystem.rename(temporary, to: newPath)
         }
         try FileSystem.syncDirectory(of: newPath)
@@ -96,10 +99,10 @@ extension DiskManager {
             deleter.forget(oldPath)
         } else {
             // The original goes now if its holders are gone, else when the last token is released.
-            flock(fd, LOCK_UN)
+            try? SystemCall.unlock(fd)  // a failure only delays the delete until this descriptor closes
             deleter.tryDelete(oldPath)
         }
         notify(updated, .migrated)
-        if mode == .cache { try enforceLimits(of: record.pool) }
+        if mode == .cache { kickEviction(record.pool) }
     }
 }

@@ -61,19 +61,16 @@ extension DiskManager {
     @discardableResult
     public func updateOutline(_ entry: OutlineEntry, invalidatingLocalFiles: Bool = true) throws(DarkDiskError) -> Bool {
         _ = try unwrapKey(entry.wrappedKey)
-        let previous = try read { db in
-            try Row.fetchOne(db, sql: "SELECT wrappedKey, cloudETag FROM node WHERE id = ?", arguments: [entry.nodeID.rawValue])
-        }
-        let previousETag: String? = previous?["cloudETag"]
-        let changed = previous != nil && previousETag != nil && previousETag != entry.cloudETag
-        if invalidatingLocalFiles, changed || (previous != nil && previousETag == nil && (previous!["wrappedKey"] as Data) != Data(entry.wrappedKey)) {
-            // Local files were made for another version (or under another key): they are not this node any more.
-            let stale = try read { db in
-                try FileRecord.filter(Column("ownerID") == entry.nodeID.rawValue && Column("kind") != FileKind.avatar.rawValue).fetchAll(db)
+        // One transaction: the version compared is the one replaced, even with a pull in another process.
+        let (changed, stale) = try write { db -> (Bool, [FileRecord]) in
+            let previous = try Row.fetchOne(db, sql: "SELECT wrappedKey, cloudETag FROM node WHERE id = ?", arguments: [entry.nodeID.rawValue])
+            let previousETag: String? = previous?["cloudETag"]
+            let changed = previous != nil && previousETag != nil && previousETag != entry.cloudETag
+            var stale: [FileRecord] = []
+            if invalidatingLocalFiles, changed || (previous != nil && previousETag == nil && (previous!["wrappedKey"] as Data) != Data(entry.wrappedKey)) {
+                // Local files were made for another version (or under another key): they are not this node any more.
+                stale = try deleteRows(db, try FileRecord.filter(Column("ownerID") == entry.nodeID.rawValue && Column("kind") != FileKind.avatar.rawValue).fetchAll(db))
             }
-            try deleteRecords(stale, reason: .deleted)
-        }
-        try write { db in
             try db.execute(sql: """
                 INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -82,7 +79,9 @@ extension DiskManager {
                   thumbnailSize = excluded.thumbnailSize, dataSize = excluded.dataSize
                 """, arguments: [entry.nodeID.rawValue, Data(entry.wrappedKey), entry.name, entry.parentID, entry.cloudETag,
                                  Date().timeIntervalSince1970, Int64(entry.metadataSize), Int64(entry.thumbnailSize), Int64(entry.dataSize)])
+            return (changed, stale)
         }
+        finishDeletes(stale, reason: .deleted)
         return changed
     }
 

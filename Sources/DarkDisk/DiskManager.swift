@@ -13,8 +13,11 @@ public final class DiskManager: Sendable {
     let masterKey: SymmetricKey
     let deleter: FileDeleter
     let logger: Logger
-    /// Eviction, expiry and sweeps run here, never on a caller's (or a FUSE) thread.
+    /// The one owner of eviction, expiry and sweeps (rclone's cache cleaner): only work on this queue
+    /// evicts. Imports, releases and migrations kick it (`kickEviction`); the public calls wait for it.
     let maintenanceQueue = DispatchQueue(label: "darkdisk.maintenance")
+    /// Pools an eviction was asked for and not yet run (kicks arriving meanwhile join it).
+    let evictionsDue = Locked<Set<Pool>>([])
     let maintenanceTimer = Locked<MaintenanceTimer?>(nil)
     let broadcaster = ChangeBroadcaster()
     /// Orphans the start-up sweep found locked (by a reader of the same inode); each maintenance round retries them.
@@ -39,7 +42,7 @@ public final class DiskManager: Sendable {
         let key: SymmetricKey
         if let adoptingKeyFile {
             guard let passphrase else {
-                throw DarkDiskError(.passphraseRequired, "the remote's key is protected by a passphrase: pass --passphrase-file FILE")
+                throw DarkDiskError(.passphraseRequired, "the remote's key is protected by a passphrase; none was given")
             }
             key = try MasterKeyFile.adopt(adoptingKeyFile, at: location.keyPath, passphrase: passphrase)
         } else {
@@ -60,7 +63,7 @@ public final class DiskManager: Sendable {
     public convenience init(location: StoreLocation, passphrase: [UInt8]? = nil, logger: Logger = Logger(label: "darkdisk.store")) throws(DarkDiskError) {
         guard DiskManager.exists(at: location) else {
             try DiskManager.refuseIndexWithoutKey(at: location)
-            throw DarkDiskError(.storeNotFound, "no store at \(location.configDirectory); run 'darkdisk init' first")
+            throw DarkDiskError(.storeNotFound, "no store at \(location.configDirectory)")
         }
         let key = try MasterKeyFile.load(at: location.keyPath, passphrase: passphrase)
         try self.init(location: location, masterKey: key, logger: logger)
@@ -80,7 +83,7 @@ public final class DiskManager: Sendable {
         // Start-up enforcement: finish interrupted deletes, expire, evict. All index-driven, so fast at any size;
         // the directory scan for orphans runs in the background.
         guard !readOnly else { return }
-        runMaintenance()
+        maintenanceQueue.sync { runMaintenance() }
         maintenanceQueue.async { [weak self] in self?.sweepOrphans() }
         startMaintenanceTimer()
     }

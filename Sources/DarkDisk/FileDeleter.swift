@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 import GRDB
 #if canImport(Glibc)
@@ -31,7 +32,7 @@ final class FileDeleter: Sendable {
             return false
         }
         defer { close(fd) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
+        guard (try? SystemCall.tryLock(fd, .exclusive)) == true else { return false }  // retained (or unlockable): later
         unlink(path)
         forget(path)
         return true

@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -42,13 +43,7 @@ enum FileSystem {
         guard fd >= 0 else { throw .posix("cannot create", path: path) }
         defer { close(fd) }
         let ok = contents.withUnsafeBytes { buffer -> Bool in
-            var done = 0
-            while done < buffer.count {
-                let n = write(fd, buffer.baseAddress! + done, buffer.count - done)
-                if n < 0 { if errno == EINTR { continue }; return false }
-                done += n
-            }
-            return true
+            buffer.isEmpty || (try? SystemCall.write(fd, from: buffer.baseAddress!, count: buffer.count)) != nil
         }
         guard ok, fsync(fd) == 0 else {
             let e = errno
@@ -135,6 +130,12 @@ extension FileSystem {
 }
 
 extension FileSystem {
+    /// Takes a `flock` on a store file (the retain-token protocol: shared by holders, exclusive by deleters
+    /// and writers), waiting for it.
+    static func lock(_ fd: Int32, _ kind: SystemCall.LockKind, path: String) throws(DarkDiskError) {
+        do { try SystemCall.lock(fd, kind) } catch { throw .posix("cannot lock", path: path, errno: error.rawValue) }
+    }
+
     /// Copies the open file `source` to a new file `destination` and flushes it.
     static func copy(_ source: Int32, from sourcePath: String, to destination: String) throws(DarkDiskError) {
         let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -143,14 +144,19 @@ extension FileSystem {
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset: off_t = 0
         while true {
-            let n = pread(source, &buffer, buffer.count, offset)
-            if n < 0 { if errno == EINTR { continue }; let e = errno; unlink(destination); throw .posix("cannot read", path: sourcePath, errno: e) }
+            let n: Int
+            do { n = try SystemCall.pread(source, into: &buffer, count: buffer.count, at: UInt64(offset)) } catch {
+                unlink(destination)
+                throw .posix("cannot read", path: sourcePath, errno: error.rawValue)
+            }
             if n == 0 { break }
-            var done = 0
-            while done < n {
-                let w = buffer.withUnsafeBytes { write(output, $0.baseAddress! + done, n - done) }
-                if w < 0 { if errno == EINTR { continue }; let e = errno; unlink(destination); throw .posix("cannot write", path: destination, errno: e) }
-                done += w
+            let failure = buffer.withUnsafeBytes { bytes -> Errno? in
+                do throws(Errno) { try SystemCall.write(output, from: bytes.baseAddress!, count: n) } catch { return error }
+                return nil
+            }
+            if let failure {
+                unlink(destination)
+                throw .posix("cannot write", path: destination, errno: failure.rawValue)
             }
             offset += off_t(n)
         }

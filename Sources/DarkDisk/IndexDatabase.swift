@@ -38,7 +38,7 @@ enum IndexDatabase {
         if let error = error as? DatabaseError {
             switch error.resultCode {
             case .SQLITE_FULL:
-                return DarkDiskError(.io, "\(what): no space left on device (free some, or delete files with 'darkdisk delete')", errno: ENOSPC)
+                return DarkDiskError(.io, "\(what): no space left on device", errno: ENOSPC)
             case .SQLITE_READONLY:
                 return DarkDiskError(.io, "\(what): read-only file system", errno: EROFS)
             case .SQLITE_IOERR, .SQLITE_CANTOPEN:

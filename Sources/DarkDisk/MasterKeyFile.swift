@@ -113,7 +113,7 @@ public enum MasterKeyFile {
             return key
         case "scrypt":
             guard let passphrase else {
-                throw DarkDiskError(.passphraseRequired, "the store's key is protected by a passphrase: pass --passphrase-file FILE (or set DARKDISK_PASSPHRASE_FILE)")
+                throw DarkDiskError(.passphraseRequired, "the store's key is protected by a passphrase; none was given")
             }
             guard let n = contents.n, let r = contents.r, let p = contents.p,
                   let salt = contents.salt.flatMap(Hex.decode), let wrapped = contents.wrappedKey.flatMap(Hex.decode) else {

@@ -1,4 +1,5 @@
 import DarkDiskCrypto
+import DarkDiskSystem
 import Foundation
 import DarkDiskSync
 
@@ -508,7 +509,7 @@ final class CacheFolder: Sendable {
         let lock = Foundation.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lock >= 0 else { throw DiskCacheError.posix("cannot open", path: lockPath) }
         defer { close(lock) }
-        while flock(lock, LOCK_EX) != 0 && errno == EINTR {}
+        do { try SystemCall.lock(lock, .exclusive) } catch { throw DiskCacheError.posix("cannot lock", path: lockPath, errno: error.rawValue) }
         try state.withLock { (s: inout State) throws(DiskCacheError) in
             let connection = s.connection
             try connection.writeTransaction { () throws(DiskCacheError) in

@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 
 extension DiskCache {
@@ -27,7 +28,10 @@ extension DiskCache {
     func acquireFile(forKey key: String) throws(DiskCacheError) -> FileAccess? {
         let lockFD = open(folder.lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lockFD >= 0 else { throw DiskCacheError.posix("cannot open", path: folder.lockPath) }
-        while flock(lockFD, LOCK_SH) != 0 && errno == EINTR {}
+        do { try SystemCall.lock(lockFD, .shared) } catch {
+            close(lockFD)
+            throw DiskCacheError.posix("cannot lock", path: folder.lockPath, errno: error.rawValue)
+        }
         for _ in 0..<8 {
             let name: String?
             do {
@@ -40,7 +44,10 @@ extension DiskCache {
             let path = folder.filesPath + "/" + name
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             if fd >= 0 {
-                while flock(fd, LOCK_SH) != 0 && errno == EINTR {}
+                guard (try? SystemCall.lock(fd, .shared)) != nil else {
+                    close(fd)
+                    continue  // cannot hold it: look the entry up again
+                }
                 // Locked: a remover now leaves the file alone. Still the entry's file? Then it is ours.
                 if (try? folder.currentFile(key)) == name {
                     return FileAccess(url: URL(fileURLWithPath: path), fd: fd, lockFD: lockFD)

@@ -1,9 +1,12 @@
+import DarkDiskSystem
 import Foundation
 
 /// The error type of `DiskCache`: a stable code for programs and a one-line message for people.
 ///
 /// A missing, expired, corrupt or half-written entry is never an error: it is a miss (`nil`).
-public struct DiskCacheError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
+public struct DiskCacheError: DarkDiskFailure, Equatable, LocalizedError {
+    public var systemErrno: Errno? { errno.map(Errno.init(rawValue:)) }
+
     public enum Code: String, Sendable, Equatable {
         /// An argument is outside what the operation accepts (a cache name with a `/`, a negative limit).
         case invalidArgument

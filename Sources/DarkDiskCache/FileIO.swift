@@ -1,37 +1,25 @@
 import Foundation
+import DarkDiskSystem
 
 /// The few POSIX file operations the cache needs, with `DiskCacheError` on failure.
 enum FileIO {
     /// Writes all of `data` to `fd`.
     static func writeAll(_ fd: Int32, _ data: Data, path: String) throws(DiskCacheError) {
-        let failure: Int32? = data.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                offset += n
-            }
+        let failure = data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Errno? in
+            guard buffer.count > 0 else { return nil }
+            do throws(Errno) { try SystemCall.write(fd, from: buffer.baseAddress!, count: buffer.count) } catch { return error }
             return nil
         }
-        if let failure { throw DiskCacheError.posix("cannot write", path: path, errno: failure) }
+        if let failure { throw DiskCacheError.posix("cannot write", path: path, errno: failure.rawValue) }
     }
 
     /// Reads exactly `count` bytes from the start of `fd`; `nil` if the file is shorter or longer.
     static func readExactly(_ fd: Int32, count: Int) -> Data? {
         guard let buffer = malloc(max(count, 1)) else { return nil }
-        var offset = 0
-        while offset < count {
-            let n = read(fd, buffer + offset, count - offset)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { free(buffer); return nil }
-            offset += n
-        }
+        guard (try? SystemCall.read(fd, into: buffer, count: count)) == count else { free(buffer); return nil }
         // One more byte would mean the file grew: not the value that was stored.
         var extra: UInt8 = 0
-        if read(fd, &extra, 1) != 0 { free(buffer); return nil }
+        if (try? SystemCall.read(fd, into: &extra, count: 1)) != 0 { free(buffer); return nil }
         return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
     }
 

@@ -88,7 +88,7 @@ public struct CloudSync: Sendable {
         var seen = Set<NodeID>()
         let known = Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) })
         if !acceptEmptyRemote, !known.isEmpty, !objects.contains(where: { CloudLayout.nodeID(ofRecordKey: $0.key) != nil }) {
-            throw RemoteError(.invalidResponse, "\(remote.url) lists no node while this store knows \(known.count); nothing was changed (a wrong or unmounted bucket?). If every node was deleted on purpose, pull with --accept-empty-remote")
+            throw RemoteError(.emptyListing, "\(remote.url) lists no node while this store knows \(known.count); nothing was changed (a wrong or unmounted bucket?)")
         }
         for object in objects {
             guard let nodeID = CloudLayout.nodeID(ofRecordKey: object.key) else { continue }

@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -23,9 +24,16 @@ final class DownloadLock: Sendable {
     /// The lock, or nil if another downloader holds it.
     static func tryAcquire(_ path: String) throws(RemoteError) -> DownloadLock? {
         while true {
-            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-            guard fd >= 0 else { throw RemoteError(.io, "cannot create \(path): \(String(cString: strerror(errno)))") }
-            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let fd: Int32
+            do { fd = try SystemCall.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600) } catch {
+                throw RemoteError(.io, "cannot create \(path): \(error)")
+            }
+            let locked: Bool
+            do { locked = try SystemCall.tryLock(fd, .exclusive) } catch {
+                close(fd)
+                throw RemoteError(.io, "cannot lock \(path): \(error)")
+            }
+            guard locked else {
                 close(fd)
                 return nil
             }

@@ -73,8 +73,12 @@ extension DownloadManager {
                     return UserAvatarDownload(userID: userID, identityID: identityID, image: image, export: nil)
                 }
                 let file = CryptoFile(path: path, format: .cacheFile, key: key)
-                let export = try manager.importUserAvatar(DiskImport(cryptoFile: file), userID: userID, identityID: identityID)
-                return UserAvatarDownload(userID: userID, identityID: identityID, image: image, export: export)
+                do {
+                    let export = try manager.importUserAvatar(DiskImport(cryptoFile: file), userID: userID, identityID: identityID)
+                    return UserAvatarDownload(userID: userID, identityID: identityID, image: image, export: export)
+                } catch let error as DarkDiskError where error.code == .tooLarge {
+                    return UserAvatarDownload(userID: userID, identityID: identityID, image: image, export: nil)  // larger than its pool
+                }
             }
         }
         throw RemoteError(.changed, "the avatar of '\(userID)' / '\(identityID)' keeps changing in the cloud")

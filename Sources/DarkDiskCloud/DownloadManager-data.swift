@@ -5,6 +5,7 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+import DarkDiskSystem
 
 extension DownloadManager {
     /// Downloads the node's whole cloud file. With `options.cacheToDiskManager` it enters the cache pool as the
@@ -79,7 +80,7 @@ extension DownloadManager {
         let manager = self.manager
         let (entry, key) = try await blocking { () throws -> (OutlineEntry, SymmetricKey) in
             guard let entry = try manager.outlineEntry(nodeID) else {
-                throw RemoteError(.notFound, "node '\(nodeID)' is not stored locally and the remote's outline does not have it (run 'darkdisk pull')")
+                throw RemoteError(.unknownNode, "node '\(nodeID)' is not stored locally and the remote's outline does not have it")
             }
             return (entry, try manager.unwrapKey(entry.wrappedKey))
         }
@@ -118,9 +119,14 @@ extension DownloadManager {
         }
         let file = CryptoFile(path: download.path, format: .cloudFile, key: key)
         if transfer.decideCaching() {
-            let export = try manager.importNodeFile(DiskImport(cryptoFile: file), nodeID: nodeID, kind: .data)
-            try manager.removePartialDownload(nodeID)
-            return NodeDataDownload(export: export)
+            do throws(DarkDiskError) {
+                let export = try manager.importNodeFile(DiskImport(cryptoFile: file), nodeID: nodeID, kind: .data)
+                try manager.removePartialDownload(nodeID)
+                return NodeDataDownload(export: export)
+            } catch {
+                // Larger than the whole cache pool: the store cannot keep it, its readers still get it (below).
+                guard error.code == .tooLarge else { throw error }
+            }
         }
         let path = try cacheFolder("downloads") + "/" + UUID().uuidString + ".ddc"
         guard rename(download.path, path) == 0 else {
@@ -248,14 +254,9 @@ extension DownloadManager {
     }
 
     private static func write(_ bytes: UnsafeRawBufferPointer, to fd: Int32, at offset: UInt64) throws(RemoteError) {
-        var done = 0
-        while done < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw RemoteError(.io, "cannot write the partial download: \(String(cString: strerror(errno)))")
-            }
-            done += n
+        guard bytes.count > 0 else { return }
+        do { try SystemCall.pwrite(fd, from: bytes.baseAddress!, count: bytes.count, at: offset) } catch {
+            throw RemoteError(.io, "cannot write the partial download: \(error)")
         }
     }
 }

@@ -45,7 +45,7 @@ extension DownloadManager {
                 guard size > 0 else { continue }
                 let plaintext = Data(try reader.read(section: section.rawValue, offset: 0, count: Int(size)))
                 result[section] = plaintext
-                if caching { try manager.importNodeFile(DiskImport(cleartextData: plaintext), nodeID: nodeID, kind: section.fileKind) }
+                if caching { try Self.cache(plaintext, nodeID: nodeID, kind: section.fileKind, in: manager) }
             }
             return withExtendedLifetime(local) { (result, [], true) }
         }
@@ -69,7 +69,7 @@ extension DownloadManager {
         let manager = self.manager
         let (entry, key) = try await blocking { () throws -> (OutlineEntry, SymmetricKey) in
             guard let entry = try manager.outlineEntry(nodeID) else {
-                throw RemoteError(.notFound, "node '\(nodeID)' is not stored locally and the remote's outline does not have it (run 'darkdisk pull')")
+                throw RemoteError(.unknownNode, "node '\(nodeID)' is not stored locally and the remote's outline does not have it")
             }
             return (entry, try manager.unwrapKey(entry.wrappedKey))
         }
@@ -111,9 +111,19 @@ extension DownloadManager {
             for section in present {
                 let plaintext = try file.plaintext(section)
                 result[section] = plaintext
-                if caching { try manager.importNodeFile(DiskImport(cleartextData: plaintext), nodeID: nodeID, kind: section.fileKind) }
+                if caching { try Self.cache(plaintext, nodeID: nodeID, kind: section.fileKind, in: manager) }
             }
             return result
+        }
+    }
+
+    /// Keeps a fetched section in the cache pool, unless it is larger than the whole pool (then the caller
+    /// has it in memory and the store keeps nothing).
+    static func cache(_ plaintext: Data, nodeID: NodeID, kind: FileKind, in manager: DiskManager) throws {
+        do throws(DarkDiskError) {
+            try manager.importNodeFile(DiskImport(cleartextData: plaintext), nodeID: nodeID, kind: kind)
+        } catch {
+            guard error.code == .tooLarge else { throw error }
         }
     }
 

@@ -17,7 +17,22 @@ extension DownloadManager {
     public func whenAvailable(_ nodeID: NodeID, range: Range<UInt64>, ticket: DownloadTicket<NodeDataDownload>? = nil,
                               timeout: Duration? = nil, queue: DispatchQueue = .global(),
                               handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) -> DownloadTicket<NodeDataDownload>? {
-        let answer = Answer(queue: queue, handler: handler)
+        whenAvailable(nodeID, range: range, ticket: ticket, timeout: timeout, dispatch: { work in queue.async(execute: work) }, handler: handler)
+    }
+
+    /// As `whenAvailable(_:range:ticket:timeout:queue:handler:)`, with `handler` run as blocking work on
+    /// `pool`: for a handler that reads and decrypts (the mount's replies).
+    @discardableResult
+    public func whenAvailable(_ nodeID: NodeID, range: Range<UInt64>, ticket: DownloadTicket<NodeDataDownload>? = nil,
+                              timeout: Duration? = nil, on pool: BlockingPool,
+                              handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) -> DownloadTicket<NodeDataDownload>? {
+        whenAvailable(nodeID, range: range, ticket: ticket, timeout: timeout, dispatch: { work in pool.submit(work) }, handler: handler)
+    }
+
+    private func whenAvailable(_ nodeID: NodeID, range: Range<UInt64>, ticket: DownloadTicket<NodeDataDownload>?, timeout: Duration?,
+                               dispatch: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+                               handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) -> DownloadTicket<NodeDataDownload>? {
+        let answer = Answer(dispatch: dispatch, handler: handler)
         do {
             if let stored = try manager.nodeFile(nodeID, kind: .data) {
                 answer(.success(.stored(stored)))
@@ -33,14 +48,16 @@ extension DownloadManager {
         let stream = stream(for: nodeID)
         let running = ticket.flatMap { $0.isFinished ? nil : $0 } ?? downloadNodeData(nodeID, options: DownloadOptions(cacheToDiskManager: true))
         @Sendable func answerFromTicket() {
-            running.onCompletion(queue: queue) { result in
-                answer(Result { () throws -> NodeDataSource in
-                    let download = try result.get()
-                    if let export = download.export { return .stored(export) }
-                    let fd = open(download.cryptoFile.path, O_RDONLY | O_CLOEXEC)
-                    guard fd >= 0 else { throw RemoteError(.io, "cannot open the download of node '\(nodeID)'") }
-                    return .downloading(SharedDescriptor(fd))
-                })
+            running.whenResolved { result in
+                dispatch {
+                    answer(Result { () throws -> NodeDataSource in
+                        let download = try result.get()
+                        if let export = download.export { return .stored(export) }
+                        let fd = open(download.cryptoFile.path, O_RDONLY | O_CLOEXEC)
+                        guard fd >= 0 else { throw RemoteError(.io, "cannot open the download of node '\(nodeID)'") }
+                        return .downloading(SharedDescriptor(fd))
+                    })
+                }
             }
         }
         let waiter = stream.wait(for: range) { event in
@@ -64,15 +81,16 @@ extension DownloadManager {
     }
 }
 
-/// A handler called at most once, on its queue; the first answer wins and cancels the deadline.
+/// A handler called at most once, on its queue or pool; the first answer wins and cancels the deadline.
 private final class Answer: Sendable {
-    private let queue: DispatchQueue
+    private let dispatch: @Sendable (@escaping @Sendable () -> Void) -> Void
     private let handler: Locked<(@Sendable (Result<NodeDataSource, any Error>) -> Void)?>
     private let timer = Locked<Task<Void, Never>?>(nil)
     private let cleanup = Locked<(@Sendable () -> Void)?>(nil)
 
-    init(queue: DispatchQueue, handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) {
-        self.queue = queue
+    init(dispatch: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+         handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) {
+        self.dispatch = dispatch
         self.handler = Locked(handler)
     }
 
@@ -97,6 +115,6 @@ private final class Answer: Sendable {
         }) else { return }
         timer.withLock { $0 }?.cancel()
         cleanup.withLock { state in defer { state = nil }; return state }?()
-        queue.async { handler(result) }
+        dispatch { handler(result) }
     }
 }

@@ -56,7 +56,7 @@ public final class DownloadTicket<Value: Sendable>: Sendable {
     }
 
     /// Calls `dispatch` with the result once it is known; it must only hand the result on, not act on it.
-    private func whenResolved(_ dispatch: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+    func whenResolved(_ dispatch: @escaping @Sendable (Result<Value, any Error>) -> Void) {
         let ready = state.withLock { state -> Result<Value, any Error>? in
             if state.result == nil { state.completions.append(dispatch) }
             return state.result

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import DarkDiskSystem
 
 /// A remote that is a local folder (`file:///path`): the embedded default, and what tests and a second store
 /// on the same machine use. Objects are files; writes go through a temporary file and a rename; the ETag
@@ -69,10 +70,9 @@ public struct FileRemote: Remote {
         var position = range.lowerBound
         while position < range.upperBound {
             let wanted = Int(min(UInt64(buffer.count), range.upperBound - position))
-            let n = pread(fd, buffer.baseAddress!, wanted, off_t(position))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw RemoteError(.io, "cannot read \(path(key)): \(String(cString: strerror(errno)))")
+            let n: Int
+            do { n = try SystemCall.pread(fd, into: buffer.baseAddress!, count: wanted, at: position) } catch {
+                throw RemoteError(.io, "cannot read \(path(key)): \(error)")
             }
             guard n > 0 else { throw RemoteError(.invalidResponse, "short read of \(key)") }
             try consume(UnsafeRawBufferPointer(rebasing: buffer[..<n]))

@@ -5,6 +5,7 @@ import NIOCore
 #if canImport(Glibc)
 import Glibc
 #endif
+import DarkDiskSystem
 
 /// A byte range of an open file as an async sequence of buffers read with `pread`, to stream an upload
 /// body from disk (a part of a multipart upload, a whole small file) without holding it in memory. The
@@ -63,13 +64,11 @@ struct FileSlice: AsyncSequence, Sendable {
 
     /// Fills `buffer` from the file at `position`, or throws if the file ends first or cannot be read.
     func read(into buffer: UnsafeMutableRawBufferPointer, at position: UInt64) throws(ReadError) {
-        var done = 0
-        while done < buffer.count {
-            let got = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(position) + off_t(done))
-            if got < 0 && errno == EINTR { continue }
-            guard got >= 0 else { throw ReadError(message: "cannot read \(path): \(String(cString: strerror(errno)))") }
-            guard got > 0 else { throw ReadError(message: "\(path) became shorter while it was uploaded") }
-            done += got
+        guard buffer.count > 0 else { return }
+        let got: Int
+        do { got = try SystemCall.pread(fd, into: buffer.baseAddress!, count: buffer.count, at: position) } catch {
+            throw ReadError(message: "cannot read \(path): \(error)")
         }
+        guard got == buffer.count else { throw ReadError(message: "\(path) became shorter while it was uploaded") }
     }
 }

@@ -1,8 +1,13 @@
+import DarkDiskSystem
 /// The error type of remotes and transfers: a code programs can branch on and a one-line message.
-public struct RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct RemoteError: DarkDiskFailure, Equatable {
     public enum Code: String, Sendable {
         /// The object does not exist (a 404 on HTTP remotes).
         case notFound
+        /// The node is neither stored nor in the outline the store last pulled.
+        case unknownNode
+        /// A pull found no node at all in a remote where the store knows some: refused unless accepted.
+        case emptyListing
         /// The server refuses to serve the object (an HTTP 403): it exists, but may not be read.
         case accessDenied
         /// The remote could not be reached; never taken to mean "deleted".

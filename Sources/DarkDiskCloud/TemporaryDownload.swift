@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -12,9 +13,15 @@ final class TemporaryDownload: Sendable {
 
     /// Takes ownership of the file at `path`.
     init(path: String) throws(RemoteError) {
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw RemoteError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
-        flock(fd, LOCK_SH)
+        do {
+            fd = try SystemCall.open(path, O_RDONLY | O_NOFOLLOW)
+        } catch {
+            throw RemoteError(.io, "cannot open \(path): \(error)")
+        }
+        do { try SystemCall.lock(fd, .shared) } catch {
+            close(fd)
+            throw RemoteError(.io, "cannot lock \(path): \(error)")
+        }
         self.path = path
     }
 

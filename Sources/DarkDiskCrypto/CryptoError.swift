@@ -1,10 +1,13 @@
+import DarkDiskSystem
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The error type of `DarkDiskCrypto`: a stable code for programs, a one-line message for people, and
 /// where it happened (section and chunk for chunk failures, `errno` for I/O) so callers can log it.
-public struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct CryptoError: DarkDiskFailure, Equatable {
+    public var systemErrno: Errno? { errno.map(Errno.init(rawValue:)) }
+
     /// What went wrong, independent of the message wording.
     public enum Code: Sendable, Equatable {
         /// A key does not have exactly 32 bytes.

@@ -1,8 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import DarkDiskSystem
 
-/// errno-checked loops over the POSIX I/O calls the module uses, retrying `EINTR` and short transfers.
+/// The module's system calls: `SystemCall`'s, with failures as `CryptoError`s naming the file.
 enum POSIXIO {
     /// What messages call an open descriptor: its path (from /proc/self/fd), else "file descriptor N". A
     /// message naming "file descriptor 13" told the user nothing.
@@ -36,58 +37,30 @@ enum POSIXIO {
     /// Reads up to `count` bytes at `offset`, stopping early only at end of file; returns the bytes read.
     static func pread(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: UInt64,
                       name: String) throws(CryptoError) -> Int {
-        var done = 0
-        while done < count {
-            let result = Glibc.pread(fd, buffer + done, count - done, off_t(offset) + off_t(done))
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw .posix("cannot read \(name)", errno: errno)
-            }
-            if result == 0 { break }
-            done += result
+        do { return try SystemCall.pread(fd, into: buffer, count: count, at: offset) } catch {
+            throw .posix("cannot read \(name)", errno: error.rawValue)
         }
-        return done
     }
 
     /// Writes all `count` bytes at `offset`.
     static func pwrite(_ fd: Int32, from buffer: UnsafeRawPointer, count: Int, at offset: UInt64,
                        name: String) throws(CryptoError) {
-        var done = 0
-        while done < count {
-            let result = Glibc.pwrite(fd, buffer + done, count - done, off_t(offset) + off_t(done))
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw .posix("cannot write \(name)", errno: errno)
-            }
-            done += result
+        do { try SystemCall.pwrite(fd, from: buffer, count: count, at: offset) } catch {
+            throw .posix("cannot write \(name)", errno: error.rawValue)
         }
     }
 
     /// Reads from a stream until `count` bytes arrived or it ended; returns the bytes read (0 only at end).
     static func read(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, name: String) throws(CryptoError) -> Int {
-        var done = 0
-        while done < count {
-            let result = Glibc.read(fd, buffer + done, count - done)
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw .posix("cannot read \(name)", errno: errno)
-            }
-            if result == 0 { break }
-            done += result
+        do { return try SystemCall.read(fd, into: buffer, count: count) } catch {
+            throw .posix("cannot read \(name)", errno: error.rawValue)
         }
-        return done
     }
 
     /// Writes all `count` bytes to a stream at its current position.
     static func write(_ fd: Int32, from buffer: UnsafeRawPointer, count: Int, name: String) throws(CryptoError) {
-        var done = 0
-        while done < count {
-            let result = Glibc.write(fd, buffer + done, count - done)
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw .posix("cannot write \(name)", errno: errno)
-            }
-            done += result
+        do { try SystemCall.write(fd, from: buffer, count: count) } catch {
+            throw .posix("cannot write \(name)", errno: error.rawValue)
         }
     }
 

@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import DarkDisk
 
 /// One of the mount's extended attributes (DESIGN §5): which name addresses what, whether it can be written,
@@ -83,7 +84,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
     }
 
     /// Why a name or value was refused; `FuseErrno` turns it into the errno `getfattr`/`setfattr` report.
-    package struct Failure: Error, Equatable, Sendable, CustomStringConvertible {
+    package struct Failure: DarkDiskFailure, Equatable {
         package enum Code: Sendable, Equatable {
             /// No such attribute on this inode (`ENODATA`).
             case noSuchAttribute

@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
+import DarkDiskSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,14 +30,24 @@ enum FuseErrno {
             // (Not EAGAIN: the kernel turns an EAGAIN answer to setxattr into EOPNOTSUPP.)
             case .notLocal: return EREMOTE
             }
-        case let error as RemoteError where error.code == .accessDenied:
-            return EACCES
+        case let error as RemoteError:
+            switch error.code {
+            case .notFound, .unknownNode: return ENOENT
+            case .accessDenied: return EACCES
+            case .unreachable, .changed, .invalidResponse, .invalidURL, .io, .emptyListing: return EIO
+            }
         case let error as CryptoError:
             switch error.code {
             case .io: return error.errno ?? EIO
-            case .outOfRange: return EINVAL
+            // Damage, a wrong key, an OpenSSL failure: the bytes cannot be served.
             default: return EIO
             }
+        case is CancellationError:
+            return EINTR
+        case let error as Errno:
+            return error.rawValue
+        case let error as any DarkDiskFailure:
+            return error.systemErrno?.rawValue ?? EIO
         default:
             return EIO
         }

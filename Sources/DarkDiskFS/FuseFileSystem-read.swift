@@ -31,7 +31,7 @@ extension FuseFileSystem {
             if case .avatarFile(let user, let identity) = entry {
                 // An avatar the remote's user record lists: small, fetched whole, then opened.
                 let ticket = downloads.downloadUserAvatar(user, identityID: identity, options: DownloadOptions(cacheToDiskManager: true))
-                openWhenFetched(req, entry: entry, ino: ino, size: size, fi: fi) { then in ticket.onCompletion(queue: self.replies) { then($0.map { _ in }) } }
+                openWhenFetched(req, entry: entry, ino: ino, size: size, fi: fi) { then in ticket.onCompletion(on: self.replies) { then($0.map { _ in }) } }
                 return
             }
             guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), key.version == .remote(outline.cloudETag) else {
@@ -45,7 +45,7 @@ extension FuseFileSystem {
             // A remote node's metadata or thumbnail: small, fetched whole (one range request), then opened.
             let ticket = downloads.downloadNodeMeta(id, components: kind == .metadata ? .metadata : .thumbnail,
                                                     options: DownloadOptions(cacheToDiskManager: true))
-            openWhenFetched(req, entry: entry, ino: ino, size: size, fi: fi) { then in ticket.onCompletion(queue: self.replies) { then($0.map { _ in }) } }
+            openWhenFetched(req, entry: entry, ino: ino, size: size, fi: fi) { then in ticket.onCompletion(on: self.replies) { then($0.map { _ in }) } }
         } catch {
             logger.error("\(entry.logName): open failed: \(error)")
             fuse_reply_err(req, FuseErrno.from(error))

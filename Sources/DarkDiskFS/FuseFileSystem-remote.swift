@@ -63,7 +63,7 @@ extension FuseFileSystem {
                               then: @escaping @Sendable (Readable) throws -> Void) {
         guard let downloads else { fuse_reply_err(pending.req, EIO); return }
         let ticket = downloads.whenAvailable(remote.nodeID, range: range, ticket: remote.ticket, timeout: remote.waitLimit(remoteTimeout),
-                                             queue: replies) { result in
+                                             on: replies) { result in
             do {
                 switch try result.get() {
                 case .downloading(let descriptor): try then(.partial(descriptor))

@@ -19,7 +19,7 @@ public final class FuseFileSystem: Sendable {
     /// How long a read of a node that is not stored waits for its bytes before answering `EIO`.
     let remoteTimeout: Duration
     /// Where reads answered later (after a download delivered their bytes) are decrypted and replied.
-    let replies = DispatchQueue(label: "darkdisk.fuse.replies", attributes: .concurrent)
+    let replies = BlockingPool.shared
     let logger: Logger
     let inodes = Locked(InodeTable())
     let handles = Locked<[UInt64: OpenFile]>([:])

@@ -1,3 +1,4 @@
+import DarkDiskSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,13 +39,9 @@ enum StandardErrorCapture {
         close(saved)
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        var offset: off_t = 0
         while bytes.count < 1 << 16 {
-            let n = pread(file, &buffer, buffer.count, offset)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
+            guard let n = try? SystemCall.pread(file, into: &buffer, count: buffer.count, at: UInt64(bytes.count)), n > 0 else { break }
             bytes += buffer[0..<n]
-            offset += off_t(n)
         }
         close(file)
         _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }

@@ -1,10 +1,11 @@
+import DarkDiskSystem
 import Foundation
 
 /// The error type of the image manager: a stable code for programs and a one-line message for people.
 ///
 /// Errors are never cached: only a definite "no image" (a node without a thumbnail, an identity without an
 /// avatar) is remembered as a negative result.
-public struct ImageError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
+public struct ImageError: DarkDiskFailure, Equatable, LocalizedError {
     public enum Code: String, Sendable, Equatable {
         /// The bytes are not an image libvips can decode (unknown format, damaged, truncated).
         case undecodable

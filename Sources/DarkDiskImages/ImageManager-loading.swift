@@ -98,7 +98,7 @@ extension ImageManager {
         } catch {
             throw Self.storeError(error, what: "the thumbnail of node '\(node)'")
         }
-        throw ImageError(.notAvailable, "node '\(node)' is not stored locally and the remote's outline does not have it (run 'darkdisk pull')")
+        throw ImageError(.notAvailable, "node '\(node)' is not stored locally and the remote's outline does not have it (pull the outline first)")
     }
 
     private func loadAvatar(_ user: UserID, _ identity: IdentityID?, completion: @escaping @Sendable (Result<LoadedImage, ImageError>) -> Void) {

@@ -1,5 +1,6 @@
+import DarkDiskSystem
 /// A usage or environment problem found by the command line itself; printed as one line.
-struct CLIError: Error, CustomStringConvertible {
+struct CLIError: DarkDiskFailure {
     let message: String
     init(_ message: String) { self.message = message }
     var description: String { message }

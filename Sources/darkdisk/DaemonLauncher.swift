@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -48,9 +49,7 @@ enum DaemonLauncher {
         var message = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !message.contains(UInt8(ascii: "\n")) {
-            let n = read(readEnd, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
+            guard let n = try? SystemCall.readSome(readEnd, into: &buffer, count: buffer.count), n > 0 else { break }
             message.append(contentsOf: buffer[0..<n])
         }
         close(readEnd)

@@ -2,6 +2,7 @@ import ArgumentParser
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
+import DarkDiskSystem
 import Foundation
 
 /// The `darkdisk` command line (DESIGN §6).
@@ -35,16 +36,11 @@ struct DarkdiskCommand: ParsableCommand {
             } else {
                 try command.run()
             }
+            OpenedStores.finishUpkeep()
             try StandardStreams.flushOutput()
             Foundation.exit(0)
-        } catch let error as DarkDiskError {
-            fail(error.message)
-        } catch let error as RemoteError {
-            fail(error.message)
-        } catch let error as CryptoError {
-            fail(error.message)
-        } catch let error as CLIError {
-            fail(error.message)
+        } catch let error as any DarkDiskFailure {
+            fail(CLIAdvice.message(for: error))
         } catch let code as ExitCode {
             // A command that already said what failed (e.g. `check` listing its problems).
             Foundation.exit(code.rawValue)

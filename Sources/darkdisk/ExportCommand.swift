@@ -2,6 +2,7 @@ import ArgumentParser
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
+import DarkDiskSystem
 import Foundation
 
 struct ExportCommand: AsyncParsableCommand {
@@ -73,14 +74,8 @@ struct ExportCommand: AsyncParsableCommand {
                 throw CLIError("node '\(node)' \(kind): \(error.message)")
             }
             guard n > 0 else { break }
-            var written = 0
-            while written < n {
-                let w = write(fd, buffer.baseAddress! + written, n - written)
-                if w < 0 {
-                    if errno == EINTR { continue }
-                    throw CLIError("cannot write \(name): \(String(cString: strerror(errno)))")
-                }
-                written += w
+            do { try SystemCall.write(fd, from: buffer.baseAddress!, count: n) } catch {
+                throw CLIError("cannot write \(name): \(error)")
             }
             offset += UInt64(n)
         }

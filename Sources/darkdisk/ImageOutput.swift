@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -17,14 +18,9 @@ enum ImageOutput {
 
     private static func write(_ data: Data, fd: Int32, name: String) throws {
         try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
-            var written = 0
-            while written < bytes.count {
-                let n = Glibc.write(fd, bytes.baseAddress! + written, bytes.count - written)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw CLIError("cannot write \(name): \(String(cString: strerror(errno)))")
-                }
-                written += n
+            guard !bytes.isEmpty else { return }
+            do { try SystemCall.write(fd, from: bytes.baseAddress!, count: bytes.count) } catch {
+                throw CLIError("cannot write \(name): \(error)")
             }
         }
     }

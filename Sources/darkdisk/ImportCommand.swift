@@ -72,27 +72,10 @@ struct ImportCommand: ParsableCommand {
         diskImport.sourceName = file == "-" ? "standard input" : file
 
         let manager = try storeOptions.open(create: true)
-        if !diskImport.storePersistently {
-            // A cache file over its pool's max could never be kept: stop reading as soon as it passes it.
-            diskImport.sizeLimit = try manager.settings(for: target.pool).maxSize
-        }
-        let stored: DiskExport
         do {
-            stored = try Self.store(diskImport, as: target, in: manager)
+            _ = try Self.store(diskImport, as: target, in: manager)
         } catch let error as DarkDiskError where error.code == .tooLarge {
-            let maxSize = diskImport.sizeLimit ?? 0
-            throw CLIError("\(diskImport.sourceName ?? file) holds more than the \(target.pool.rawValue) pool's max size (\(maxSize) bytes), so the cache cannot keep it; the import stopped and kept nothing: import it with --persistent, or raise pool.\(target.pool.rawValue).max_size")
-        }
-        // A cache file larger than its pool's max size would be evicted as soon as this command lets go of
-        // it: say so and store nothing, rather than exit 0 having kept nothing.
-        let maxSize = try manager.settings(for: stored.pool).maxSize
-        if stored.mode == .cache, stored.storedSize > maxSize {
-            switch target {
-            case .node(let id, let kind): _ = try manager.deleteNodeFile(id, kind: kind)
-            case .avatar(let user, let identity?): _ = try manager.deleteUserAvatar(user, identityID: identity)
-            case .avatar(_, nil): break
-            }
-            throw CLIError("\(file == "-" ? "stdin" : file) takes \(stored.storedSize) bytes encrypted, more than the \(stored.pool.rawValue) pool's max size (\(maxSize)), so the cache cannot keep it: import it with --persistent, or raise pool.\(stored.pool.rawValue).max_size")
+            throw CLIError("\(error.message): import it with --persistent, or raise pool.\(target.pool.rawValue).max_size")
         }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DarkDisk
+import DarkDiskSystem
 import Foundation
 import Logging
 #if canImport(Glibc)
@@ -39,9 +40,10 @@ struct StoreOptions: ParsableArguments {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while bytes.count <= 65536 {
-            let n = read(fd, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw CLIError("cannot read passphrase file \(path): \(String(cString: strerror(errno)))") }
+            let n: Int
+            do { n = try SystemCall.readSome(fd, into: &buffer, count: buffer.count) } catch {
+                throw CLIError("cannot read passphrase file \(path): \(error)")
+            }
             if n == 0 { break }
             bytes += buffer[0..<n]
         }
@@ -54,9 +56,12 @@ struct StoreOptions: ParsableArguments {
 
     /// Opens the store; with `create`, makes a new one first if none exists.
     func open(create: Bool = false, logger: Logger = CLILog.cli) throws -> DiskManager {
-        if create && !DiskManager.exists(at: location) {
-            return try DiskManager.create(at: location, passphrase: passphrase(), logger: logger)
+        let manager = if create && !DiskManager.exists(at: location) {
+            try DiskManager.create(at: location, passphrase: passphrase(), logger: logger)
+        } else {
+            try DiskManager(location: location, passphrase: passphrase(), logger: logger)
         }
-        return try DiskManager(location: location, passphrase: passphrase(), logger: logger)
+        OpenedStores.add(manager)
+        return manager
     }
 }

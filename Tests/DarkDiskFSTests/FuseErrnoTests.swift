@@ -1,6 +1,8 @@
 import DarkDisk
 import DarkDiskCloud
+import DarkDiskCache
 import DarkDiskCrypto
+import DarkDiskSystem
 @testable import DarkDiskFS
 import Testing
 #if canImport(Glibc)
@@ -19,6 +21,19 @@ import Glibc
         #expect(FuseErrno.from(RemoteError(.unreachable, "x")) == EIO)
         #expect(FuseErrno.from(CryptoError(.chunkAuthenticationFailed, "x")) == EIO)
         #expect(FuseErrno.from(ExtendedAttribute.Failure(.noSuchAttribute, "x")) == ENODATA, "never ENOSYS")
+        #expect(FuseErrno.from(RemoteError(.notFound, "x")) == ENOENT, "a node gone from the remote is not there")
+        #expect(FuseErrno.from(RemoteError(.unknownNode, "x")) == ENOENT)
+        #expect(FuseErrno.from(CancellationError()) == EINTR, "an interrupted wait is EINTR")
+        #expect(FuseErrno.from(CryptoError(.outOfRange, "x")) == EIO, "a crypto failure is never EINVAL")
+        #expect(FuseErrno.from(Errno(rawValue: EMFILE)) == EMFILE, "a failed system call keeps its errno")
+        #expect(FuseErrno.from(DiskCacheError(.io, "x", errno: EDQUOT)) == EDQUOT, "any darkdisk error with an errno keeps it")
+    }
+
+    /// Every error type is a `DarkDiskFailure`: one protocol for the CLI to catch, each with its message.
+    @Test func everyErrorTypeIsADarkDiskFailure() {
+        let failures: [any Error] = [DarkDiskError(.notFound, "a"), RemoteError(.io, "b"), CryptoError(.corrupt, "c"),
+                                     ExtendedAttribute.Failure(.readOnly, "d"), DiskCacheError(.io, "e")]
+        #expect(failures.map { ($0 as? any DarkDiskFailure)?.message } == ["a", "b", "c", "d", "e"])
     }
 }
 

@@ -103,15 +103,36 @@ import Glibc
         #expect(status.fileCount == 3)
     }
 
-    /// A cache file larger than the max on its own cannot be kept, and it does not push the others out: while
-    /// retained it stays (a mount reads it), then it goes alone. It used to evict every other file first.
-    @Test func aFileLargerThanTheMaxGoesAloneAndTheOthersStay() throws {
+    /// A cache import larger than its pool's max size could never be kept: the store refuses it in one typed
+    /// error, keeps nothing of it and evicts nothing for it.
+    @Test func aCacheImportLargerThanThePoolIsRefusedAndTheOthersStay() throws {
         let store = try TemporaryStore()
         let manager = try store.create()
         try manager.setMaxSize(100_000, for: .data)
         for i in 0..<4 { try importFile(manager, "small\(i)", size: 10_000) }
+        #expect {
+            try manager.importNodeFile(DiskImport(cleartextData: TemporaryStore.bytes(300_000, seed: 7)), nodeID: NodeID("big"))
+        } throws: { error in
+            let error = error as? DarkDiskError
+            return error?.code == .tooLarge && error!.message.contains("data pool's max size (100000 bytes)") && !error!.message.contains("--")
+        }
+        #expect(try !isStored(manager, "big"))
+        #expect(regularFiles(under: store.location.cacheStaging).isEmpty, "no staging file left")
+        for i in 0..<4 { #expect(try isStored(manager, "small\(i)"), "small\(i) was evicted for a file that could never fit") }
+        var persistent = DiskImport(cleartextData: TemporaryStore.bytes(300_000, seed: 7))
+        persistent.storePersistently = true
+        #expect(throws: Never.self) { try manager.importNodeFile(persistent, nodeID: NodeID("big")) }
+    }
+
+    /// A cache file that became larger than its pool (the max was lowered) stays while retained (a mount
+    /// reads it), then goes alone: it does not push the others out. It used to evict every other file first.
+    @Test func aFileLargerThanALoweredMaxGoesAloneAndTheOthersStay() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        for i in 0..<4 { try importFile(manager, "small\(i)", size: 10_000) }
         do {
             let big = try manager.importNodeFile(DiskImport(cleartextData: TemporaryStore.bytes(300_000, seed: 7)), nodeID: NodeID("big"))
+            try manager.setMaxSize(100_000, for: .data)
             settle(manager)
             #expect(try isStored(manager, "big"), "retained: it stays while held")
             withExtendedLifetime(big) {}

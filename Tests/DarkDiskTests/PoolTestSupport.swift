@@ -51,8 +51,13 @@ func importFile(_ manager: DiskManager, _ id: String, size: Int = 10_000, kind: 
     var diskImport = DiskImport(cleartextData: TemporaryStore.bytes(size, seed: seed(id)))
     diskImport.storePersistently = persistent
     diskImport.expiration = expiration
-    let export = try manager.importNodeFile(diskImport, nodeID: NodeID(id), kind: kind)
-    return (export.cryptoFile.path, export.storedSize)
+    let stored = try { () throws -> (path: String, storedSize: UInt64) in
+        let export = try manager.importNodeFile(diskImport, nodeID: NodeID(id), kind: kind)
+        return (export.cryptoFile.path, export.storedSize)
+    }()
+    // The eviction the import kicked (and the release of its export) runs on the store's maintenance queue.
+    manager.waitForMaintenance()
+    return stored
 }
 
 /// The plaintext `importFile` stores for `id`.

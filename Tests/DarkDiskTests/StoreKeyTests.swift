@@ -29,7 +29,8 @@ import Testing
             Issue.record("opened a store that does not exist")
         } catch let error as DarkDiskError {
             #expect(error.code == .storeNotFound)
-            #expect(error.message.contains("darkdisk init"))
+            #expect(error.message.contains(store.location.configDirectory), "names where it looked")
+            #expect(!error.message.contains("darkdisk "), "the library speaks its own terms; the CLI adds 'run darkdisk init'")
         }
     }
 

@@ -1,0 +1,100 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The system calls darkdisk makes, each retried on `EINTR`, run to its full length where a short transfer
+/// is not an answer, and throwing the `Errno` captured at once. Every module calls these instead of writing
+/// its own loops; each module turns an `Errno` into its own error type with the path or name involved.
+public enum SystemCall {
+    /// Runs `call` again while it fails with `EINTR`; a failure's errno is captured before anything else runs.
+    @inlinable
+    public static func retrying<Result: BinaryInteger>(_ call: () -> Result) throws(Errno) -> Result {
+        while true {
+            let result = call()
+            if result >= 0 { return result }
+            let error = Errno.current
+            if error != .interrupted { throw error }
+        }
+    }
+
+    /// `open(2)`, with `O_CLOEXEC` always added.
+    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws(Errno) -> Int32 {
+        try retrying { Glibc.open(path, flags | O_CLOEXEC, mode) }
+    }
+
+    /// Reads up to `count` bytes at `offset`, stopping early only at the end of the file; returns the bytes read.
+    public static func pread(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: UInt64) throws(Errno) -> Int {
+        var done = 0
+        while done < count {
+            let n = try retrying { Glibc.pread(fd, buffer + done, count - done, off_t(offset) + off_t(done)) }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    /// Writes all `count` bytes at `offset`.
+    public static func pwrite(_ fd: Int32, from buffer: UnsafeRawPointer, count: Int, at offset: UInt64) throws(Errno) {
+        var done = 0
+        while done < count {
+            done += try retrying { Glibc.pwrite(fd, buffer + done, count - done, off_t(offset) + off_t(done)) }
+        }
+    }
+
+    /// Reads from a stream until `count` bytes arrived or it ended; returns the bytes read (0 only at the end).
+    public static func read(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int) throws(Errno) -> Int {
+        var done = 0
+        while done < count {
+            let n = try retrying { Glibc.read(fd, buffer + done, count - done) }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    /// Reads whatever one `read(2)` gives (at most `count`; 0 at the end): for pipes read as they fill.
+    public static func readSome(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int) throws(Errno) -> Int {
+        try retrying { Glibc.read(fd, buffer, count) }
+    }
+
+    /// Writes all `count` bytes to a stream.
+    public static func write(_ fd: Int32, from buffer: UnsafeRawPointer, count: Int) throws(Errno) {
+        var done = 0
+        while done < count {
+            done += try retrying { Glibc.write(fd, buffer + done, count - done) }
+        }
+    }
+
+    /// The kinds of `flock(2)` lock.
+    public enum LockKind: Sendable {
+        case shared, exclusive
+
+        var operation: Int32 { self == .shared ? LOCK_SH : LOCK_EX }
+    }
+
+    /// Takes a `flock(2)` lock, waiting for it (retrying `EINTR`).
+    public static func lock(_ fd: Int32, _ kind: LockKind) throws(Errno) {
+        _ = try retrying { callFlock(fd, kind.operation) }
+    }
+
+    /// Takes a `flock(2)` lock if nobody holds a conflicting one: false if someone does.
+    public static func tryLock(_ fd: Int32, _ kind: LockKind) throws(Errno) -> Bool {
+        do throws(Errno) {
+            _ = try retrying { callFlock(fd, kind.operation | LOCK_NB) }
+            return true
+        } catch {
+            guard error == .wouldBlock else { throw error }
+            return false
+        }
+    }
+
+    /// Releases a `flock(2)` lock.
+    public static func unlock(_ fd: Int32) throws(Errno) {
+        _ = try retrying { callFlock(fd, LOCK_UN) }
+    }
+}
+
+/// `flock(2)`: Glibc's `flock` also names a struct, which a closure cannot tell apart from the call.
+private func callFlock(_ fd: Int32, _ operation: Int32) -> Int32 {
+    flock(fd, operation)
+}

@@ -1,0 +1,18 @@
+import DarkDisk
+import DarkDiskSync
+
+/// The stores a command opened. Eviction after an import or a download runs on the store's maintenance
+/// queue, after the call returns; before the process exits it waits for that upkeep, so a command leaves
+/// every pool within its limit.
+enum OpenedStores {
+    private static let managers = Locked<[DiskManager]>([])
+
+    static func add(_ manager: DiskManager) {
+        managers.withLock { $0.append(manager) }
+    }
+
+    /// Waits for the upkeep each opened store has queued.
+    static func finishUpkeep() {
+        for manager in managers.withLock({ $0 }) { manager.waitForMaintenance() }
+    }
+}
