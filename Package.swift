@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "DarkDiskCrypto", targets: ["DarkDiskCrypto"]),
         .library(name: "DarkDisk", targets: ["DarkDisk"]),
         .library(name: "DarkDiskCloud", targets: ["DarkDiskCloud"]),
+        .library(name: "DarkDiskRemote", targets: ["DarkDiskRemote"]),
         .library(name: "DarkDiskFS", targets: ["DarkDiskFS"]),
         .library(name: "DarkDiskImages", targets: ["DarkDiskImages"]),
         .executable(name: "darkdisk", targets: ["darkdisk"]),
@@ -35,7 +36,11 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "DarkDiskCloud", dependencies: ["DarkDiskSync", "DarkDiskSystem",
+        // The remote clients (HTTP, S3 with its signing and XML, file://): no dependency on the store.
+        .target(name: "DarkDiskRemote", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDiskCrypto",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ]),
+        .target(name: "DarkDiskCloud", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDiskRemote",
             "DarkDisk", "DarkDiskCrypto",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
@@ -53,7 +58,7 @@ let package = Package(
         .executableTarget(name: "darkdisk-bench", dependencies: ["DarkDisk"]),
         // Fuzzing (issue 8): the targets, and one executable that libFuzzer drives when Scripts/fuzz builds it
         // with --sanitize=fuzzer -DFUZZING, and that otherwise replays inputs or writes the seed corpus.
-        .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDisk", "DarkDiskCloud", "DarkDiskFS"]),
+        .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDisk", "DarkDiskCloud", "DarkDiskRemote", "DarkDiskFS"]),
         .executableTarget(name: "darkdisk-fuzz", dependencies: ["DarkDiskFuzzTargets"]),
         // The general key/value disk cache (issue 6); independent of the store.
         .target(name: "DarkDiskCache", dependencies: ["DarkDiskSync", "DarkDiskSystem",
@@ -63,23 +68,23 @@ let package = Package(
         // A second process for DarkDiskCacheTests (concurrent writers, kill -9 mid-set) and Scripts/bench diskcache.
         // It writes the tests' self-checking values (DarkDiskTestSupport's CacheValuePattern).
         .executableTarget(name: "darkdisk-cache-tool", dependencies: ["DarkDiskCache", "DarkDiskTestSupport"]),
-        .testTarget(name: "DarkDiskSyncTests", dependencies: ["DarkDiskSync", "DarkDiskSystem"]),
+        .testTarget(name: "DarkDiskSyncTests", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskSync", "DarkDiskCache", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto", "DarkDiskTestSupport"],
                     resources: [.copy("Fixtures")]),
-        .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk"]),
+        .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk", "DarkDiskSync", "DarkDiskTestSupport"]),
         // Real servers for the tests (nginx, our fault-injecting proxy), shared by the test targets.
         .target(name: "DarkDiskTestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskSync", "DarkDiskCloud", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport",
+        .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskSync", "DarkDiskCloud", "DarkDiskRemote", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport",
                                                         .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets"]),
+        .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskTestSupport"]),
         // The FUSE layer's pure parts, without a mount: inode table, errno mapping, attribute values, options.
         .testTarget(name: "DarkDiskFSTests", dependencies: ["DarkDisk", "DarkDiskCache", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSystem", "DarkDiskTestSupport"]),
         // The image manager (issue 7): in-memory caches of processed thumbnails and avatars, libvips underneath.
         .target(name: "DarkDiskImages", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"],
                 resources: [.copy("Resources")]),
-        .testTarget(name: "DarkDiskImagesTests", dependencies: ["DarkDiskSync", "DarkDiskImages", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"]),
+        .testTarget(name: "DarkDiskImagesTests", dependencies: ["DarkDiskSync", "DarkDiskImages", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips", "DarkDiskTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -58,14 +58,14 @@ extension DiskManager {
             }
         }
         for root in [location.persistentFiles, location.cacheFiles] {
-            for shard in FileSystem.realDirectoryEntries(root) ?? [] {
-                for name in FileSystem.realDirectoryEntries(root + "/" + shard) ?? [] where !names.contains(name) {
+            for shard in FileOperations.realDirectoryEntries(root) ?? [] {
+                for name in FileOperations.realDirectoryEntries(root + "/" + shard) ?? [] where !names.contains(name) {
                     if !pending.contains(root + "/" + shard + "/" + name) { result.orphans += 1 }
                 }
             }
         }
         for staging in [location.persistentStaging, location.cacheStaging] {
-            for name in FileSystem.realDirectoryEntries(staging) ?? [] {
+            for name in FileOperations.realDirectoryEntries(staging) ?? [] {
                 let path = staging + "/" + name
                 // One an import is writing holds its lock: not debris.
                 let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)

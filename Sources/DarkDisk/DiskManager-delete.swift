@@ -68,7 +68,7 @@ extension DiskManager {
             let managedRoot = URL(fileURLWithPath: root).resolvingSymlinksInPath().path
             if resolved.hasPrefix(managedRoot + "/") { return }
         }
-        FileSystem.remove(path)
+        FileOperations.remove(path)
     }
 
     /// Removes rows (only if they are still the same version) and then their files: the pending-delete

@@ -26,15 +26,15 @@ extension DiskManager {
             throw DarkDiskError(.invalidArgument, "invalid cache folder name '\(name)'")
         }
         let path = location.cacheDirectory + "/" + name
-        try FileSystem.makeDirectory(path)
+        try FileOperations.makeDirectory(path)
         return path
     }
 
     /// Starts recording a new download (replacing any older one, whose partial file is removed).
     public func beginPartialDownload(_ nodeID: NodeID, etag: String, size: UInt64) throws(DarkDiskError) -> PartialDownload {
         try removePartialDownload(nodeID)
-        let name = FileSystem.randomName(extension: "part")
-        try FileSystem.makeDirectory(location.cacheDirectory + "/partial")
+        let name = FileOperations.randomName(extension: "part")
+        try FileOperations.makeDirectory(location.cacheDirectory + "/partial")
         try write { db in
             try db.execute(sql: "INSERT INTO download (nodeID, etag, size, partialName, ranges) VALUES (?, ?, ?, ?, '')",
                            arguments: [nodeID.rawValue, etag, Int64(size), name])
@@ -57,7 +57,7 @@ extension DiskManager {
         // gone (the next download recreates it and authentication refuses the gap), never a lost file name.
         try write { db in
             if let name = try String.fetchOne(db, sql: "SELECT partialName FROM download WHERE nodeID = ?", arguments: [nodeID.rawValue]) {
-                FileSystem.remove(partialPath(name))
+                FileOperations.remove(partialPath(name))
             }
             try db.execute(sql: "DELETE FROM download WHERE nodeID = ?", arguments: [nodeID.rawValue])
         }

@@ -72,7 +72,7 @@ extension DiskManager {
                 if try read({ db in try FileRecord.fetchOne(db, key: record.id) }) == nil { continue }
                 throw DarkDiskError(.corrupt, "persistent file \(filePath) of \(kind.rawValue) '\(owner)' is missing from the store")
             }
-            do { try FileSystem.lock(fd, .shared, path: filePath) } catch {
+            do { try FileOperations.lock(fd, .shared, path: filePath) } catch {
                 close(fd)
                 throw error
             }
@@ -82,7 +82,7 @@ extension DiskManager {
                 continue
             }
             let fileKey = try unwrap(record.wrappedKey)
-            let now = Date().timeIntervalSince1970
+            let now = clock.now.timeIntervalSince1970
             _ = try? database.write { db in
                 try db.execute(sql: "UPDATE file SET lastAccess = ? WHERE id = ?", arguments: [now, record.id])
             }
@@ -92,7 +92,8 @@ extension DiskManager {
     }
 
     /// Whether a cache file is past its expiration (its own, or its pool's default when its own is 0).
-    func isExpired(_ record: FileRecord, now: Double = Date().timeIntervalSince1970) throws(DarkDiskError) -> Bool {
+    func isExpired(_ record: FileRecord) throws(DarkDiskError) -> Bool {
+        let now = clock.now.timeIntervalSince1970
         guard record.mode == .cache else { return false }
         var expiration = record.expiration
         if expiration == 0 { expiration = try settings(for: record.pool).defaultExpiration }

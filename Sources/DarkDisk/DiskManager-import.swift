@@ -29,16 +29,16 @@ extension DiskManager {
     private func store(_ diskImport: DiskImport, kind: FileKind, owner: String, identity: String, contentKey: SymmetricKey) throws(DarkDiskError) -> DiskExport {
         let mode: StorageMode = diskImport.storePersistently ? .persistent : .cache
         let staging = mode == .persistent ? location.persistentStaging : location.cacheStaging
-        try FileSystem.makeDirectory(staging)
-        let name = FileSystem.randomName()
+        try FileOperations.makeDirectory(staging)
+        let name = FileOperations.randomName()
         let temporary = staging + "/" + name
         // Our descriptor on the file being written, locked exclusively until its row commits, so that no
         // orphan sweep (in any process) takes it for debris; it then becomes the caller's retain token.
         var fd = open(temporary, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .posix("cannot create", path: temporary) }
-        do { try FileSystem.lock(fd, .exclusive, path: temporary) } catch {
+        do { try FileOperations.lock(fd, .exclusive, path: temporary) } catch {
             close(fd)
-            FileSystem.remove(temporary)
+            FileOperations.remove(temporary)
             throw error
         }
         var tokenOwned = false
@@ -46,7 +46,7 @@ extension DiskManager {
         StagingFiles.register(temporary)
         defer {
             StagingFiles.unregister(temporary)
-            if !tokenOwned { close(fd); FileSystem.remove(temporary) }
+            if !tokenOwned { close(fd); FileOperations.remove(temporary) }
         }
 
         // A cache file larger than its pool's max size could never be kept (eviction takes it as soon as
@@ -82,10 +82,10 @@ extension DiskManager {
                 // Authenticate and measure before moving, so a file refused stays where the caller put it.
                 header = try CryptoFileReader(path: cryptoFile.path, key: cryptoFile.key).header
                 if let limit, header.fileLength > limit { throw tooLarge("takes \(header.fileLength) bytes encrypted") }
-                try FileSystem.move(cryptoFile.path, to: temporary)
+                try FileOperations.move(cryptoFile.path, to: temporary)
                 let moved = open(temporary, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
                 guard moved >= 0 else { throw DarkDiskError.posix("cannot open", path: temporary) }
-                do { try FileSystem.lock(moved, .exclusive, path: temporary) } catch {
+                do { try FileOperations.lock(moved, .exclusive, path: temporary) } catch {
                     close(moved)
                     throw error
                 }
@@ -108,8 +108,8 @@ extension DiskManager {
         guard fsync(fd) == 0 else { throw .posix("cannot flush", path: temporary) }
 
         let finalPath = path(name: name, mode: mode)
-        try FileSystem.rename(temporary, to: finalPath)
-        let now = Date().timeIntervalSince1970
+        try FileOperations.rename(temporary, to: finalPath)
+        let now = clock.now.timeIntervalSince1970
         var record = FileRecord(
             id: nil, kind: kind, ownerID: owner, identityID: identity, pool: kind.pool, mode: mode,
             format: header.format, name: name, wrappedKey: Data(masterKey.wrap(fileKey)),
@@ -128,7 +128,7 @@ extension DiskManager {
                 return old.map(path(of:))
             }
         } catch {
-            FileSystem.remove(finalPath)
+            FileOperations.remove(finalPath)
             throw error
         }
         tokenOwned = true

@@ -108,7 +108,7 @@ extension DiskManager {
     /// Deletes every cache file past its expiration (retained ones when their last token goes). Returns how many.
     @discardableResult
     public func expireFiles() throws(DarkDiskError) -> Int {
-        let now = Date().timeIntervalSince1970
+        let now = clock.now.timeIntervalSince1970
         let expired = try read { db -> [FileRecord] in
             var result: [FileRecord] = []
             for pool in Pool.allCases {
@@ -241,18 +241,18 @@ extension DiskManager {
     func sweepOrphans() -> Int {
         var removed = 0
         for staging in [location.persistentStaging, location.cacheStaging] {
-            for name in FileSystem.realDirectoryEntries(staging) ?? [] {
+            for name in FileOperations.realDirectoryEntries(staging) ?? [] {
                 // Unlocked and untouched for ten minutes: a CryptoFile being moved in is briefly unlocked.
                 let path = staging + "/" + name
-                if removeIfUnlocked(path, stillOrphan: { FileSystem.changedSecondsAgo(path) > 600 }) { removed += 1 }
+                if removeIfUnlocked(path, stillOrphan: { FileOperations.changedSecondsAgo(path) > 600 }) { removed += 1 }
             }
         }
         for (root, mode) in [(location.persistentFiles, StorageMode.persistent), (location.cacheFiles, .cache)] {
             let known = Set((try? database.read { db in
                 try String.fetchAll(db, sql: "SELECT name FROM file WHERE mode = ?", arguments: [mode.rawValue])
             }) ?? [])
-            for shard in FileSystem.realDirectoryEntries(root) ?? [] {
-                guard let names = FileSystem.realDirectoryEntries(root + "/" + shard) else {
+            for shard in FileOperations.realDirectoryEntries(root) ?? [] {
+                guard let names = FileOperations.realDirectoryEntries(root + "/" + shard) else {
                     logger.warning("ignoring \(root)/\(shard): not a directory of the store (a symbolic link is never followed)")
                     continue
                 }

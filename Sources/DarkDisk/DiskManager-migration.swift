@@ -44,10 +44,10 @@ extension DiskManager {
     func migrate(_ record: FileRecord, to mode: StorageMode) throws(DarkDiskError) {
         guard record.mode != mode else { return }
         let oldPath = path(of: record)
-        let name = FileSystem.randomName()
+        let name = FileOperations.randomName()
         let newPath = path(name: name, mode: mode)
         let staging = mode == .persistent ? location.persistentStaging : location.cacheStaging
-        try FileSystem.makeDirectory(staging)
+        try FileOperations.makeDirectory(staging)
 
         let fd = open(oldPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else {
@@ -64,21 +64,21 @@ extension DiskManager {
         // intact and the new name an orphan for the next sweep.
         let retained: Bool
         do { retained = try !SystemCall.tryLock(fd, .exclusive) } catch { throw .posix("cannot lock", path: oldPath, errno: error.rawValue) }
-        try FileSystem.makeDirectory((newPath as NSString).deletingLastPathComponent)
+        try FileOperations.makeDirectory((newPath as NSString).deletingLastPathComponent)
         let linked = !retained && link(oldPath, newPath) == 0
         var copyLock: Int32 = -1
         defer { if copyLock >= 0 { close(copyLock) } }
         if !linked {
             guard retained || errno == EXDEV else { throw .posix("cannot link \(oldPath) to", path: newPath) }
             let temporary = staging + "/" + name
-            try FileSystem.copy(fd, from: oldPath, to: temporary)
+            try FileOperations.copy(fd, from: oldPath, to: temporary)
             // Locked from before it appears under files/ until its row commits (fresh staging files are spared).
             copyLock = open(temporary, O_RDONLY | O_CLOEXEC)
             guard copyLock >= 0 else { throw .posix("cannot open", path: temporary) }
-            try FileSystem.lock(copyLock, .exclusive, path: temporary)
-            try FileSystem.rename(temporary, to: newPath)
+            try FileOperations.lock(copyLock, .exclusive, path: temporary)
+            try FileOperations.rename(temporary, to: newPath)
         }
-        try FileSystem.syncDirectory(of: newPath)
+        try FileOperations.syncDirectory(of: newPath)
         var updated = record
         updated.mode = mode
         updated.name = name
@@ -91,7 +91,7 @@ extension DiskManager {
         }
         guard committed else {
             // The file changed under us (replaced or deleted): drop the new name.
-            FileSystem.remove(newPath)
+            FileOperations.remove(newPath)
             return
         }
         if linked {

@@ -9,6 +9,8 @@ import DarkDiskSync
 /// daemon may have the same store open at once.
 public final class DiskManager: Sendable {
     public let location: StoreLocation
+    /// The wall clock for modification and access times and expiry (`SystemClock` unless given).
+    public let clock: any StoreClock
     let database: DatabasePool
     let masterKey: SymmetricKey
     let deleter: FileDeleter
@@ -33,12 +35,12 @@ public final class DiskManager: Sendable {
     /// Creates a new store: folders, a random master key (optionally wrapped by `passphrase`) and the index.
     /// With `adoptingKeyFile` (another machine's passphrase-protected key file) the store joins that key.
     public static func create(at location: StoreLocation, passphrase: [UInt8]? = nil, adoptingKeyFile: Data? = nil,
-                              logger: Logger = Logger(label: "darkdisk.store")) throws(DarkDiskError) -> DiskManager {
+                              logger: Logger = Logger(label: "darkdisk.store"), clock: any StoreClock = SystemClock()) throws(DarkDiskError) -> DiskManager {
         if exists(at: location) {
             throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
         }
         try refuseIndexWithoutKey(at: location)
-        try FileSystem.makeDirectory(location.configDirectory, allowLink: true)
+        try FileOperations.makeDirectory(location.configDirectory, allowLink: true)
         let key: SymmetricKey
         if let adoptingKeyFile {
             guard let passphrase else {
@@ -48,7 +50,7 @@ public final class DiskManager: Sendable {
         } else {
             key = try MasterKeyFile.create(at: location.keyPath, passphrase: passphrase)
         }
-        return try DiskManager(location: location, masterKey: key, logger: logger)
+        return try DiskManager(location: location, masterKey: key, logger: logger, clock: clock)
     }
 
     /// A store whose index exists but whose key file does not (moved away, or another `XDG_CONFIG_HOME`)
@@ -60,22 +62,24 @@ public final class DiskManager: Sendable {
     }
 
     /// Opens an existing store, unlocking its key with `passphrase` if it has one.
-    public convenience init(location: StoreLocation, passphrase: [UInt8]? = nil, logger: Logger = Logger(label: "darkdisk.store")) throws(DarkDiskError) {
+    public convenience init(location: StoreLocation, passphrase: [UInt8]? = nil, logger: Logger = Logger(label: "darkdisk.store"),
+                            clock: any StoreClock = SystemClock()) throws(DarkDiskError) {
         guard DiskManager.exists(at: location) else {
             try DiskManager.refuseIndexWithoutKey(at: location)
             throw DarkDiskError(.storeNotFound, "no store at \(location.configDirectory)")
         }
         let key = try MasterKeyFile.load(at: location.keyPath, passphrase: passphrase)
-        try self.init(location: location, masterKey: key, logger: logger)
+        try self.init(location: location, masterKey: key, logger: logger, clock: clock)
     }
 
-    init(location: StoreLocation, masterKey: SymmetricKey, logger: Logger) throws(DarkDiskError) {
+    init(location: StoreLocation, masterKey: SymmetricKey, logger: Logger, clock: any StoreClock = SystemClock()) throws(DarkDiskError) {
         self.location = location
+        self.clock = clock
         self.masterKey = masterKey
         self.logger = logger
-        try FileSystem.makeDirectory(location.dataDirectory, allowLink: true)
-        try FileSystem.makeDirectory(location.persistentFiles)
-        try FileSystem.makeDirectory(location.persistentStaging)
+        try FileOperations.makeDirectory(location.dataDirectory, allowLink: true)
+        try FileOperations.makeDirectory(location.persistentFiles)
+        try FileOperations.makeDirectory(location.persistentStaging)
         let readOnly = SpaceReserve.isReadOnly(location.dataDirectory)
         self.database = try Self.openIndex(location, readOnly: readOnly)
         self.deleter = FileDeleter(database: database)
@@ -149,7 +153,7 @@ public final class DiskManager: Sendable {
 
     /// The content key of a node, created (random) the first time the node is stored.
     func nodeKey(_ nodeID: NodeID) throws(DarkDiskError) -> SymmetricKey {
-        try ownerKey(table: "node", id: nodeID.rawValue, extraColumns: ", created", extraValues: [Date().timeIntervalSince1970])
+        try ownerKey(table: "node", id: nodeID.rawValue, extraColumns: ", created", extraValues: [clock.now.timeIntervalSince1970])
     }
 
     /// The content key for a user's avatars.

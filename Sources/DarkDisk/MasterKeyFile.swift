@@ -26,7 +26,7 @@ public enum MasterKeyFile {
     /// Creates a new random master key at `path` (failing if one exists) and returns it.
     public static func create(at path: String, passphrase: [UInt8]?) throws(DarkDiskError) -> SymmetricKey {
         let key = SymmetricKey.random()
-        try FileSystem.writeNewFile(path, contents: try encoded(key, passphrase: passphrase), mode: 0o600)
+        try FileOperations.writeNewFile(path, contents: try encoded(key, passphrase: passphrase), mode: 0o600)
         return key
     }
 
@@ -76,25 +76,25 @@ public enum MasterKeyFile {
         let contents = try encoded(key, passphrase: passphrase)
         let temporary = path + ".new"
         unlink(temporary)
-        try FileSystem.writeNewFile(temporary, contents: contents, mode: 0o600)
+        try FileOperations.writeNewFile(temporary, contents: contents, mode: 0o600)
         guard rename(temporary, path) == 0 else {
             unlink(temporary)
             throw .posix("cannot replace", path: path)
         }
-        try FileSystem.syncDirectory(of: path)
+        try FileOperations.syncDirectory(of: path)
     }
 
     /// Installs a passphrase-protected key file made elsewhere (another machine's, from the remote) at `path`,
     /// after checking that `passphrase` unlocks it; returns the key.
     public static func adopt(_ contents: Data, at path: String, passphrase: [UInt8]) throws(DarkDiskError) -> SymmetricKey {
         let key = try unwrap(contents, passphrase: passphrase)
-        try FileSystem.writeNewFile(path, contents: contents, mode: 0o600)
+        try FileOperations.writeNewFile(path, contents: contents, mode: 0o600)
         return key
     }
 
     /// The key file's bytes, to publish a passphrase-protected key to a remote.
     public static func contents(at path: String) throws(DarkDiskError) -> Data {
-        try FileSystem.readPrivateFile(path, what: "key file")
+        try FileOperations.readPrivateFile(path, what: "key file")
     }
 
     /// Whether the key file at `path` needs a passphrase.
@@ -136,7 +136,7 @@ public enum MasterKeyFile {
     }
 
     private static func read(at path: String) throws(DarkDiskError) -> Contents {
-        let data = try FileSystem.readPrivateFile(path, what: "key file")
+        let data = try FileOperations.readPrivateFile(path, what: "key file")
         guard let contents = try? JSONDecoder().decode(Contents.self, from: data), contents.version == 1 else {
             throw DarkDiskError(.keyFile, "key file \(path) is malformed or of an unknown version")
         }

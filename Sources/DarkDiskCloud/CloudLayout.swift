@@ -1,3 +1,4 @@
+import DarkDiskCrypto
 import DarkDisk
 
 /// Where things live in a remote bucket: one cloud file and one small JSON record per node, one record per

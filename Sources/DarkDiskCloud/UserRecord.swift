@@ -1,3 +1,4 @@
+import DarkDiskCrypto
 import DarkDisk
 import Foundation
 

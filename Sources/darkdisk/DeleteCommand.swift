@@ -5,23 +5,17 @@ struct DeleteCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete",
         abstract: "Delete a node's stored files (or one of them), or a user's avatars (or one of them).",
-        discussion: "A file that is open (on the mount, or by another command) is deleted when it is closed.")
+        discussion: """
+            Without --kind, every section of the node goes; without --identity, every avatar of the user. \
+            A file that is open (on the mount, or by another command) is deleted when it is closed.
+            """)
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(help: ArgumentHelp("The node to delete (all of its files unless --kind is given).", valueName: "ID"))
-    var node: String?
-
-    @Option(help: ArgumentHelp("Only this section of the node: data, thumbnail or metadata.", valueName: "KIND"))
-    var kind: String?
-
-    @Option(help: ArgumentHelp("Delete this user's avatars.", valueName: "ID"))
-    var user: String?
-
-    @Option(help: ArgumentHelp("Only the avatar of this identity.", valueName: "ID"))
-    var identity: String?
+    @OptionGroup var targetOptions: TargetOptions
 
     func run() throws {
+        let (node, kind, user, identity) = (targetOptions.node, targetOptions.kind, targetOptions.user, targetOptions.identity)
         switch (node, user) {
         case (let node?, nil):
             guard identity == nil else { throw CLIError("--identity goes with --user") }

@@ -13,19 +13,9 @@ struct FetchCommand: AsyncParsableCommand {
             terminal; quiet otherwise.
             """)
 
+    @OptionGroup var targetOptions: TargetOptions
+
     @OptionGroup var storeOptions: StoreOptions
-
-    @Option(help: ArgumentHelp("The node to download.", valueName: "ID"))
-    var node: String?
-
-    @Option(help: ArgumentHelp("Which section of the node: data (the default), thumbnail or metadata.", valueName: "KIND"))
-    var kind: String?
-
-    @Option(help: ArgumentHelp("Download this user's avatar.", valueName: "ID"))
-    var user: String?
-
-    @Option(help: ArgumentHelp("The identity whose avatar to download (default: the user's display identity).", valueName: "ID"))
-    var identity: String?
 
     @Option(help: ArgumentHelp("Parts of the data downloaded at once.", valueName: "N"))
     var parallel: Int = 4
@@ -39,7 +29,7 @@ struct FetchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let target = try FileTarget.parse(node: node, kind: kind, user: user, identity: identity, identityRequired: false)
+        let target = try targetOptions.target(identityRequired: false)
         let manager = try storeOptions.open()
         let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager), partSize: partSize,
                                         parallelParts: parallel)

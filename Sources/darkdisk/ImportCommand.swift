@@ -8,22 +8,12 @@ struct ImportCommand: ParsableCommand {
         abstract: "Encrypt a file (or stdin) into the store as a node's data, thumbnail or metadata, or as a user's avatar.",
         discussion: "Files are cache files (evictable, expiring) unless --persistent is given, as in the seeds. Creates the store on first use.")
 
+    @OptionGroup var targetOptions: TargetOptions
+
     @OptionGroup var storeOptions: StoreOptions
 
     @Argument(help: ArgumentHelp("The plaintext file, or - for standard input.", valueName: "FILE|-"))
     var file: String
-
-    @Option(help: ArgumentHelp("The node to store the file for.", valueName: "ID"))
-    var node: String?
-
-    @Option(help: ArgumentHelp("Which section of the node: data (the default), thumbnail or metadata.", valueName: "KIND"))
-    var kind: String?
-
-    @Option(help: ArgumentHelp("Store an avatar for this user (with --identity).", valueName: "ID"))
-    var user: String?
-
-    @Option(help: ArgumentHelp("The user's identity the avatar belongs to.", valueName: "ID"))
-    var identity: String?
 
     @Flag(help: "Keep the file until it is deleted instead of in the pool's cache.")
     var persistent = false
@@ -41,7 +31,7 @@ struct ImportCommand: ParsableCommand {
     var chunkSize: UInt32?
 
     func run() throws {
-        let target = try FileTarget.parse(node: node, kind: kind, user: user, identity: identity)
+        let target = try targetOptions.target()
         if case .avatar = target, migrateAfterUpload || deleteAfterUpload {
             // Avatars are uploaded by 'push --user', which has no upload hooks: say so rather than ignore them.
             throw CLIError("--\(migrateAfterUpload ? "migrate-after-upload" : "delete-after-upload") is for nodes; an avatar has no upload hooks")

@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskTestSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -39,14 +40,6 @@ final class CLIStore {
     }
 
     static func bytes(_ count: Int, seed: UInt64 = 1) -> Data {
-        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-        var data = Data(count: count)
-        data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) in
-            for i in 0..<count {
-                state ^= state << 13; state ^= state >> 7; state ^= state << 17
-                buffer[i] = UInt8(truncatingIfNeeded: state)
-            }
-        }
-        return data
+        Data(SplitMix64.bytes(count, seed: seed))
     }
 }

@@ -1,3 +1,4 @@
+import DarkDiskFS
 import Foundation
 
 /// A real FUSE mount of a CLIStore, made with `darkdisk mount` (backgrounded) and torn down at the end.
@@ -23,9 +24,9 @@ final class Mount {
         (try? String(contentsOfFile: store.storePath + "/data/darkdisk.log", encoding: .utf8)) ?? ""
     }
 
+    /// Whether something is mounted at `path` (the daemon's own parser of /proc/self/mountinfo, escapes and all).
     static func isMounted(_ path: String) -> Bool {
-        let mounts = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
-        return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first.map(String.init) == path }
+        MountTable.top(at: path) != nil
     }
 
     /// Waits until `condition` holds or `seconds` pass.

@@ -1,4 +1,5 @@
 import DarkDiskTestSupport
+import DarkDiskFS
 import Foundation
 import Testing
 
@@ -145,10 +146,7 @@ import Testing
         if (try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/fuse/connections"))?.isEmpty ?? true {
             _ = try? Shell.run("/bin/mount", ["-t", "fusectl", "none", "/sys/fs/fuse/connections"])
         }
-        guard Mount.isMounted(mountpoint),
-              let mountinfo = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),
-              let line = mountinfo.split(separator: "\n").first(where: { $0.split(separator: " ").dropFirst(4).first.map(String.init) == mountpoint }),
-              let device = line.split(separator: " ").dropFirst(2).first?.split(separator: ":").last else { return }
+        guard let device = MountTable.top(at: mountpoint)?.device.split(separator: ":").last else { return }
         try? "1".write(toFile: "/sys/fs/fuse/connections/\(device)/abort", atomically: false, encoding: .utf8)
         _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", mountpoint])
     }

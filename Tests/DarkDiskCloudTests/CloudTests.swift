@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
+import DarkDiskTestSupport
 import Foundation
 import Testing
 
@@ -40,15 +41,7 @@ import Testing
     }
 
     static func bytes(_ count: Int, seed: UInt64) -> Data {
-        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-        var data = Data(count: count)
-        data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) in
-            for i in 0..<count {
-                state ^= state << 13; state ^= state >> 7; state ^= state << 17
-                buffer[i] = UInt8(truncatingIfNeeded: state)
-            }
-        }
-        return data
+        Data(SplitMix64.bytes(count, seed: seed))
     }
 
     func plaintext(_ export: DiskExport) throws -> Data {

@@ -1,4 +1,5 @@
 @testable import DarkDiskCloud
+@testable import DarkDiskRemote
 import Foundation
 import Testing
 

@@ -2,18 +2,20 @@ import DarkDisk
 import Foundation
 import Testing
 
-/// Issue 3, part 3: per-file expiration (0 = pool default, < 0 = never, > 0 = seconds), no export past
-/// expiry, deletion by the maintenance timer without any call, and no expiry for persistent files.
+/// Per-file expiration (0 = pool default, < 0 = never, > 0 = seconds), no export past expiry, deletion by
+/// the maintenance timer without any call, and no expiry for persistent files. Time moves by a manual clock,
+/// except for the timer's own test.
 @Suite struct ExpirationTests {
     @Test func zeroUsesThePoolDefaultAndNegativeNeverExpires() async throws {
         let store = try TemporaryStore()
-        let manager = try store.create()
+        let clock = ManualClock()
+        let manager = try store.create(clock: clock)
         try manager.setDefaultExpiration(1, for: .data)
         try importFile(manager, "default", expiration: 0)
         try importFile(manager, "never", expiration: -1)
         try importFile(manager, "long", expiration: 3_600)
         #expect(try manager.hasNodeFile(NodeID("default")), "not expired yet")
-        try await Task.sleep(for: .milliseconds(1_200))
+        clock.advance(by: 1.2)
 
         #expect(try !manager.hasNodeFile(NodeID("default")), "0 takes the pool default of 1 s")
         await #expect(try manager.nodeFile(NodeID("default")) == nil)
@@ -24,12 +26,13 @@ import Testing
 
     @Test func positiveExpirationOverridesANeverExpiringPool() async throws {
         let store = try TemporaryStore()
-        let manager = try store.create()
+        let clock = ManualClock()
+        let manager = try store.create(clock: clock)
         #expect(try manager.settings(for: .data).defaultExpiration == 0, "data files do not expire by default")
         let path = try importFile(manager, "short", expiration: 1).path
         try importFile(manager, "default", expiration: 0)
         await #expect(try manager.nodeFile(NodeID("short")) != nil)
-        try await Task.sleep(for: .milliseconds(1_200))
+        clock.advance(by: 1.2)
 
         #expect(try !manager.hasNodeFile(NodeID("short")), "past its expiry a file is not local")
         await #expect(try manager.nodeFile(NodeID("short")) == nil, "past its expiry a file is never exported")
@@ -55,11 +58,12 @@ import Testing
 
     @Test func persistentFilesNeverExpire() async throws {
         let store = try TemporaryStore()
-        let manager = try store.create()
+        let clock = ManualClock()
+        let manager = try store.create(clock: clock)
         try manager.setDefaultExpiration(1, for: .data)
         try importFile(manager, "p-own", persistent: true, expiration: 1)
         try importFile(manager, "p-default", persistent: true, expiration: 0)
-        try await Task.sleep(for: .milliseconds(1_200))
+        clock.advance(by: 1.2)
         #expect(try manager.expireFiles() == 0)
         #expect(try manager.hasNodeFile(NodeID("p-own")))
         await #expect(try decrypt(try #require(try manager.nodeFile(NodeID("p-own")))) == contents("p-own"))
@@ -68,10 +72,11 @@ import Testing
 
     @Test func loweringThePoolDefaultExpiresOldFilesAtOnce() async throws {
         let store = try TemporaryStore()
-        let manager = try store.create()
+        let clock = ManualClock()
+        let manager = try store.create(clock: clock)
         let path = try importFile(manager, "old").path
         try importFile(manager, "pinned", expiration: -1)
-        try await Task.sleep(for: .milliseconds(1_100))
+        clock.advance(by: 1.1)
         try manager.setDefaultExpiration(1, for: .data)
         #expect(!fileExists(path), "setting a default the file is already past deletes it")
         #expect(try manager.storedFile(NodeID("old")) == nil)
@@ -80,24 +85,26 @@ import Testing
 
     @Test func migratingToPersistentStopsExpiry() async throws {
         let store = try TemporaryStore()
-        let manager = try store.create()
+        let clock = ManualClock()
+        let manager = try store.create(clock: clock)
         try importFile(manager, "m", expiration: 1)
         try await manager.makeNodeFilePersistent(true, nodeID: NodeID("m"))
-        try await Task.sleep(for: .milliseconds(1_200))
+        clock.advance(by: 1.2)
         #expect(try manager.expireFiles() == 0)
         await #expect(try decrypt(try #require(try manager.nodeFile(NodeID("m")))) == contents("m"))
     }
 
     @Test func expiredAvatarsAreNotLocal() async throws {
         let store = try TemporaryStore()
-        let manager = try store.create()
+        let clock = ManualClock()
+        let manager = try store.create(clock: clock)
         let user = try UserID("u")
         try manager.setDefaultExpiration(1, for: .avatars)
         try await manager.importUserAvatar(DiskImport(cleartextData: Data("old".utf8)), userID: user, identityID: IdentityID("a"))
         var pinned = DiskImport(cleartextData: Data("pinned".utf8))
         pinned.expiration = -1
         try await manager.importUserAvatar(pinned, userID: user, identityID: IdentityID("b"))
-        try await Task.sleep(for: .milliseconds(1_200))
+        clock.advance(by: 1.2)
         #expect(try !manager.hasUserAvatar(user, identityID: IdentityID("a")))
         await #expect(try manager.userAvatar(user, identityID: IdentityID("a")) == nil)
         await #expect(try decrypt(try #require(try manager.userAvatar(user))) == Data("pinned".utf8),

@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskTestSupport
 import Foundation
 
 /// A store in a fresh temporary folder, removed when the test ends.
@@ -16,8 +17,8 @@ final class TemporaryStore {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    func create(passphrase: String? = nil) throws -> DiskManager {
-        try DiskManager.create(at: location, passphrase: passphrase.map { Array($0.utf8) })
+    func create(passphrase: String? = nil, clock: any StoreClock = SystemClock()) throws -> DiskManager {
+        try DiskManager.create(at: location, passphrase: passphrase.map { Array($0.utf8) }, clock: clock)
     }
 
     func open(passphrase: String? = nil) throws -> DiskManager {
@@ -26,14 +27,6 @@ final class TemporaryStore {
 
     /// Deterministic pseudo-random bytes.
     static func bytes(_ count: Int, seed: UInt64 = 1) -> Data {
-        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-        var data = Data(count: count)
-        data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) in
-            for i in 0..<count {
-                state ^= state << 13; state ^= state >> 7; state ^= state << 17
-                buffer[i] = UInt8(truncatingIfNeeded: state)
-            }
-        }
-        return data
+        Data(SplitMix64.bytes(count, seed: seed))
     }
 }

@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import DarkDisk
+
 import DarkDiskCrypto
 import Foundation
 import NIOCore

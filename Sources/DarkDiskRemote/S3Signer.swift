@@ -1,4 +1,4 @@
-import DarkDisk
+
 import DarkDiskCrypto
 import Foundation
 #if canImport(Glibc)

@@ -6,7 +6,7 @@ import Glibc
 
 /// Thin, errno-checked wrappers over the POSIX calls the store relies on for atomicity
 /// (write to a staging file, fsync, rename, fsync the directory) and for locking (flock).
-enum FileSystem {
+enum FileOperations {
     /// Creates `path` and its parents with `mode` (existing folders are left as they are). A folder inside
     /// the store must be a real directory: a symbolic link there (planted, or made by mistake) would send
     /// the store's writes and sweeps outside it, so it is refused unless `allowLink` (the store's three
@@ -116,7 +116,7 @@ enum FileSystem {
     }
 }
 
-extension FileSystem {
+extension FileOperations {
     /// Moves a file, across file systems if needed (copy, flush, then unlink the source).
     static func move(_ source: String, to destination: String) throws(DarkDiskError) {
         if Glibc.rename(source, destination) == 0 { return }
@@ -129,7 +129,7 @@ extension FileSystem {
     }
 }
 
-extension FileSystem {
+extension FileOperations {
     /// Takes a `flock` on a store file (the retain-token protocol: shared by holders, exclusive by deleters
     /// and writers), waiting for it.
     static func lock(_ fd: Int32, _ kind: SystemCall.LockKind, path: String) throws(DarkDiskError) {
