@@ -72,7 +72,7 @@ let package = Package(
         .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskSync", "DarkDiskCache", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto", "DarkDiskTestSupport"],
                     resources: [.copy("Fixtures")]),
-        .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk", "DarkDiskSync", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskSync", "DarkDiskTestSupport"]),
         // Real servers for the tests (nginx, our fault-injecting proxy), shared by the test targets.
         .target(name: "DarkDiskTestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskSync", "DarkDiskCloud", "DarkDiskRemote", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport",

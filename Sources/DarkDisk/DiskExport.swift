@@ -20,5 +20,16 @@ public struct DiskExport: Sendable {
     public var isStoredPersistently: Bool { mode == .persistent }
 
     /// The token that keeps the file on disk; it also carries the open descriptor readers can share.
-    public var retainToken: RetainToken { cryptoFile.retainToken as! RetainToken }
+    public let retainToken: RetainToken
+
+    /// A random-access reader of the file through the token's descriptor (no second `open`). The reader keeps
+    /// the token, and so the file and its descriptor, alive for as long as the reader lives.
+    public func reader() throws(CryptoError) -> CryptoFileReader {
+        try CryptoFileReader(fileDescriptor: retainToken.fileDescriptor, key: cryptoFile.key, owner: retainToken)
+    }
+
+    /// The plaintext of a section (default: the data), one chunk at a time; the sequence keeps the token alive.
+    public func chunks(section: Int? = nil) -> CryptoFileChunks {
+        CryptoFileChunks(cryptoFile, section: section)
+    }
 }

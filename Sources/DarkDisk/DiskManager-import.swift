@@ -150,7 +150,7 @@ extension DiskManager {
             fileID: record.id ?? 0,
             mode: record.mode, pool: record.pool, plaintextSize: UInt64(record.plaintextSize),
             storedSize: UInt64(record.storedSize), lastModified: Date(timeIntervalSince1970: record.modified),
-            expiration: record.expiration)
+            expiration: record.expiration, retainToken: token)
     }
 }
 

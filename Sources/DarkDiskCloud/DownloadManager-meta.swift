@@ -35,7 +35,7 @@ extension DownloadManager {
                 return (result, wanted, false)
             }
             // The whole cloud file is here: every section and the header come from it.
-            let reader = try CryptoFileReader(fileDescriptor: local.retainToken.fileDescriptor, key: local.cryptoFile.key, closeOnDeinit: false)
+            let reader = try local.reader()
             if needsHeader { result.header = reader.header }
             // Cached like sections fetched from the remote, so that a reader of the store (the mount opens
             // `/nodes/<id>/metadata` after this download) finds them stored.
@@ -129,7 +129,7 @@ extension DownloadManager {
 
     /// The whole plaintext of a stored file's content section.
     static func plaintext(of export: DiskExport) throws -> Data {
-        let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+        let reader = try export.reader()
         return Data(try reader.read(section: reader.dataSection, offset: 0, count: Int(reader.plaintextSize(ofSection: reader.dataSection))))
     }
 }

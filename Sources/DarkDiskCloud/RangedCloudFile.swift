@@ -29,7 +29,7 @@ struct RangedCloudFile {
                 }
                 try Self.write(ciphertext, to: fd, at: header.sectionOffset(section))
             }
-            reader = try CryptoFileReader(fileDescriptor: fd, key: key, closeOnDeinit: true)
+            reader = try CryptoFileReader(takingOwnershipOf: fd, key: key)
         } catch {
             close(fd)
             throw error

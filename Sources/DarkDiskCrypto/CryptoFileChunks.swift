@@ -10,16 +10,28 @@ public struct CryptoFileChunks: AsyncSequence, Sendable {
     private let path: String
     private let key: SymmetricKey
     private let section: Int?
+    /// What keeps the file on disk (a store's retain token): kept alive by the sequence and its iterators.
+    private let owner: (any AnyObject & Sendable)?
 
     /// Chunks of `section` of the file at `path`; `nil` means the data section of either format.
     public init(path: String, key: SymmetricKey, section: Int? = nil) {
         self.path = path
         self.key = key
         self.section = section
+        owner = nil
+    }
+
+    /// Chunks of `section` of `file`; the sequence, and each iteration of it, keeps the file's retain token
+    /// (and so the file) alive.
+    public init(_ file: CryptoFile, section: Int? = nil) {
+        path = file.path
+        key = file.key
+        self.section = section
+        owner = file.retainToken
     }
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(path: path, key: key, section: section)
+        Iterator(path: path, key: key, section: section, owner: owner)
     }
 
     /// Yields one chunk's plaintext per call to `next()`.
@@ -33,11 +45,13 @@ public struct CryptoFileChunks: AsyncSequence, Sendable {
         private var reader: CryptoFileReader?
         private var chunk: UInt64 = 0
         private var done = false
+        private let owner: (any AnyObject & Sendable)?
 
-        init(path: String, key: SymmetricKey, section: Int?) {
+        init(path: String, key: SymmetricKey, section: Int?, owner: (any AnyObject & Sendable)?) {
             self.path = path
             self.key = key
             requestedSection = section
+            self.owner = owner
         }
 
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(CryptoError) -> Data? {

@@ -12,17 +12,27 @@ public final class CryptoFileReader: Sendable {
     /// The authenticated header.
     public let header: CryptoFileHeader
     private let fd: Int32
-    private let closeOnDeinit: Bool
+    /// Who keeps `fd` open: nil when the reader owns it (and closes it); otherwise an object the reader keeps
+    /// alive, so the descriptor cannot close, and its number go to another file, while the reader lives.
+    private let owner: (any AnyObject & Sendable)?
     private let fileID: [UInt8]
     private let fileKey: [UInt8]
     let name: String
 
-    /// Opens the file at `fileDescriptor` (readable with `pread`). With `closeOnDeinit` the reader owns the
-    /// descriptor and closes it when released; if opening throws, the descriptor is left open.
-    public convenience init(fileDescriptor: Int32, key: SymmetricKey, closeOnDeinit: Bool) throws(CryptoError) {
+    /// Reads the file open at `fileDescriptor` (readable with `pread`), which `owner` keeps open (a retain
+    /// token, a shared descriptor): the reader keeps `owner` alive for as long as the reader lives.
+    public convenience init(fileDescriptor: Int32, key: SymmetricKey, owner: any AnyObject & Sendable) throws(CryptoError) {
         let name = POSIXIO.name(of: fileDescriptor)
         let (header, fileKey) = try Self.authenticate(fileDescriptor, key: key, name: name)
-        self.init(fileDescriptor: fileDescriptor, header: header, fileKey: fileKey, closeOnDeinit: closeOnDeinit, name: name)
+        self.init(fileDescriptor: fileDescriptor, header: header, fileKey: fileKey, owner: owner, name: name)
+    }
+
+    /// Reads the file open at `fileDescriptor` and owns the descriptor: the reader closes it when released
+    /// (if opening throws, the descriptor is left open, still the caller's).
+    public convenience init(takingOwnershipOf fileDescriptor: Int32, key: SymmetricKey) throws(CryptoError) {
+        let name = POSIXIO.name(of: fileDescriptor)
+        let (header, fileKey) = try Self.authenticate(fileDescriptor, key: key, name: name)
+        self.init(fileDescriptor: fileDescriptor, header: header, fileKey: fileKey, owner: nil, name: name)
     }
 
     /// Opens `path` read-only; the reader closes it when released.
@@ -36,20 +46,20 @@ public final class CryptoFileReader: Sendable {
             close(fd)
             throw error
         }
-        self.init(fileDescriptor: fd, header: header, fileKey: fileKey, closeOnDeinit: true, name: path)
+        self.init(fileDescriptor: fd, header: header, fileKey: fileKey, owner: nil, name: path)
     }
 
-    private init(fileDescriptor: Int32, header: CryptoFileHeader, fileKey: [UInt8], closeOnDeinit: Bool, name: String) {
+    private init(fileDescriptor: Int32, header: CryptoFileHeader, fileKey: [UInt8], owner: (any AnyObject & Sendable)?, name: String) {
         fd = fileDescriptor
         self.header = header
         self.fileID = header.fileID
         self.fileKey = fileKey
-        self.closeOnDeinit = closeOnDeinit
+        self.owner = owner
         self.name = name
     }
 
     deinit {
-        if closeOnDeinit { close(fd) }
+        if owner == nil { close(fd) }
     }
 
     /// Reads, parses and authenticates the header and checks that the file has exactly the length it implies.

@@ -9,7 +9,7 @@ extension FuseFileSystem {
     static var operations: fuse_lowlevel_ops {
         var ops = fuse_lowlevel_ops()
         ops.lookup = { req, parent, name in
-            FuseFileSystem.from(req).lookup(req, parent: parent, name: String(cString: name!))
+            FuseFileSystem.from(req).lookup(FuseFileSystem.reply(req, "lookup"), parent: parent, name: String(cString: name!))
         }
         // libfuse turns a batch of forgets into one call each.
         ops.forget = { req, ino, nlookup in
@@ -17,42 +17,42 @@ extension FuseFileSystem {
             fuse_reply_none(req)
         }
         ops.getattr = { req, ino, fi in
-            FuseFileSystem.from(req).getattr(req, ino: ino, handle: fi?.pointee.fh)
+            FuseFileSystem.from(req).getattr(FuseFileSystem.reply(req, "getattr"), ino: ino, handle: fi?.pointee.fh)
         }
         ops.opendir = { req, ino, fi in
-            FuseFileSystem.from(req).opendir(req, ino: ino, fi: fi!)
+            FuseFileSystem.from(req).opendir(FuseFileSystem.reply(req, "opendir"), ino: ino, fi: fi!)
         }
         ops.readdir = { req, ino, size, offset, fi in
-            FuseFileSystem.from(req).readdir(req, ino: ino, size: size, offset: offset, fi: fi!)
+            FuseFileSystem.from(req).readdir(FuseFileSystem.reply(req, "readdir"), ino: ino, size: size, offset: offset, fi: fi!)
         }
         ops.releasedir = { req, _, fi in
-            FuseFileSystem.from(req).releasedir(req, fi: fi!)
+            FuseFileSystem.from(req).releasedir(FuseFileSystem.reply(req, "releasedir"), fi: fi!)
         }
         ops.open = { req, ino, fi in
-            FuseFileSystem.from(req).open(req, ino: ino, fi: fi!)
+            FuseFileSystem.from(req).open(FuseFileSystem.reply(req, "open"), ino: ino, fi: fi!)
         }
         ops.read = { req, _, size, offset, fi in
-            FuseFileSystem.from(req).read(req, size: size, offset: offset, fi: fi!)
+            FuseFileSystem.from(req).read(FuseFileSystem.reply(req, "read"), size: size, offset: offset, fi: fi!)
         }
         ops.release = { req, _, fi in
-            FuseFileSystem.from(req).release(req, fi: fi!)
+            FuseFileSystem.from(req).release(FuseFileSystem.reply(req, "release"), fi: fi!)
         }
         ops.statfs = { req, _ in
-            FuseFileSystem.from(req).statfs(req)
+            FuseFileSystem.from(req).statfs(FuseFileSystem.reply(req, "statfs"))
         }
         // Extended attributes (DESIGN §5). Unknown names answer ENODATA, never ENOSYS (which would make the
         // kernel stop asking for the whole mount).
         ops.getxattr = { req, ino, name, size in
-            FuseFileSystem.from(req).getxattr(req, ino: ino, name: name!, size: size)
+            FuseFileSystem.from(req).getxattr(FuseFileSystem.reply(req, "getxattr"), ino: ino, name: name!, size: size)
         }
         ops.listxattr = { req, ino, size in
-            FuseFileSystem.from(req).listxattr(req, ino: ino, size: size)
+            FuseFileSystem.from(req).listxattr(FuseFileSystem.reply(req, "listxattr"), ino: ino, size: size)
         }
         ops.setxattr = { req, ino, name, value, size, flags in
-            FuseFileSystem.from(req).setxattr(req, ino: ino, name: name!, value: value, size: size, flags: flags)
+            FuseFileSystem.from(req).setxattr(FuseFileSystem.reply(req, "setxattr"), ino: ino, name: name!, value: value, size: size, flags: flags)
         }
         ops.removexattr = { req, ino, name in
-            FuseFileSystem.from(req).removexattr(req, ino: ino, name: name!)
+            FuseFileSystem.from(req).removexattr(FuseFileSystem.reply(req, "removexattr"), ino: ino, name: name!)
         }
         // The data is read-only. The mount itself is not `ro` (the kernel would then refuse setxattr before
         // asking), so every operation that would change the tree or a file's data or attributes answers

@@ -7,118 +7,118 @@ import Glibc
 #endif
 
 extension FuseFileSystem {
-    func open(_ req: fuse_req_t?, ino: fuse_ino_t, fi: UnsafeMutablePointer<fuse_file_info>) {
-        guard let key = inodes.withLock({ $0.key(for: ino) }) else { fuse_reply_err(req, ENOENT); return }
+    func open(_ reply: FuseReply, ino: fuse_ino_t, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard let key = inodes.withLock({ $0.key(for: ino) }) else { reply.error(ENOENT); return }
         let entry = key.entry
-        guard !entry.isDirectory else { fuse_reply_err(req, EISDIR); return }
+        guard !entry.isDirectory else { reply.error(EISDIR); return }
         // Read-only data: writing, and truncating (which O_RDONLY | O_TRUNC would ask for), is EROFS.
-        guard fi.pointee.flags & O_ACCMODE == O_RDONLY, fi.pointee.flags & O_TRUNC == 0 else { fuse_reply_err(req, EROFS); return }
+        guard fi.pointee.flags & O_ACCMODE == O_RDONLY, fi.pointee.flags & O_TRUNC == 0 else { reply.error(EROFS); return }
         do {
             if let export = try exportFile(of: entry) {
                 // An inode serves one version: a name that now leads to another one answers ESTALE, and the
                 // kernel looks the name up again (once) and opens the new inode.
                 let version = try version(ofStored: entry, fileID: export.fileID, format: export.cryptoFile.format, plaintextSize: export.plaintextSize)
-                guard key.version == version else { fuse_reply_err(req, ESTALE); return }
-                openStored(req, entry: entry, ino: ino, export: export, fi: fi)
+                guard key.version == version else { reply.error(ESTALE); return }
+                openStored(reply, entry: entry, ino: ino, export: export, fi: fi)
                 return
             }
             guard let downloads, let current = try current(entry) else {
-                fuse_reply_err(req, ENOENT)
+                reply.error(ENOENT)
                 return
             }
-            guard current.version == key.version else { fuse_reply_err(req, ESTALE); return }
+            guard current.version == key.version else { reply.error(ESTALE); return }
             let size = UInt64(current.stat.st_size)
             if case .avatarFile(let user, let identity) = entry {
                 // An avatar the remote's user record lists: small, fetched whole, then opened.
                 let ticket = downloads.downloadUserAvatar(user, identityID: identity, options: DownloadOptions(cacheToDiskManager: true))
-                openWhenFetched(req, entry: entry, ino: ino, size: size, fi: fi) { then in ticket.onCompletion(on: self.replies) { then($0.map { _ in }) } }
+                openWhenFetched(reply, entry: entry, ino: ino, size: size, fi: fi) { then in ticket.onCompletion(on: self.replies) { then($0.map { _ in }) } }
                 return
             }
             guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), key.version == .remote(outline.cloudETag) else {
-                fuse_reply_err(req, ESTALE)
+                reply.error(ESTALE)
                 return
             }
             if kind == .data {
-                try openRemote(req, entry: entry, ino: ino, outline: outline, downloads: downloads, fi: fi)
+                try openRemote(reply, entry: entry, ino: ino, outline: outline, downloads: downloads, fi: fi)
                 return
             }
             // A remote node's metadata or thumbnail: small, fetched whole (one range request), then opened.
             let ticket = downloads.downloadNodeMeta(id, components: kind == .metadata ? .metadata : .thumbnail,
                                                     options: DownloadOptions(cacheToDiskManager: true))
-            openWhenFetched(req, entry: entry, ino: ino, size: size, fi: fi) { then in ticket.onCompletion(on: self.replies) { then($0.map { _ in }) } }
+            openWhenFetched(reply, entry: entry, ino: ino, size: size, fi: fi) { then in ticket.onCompletion(on: self.replies) { then($0.map { _ in }) } }
         } catch {
             logger.error("\(entry.logName): open failed: \(error)")
-            fuse_reply_err(req, FuseErrno.from(error))
+            reply.error(FuseErrno.from(error))
         }
     }
 
     /// Answers an open once a small file (metadata, thumbnail, avatar) has been fetched into the store by
     /// `fetch`, which calls back (on the reply queue) with the download's outcome. The fetched file must
     /// have the size the listing gave the inode, or nothing of it is served.
-    private func openWhenFetched(_ req: fuse_req_t?, entry: FSEntry, ino: fuse_ino_t, size: UInt64, fi: UnsafeMutablePointer<fuse_file_info>,
+    private func openWhenFetched(_ reply: FuseReply, entry: FSEntry, ino: fuse_ino_t, size: UInt64, fi: UnsafeMutablePointer<fuse_file_info>,
                                  fetch: (@escaping @Sendable (Result<Void, any Error>) -> Void) -> Void) {
-        let pending = PendingRequest(req: req, fileInfo: fi.pointee)
+        let pending = PendingRequest(reply: reply, fileInfo: fi.pointee)
         fetch { result in
             var fileInfo = pending.fileInfo
             do {
                 try result.get()
-                guard let export = try self.exportFile(of: entry) else { fuse_reply_err(pending.req, ENOENT); return }
+                guard let export = try self.exportFile(of: entry) else { pending.reply.error(ENOENT); return }
                 guard export.plaintextSize == size else {
                     self.logger.error("\(entry.logName): the remote's listing gives \(size) bytes but the file fetched holds \(export.plaintextSize); answering EIO")
-                    fuse_reply_err(pending.req, EIO)
+                    pending.reply.error(EIO)
                     return
                 }
-                self.openStored(pending.req, entry: entry, ino: ino, export: export, fi: &fileInfo)
+                self.openStored(pending.reply, entry: entry, ino: ino, export: export, fi: &fileInfo)
             } catch {
                 self.logger.error("\(entry.logName): cannot fetch it from the remote: \(error); answering \(FuseErrno.from(error))")
-                fuse_reply_err(pending.req, FuseErrno.from(error))
+                pending.reply.error(FuseErrno.from(error))
             }
         }
     }
 
-    private func openStored(_ req: fuse_req_t?, entry: FSEntry, ino: fuse_ino_t, export: DiskExport, fi: UnsafeMutablePointer<fuse_file_info>) {
+    private func openStored(_ reply: FuseReply, entry: FSEntry, ino: fuse_ino_t, export: DiskExport, fi: UnsafeMutablePointer<fuse_file_info>) {
         let reader: CryptoFileReader
         do {
-            reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+            reader = try export.reader()
         } catch {
             logger.error("\(entry.logName): cannot open \(export.cryptoFile.path): \(error); answering EIO")
-            fuse_reply_err(req, EIO)
+            reply.error(EIO)
             return
         }
-        reply(req, open: OpenFile(entry: entry, ino: ino, source: .stored(export, reader)), fi: fi)
+        answer(reply, open: OpenFile(entry: entry, ino: ino, source: .stored(export, reader)), fi: fi)
     }
 
     /// Hands the kernel a handle. Its pages may stay cached for good: an inode serves one version only.
-    func reply(_ req: fuse_req_t?, open file: OpenFile, fi: UnsafeMutablePointer<fuse_file_info>) {
+    func answer(_ reply: FuseReply, open file: OpenFile, fi: UnsafeMutablePointer<fuse_file_info>) {
         let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
         handles.withLock { $0[handle] = file }
         fi.pointee.fh = handle
         fi.pointee.keep_cache = 1
-        if fuse_reply_open(req, fi) != 0 {
+        if reply.open(fi) != 0 {
             // The opener went away (interrupted): nobody will release this handle.
             handles.withLock { $0.removeValue(forKey: handle) }?.close()
         }
     }
 
-    func read(_ req: fuse_req_t?, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>) {
-        guard let file = handles.withLock({ $0[fi.pointee.fh] }) else { fuse_reply_err(req, EBADF); return }
-        guard offset >= 0 else { fuse_reply_err(req, EINVAL); return }
+    func read(_ reply: FuseReply, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard let file = handles.withLock({ $0[fi.pointee.fh] }) else { reply.error(EBADF); return }
+        guard offset >= 0 else { reply.error(EINVAL); return }
         switch file.source {
         case .stored(_, let reader):
-            reply(req, read: reader, file: file, size: size, offset: UInt64(offset))
+            answer(reply, read: reader, file: file, size: size, offset: UInt64(offset))
         case .remote(let remote):
-            readRemote(req, file: file, remote: remote, size: size, offset: UInt64(offset))
+            readRemote(reply, file: file, remote: remote, size: size, offset: UInt64(offset))
         }
     }
 
     /// Decrypts [offset, offset + size) of the file's data (one `pread`) and replies.
-    func reply(_ req: fuse_req_t?, read reader: CryptoFileReader, file: OpenFile, size: Int, offset: UInt64) {
+    func answer(_ reply: FuseReply, read reader: CryptoFileReader, file: OpenFile, size: Int, offset: UInt64) {
         let section = reader.dataSection
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 16)
         defer { buffer.deallocate() }
         do {
             let n = try reader.read(section: section, offset: offset, count: size, into: buffer)
-            fuse_reply_buf(req, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), n)
+            reply.buffer(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), n)
         } catch {
             if let chunk = error.chunk {
                 logger.error("\(file.entry.logName): chunk \(chunk) of section \(error.section ?? section) failed authentication (\(error.message)); answering EIO")
@@ -126,7 +126,7 @@ extension FuseFileSystem {
             } else {
                 logger.error("\(file.entry.logName): read at \(offset) failed: \(error); answering EIO")
             }
-            fuse_reply_err(req, FuseErrno.from(error))
+            reply.error(FuseErrno.from(error))
         }
     }
 
@@ -144,11 +144,11 @@ extension FuseFileSystem {
         }
     }
 
-    func release(_ req: fuse_req_t?, fi: UnsafeMutablePointer<fuse_file_info>) {
+    func release(_ reply: FuseReply, fi: UnsafeMutablePointer<fuse_file_info>) {
         // Dropping the OpenFile releases its retain token (and completes a delete that waited for it); a
         // download it kept going stops unless other readers wait for it.
         handles.withLock { $0.removeValue(forKey: fi.pointee.fh) }?.close()
-        fuse_reply_err(req, 0)
+        reply.error(0)
     }
 
     func exportFile(of entry: FSEntry) throws(DarkDiskError) -> DiskExport? {
@@ -164,6 +164,6 @@ extension FuseFileSystem {
 /// A request answered later, from another thread (libfuse's low-level API allows it), with a copy of its
 /// file info (the kernel's pointer is only valid during the callback).
 struct PendingRequest: @unchecked Sendable {
-    let req: fuse_req_t?
+    let reply: FuseReply
     var fileInfo = fuse_file_info()
 }

@@ -10,20 +10,20 @@ import Glibc
 /// read waits for the bytes it needs, which the download fetches first, and is answered from another thread
 /// as soon as they are written. Once the download lands, the handle switches to the stored file.
 extension FuseFileSystem {
-    func openRemote(_ req: fuse_req_t?, entry: FSEntry, ino: fuse_ino_t, outline: OutlineEntry, downloads: DownloadManager,
+    func openRemote(_ reply: FuseReply, entry: FSEntry, ino: fuse_ino_t, outline: OutlineEntry, downloads: DownloadManager,
                     fi: UnsafeMutablePointer<fuse_file_info>) throws(DarkDiskError) {
         let key = try manager.unwrapKey(outline.wrappedKey)
         let ticket = downloads.downloadNodeData(outline.nodeID, options: DownloadOptions(cacheToDiskManager: true))
         let remote = RemoteData(nodeID: outline.nodeID, key: key, size: outline.dataSize, ticket: ticket)
-        reply(req, open: OpenFile(entry: entry, ino: ino, source: .remote(remote)), fi: fi)
+        answer(reply, open: OpenFile(entry: entry, ino: ino, source: .remote(remote)), fi: fi)
     }
 
-    func readRemote(_ req: fuse_req_t?, file: OpenFile, remote: RemoteData, size: Int, offset: UInt64) {
+    func readRemote(_ reply: FuseReply, file: OpenFile, remote: RemoteData, size: Int, offset: UInt64) {
         guard offset < remote.size, size > 0 else {
-            fuse_reply_buf(req, nil, 0)
+            reply.buffer(nil, 0)
             return
         }
-        let pending = PendingRequest(req: req)
+        let pending = PendingRequest(reply: reply)
         if let reader = remote.reader {
             wait(pending, file: file, remote: remote, reader: reader, size: size, offset: offset)
             return
@@ -32,7 +32,7 @@ extension FuseFileSystem {
         waitForBytes(pending, file: file, remote: remote, range: 0..<UInt64(CryptoFormat.headerSize)) { readable in
             switch readable {
             case .stored(let reader):
-                self.reply(pending.req, read: reader, file: file, size: size, offset: offset)
+                self.answer(pending.reply, read: reader, file: file, size: size, offset: offset)
             case .partial(let descriptor):
                 self.wait(pending, file: file, remote: remote, reader: try remote.reader(over: descriptor), size: size, offset: offset)
             }
@@ -44,8 +44,8 @@ extension FuseFileSystem {
         let needed = reader.header.ciphertextRange(section: reader.dataSection, offset: offset, count: size)
         waitForBytes(pending, file: file, remote: remote, range: needed) { readable in
             switch readable {
-            case .stored(let stored): self.reply(pending.req, read: stored, file: file, size: size, offset: offset)
-            case .partial(let descriptor): self.reply(pending.req, read: try remote.reader(over: descriptor), file: file, size: size, offset: offset)
+            case .stored(let stored): self.answer(pending.reply, read: stored, file: file, size: size, offset: offset)
+            case .partial(let descriptor): self.answer(pending.reply, read: try remote.reader(over: descriptor), file: file, size: size, offset: offset)
             }
         }
     }
@@ -61,7 +61,7 @@ extension FuseFileSystem {
     /// remote unreachable past the timeout, a damaged download) answer the read with an error.
     private func waitForBytes(_ pending: PendingRequest, file: OpenFile, remote: RemoteData, range: Range<UInt64>,
                               then: @escaping @Sendable (Readable) throws -> Void) {
-        guard let downloads else { fuse_reply_err(pending.req, EIO); return }
+        guard let downloads else { pending.reply.error(EIO); return }
         let ticket = downloads.whenAvailable(remote.nodeID, range: range, ticket: remote.ticket, timeout: remote.waitLimit(remoteTimeout),
                                              on: replies) { result in
             do {
@@ -72,7 +72,7 @@ extension FuseFileSystem {
             } catch {
                 if (error as? RemoteError)?.code == .unreachable { remote.gaveUpWaiting() }
                 self.logger.error("\(file.entry.logName): \(error); answering \(FuseErrno.from(error))")
-                fuse_reply_err(pending.req, FuseErrno.from(error))
+                pending.reply.error(FuseErrno.from(error))
             }
         }
         remote.keep(ticket)

@@ -7,11 +7,11 @@ import Glibc
 #endif
 
 extension FuseFileSystem {
-    func lookup(_ req: fuse_req_t?, parent: fuse_ino_t, name: String) {
-        guard let parentEntry = inodes.withLock({ $0.entry(for: parent) }) else { fuse_reply_err(req, ENOENT); return }
+    func lookup(_ reply: FuseReply, parent: fuse_ino_t, name: String) {
+        guard let parentEntry = inodes.withLock({ $0.entry(for: parent) }) else { reply.error(ENOENT); return }
         do {
             guard let entry = try child(of: parentEntry, named: name), let current = try current(entry) else {
-                fuse_reply_err(req, ENOENT)
+                reply.error(ENOENT)
                 return
             }
             var param = fuse_entry_param()
@@ -25,13 +25,13 @@ extension FuseFileSystem {
             param.attr.st_ino = __ino_t(param.ino)
             param.attr_timeout = cacheTimeout
             param.entry_timeout = cacheTimeout
-            if fuse_reply_entry(req, &param) != 0 {
+            if reply.entry(&param) != 0 {
                 // The kernel did not take the reference (the lookup was interrupted).
                 inodes.withLock { $0.forget(param.ino, count: 1) }
             }
         } catch {
             logger.error("lookup of \(name): \(error)")
-            fuse_reply_err(req, FuseErrno.from(error))
+            reply.error(FuseErrno.from(error))
         }
     }
 
@@ -41,8 +41,8 @@ extension FuseFileSystem {
     }
 
     /// `handle`: the open file the kernel asks through (`fstat`, and the size check of a read), if any.
-    func getattr(_ req: fuse_req_t?, ino: fuse_ino_t, handle: UInt64? = nil) {
-        guard let key = inodes.withLock({ $0.key(for: ino) }) else { fuse_reply_err(req, ENOENT); return }
+    func getattr(_ reply: FuseReply, ino: fuse_ino_t, handle: UInt64? = nil) {
+        guard let key = inodes.withLock({ $0.key(for: ino) }) else { reply.error(ENOENT); return }
         do {
             var st: stat
             if let current = try current(key.entry), current.version == key.version {
@@ -54,18 +54,18 @@ extension FuseFileSystem {
             } else {
                 // Replaced: the name now leads to another inode (ESTALE makes the kernel look it up again);
                 // deleted: gone.
-                fuse_reply_err(req, try current(key.entry) == nil ? ENOENT : ESTALE)
+                reply.error(try current(key.entry) == nil ? ENOENT : ESTALE)
                 return
             }
             st.st_ino = __ino_t(ino)
-            fuse_reply_attr(req, &st, cacheTimeout)
+            reply.attr(&st, timeout: cacheTimeout)
         } catch {
-            fuse_reply_err(req, FuseErrno.from(error))
+            reply.error(FuseErrno.from(error))
         }
     }
 
-    func opendir(_ req: fuse_req_t?, ino: fuse_ino_t, fi: UnsafeMutablePointer<fuse_file_info>) {
-        guard let entry = inodes.withLock({ $0.entry(for: ino) }), entry.isDirectory else { fuse_reply_err(req, ENOTDIR); return }
+    func opendir(_ reply: FuseReply, ino: fuse_ino_t, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard let entry = inodes.withLock({ $0.entry(for: ino) }), entry.isDirectory else { reply.error(ENOTDIR); return }
         do {
             let parentIno = inodes.withLock { $0.inode(for: entry.parent) }
             var listing = [DirectoryEntry(name: ".", ino: ino, isDirectory: true), DirectoryEntry(name: "..", ino: parentIno, isDirectory: true)]
@@ -78,15 +78,18 @@ extension FuseFileSystem {
             let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
             directoryListings.withLock { $0[handle] = listing }
             fi.pointee.fh = handle
-            fuse_reply_open(req, fi)
+            if reply.open(fi) != 0 {
+                // The opener went away (interrupted): nobody will release this listing.
+                _ = directoryListings.withLock { $0.removeValue(forKey: handle) }
+            }
         } catch {
             logger.error("listing: \(error)")
-            fuse_reply_err(req, FuseErrno.from(error))
+            reply.error(FuseErrno.from(error))
         }
     }
 
-    func readdir(_ req: fuse_req_t?, ino: fuse_ino_t, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>) {
-        guard let listing = directoryListings.withLock({ $0[fi.pointee.fh] }) else { fuse_reply_err(req, EBADF); return }
+    func readdir(_ reply: FuseReply, ino: fuse_ino_t, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard let listing = directoryListings.withLock({ $0[fi.pointee.fh] }) else { reply.error(EBADF); return }
         let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(size, 1))
         defer { buffer.deallocate() }
         var used = 0
@@ -96,27 +99,27 @@ extension FuseFileSystem {
             var st = stat()
             st.st_ino = __ino_t(item.ino)
             st.st_mode = item.isDirectory ? S_IFDIR : S_IFREG
-            let needed = fuse_add_direntry(req, buffer + used, size - used, item.name, &st, off_t(index + 1))
+            let needed = fuse_add_direntry(reply.request, buffer + used, size - used, item.name, &st, off_t(index + 1))
             if needed > size - used { break }
             used += needed
             index += 1
         }
-        fuse_reply_buf(req, buffer, used)
+        reply.buffer(buffer, used)
     }
 
-    func releasedir(_ req: fuse_req_t?, fi: UnsafeMutablePointer<fuse_file_info>) {
+    func releasedir(_ reply: FuseReply, fi: UnsafeMutablePointer<fuse_file_info>) {
         _ = directoryListings.withLock { $0.removeValue(forKey: fi.pointee.fh) }
-        fuse_reply_err(req, 0)
+        reply.error(0)
     }
 
-    func statfs(_ req: fuse_req_t?) {
+    func statfs(_ reply: FuseReply) {
         // fstatvfs: Swift cannot call `statvfs()`, whose name it resolves to the struct.
         let fd = Glibc.open(manager.location.dataDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { fuse_reply_err(req, errno); return }
+        guard fd >= 0 else { reply.error(errno); return }
         defer { close(fd) }
         var st = statvfs()
-        guard fstatvfs(fd, &st) == 0 else { fuse_reply_err(req, errno); return }
-        fuse_reply_statfs(req, &st)
+        guard fstatvfs(fd, &st) == 0 else { reply.error(errno); return }
+        reply.statfs(&st)
     }
 
     /// The entry called `name` inside `parent`, if the store has it or the remote's outline lists it.

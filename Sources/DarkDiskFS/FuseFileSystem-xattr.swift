@@ -8,13 +8,13 @@ import Glibc
 /// locality, and the pools' settings and sizes on the mount root. Names and values are checked by
 /// `ExtendedAttribute`; this file reads and applies them, and every failure reaches the kernel through `FuseErrno`.
 extension FuseFileSystem {
-    func getxattr(_ req: fuse_req_t?, ino: fuse_ino_t, name: UnsafePointer<CChar>, size: Int) {
+    func getxattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>, size: Int) {
         do {
             let (entry, attribute) = try resolve(ino, name)
             let text = Array(try value(of: attribute, on: entry).text.utf8)
-            reply(req, text, size: size)
+            answer(reply, text, size: size)
         } catch {
-            fuse_reply_err(req, FuseErrno.from(error))
+            reply.error(FuseErrno.from(error))
         }
     }
 
@@ -22,12 +22,12 @@ extension FuseFileSystem {
     /// `setfattr -n`), as CephFS keeps its `ceph.*` virtual attributes out of the list. Listed, they were
     /// copied by every tool that copies attributes (`cp -a`, `rsync -X`, `tar --xattrs`), and copying a
     /// backup back onto the mount set an old pool limit on the root, which evicted at once.
-    func listxattr(_ req: fuse_req_t?, ino: fuse_ino_t, size: Int) {
-        guard inodes.withLock({ $0.entry(for: ino) }) != nil else { fuse_reply_err(req, ENOENT); return }
-        reply(req, [], size: size)
+    func listxattr(_ reply: FuseReply, ino: fuse_ino_t, size: Int) {
+        guard inodes.withLock({ $0.entry(for: ino) }) != nil else { reply.error(ENOENT); return }
+        answer(reply, [], size: size)
     }
 
-    func setxattr(_ req: fuse_req_t?, ino: fuse_ino_t, name: UnsafePointer<CChar>, value: UnsafePointer<CChar>?, size: Int, flags: Int32) {
+    func setxattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>, value: UnsafePointer<CChar>?, size: Int, flags: Int32) {
         do {
             let (entry, attribute) = try resolve(ino, name)
             guard flags & ~(ExtendedAttribute.createFlag | ExtendedAttribute.replaceFlag) == 0 else {
@@ -42,22 +42,22 @@ extension FuseFileSystem {
             let assignment = try attribute.assignment(from: bytes)
             try apply(assignment, to: entry)
             logger.info("\(entry == .root ? "mount root" : entry.logName): set \(attribute.name) to \(assignment.text)")
-            fuse_reply_err(req, 0)
+            reply.error(0)
         } catch let failure as ExtendedAttribute.Failure {
             if failure.code == .notLocal { logger.notice("\(failure.message)") }
-            fuse_reply_err(req, FuseErrno.from(failure))
+            reply.error(FuseErrno.from(failure))
         } catch {
             logger.error("setxattr: \(error)")
-            fuse_reply_err(req, FuseErrno.from(error))
+            reply.error(FuseErrno.from(error))
         }
     }
 
-    func removexattr(_ req: fuse_req_t?, ino: fuse_ino_t, name: UnsafePointer<CChar>) {
+    func removexattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>) {
         do {
             let (_, attribute) = try resolve(ino, name)
             throw ExtendedAttribute.Failure(.readOnly, "\(attribute.name) cannot be removed; set it instead")
         } catch {
-            fuse_reply_err(req, FuseErrno.from(error))
+            reply.error(FuseErrno.from(error))
         }
     }
 
@@ -83,14 +83,14 @@ extension FuseFileSystem {
 
     /// Answers a getxattr or listxattr: the size alone when asked with size 0, `ERANGE` when the caller's
     /// buffer is too small, else the bytes.
-    private func reply(_ req: fuse_req_t?, _ bytes: [UInt8], size: Int) {
+    private func answer(_ reply: FuseReply, _ bytes: [UInt8], size: Int) {
         if size == 0 {
-            fuse_reply_xattr(req, bytes.count)
+            reply.xattrSize(bytes.count)
         } else if size < bytes.count {
-            fuse_reply_err(req, ERANGE)
+            reply.error(ERANGE)
         } else {
             bytes.withUnsafeBufferPointer { buffer in
-                buffer.withMemoryRebound(to: CChar.self) { _ = fuse_reply_buf(req, $0.baseAddress, $0.count) }
+                buffer.withMemoryRebound(to: CChar.self) { reply.buffer($0.baseAddress, $0.count) }
             }
         }
     }

@@ -129,6 +129,11 @@ public final class FuseFileSystem: Sendable {
     static func from(_ req: fuse_req_t?) -> FuseFileSystem {
         Unmanaged<FuseFileSystem>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue()
     }
+
+    /// The owning answer to a request of `operation` (answered `EIO` with a log line if dropped unanswered).
+    static func reply(_ req: fuse_req_t?, _ operation: String) -> FuseReply {
+        FuseReply(req, operation, logger: from(req).logger)
+    }
 }
 
 /// One line of a directory listing.

@@ -35,7 +35,7 @@ final class OpenFile: Sendable {
     /// size the kernel was given): a node replaced meanwhile is read by new opens, never by this handle.
     func adopt(_ export: DiskExport) throws -> CryptoFileReader {
         if case .stored(_, let reader) = source { return reader }
-        let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+        let reader = try export.reader()
         if case .remote(let remote) = source { try remote.check(reader, from: export.cryptoFile.path) }
         let (previous, kept) = state.withLock { state -> (Source, CryptoFileReader) in
             if case .stored(_, let existing) = state { return (state, existing) }
@@ -70,9 +70,6 @@ final class RemoteData: Sendable {
         var fileID: [UInt8]?
         /// When a read of this handle last gave up waiting for the remote.
         var gaveUp: ContinuousClock.Instant?
-        /// Partial files of earlier versions: kept open while the handle lives, because a read in flight
-        /// may still use a reader over one (its descriptor must not close and be reused under it).
-        var retired: [SharedDescriptor] = []
     }
 
     init(nodeID: NodeID, key: SymmetricKey, size: UInt64, ticket: DownloadTicket<NodeDataDownload>) {
@@ -96,13 +93,15 @@ final class RemoteData: Sendable {
     /// handle refuses (`check`).
     func reader(over descriptor: SharedDescriptor) throws -> CryptoFileReader {
         if let current = state.withLock({ $0.descriptor === descriptor ? $0.reader : nil }) { return current }
-        let reader = try CryptoFileReader(fileDescriptor: descriptor.fileDescriptor, key: key, closeOnDeinit: false)
+        let reader = try CryptoFileReader(fileDescriptor: descriptor.fileDescriptor, key: key, owner: descriptor)
         try check(reader, from: "the download of node \(nodeID)")
-        state.withLock { state in
-            if let old = state.descriptor, old !== descriptor { state.retired.append(old) }
-            state.reader = reader
-            state.descriptor = descriptor
+        // A read in flight over the previous partial file keeps its reader, and the reader its descriptor;
+        // what this handle let go of is released after the lock.
+        let previous = state.withLock { state -> (CryptoFileReader?, SharedDescriptor?) in
+            defer { state.reader = reader; state.descriptor = descriptor }
+            return (state.reader, state.descriptor)
         }
+        withExtendedLifetime(previous) {}
         return reader
     }
 

@@ -15,7 +15,7 @@ extension FuzzTarget {
 
     static func reader(_ input: [UInt8]) {
         let fd = FuzzScratch.shared.holding(input)
-        guard let reader = try? CryptoFileReader(fileDescriptor: fd, key: fixtureKey, closeOnDeinit: false) else { return }
+        guard let reader = try? CryptoFileReader(fileDescriptor: fd, key: fixtureKey, owner: FuzzScratch.shared) else { return }
         for section in 0..<reader.header.sectionSizes.count {
             let size = reader.plaintextSize(ofSection: section)
             var offset: UInt64 = 0
@@ -51,7 +51,7 @@ extension FuzzTarget {
     /// The data section of an encrypted file, or nil if the reader refused it anywhere.
     private static func readAll(_ file: [UInt8], format: CryptoFileFormat) -> [UInt8]? {
         let fd = FuzzScratch.shared.holding(file)
-        guard let reader = try? CryptoFileReader(fileDescriptor: fd, key: fixtureKey, closeOnDeinit: false) else { return nil }
+        guard let reader = try? CryptoFileReader(fileDescriptor: fd, key: fixtureKey, owner: FuzzScratch.shared) else { return nil }
         // Every section authenticates, not only the data (a cloud file's metadata and thumbnail are empty).
         var data: [UInt8] = []
         for section in 0..<reader.header.sectionSizes.count {

@@ -156,7 +156,7 @@ extension ImageManager {
     /// The whole plaintext of a stored file's content section (or of `section` of a cloud file).
     static func plaintext(of export: DiskExport, section: Int?) throws -> Data {
         try withExtendedLifetime(export) {
-            let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+            let reader = try export.reader()
             let section = section ?? reader.dataSection
             return Data(try reader.read(section: section, offset: 0, count: Int(reader.plaintextSize(ofSection: section))))
         }

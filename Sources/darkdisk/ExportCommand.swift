@@ -41,7 +41,7 @@ struct ExportCommand: AsyncParsableCommand {
     /// the node's local cloud file, else downloaded on demand from the remote.
     private func locate(_ id: NodeID, kind: FileKind, manager: DiskManager) async throws -> (CryptoFileReader, Int, DiskExport) {
         func open(_ export: DiskExport, section: Int? = nil) throws -> (CryptoFileReader, Int, DiskExport) {
-            let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+            let reader = try export.reader()
             return (reader, section ?? reader.dataSection, export)
         }
         let section: CloudFileSection = kind == .metadata ? .metadata : kind == .thumbnail ? .thumbnail : .data

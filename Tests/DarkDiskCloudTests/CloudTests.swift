@@ -45,7 +45,7 @@ import Testing
     }
 
     func plaintext(_ export: DiskExport) throws -> Data {
-        let reader = try CryptoFileReader(fileDescriptor: export.retainToken.fileDescriptor, key: export.cryptoFile.key, closeOnDeinit: false)
+        let reader = try export.reader()
         return Data(try reader.read(section: reader.dataSection, offset: 0, count: Int(reader.plaintextSize(ofSection: reader.dataSection))))
     }
 

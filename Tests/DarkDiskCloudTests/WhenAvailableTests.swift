@@ -15,12 +15,10 @@ import Testing
 
     /// Plaintext [offset, offset+count) of the data section, read through a source.
     func read(_ source: NodeDataSource, key: SymmetricKey, offset: UInt64, count: Int) throws -> Data {
-        let fd: Int32
-        switch source {
-        case .stored(let export): fd = export.retainToken.fileDescriptor
-        case .downloading(let descriptor): fd = descriptor.fileDescriptor
+        let reader = switch source {
+        case .stored(let export): try export.reader()
+        case .downloading(let descriptor): try CryptoFileReader(fileDescriptor: descriptor.fileDescriptor, key: key, owner: descriptor)
         }
-        let reader = try CryptoFileReader(fileDescriptor: fd, key: key, closeOnDeinit: false)
         return Data(try reader.read(section: CloudFileSection.data.rawValue, offset: offset, count: count))
     }
 
@@ -38,7 +36,7 @@ import Testing
         // The header first (what a reader needs to map plaintext to ciphertext), then a range near the end.
         let header = try await answer(downloads, id, 0..<UInt64(CryptoFormat.headerSize), ticket: ticket).get()
         guard case .downloading(let descriptor) = header else { Issue.record("answered from a stored file"); return }
-        let fileHeader = try CryptoFileReader(fileDescriptor: descriptor.fileDescriptor, key: key, closeOnDeinit: false).header
+        let fileHeader = try CryptoFileReader(fileDescriptor: descriptor.fileDescriptor, key: key, owner: descriptor).header
         let wanted = fileHeader.ciphertextRange(section: CloudFileSection.data.rawValue, offset: 5_800_000, count: 4096)
         let source = try await answer(downloads, id, wanted, ticket: ticket).get()
         let sent = slow.bytesRead.load(ordering: .relaxed)

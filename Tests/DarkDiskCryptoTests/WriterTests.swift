@@ -33,7 +33,7 @@ struct WriterTests {
         let header = try writer.finish()
         #expect(header.sectionSizes == [300, 0, 50_000])
 
-        let reader = try CryptoFileReader(fileDescriptor: fd, key: key, closeOnDeinit: false)
+        let reader = try CryptoFileReader(takingOwnershipOf: dup(fd), key: key)
         #expect(reader.header == header)
         for section in 0..<3 {
             #expect(try reader.read(section: section, offset: 0, count: 60_000) == sections[section])

@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskCrypto
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -8,6 +9,34 @@ import Glibc
 /// Issue 3, part 2: a file whose export (retain token) is alive survives eviction, expiry, delete and
 /// migration, stays readable through the token's descriptor, and goes away once released.
 @Suite struct RetainTests {
+    /// A reader or a chunk sequence made from an export keeps the export's token: the caller may drop the
+    /// export, and a delete waits for the reader to go (it used to borrow the descriptor, which then closed
+    /// under it and could be reused by another file).
+    @Test func aReaderMadeFromAnExportKeepsTheFile() async throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        var reader: CryptoFileReader?
+        var chunks: CryptoFileChunks?
+        let path: String
+        do {
+            let export = try await manager.importNodeFile(DiskImport(cleartextData: contents("r", size: 200_000)), nodeID: NodeID("r"))
+            path = export.cryptoFile.path
+            reader = try export.reader()
+            chunks = export.chunks()
+        }
+        try await manager.deleteNode(NodeID("r"))
+        #expect(fileExists(path), "the reader's token holds the file")
+        let bytes = try reader!.read(section: reader!.dataSection, offset: 0, count: 200_000)
+        #expect(Data(bytes) == contents("r", size: 200_000))
+        reader = nil
+        #expect(fileExists(path), "the chunk sequence holds it too")
+        var streamed = Data()
+        for try await piece in chunks! { streamed += piece }
+        #expect(streamed == contents("r", size: 200_000))
+        chunks = nil
+        #expect(!fileExists(path), "gone with the last holder")
+    }
+
     @Test func retainedFileIsSkippedByEvictionAndGoesAfterRelease() async throws {
         let store = try TemporaryStore()
         let manager = try store.create()
