@@ -186,7 +186,7 @@ public final class ImageManager: Sendable {
             return
         }
         guard let current = currentFileID(source), current == loaded.sourceFileID else { return }
-        let expires: ContinuousClock.Instant? = image == nil ? .now + negativeResultLifetime : nil
+        let expires: ContinuousClock.Instant? = image == nil ? cache.clock.now() + negativeResultLifetime : nil
         cache.insert(MemoryImageCache.Entry(image: image, sourceFileID: loaded.sourceFileID,
                                             identityID: loaded.identityID?.rawValue, expires: expires), for: key)
     }

@@ -74,9 +74,14 @@ public final class MemoryImageCache: Sendable {
     }
 
     private let state: Locked<State>
+    /// What entries' `expires` are compared with.
+    public let clock: ExpiryClock
 
-    /// A cache of at most `totalCostLimit` bytes (default 5 MiB) and `countLimit` entries (0: no limit).
-    public init(totalCostLimit: Int = 5 * 1024 * 1024, countLimit: Int = 0, maximumEntryFraction: Double = 0.25) {
+    /// A cache of at most `totalCostLimit` bytes (default 5 MiB) and `countLimit` entries (0: no limit);
+    /// entries with an `expires` instant go once `clock` passes it.
+    public init(totalCostLimit: Int = 5 * 1024 * 1024, countLimit: Int = 0, maximumEntryFraction: Double = 0.25,
+                clock: ExpiryClock = .continuous) {
+        self.clock = clock
         state = Locked(State(totalCostLimit: max(0, totalCostLimit), countLimit: max(0, countLimit),
                             maximumEntryFraction: min(1, max(0, maximumEntryFraction))))
     }
@@ -117,9 +122,10 @@ public final class MemoryImageCache: Sendable {
 
     /// Whether `key` has a live entry (without making it more recent).
     public func contains(_ key: ImageCacheKey) -> Bool {
-        state.withLock { state in
+        let now = clock.now()  // read before the lock: a clock may have a lock of its own
+        return state.withLock { state in
             guard let i = state.index[key] else { return false }
-            if let expires = state.slots[i].entry.expires, expires <= .now { return false }
+            if let expires = state.slots[i].entry.expires, expires <= now { return false }
             return true
         }
     }
@@ -141,9 +147,10 @@ public final class MemoryImageCache: Sendable {
 
     /// The entry for `key`, made the most recent; an expired negative entry is removed and missed.
     func entry(for key: ImageCacheKey) -> Entry? {
-        state.withLock { state in
+        let now = clock.now()  // read before the lock: a clock may have a lock of its own
+        return state.withLock { state in
             guard let i = state.index[key] else { return nil }
-            if let expires = state.slots[i].entry.expires, expires <= .now {
+            if let expires = state.slots[i].entry.expires, expires <= now {
                 state.remove(i)
                 return nil
             }

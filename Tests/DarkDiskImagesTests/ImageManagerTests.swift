@@ -114,7 +114,8 @@ import Testing
         let bare = try await setup.push("bare", thumbnail: nil)
         let user = try UserID("erin")
         try await CloudSync(manager: setup.a, remote: setup.remote).pushUserIdentity(user, identityID: IdentityID("mail|erin"), avatar: nil)
-        let images = setup.images()
+        let (clock, advance) = ExpiryClock.manual()
+        let images = setup.images(clock: clock)
 
         #expect(try await images.nodeThumbnail(bare, processor: resize64) == nil, "the node has no thumbnail")
         var hit = false
@@ -132,7 +133,11 @@ import Testing
         images.flushUserAvatarsCache(user)
         #expect(try await images.userAvatar(user) == nil)
         let readsBeforeExpiry = setup.counting.reads.load(ordering: .relaxed)
-        try await Task.sleep(nanoseconds: 600_000_000)
+        advance(.milliseconds(199))
+        var early = true
+        images.fetchUserAvatar(user, preFetch: { _, will in early = !will }, postFetch: { _, _ in })
+        #expect(early, "not expired 1 ms before its lifetime ends")
+        advance(.milliseconds(2))
         var willFetch = false
         let record = FetchRecord()
         images.fetchUserAvatar(user, preFetch: { _, will in willFetch = will }, postFetch: record.postFetch)

@@ -104,8 +104,10 @@ final class ImageSetup {
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
     /// An image manager over store `b`, downloading through the counting remote, calling back on `callbacks`.
-    func images(negativeLifetime: Duration = .seconds(300)) -> ImageManager {
-        ImageManager(diskManager: b, downloadManager: downloads, callbackQueue: callbacks, negativeResultLifetime: negativeLifetime)
+    func images(negativeLifetime: Duration = .seconds(300), clock: ExpiryClock = .continuous) -> ImageManager {
+        ImageManager(diskManager: b, downloadManager: downloads, callbackQueue: callbacks,
+                     nodeThumbnailsCache: MemoryImageCache(clock: clock), userAvatarsCache: MemoryImageCache(clock: clock),
+                     negativeResultLifetime: negativeLifetime)
     }
 
     /// Store A pushes a node (with `thumbnail` if given); store B pulls the outline.
