@@ -18,56 +18,22 @@ extension FuseFileSystem {
         answer(reply, open: OpenFile(entry: entry, ino: ino, source: .remote(remote)), fi: fi)
     }
 
+    /// One call into the download layer: "plaintext [offset, offset + size) of this node", answered from the
+    /// stored file or the partial download once its chunks are there; then decrypted and replied.
     func readRemote(_ reply: FuseReply, file: OpenFile, remote: RemoteData, size: Int, offset: UInt64) {
         guard offset < remote.size, size > 0 else {
             reply.buffer(nil, 0)
             return
         }
+        guard let downloads else { reply.error(EIO); return }
         let pending = PendingRequest(reply: reply)
-        if let reader = remote.reader {
-            wait(pending, file: file, remote: remote, reader: reader, size: size, offset: offset)
-            return
-        }
-        // The cloud file's header first: it maps plaintext offsets to the ciphertext a read needs.
-        waitForBytes(pending, file: file, remote: remote, range: 0..<UInt64(CryptoFormat.headerSize)) { readable in
-            switch readable {
-            case .stored(let reader):
-                self.answer(pending.reply, read: reader, file: file, size: size, offset: offset)
-            case .partial(let descriptor):
-                self.wait(pending, file: file, remote: remote, reader: try remote.reader(over: descriptor), size: size, offset: offset)
-            }
-        }
-    }
-
-    /// Waits for the chunks covering [offset, offset + size), then decrypts and replies.
-    private func wait(_ pending: PendingRequest, file: OpenFile, remote: RemoteData, reader: CryptoFileReader, size: Int, offset: UInt64) {
-        let needed = reader.header.ciphertextRange(section: reader.dataSection, offset: offset, count: size)
-        waitForBytes(pending, file: file, remote: remote, range: needed) { readable in
-            switch readable {
-            case .stored(let stored): self.answer(pending.reply, read: stored, file: file, size: size, offset: offset)
-            case .partial(let descriptor): self.answer(pending.reply, read: try remote.reader(over: descriptor), file: file, size: size, offset: offset)
-            }
-        }
-    }
-
-    /// Where the bytes a read waited for are: the download's partial file, or the stored file it became.
-    private enum Readable {
-        case partial(SharedDescriptor)
-        case stored(CryptoFileReader)
-    }
-
-    /// Calls `then` once `range` of the cloud file can be read: from the partial file, or from the stored
-    /// file if the download landed (the handle then holds the stored file's retain token). Failures (the
-    /// remote unreachable past the timeout, a damaged download) answer the read with an error.
-    private func waitForBytes(_ pending: PendingRequest, file: OpenFile, remote: RemoteData, range: Range<UInt64>,
-                              then: @escaping @Sendable (Readable) throws -> Void) {
-        guard let downloads else { pending.reply.error(EIO); return }
-        let ticket = downloads.whenAvailable(remote.nodeID, range: range, ticket: remote.ticket, timeout: remote.waitLimit(remoteTimeout),
-                                             on: replies) { result in
+        let range = offset..<offset + UInt64(size)
+        let ticket = downloads.whenReadable(remote.nodeID, key: remote.key, plaintext: range, ticket: remote.ticket,
+                                            timeout: remote.waitLimit(remoteTimeout), on: replies, known: remote.partial) { result in
             do {
                 switch try result.get() {
-                case .downloading(let descriptor): try then(.partial(descriptor))
-                case .stored(let export): try then(.stored(try file.adopt(export)))
+                case .stored(let export): self.answer(pending.reply, read: try file.adopt(export), file: file, size: size, offset: offset)
+                case .downloading(let partial): self.answer(pending.reply, read: try remote.use(partial), file: file, size: size, offset: offset)
                 }
             } catch {
                 if (error as? RemoteError)?.code == .unreachable { remote.gaveUpWaiting() }

@@ -64,8 +64,7 @@ final class RemoteData: Sendable {
 
     private struct State {
         var ticket: DownloadTicket<NodeDataDownload>?
-        var reader: CryptoFileReader?
-        var descriptor: SharedDescriptor?
+        var partial: PartialReader?
         /// The ID of the cloud file this handle has served bytes of: it serves no other.
         var fileID: [UInt8]?
         /// When a read of this handle last gave up waiting for the remote.
@@ -80,29 +79,26 @@ final class RemoteData: Sendable {
     }
 
     var ticket: DownloadTicket<NodeDataDownload>? { state.withLock { $0.ticket } }
-    /// The reader over the partial file, once the header has arrived.
-    var reader: CryptoFileReader? { state.withLock { $0.reader } }
+    /// The reader over the partial file this handle last read, once the header has arrived.
+    var partial: PartialReader? { state.withLock { $0.partial } }
 
     func keep(_ ticket: DownloadTicket<NodeDataDownload>?) {
         guard let ticket else { return }
         state.withLock { $0.ticket = ticket }
     }
 
-    /// The reader over the partial file behind `descriptor`, made (and its header authenticated) once per
-    /// partial file: a download restarted for a new version of the node writes another one, which this
-    /// handle refuses (`check`).
-    func reader(over descriptor: SharedDescriptor) throws -> CryptoFileReader {
-        if let current = state.withLock({ $0.descriptor === descriptor ? $0.reader : nil }) { return current }
-        let reader = try CryptoFileReader(fileDescriptor: descriptor.fileDescriptor, key: key, owner: descriptor)
-        try check(reader, from: "the download of node \(nodeID)")
-        // A read in flight over the previous partial file keeps its reader, and the reader its descriptor;
-        // what this handle let go of is released after the lock.
-        let previous = state.withLock { state -> (CryptoFileReader?, SharedDescriptor?) in
-            defer { state.reader = reader; state.descriptor = descriptor }
-            return (state.reader, state.descriptor)
+    /// The reader of a partial file the download layer answered with, checked once per partial file: a
+    /// download restarted for a new version of the node writes another one, which this handle refuses
+    /// (`check`). A read in flight over the previous partial file keeps its own reader (and descriptor).
+    func use(_ partial: PartialReader) throws -> CryptoFileReader {
+        if let current = state.withLock({ $0.partial }), current.isSameFile(as: partial) { return current.reader }
+        try check(partial.reader, from: "the download of node \(nodeID)")
+        let previous = state.withLock { state -> PartialReader? in
+            defer { state.partial = partial }
+            return state.partial
         }
-        withExtendedLifetime(previous) {}
-        return reader
+        withExtendedLifetime(previous) {}  // released after the lock
+        return partial.reader
     }
 
     /// Refuses a file that is not the version this handle serves: another data size than the one the

@@ -1,0 +1,65 @@
+import DarkDisk
+import DarkDiskCloud
+import DarkDiskCrypto
+import DarkDiskSync
+import Foundation
+import Testing
+
+/// `whenReadable`: one call for "plaintext [o, o+n) of node X" (what the mount's reads of remote-only nodes use).
+@Suite struct WhenReadableTests {
+    func readable(_ downloads: DownloadManager, _ id: NodeID, key: SymmetricKey, _ range: Range<UInt64>, ticket: DownloadTicket<NodeDataDownload>? = nil,
+                  known: PartialReader? = nil) async -> Result<PlaintextSource, any Error> {
+        await withCheckedContinuation { continuation in
+            downloads.whenReadable(id, key: key, plaintext: range, ticket: ticket, on: .shared, known: known) { continuation.resume(returning: $0) }
+        }
+    }
+
+    func plaintext(_ source: PlaintextSource, _ range: Range<UInt64>) throws -> Data {
+        let reader = switch source {
+        case .stored(let export): try export.reader()
+        case .downloading(let partial): partial.reader
+        }
+        return Data(try reader.read(section: reader.dataSection, offset: range.lowerBound, count: range.count))
+    }
+
+    @Test func aPlaintextRangeDeepInADownloadIsReadableBeforeTheRest() async throws {
+        let setup = try CloudTests.Setup()
+        let data = CloudTests.bytes(6_000_000, seed: 71)
+        let id = try await setup.pushedAndPulled(data, as: "plain-deep")
+        let key = try setup.b.unwrapKey(try #require(try setup.b.outlineEntry(id)).wrappedKey)
+        let total = Int(try #require(try await setup.remote.info(CloudLayout.cloudFile(id))).size)
+        let slow = FaultyRemote(setup.remote)
+        slow.delayPer64KiB.store(15_000, ordering: .relaxed)
+        let downloads = DownloadManager(manager: setup.b, remote: slow, partSize: 256 * 1024, parallelParts: 2, checkpointBytes: 64 * 1024)
+        let ticket = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
+
+        let deep: Range<UInt64> = 5_800_000..<5_804_096
+        let source = try await readable(downloads, id, key: key, deep, ticket: ticket).get()
+        let sent = slow.bytesRead.load(ordering: .relaxed)
+        guard case .downloading(let partial) = source else { Issue.record("answered from a stored file"); return }
+        #expect(try plaintext(source, deep) == data[Int(deep.lowerBound)..<Int(deep.upperBound)])
+        #expect(sent < total / 2, "answered after \(sent) of \(total) bytes: the chunks it needs came first")
+
+        // The reader handed back serves the next range of the same partial file.
+        let early: Range<UInt64> = 100..<70_000
+        let next = try await readable(downloads, id, key: key, early, ticket: ticket, known: partial).get()
+        if case .downloading(let again) = next { #expect(again.isSameFile(as: partial)) }
+        #expect(try plaintext(next, early) == data[100..<70_000])
+
+        _ = try await ticket.value
+        let stored = try await readable(downloads, id, key: key, 0..<10).get()
+        guard case .stored = stored else { Issue.record("a landed download is read from the store"); return }
+        #expect(try plaintext(stored, 0..<10) == data[0..<10])
+    }
+
+    @Test func aWrongKeyIsRefusedAtTheHeader() async throws {
+        let setup = try CloudTests.Setup()
+        let id = try await setup.pushedAndPulled(CloudTests.bytes(300_000, seed: 72), as: "plain-key")
+        let slow = FaultyRemote(setup.remote)
+        slow.delayPer64KiB.store(30_000, ordering: .relaxed)  // still downloading when the header is checked
+        let downloads = DownloadManager(manager: setup.b, remote: slow, partSize: 64 * 1024, parallelParts: 1)
+        let wrong = try SymmetricKey(bytes: [UInt8](repeating: 7, count: 32))
+        let result = await readable(downloads, id, key: wrong, 0..<100)
+        #expect(throws: CryptoError.self) { try result.get() }
+    }
+}
