@@ -46,7 +46,9 @@ extension DownloadManager {
         // first read after the remote is back reaches it.
         RetryWakeup.wakeAll()
         let stream = stream(for: nodeID)
-        let running = ticket.flatMap { $0.isFinished ? nil : $0 } ?? downloadNodeData(nodeID, options: DownloadOptions(cacheToDiskManager: true))
+        // A finished download is answered from its result (a file too large for the cache pool stays a
+        // temporary file its ticket keeps); one that failed or was cancelled is tried again.
+        let running = ticket.flatMap { !$0.isFinished || $0.hasValue ? $0 : nil } ?? downloadNodeData(nodeID, options: DownloadOptions(cacheToDiskManager: true))
         @Sendable func answerFromTicket() {
             running.whenResolved { result in
                 dispatch {

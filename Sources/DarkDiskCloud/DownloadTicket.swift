@@ -39,6 +39,14 @@ public final class DownloadTicket<Value: Sendable>: Sendable {
     /// Whether the ticket has its result (or was cancelled).
     public var isFinished: Bool { state.withLock { $0.result != nil } }
 
+    /// Whether the ticket has a value (finished, neither failed nor cancelled).
+    var hasValue: Bool {
+        state.withLock { state in
+            if case .success = state.result { return true }
+            return false
+        }
+    }
+
     /// Calls `observer` on every progress update from now on, on a serial queue of the ticket's.
     public func onProgress(_ observer: @escaping @Sendable (DownloadProgress) -> Void) {
         state.withLock { $0.observers.append(observer) }

@@ -51,16 +51,7 @@ public final class BlockingPool: @unchecked Sendable {
     /// meanwhile. Once started, `body` runs to its end even if the task is cancelled (as with
     /// `NIOThreadPool.runIfActive`).
     public func run<Value: Sendable, Failure: Error>(_ body: @escaping @Sendable () throws(Failure) -> Value) async throws(Failure) -> Value {
-        let result: Result<Value, Failure> = await withCheckedContinuation { continuation in
-            submit {
-                do throws(Failure) {
-                    continuation.resume(returning: .success(try body()))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        return try result.get()
+        try await awaitingResult(of: body, submit: submit)
     }
 
     /// Jobs waiting for a free thread (for tests and status).
@@ -128,16 +119,7 @@ public final class BlockingLane: Sendable {
 
     /// Runs `body` after every job submitted before it and returns its result.
     public func run<Value: Sendable, Failure: Error>(_ body: @escaping @Sendable () throws(Failure) -> Value) async throws(Failure) -> Value {
-        let result: Result<Value, Failure> = await withCheckedContinuation { continuation in
-            submit {
-                do throws(Failure) {
-                    continuation.resume(returning: .success(try body()))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        return try result.get()
+        try await awaitingResult(of: body, submit: submit)
     }
 
     private func drain() {
@@ -148,4 +130,19 @@ public final class BlockingLane: Sendable {
             job()
         }
     }
+}
+
+/// Hands `body` to `submit` and suspends until it has run, then returns its result or throws its error.
+func awaitingResult<Value: Sendable, Failure: Error>(of body: @escaping @Sendable () throws(Failure) -> Value,
+                                                     submit: (@escaping @Sendable () -> Void) -> Void) async throws(Failure) -> Value {
+    let result: Result<Value, Failure> = await withCheckedContinuation { continuation in
+        submit {
+            do throws(Failure) {
+                continuation.resume(returning: .success(try body()))
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+    }
+    return try result.get()
 }

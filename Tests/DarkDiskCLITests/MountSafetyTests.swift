@@ -52,10 +52,10 @@ import Testing
         // The transfer winds down after the last byte was read (authentication, then the store refuses a file
         // larger than the whole pool): until then the node still shows its partial download.
         #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", file)) == "none" },
-                "local: \((try? Shell.xattr("user.darkdisk.local", file)) ?? "?")")
+                "local: \((try? Shell.xattr("user.darkdisk.local", file)) ?? "?") LOG: \(mount.log)")
 
         // With the pool at 0 a whole read still works (its handle holds the download) and leaves nothing.
-        #expect(try Shell.sha256(of: file) == sha256Hex(data))
+        #expect(try Shell.sha256(of: file) == sha256Hex(data), "LOG: \(mount.log)")
         #expect(Mount.wait(seconds: 10) {
             pool = (try? remote.poolB()) ?? [:]
             return (pool["cachedSize"] as? Int) == 0

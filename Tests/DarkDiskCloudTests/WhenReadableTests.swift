@@ -52,6 +52,28 @@ import Testing
         #expect(try plaintext(stored, 0..<10) == data[0..<10])
     }
 
+    /// A node larger than the whole cache pool lands as a temporary file its ticket keeps: reads that follow
+    /// the finished ticket are answered from it. They used to start a second download of the whole node.
+    @Test func aDownloadTooLargeForThePoolIsReadFromItsTicket() async throws {
+        let setup = try CloudTests.Setup()
+        let data = CloudTests.bytes(1_000_000, seed: 73)
+        let id = try await setup.pushedAndPulled(data, as: "plain-big")
+        let key = try setup.b.unwrapKey(try #require(try setup.b.outlineEntry(id)).wrappedKey)
+        try setup.b.setMaxSize(100_000, for: .data)
+        let counting = FaultyRemote(setup.remote)
+        let downloads = DownloadManager(manager: setup.b, remote: counting, partSize: 256 * 1024)
+        let ticket = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
+        let landed = try await ticket.value
+        #expect(landed.export == nil, "larger than the pool: not stored")
+        let sent = counting.bytesRead.load(ordering: .relaxed)
+
+        let range: Range<UInt64> = 500_000..<600_000
+        let source = try await readable(downloads, id, key: key, range, ticket: ticket).get()
+        #expect(try plaintext(source, range) == data[500_000..<600_000])
+        #expect(counting.bytesRead.load(ordering: .relaxed) == sent, "no second download")
+        await #expect(try setup.b.partialDownload(id) == nil, "and no partial one left behind")
+    }
+
     @Test func aWrongKeyIsRefusedAtTheHeader() async throws {
         let setup = try CloudTests.Setup()
         let id = try await setup.pushedAndPulled(CloudTests.bytes(300_000, seed: 72), as: "plain-key")

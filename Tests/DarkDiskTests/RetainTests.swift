@@ -135,3 +135,17 @@ import Glibc
         #expect(try decrypt(held) == contents("x", size: 70_000), "an open token keeps reading even after a purge")
     }
 }
+
+/// The README's Swift example, as written there.
+@Suite struct ReadmeExampleTests {
+    @Test func theStoreExampleRuns() async throws {
+        let temporary = try TemporaryStore()
+        let photo = temporary.directory + "/photo.jpg"
+        try contents("photo", size: 10_000).write(to: URL(fileURLWithPath: photo))
+        let store = try DiskManager.create(at: StoreLocation(directory: temporary.directory + "/srv"))
+        let export = try await store.importNodeFile(DiskImport(cleartextFilePath: photo), nodeID: NodeID("photo1"))
+        let reader = try export.reader()
+        let head = try reader.read(section: reader.dataSection, offset: 0, count: 4096)
+        #expect(Data(head) == contents("photo", size: 10_000).prefix(4096))
+    }
+}
