@@ -25,6 +25,11 @@ final class CLIStore {
         try Shell.run(Shell.darkdisk, arguments + ["--store", storePath], stdin: stdin, environment: environment)
     }
 
+    /// `darkdisk`, waiting without holding a thread.
+    func darkdisk(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) async throws -> Run {
+        try await Shell.run(Shell.darkdisk, arguments + ["--store", storePath], stdin: stdin, environment: environment)
+    }
+
     /// Writes `data` to a private (0600) file in the temporary folder and returns its path: passphrase files
     /// others can read are refused, as the key file is.
     func file(_ name: String, _ data: Data) throws -> String {

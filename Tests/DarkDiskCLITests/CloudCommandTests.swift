@@ -2,86 +2,86 @@ import DarkDisk
 import Foundation
 import Testing
 
-@Suite struct CloudCommandTests {
-    @Test func secondMachineJoinsPullsAndReads() throws {
+@Suite(.processSlots) struct CloudCommandTests {
+    @Test func secondMachineJoinsPullsAndReads() async throws {
         let a = try CLIStore()
         let b = try CLIStore()
         let remote = a.directory + "/bucket"
         try FileManager.default.createDirectory(atPath: remote, withIntermediateDirectories: true)
         let passphrase = try a.file("pass", Data("two machines\n".utf8))
         let data = CLIStore.bytes(3_000_000, seed: 11)
-        #expect(try a.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", passphrase]).status == 0)
-        let push = try a.darkdisk(["push", try a.file("photo", data), "--node", "photo", "--name", "photo.jpg",
+        await #expect(try a.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", passphrase]).status == 0)
+        let push = try await a.darkdisk(["push", try a.file("photo", data), "--node", "photo", "--name", "photo.jpg",
                                    "--thumbnail", try a.file("t", Data("thumb".utf8)), "--passphrase-file", passphrase])
         #expect(push.status == 0, "\(push.stderr)")
 
         let wrong = try b.file("wrong", Data("one machine\n".utf8))
-        expectOneLineFailure(try b.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", wrong]), mentioning: "wrong passphrase")
-        let joined = try b.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", passphrase])
+        await expectOneLineFailure(try b.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", wrong]), mentioning: "wrong passphrase")
+        let joined = try await b.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", passphrase])
         #expect(joined.status == 0, "\(joined.stderr)")
         #expect(joined.output.contains("joined"))
-        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).output.contains("1 new"))
+        await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).output.contains("1 new"))
         // Not local yet: export downloads it on demand.
-        let exported = try b.darkdisk(["export", "--node", "photo", "--passphrase-file", passphrase])
+        let exported = try await b.darkdisk(["export", "--node", "photo", "--passphrase-file", passphrase])
         #expect(exported.status == 0, "\(exported.stderr)")
         #expect(exported.stdout == data)
 
         // push keeps no local copy; fetch is quiet when stderr is not a terminal, and a fetched node is local.
-        #expect(try a.darkdisk(["status", "--json", "--passphrase-file", passphrase]).output.contains("\"files\" : 0"))
-        let fetch = try a.darkdisk(["fetch", "--node", "photo", "--passphrase-file", passphrase])
+        await #expect(try a.darkdisk(["status", "--json", "--passphrase-file", passphrase]).output.contains("\"files\" : 0"))
+        let fetch = try await a.darkdisk(["fetch", "--node", "photo", "--passphrase-file", passphrase])
         #expect(fetch.status == 0 && fetch.stderr.isEmpty, "\(fetch.stderr)")
-        let status = try a.darkdisk(["status", "--json", "--passphrase-file", passphrase])
+        let status = try await a.darkdisk(["status", "--json", "--passphrase-file", passphrase])
         #expect(status.output.contains("\"files\" : 1"))
     }
 
-    @Test func badRemotesFailWithOneLine() throws {
+    @Test func badRemotesFailWithOneLine() async throws {
         let store = try CLIStore()
-        expectOneLineFailure(try store.darkdisk(["init", "--remote", "s3:///prefix"]), mentioning: "bucket")
-        expectOneLineFailure(try store.darkdisk(["init", "--remote", "gopher://x"]), mentioning: "unknown remote scheme")
+        await expectOneLineFailure(try store.darkdisk(["init", "--remote", "s3:///prefix"]), mentioning: "bucket")
+        await expectOneLineFailure(try store.darkdisk(["init", "--remote", "gopher://x"]), mentioning: "unknown remote scheme")
         let gone = store.directory + "/gone"
         try FileManager.default.createDirectory(atPath: gone, withIntermediateDirectories: true)
-        #expect(try store.darkdisk(["init", "--remote", "file://" + gone]).status == 0)
-        #expect(try store.darkdisk(["push", try store.file("d", Data("d".utf8)), "--node", "n"]).status == 0)
-        #expect(try store.darkdisk(["pull"]).status == 0)
+        await #expect(try store.darkdisk(["init", "--remote", "file://" + gone]).status == 0)
+        await #expect(try store.darkdisk(["push", try store.file("d", Data("d".utf8)), "--node", "n"]).status == 0)
+        await #expect(try store.darkdisk(["pull"]).status == 0)
         try FileManager.default.removeItem(atPath: gone)
-        expectOneLineFailure(try store.darkdisk(["pull"]), mentioning: "does not exist")
-        expectOneLineFailure(try store.darkdisk(["fetch", "--node", "nothing"]), mentioning: "darkdisk pull")
-        expectOneLineFailure(try store.darkdisk(["push", store.directory + "/missing", "--node", "n"]), mentioning: "no such file")
-        expectOneLineFailure(try store.darkdisk(["push", try store.file("e", Data()), "--node", "../n"]), mentioning: "invalid node ID")
+        await expectOneLineFailure(try store.darkdisk(["pull"]), mentioning: "does not exist")
+        await expectOneLineFailure(try store.darkdisk(["fetch", "--node", "nothing"]), mentioning: "darkdisk pull")
+        await expectOneLineFailure(try store.darkdisk(["push", store.directory + "/missing", "--node", "n"]), mentioning: "no such file")
+        await expectOneLineFailure(try store.darkdisk(["push", try store.file("e", Data()), "--node", "../n"]), mentioning: "invalid node ID")
     }
 
     /// A bucket folder that is suddenly empty (unmounted, or the wrong one) is not "every node deleted": pull
     /// refuses and changes nothing, unless told the remote was emptied on purpose. A mistyped --store is not
     /// a new store for pull and fetch.
-    @Test func pullOfAnEmptiedRemoteDeletesNothing() throws {
+    @Test func pullOfAnEmptiedRemoteDeletesNothing() async throws {
         let store = try CLIStore()
         let bucket = store.directory + "/bucket"
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
-        #expect(try store.darkdisk(["init", "--remote", "file://" + bucket]).status == 0)
-        #expect(try store.darkdisk(["push", try store.file("d", Data("kept".utf8)), "--node", "n"]).status == 0)
-        #expect(try store.darkdisk(["pull"]).output.contains("1 unchanged"))
+        await #expect(try store.darkdisk(["init", "--remote", "file://" + bucket]).status == 0)
+        await #expect(try store.darkdisk(["push", try store.file("d", Data("kept".utf8)), "--node", "n"]).status == 0)
+        await #expect(try store.darkdisk(["pull"]).output.contains("1 unchanged"))
         try FileManager.default.moveItem(atPath: bucket, toPath: bucket + ".real")
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
-        expectOneLineFailure(try store.darkdisk(["pull"]), mentioning: "--accept-empty-remote")
+        await expectOneLineFailure(try store.darkdisk(["pull"]), mentioning: "--accept-empty-remote")
         try FileManager.default.removeItem(atPath: bucket)
         try FileManager.default.moveItem(atPath: bucket + ".real", toPath: bucket)
-        #expect(try store.darkdisk(["pull"]).output.contains("0 deleted, 1 unchanged"), "the outline survived the refused pull")
-        #expect(try store.darkdisk(["export", "--node", "n"]).output == "kept")
+        await #expect(try store.darkdisk(["pull"]).output.contains("0 deleted, 1 unchanged"), "the outline survived the refused pull")
+        await #expect(try store.darkdisk(["export", "--node", "n"]).output == "kept")
 
         try FileManager.default.removeItem(atPath: bucket + "/records")
-        let emptied = try store.darkdisk(["pull", "--accept-empty-remote"])
+        let emptied = try await store.darkdisk(["pull", "--accept-empty-remote"])
         #expect(emptied.status == 0 && emptied.output.contains("1 deleted"), "\(emptied.output) \(emptied.stderr)")
 
         let typo = store.directory + "/typo"
-        expectOneLineFailure(try Shell.run(Shell.darkdisk, ["pull", "--store", typo]), mentioning: "darkdisk init")
-        expectOneLineFailure(try Shell.run(Shell.darkdisk, ["fetch", "--node", "n", "--store", typo]), mentioning: "darkdisk init")
+        await expectOneLineFailure(try Shell.run(Shell.darkdisk, ["pull", "--store", typo]), mentioning: "darkdisk init")
+        await expectOneLineFailure(try Shell.run(Shell.darkdisk, ["fetch", "--node", "n", "--store", typo]), mentioning: "darkdisk init")
         #expect(!FileManager.default.fileExists(atPath: typo), "no store was made at the mistyped path")
     }
 
-    @Test func defaultRemoteIsInsideTheStore() throws {
+    @Test func defaultRemoteIsInsideTheStore() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["push", try store.file("d", Data("local bucket".utf8)), "--node", "n"]).status == 0)
+        await #expect(try store.darkdisk(["push", try store.file("d", Data("local bucket".utf8)), "--node", "n"]).status == 0)
         #expect(FileManager.default.fileExists(atPath: store.storePath + "/data/remote/nodes/n.ddc"))
-        #expect(try store.darkdisk(["export", "--node", "n"]).output == "local bucket")
+        await #expect(try store.darkdisk(["export", "--node", "n"]).output == "local bucket")
     }
 }

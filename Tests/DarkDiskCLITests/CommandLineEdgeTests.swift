@@ -3,44 +3,44 @@ import Testing
 
 /// Issue 15 items 12, 13 and 18: standard output that is `-`, full or closed; negative numbers; options that
 /// do not apply; `help` of an unknown command; `--version`.
-@Suite struct CommandLineEdgeTests {
+@Suite(.processSlots) struct CommandLineEdgeTests {
     /// Item 12: `export -o -` wrote a file named `-`; output to a full device exited 0 (status) or trapped;
     /// with standard output closed, plaintext could go to whatever file took its number.
-    @Test func standardOutputThatIsADashFullOrClosed() throws {
+    @Test func standardOutputThatIsADashFullOrClosed() async throws {
         let store = try CLIStore()
         let data = CLIStore.bytes(3000, seed: 4)
-        #expect(try store.darkdisk(["import", "-", "--node", "a"], stdin: data).status == 0)
-        let dash = try Shell.sh("cd \(Shell.quote(store.directory)) && \(Shell.quote(Shell.darkdisk)) export --node a -o - --store store")
+        await #expect(try store.darkdisk(["import", "-", "--node", "a"], stdin: data).status == 0)
+        let dash = try await Shell.sh("cd \(Shell.quote(store.directory)) && \(Shell.quote(Shell.darkdisk)) export --node a -o - --store store")
         #expect(dash.status == 0 && dash.stdout == data, "export -o -: \(dash.stderr)")
         #expect(!FileManager.default.fileExists(atPath: store.directory + "/-"), "no file named '-'")
         for command in ["export --node a", "export --node a -o -", "status", "status --json", "config list"] {
-            let full = try Shell.sh("\(Shell.quote(Shell.darkdisk)) \(command) --store \(Shell.quote(store.storePath)) > /dev/full")
+            let full = try await Shell.sh("\(Shell.quote(Shell.darkdisk)) \(command) --store \(Shell.quote(store.storePath)) > /dev/full")
             expectOneLineFailure(full, mentioning: "cannot write standard output: No space left on device")
-            let closed = try Shell.sh("\(Shell.quote(Shell.darkdisk)) \(command) --store \(Shell.quote(store.storePath)) >&-")
+            let closed = try await Shell.sh("\(Shell.quote(Shell.darkdisk)) \(command) --store \(Shell.quote(store.storePath)) >&-")
             #expect(closed.status != 0 && closed.stderrLines.count == 1 && closed.stderr.contains("standard output") && closed.stderr.contains("closed"),
                     "\(command) with standard output closed: \(closed.stderr)")
             #expect(!closed.stderr.contains("Invalid argument"))
         }
-        #expect(try store.darkdisk(["check", "--full"]).status == 0, "the store is intact")
-        #expect(try store.darkdisk(["export", "--node", "a"]).stdout == data)
+        await #expect(try store.darkdisk(["check", "--full"]).status == 0, "the store is intact")
+        await #expect(try store.darkdisk(["export", "--node", "a"]).stdout == data)
     }
 
     /// Item 13: negative values needed `=` or `--`, though `--help` documents them.
-    @Test func negativeNumbersNeedNoEqualsSign() throws {
+    @Test func negativeNumbersNeedNoEqualsSign() async throws {
         let store = try CLIStore()
-        let run = try store.darkdisk(["import", "-", "--node", "n", "--expiration", "-1"], stdin: Data("x".utf8))
+        let run = try await store.darkdisk(["import", "-", "--node", "n", "--expiration", "-1"], stdin: Data("x".utf8))
         #expect(run.status == 0, "--expiration -1: \(run.stderr)")
-        let set = try store.darkdisk(["config", "set", "pool.data.default_expiration", "-1"])
+        let set = try await store.darkdisk(["config", "set", "pool.data.default_expiration", "-1"])
         #expect(set.status == 0, "config set KEY -1: \(set.stderr)")
-        #expect(try store.darkdisk(["config", "get", "pool.data.default_expiration"]).output == "-1\n")
-        expectOneLineFailure(try store.darkdisk(["config", "set", "pool.data.default_expiration"]), mentioning: "<VALUE>")
-        expectOneLineFailure(try store.darkdisk(["config", "set", "pool.data.default_expiration", "1", "2"]), mentioning: "one value expected")
+        await #expect(try store.darkdisk(["config", "get", "pool.data.default_expiration"]).output == "-1\n")
+        await expectOneLineFailure(try store.darkdisk(["config", "set", "pool.data.default_expiration"]), mentioning: "<VALUE>")
+        await expectOneLineFailure(try store.darkdisk(["config", "set", "pool.data.default_expiration", "1", "2"]), mentioning: "one value expected")
     }
 }
 
 /// Issue 15 item 17: one malformed record made `pull` pull nothing.
-@Suite struct PullSkipsBadRecordsTests {
-    @Test func aMalformedRecordIsSkippedAndReportedAndTheRestPulled() throws {
+@Suite(.processSlots) struct PullSkipsBadRecordsTests {
+    @Test func aMalformedRecordIsSkippedAndReportedAndTheRestPulled() async throws {
         let remote = try RemoteBucket()
         try remote.push("good", CLIStore.bytes(2000, seed: 5))
         try remote.push("known", CLIStore.bytes(2000, seed: 6))
@@ -62,45 +62,45 @@ import Testing
 
 /// Issue 15 item 18: the README's `avatar --user alice` failed for an avatar imported here; options that do
 /// not apply were ignored; `darkdisk help bogus` exited 0; there was no `--version`.
-@Suite struct CommandLineHonestyTests {
-    @Test func theReadmesAvatarExampleWorksForALocalAvatar() throws {
+@Suite(.processSlots) struct CommandLineHonestyTests {
+    @Test func theReadmesAvatarExampleWorksForALocalAvatar() async throws {
         let store = try CLIStore()
         let picture = try ImageCommandTests().picture(store, "alice.png", 64, 64)
-        #expect(try store.darkdisk(["import", picture, "--user", "alice", "--identity", "github|42"]).status == 0)
-        let run = try store.darkdisk(["avatar", "--user", "alice"])
+        await #expect(try store.darkdisk(["import", picture, "--user", "alice", "--identity", "github|42"]).status == 0)
+        let run = try await store.darkdisk(["avatar", "--user", "alice"])
         let original = try Data(contentsOf: URL(fileURLWithPath: picture))
         #expect(run.status == 0 && run.stdout == original, "avatar --user alice: \(run.stderr)")
-        expectOneLineFailure(try store.darkdisk(["avatar", "--user", "bob"]), mentioning: "bob")
+        await expectOneLineFailure(try store.darkdisk(["avatar", "--user", "bob"]), mentioning: "bob")
     }
 
-    @Test func optionsThatDoNotApplyAreRefused() throws {
+    @Test func optionsThatDoNotApplyAreRefused() async throws {
         let store = try CLIStore()
         let file = try store.file("a", Data("x".utf8))
         for arguments in [["import", file, "--user", "u", "--identity", "i", "--kind", "thumbnail"],
                           ["fetch", "--user", "u", "--kind", "metadata"],
                           ["persist", "--user", "u", "--kind", "thumbnail", "on"]] {
-            expectOneLineFailure(try store.darkdisk(arguments), mentioning: "is for nodes")
+            await expectOneLineFailure(try store.darkdisk(arguments), mentioning: "is for nodes")
         }
         for flag in ["--migrate-after-upload", "--delete-after-upload"] {
-            expectOneLineFailure(try store.darkdisk(["import", file, "--user", "u", "--identity", "i", flag]), mentioning: "an avatar has no upload hooks")
+            await expectOneLineFailure(try store.darkdisk(["import", file, "--user", "u", "--identity", "i", flag]), mentioning: "an avatar has no upload hooks")
         }
-        #expect(try store.darkdisk(["import", file, "--node", "n", "--kind", "data"]).status == 0, "--kind with --node is fine")
+        await #expect(try store.darkdisk(["import", file, "--node", "n", "--kind", "data"]).status == 0, "--kind with --node is fine")
     }
 
-    @Test func helpOfAnUnknownCommandFailsAndVersionIsThere() throws {
-        expectOneLineFailure(try Shell.run(Shell.darkdisk, ["help", "bogus"]), mentioning: "no command 'bogus'")
-        expectOneLineFailure(try Shell.run(Shell.darkdisk, ["help", "config", "bogus"]), mentioning: "no command 'bogus'")
-        #expect(try Shell.run(Shell.darkdisk, ["help", "config", "set"]).status == 0)
-        let version = try Shell.run(Shell.darkdisk, ["--version"])
+    @Test func helpOfAnUnknownCommandFailsAndVersionIsThere() async throws {
+        await expectOneLineFailure(try Shell.run(Shell.darkdisk, ["help", "bogus"]), mentioning: "no command 'bogus'")
+        await expectOneLineFailure(try Shell.run(Shell.darkdisk, ["help", "config", "bogus"]), mentioning: "no command 'bogus'")
+        await #expect(try Shell.run(Shell.darkdisk, ["help", "config", "set"]).status == 0)
+        let version = try await Shell.run(Shell.darkdisk, ["--version"])
         #expect(version.status == 0 && version.output.hasPrefix("darkdisk ") && version.output.split(separator: ".").count == 3, "\(version.output)")
     }
 }
 
 /// Issue 15 item 19: messages named "file descriptor 13" instead of the file.
-@Suite struct MessagesNameFilesTests {
-    @Test func aDamagedFileIsNamedByItsPath() throws {
+@Suite(.processSlots) struct MessagesNameFilesTests {
+    @Test func aDamagedFileIsNamedByItsPath() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["import", "-", "--node", "a", "--persistent"], stdin: CLIStore.bytes(100_000, seed: 12)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "a", "--persistent"], stdin: CLIStore.bytes(100_000, seed: 12)).status == 0)
         let files = store.storePath + "/data/files"
         let shard = try #require(try FileManager.default.contentsOfDirectory(atPath: files).first)
         let name = try #require(try FileManager.default.contentsOfDirectory(atPath: files + "/" + shard).first)
@@ -111,7 +111,7 @@ import Testing
         try handle.seek(toOffset: 50_000)
         try handle.write(contentsOf: Data([byte[0] ^ 0x01]))
         try handle.close()
-        let export = try store.darkdisk(["export", "--node", "a", "-o", store.directory + "/out"])
+        let export = try await store.darkdisk(["export", "--node", "a", "-o", store.directory + "/out"])
         expectOneLineFailure(export, mentioning: name)
         #expect(!export.stderr.contains("file descriptor"), "\(export.stderr)")
     }

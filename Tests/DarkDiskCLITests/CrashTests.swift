@@ -6,12 +6,12 @@ import Testing
 /// `kill -9` of darkdisk commands in the middle of imports, migrations, evictions and deletes: after every
 /// round the store must open, every indexed file must decrypt to its original bytes, index and disk must
 /// agree, and a file the test holds open must still be on disk.
-@Suite struct CrashTests {
-    @Test func killNineLoop() throws {
+@Suite(.processSlots) struct CrashTests {
+    @Test func killNineLoop() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["init"]).status == 0)
+        await #expect(try store.darkdisk(["init"]).status == 0)
         // A small data pool, so that imports evict constantly.
-        #expect(try store.darkdisk(["config", "set", "pool.data.max_size", "300K"]).status == 0)
+        await #expect(try store.darkdisk(["config", "set", "pool.data.max_size", "300K"]).status == 0)
         let ids = (0..<12).map { "n\($0)" }
         var contents: [String: Data] = [:]
         for (i, id) in ids.enumerated() {
@@ -19,7 +19,7 @@ import Testing
             _ = try store.file(id + ".bin", contents[id]!)
         }
         // Node n0 is persistent and held open by the test in every round.
-        #expect(try store.darkdisk(["import", store.directory + "/n0.bin", "--node", "n0", "--persistent"]).status == 0)
+        await #expect(try store.darkdisk(["import", store.directory + "/n0.bin", "--node", "n0", "--persistent"]).status == 0)
 
         let bin = Shell.quote(Shell.darkdisk)
         let storeArg = "--store " + Shell.quote(store.storePath)
@@ -42,20 +42,20 @@ import Testing
         let location = StoreLocation(directory: store.storePath)
         var states = Set<Set<String>>()
         for round in 0..<50 {
-            let held = try #require(try store.manager().nodeFile(NodeID("n0")), "round \(round): n0 is stored")
+            let held = try await #require(try store.manager().nodeFile(NodeID("n0")), "round \(round): n0 is stored")
             let heldPath = held.cryptoFile.path
             let pid = try Shell.spawn("/bin/sh", ["-c", script], newProcessGroup: true)
-            Thread.sleep(forTimeInterval: Double.random(in: 0.05...0.6, using: &rng))
+            try? await Task.sleep(nanoseconds: UInt64((Double.random(in: 0.05...0.6, using: &rng)) * 1e9))
             kill(-pid, SIGKILL)
-            _ = Shell.wait(pid)
+            _ = await Shell.wait(pid)
 
             #expect(FileManager.default.fileExists(atPath: heldPath), "round \(round): a retained file was deleted")
             #expect(try decrypt(held) == contents["n0"], "round \(round): a retained file stopped reading")
             _ = consume held
             states.insert(try checkInvariants(location: location, contents: contents, round: round))
             // Keep n0 for the next round.
-            if try store.manager().nodeFile(NodeID("n0")) == nil {
-                #expect(try store.darkdisk(["import", store.directory + "/n0.bin", "--node", "n0", "--persistent"]).status == 0)
+            if try await store.manager().nodeFile(NodeID("n0")) == nil {
+                await #expect(try store.darkdisk(["import", store.directory + "/n0.bin", "--node", "n0", "--persistent"]).status == 0)
             }
         }
         #expect(states.count >= 10, "the commands really ran between kills (\(states.count) distinct store states)")

@@ -13,35 +13,35 @@ import Glibc
 /// another version, never garbage), persistent files are intact, and a file this process holds (a retain
 /// token, as an open file on the mount holds one) was never deleted however hard the pool was evicted.
 /// Rounds: `DARKDISK_FAULT_ROUNDS` (Scripts/test --long runs 200); the default keeps the suite short.
-@Suite struct FaultRunTests {
+@Suite(.processSlots) struct FaultRunTests {
     static let rounds = Int(ProcessInfo.processInfo.environment["DARKDISK_FAULT_ROUNDS"] ?? "") ?? 12
 
-    @Test func killNineAtRandomMomentsKeepsTheInvariants() throws {
+    @Test func killNineAtRandomMomentsKeepsTheInvariants() async throws {
         // One store without a passphrase (so a command starts in milliseconds and the kill lands in its
         // work, not in scrypt) and a file:// bucket it pushes to: pushed nodes are remote-only here.
         let b = try CLIStore()
         let bucket = b.directory + "/bucket"
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
-        try RemoteBucket.check(try b.darkdisk(["init", "--remote", "file://" + bucket]), "init")
+        try await RemoteBucket.check(try b.darkdisk(["init", "--remote", "file://" + bucket]), "init")
         var random = SplitMix64(seed: UInt64(ProcessInfo.processInfo.environment["DARKDISK_FAULT_SEED"] ?? "") ?? 8)
         // Remote nodes big enough that a download is still running when the kill comes.
         var contents: [String: Data] = [:]
         for index in 0..<3 {
             let id = "remote-\(index)"
             contents[id] = CLIStore.bytes(24 << 20, seed: 100 + UInt64(index))
-            try RemoteBucket.check(try b.darkdisk(["push", try b.file("push-" + id, contents[id]!), "--node", id]), "push \(id)")
+            try await RemoteBucket.check(try b.darkdisk(["push", try b.file("push-" + id, contents[id]!), "--node", id]), "push \(id)")
         }
         // Persistent nodes that no round touches: they must stay intact throughout.
         for index in 0..<2 {
             let id = "keep-\(index)"
             contents[id] = CLIStore.bytes(2_000_000, seed: 200 + UInt64(index))
-            try RemoteBucket.check(try b.darkdisk(["import", try b.file(id, contents[id]!), "--node", id, "--persistent"]), "import \(id)")
+            try await RemoteBucket.check(try b.darkdisk(["import", try b.file(id, contents[id]!), "--node", id, "--persistent"]), "import \(id)")
         }
         // A cache file this process holds open for the whole run.
         let held = CLIStore.bytes(3_000_000, seed: 300)
-        try RemoteBucket.check(try b.darkdisk(["import", try b.file("held", held), "--node", "held"]), "import held")
+        try await RemoteBucket.check(try b.darkdisk(["import", try b.file("held", held), "--node", "held"]), "import held")
         let library = try b.manager()
-        let holder = try #require(try library.nodeFile(NodeID("held")))
+        let holder = try await #require(try library.nodeFile(NodeID("held")))
         // Sources for the imports of the rounds, one per node ID, so any copy that reads back is checkable.
         for index in 0..<4 {
             let id = "import-\(index)"
@@ -64,7 +64,7 @@ import Glibc
             case 1:
                 kind = "download"
                 let id = "remote-\(random.next() % 3)"
-                _ = try b.darkdisk(["delete", "--node", id])
+                _ = try await b.darkdisk(["delete", "--node", id])
                 killedMidway += killMidway(["fetch", "--node", id, "--part-size", "1048576"] + pass, after: delay, in: b.directory)
             case 2:
                 kind = "migration"
@@ -72,14 +72,14 @@ import Glibc
                 killedMidway += killMidway(["persist", "--node", id, random.next() % 2 == 0 ? "on" : "off"] + pass, after: delay / 4, in: b.directory)
             case 3:
                 kind = "eviction"
-                _ = try b.darkdisk(["config", "set", "pool.data.max_size", "1G"])
+                _ = try await b.darkdisk(["config", "set", "pool.data.max_size", "1G"])
                 killedMidway += killMidway(["config", "set", "pool.data.max_size", "0"] + pass, after: delay / 4, in: b.directory)
             default:
                 kind = "daemon"
                 let mount = try Mount(b)
                 let id = "remote-\(random.next() % 3)"
                 let reader = try Background("exec cat \(Shell.quote(mount.path + "/nodes/\(id)/data")) > /dev/null", in: b.directory)
-                Thread.sleep(forTimeInterval: delay)
+                try? await Task.sleep(nanoseconds: UInt64((delay) * 1e9))
                 if let daemon = MountDaemon.pid(serving: mount.path), kill(daemon, SIGKILL) == 0 { killedMidway += 1 }
                 _ = reader.wait(seconds: 30)
                 if Mount.isMounted(mount.path) { _ = try Shell.sh("fusermount3 -u -z \(Shell.quote(mount.path))", timeout: 30) }
@@ -87,10 +87,10 @@ import Glibc
             kinds[kind, default: 0] += 1
 
             // The invariants, after every crash.
-            let check = try b.darkdisk(["check"])
+            let check = try await b.darkdisk(["check"])
             #expect(check.status == 0, "round \(round) (\(kind)): \(check.output) \(check.stderr)")
             for (id, data) in contents.sorted(by: { $0.key < $1.key }) {
-                guard let stored = try library.nodeFile(NodeID(id)) else {
+                guard let stored = try await library.nodeFile(NodeID(id)) else {
                     #expect(!id.hasPrefix("keep-"), "round \(round) (\(kind)): persistent node \(id) is gone")
                     continue
                 }

@@ -4,7 +4,7 @@ import Testing
 /// Issue 15 item 6: a store on a full disk failed every command, `delete` (the way to free space) and
 /// `status` included, with "SQLite error 10: disk I/O error"; on a read-only file system even `export`
 /// and `status` failed.
-@Suite struct FullDiskTests {
+@Suite(.processSlots) struct FullDiskTests {
     /// A 20 MiB tmpfs holding a store with two 6 MiB persistent nodes; unmounted when the test ends.
     final class SmallDisk {
         let store: CLIStore
@@ -38,7 +38,7 @@ import Testing
         }
     }
 
-    @Test func deleteFreesAFullDiskAndErrorsSayNoSpace() throws {
+    @Test func deleteFreesAFullDiskAndErrorsSayNoSpace() async throws {
         let disk = try SmallDisk()
         try disk.fill()
         let status = try disk.darkdisk(["status"])
@@ -56,9 +56,9 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: disk.storePath + "/data/reserve"))
     }
 
-    @Test func readOnlyCommandsWorkOnAReadOnlyStore() throws {
+    @Test func readOnlyCommandsWorkOnAReadOnlyStore() async throws {
         let disk = try SmallDisk()
-        let remount = try Shell.run("/bin/mount", ["-o", "remount,ro", disk.mountpoint])
+        let remount = try await Shell.run("/bin/mount", ["-o", "remount,ro", disk.mountpoint])
         try #require(remount.status == 0, "\(remount.stderr)")
         let status = try disk.darkdisk(["status"])
         #expect(status.status == 0 && status.output.contains("data "), "status: \(status.stderr)")

@@ -6,7 +6,7 @@ import Testing
 /// another node's cloud file under a node's name. Through the mount, each is an `EIO` for that node within
 /// the remote timeout (never wrong bytes, never a hang), nothing damaged enters the store (`darkdisk
 /// check` passes), and the other nodes keep reading.
-@Suite struct HostileRemoteMountTests {
+@Suite(.processSlots) struct HostileRemoteMountTests {
     /// Store B joined to a bucket with nodes `one` and `two` (1 MiB and a bit, random), served by nginx
     /// behind the fault proxy, mounted with a 2 s remote timeout.
     final class Setup {
@@ -47,7 +47,7 @@ import Testing
         }
     }
 
-    @Test func anAnswerLongerThanItsRangeIsRefusedAndAskedAgain() throws {
+    @Test func anAnswerLongerThanItsRangeIsRefusedAndAskedAgain() async throws {
         let setup = try Setup()
         try setup.proxy.control(["pad": ["bytes": 4096, "count": 2, "path": "/nodes/one.ddc"]])
         let run = try setup.cat("one")
@@ -56,7 +56,7 @@ import Testing
         try setup.expectStoreSound()
     }
 
-    @Test func aServerThatAlwaysSendsTooMuchIsAnIOErrorAndStoresNothing() throws {
+    @Test func aServerThatAlwaysSendsTooMuchIsAnIOErrorAndStoresNothing() async throws {
         let setup = try Setup()
         try setup.proxy.control(["pad": ["bytes": 1, "count": 1_000_000, "path": "/nodes/one.ddc"]])
         let started = Date()
@@ -66,10 +66,10 @@ import Testing
         try setup.expectStoreSound()
         // Once the server behaves, the node reads.
         try setup.proxy.control(["clear": true])
-        #expect(Mount.wait(seconds: 30) { (try? setup.cat("one"))?.stdout == setup.one }, "after the server recovered")
+        await #expect(Mount.wait(seconds: 30) { (try? setup.cat("one"))?.stdout == setup.one }, "after the server recovered")
     }
 
-    @Test func aCloudFileCutShortOnTheServerIsAnIOErrorNeverWrongBytes() throws {
+    @Test func aCloudFileCutShortOnTheServerIsAnIOErrorNeverWrongBytes() async throws {
         let setup = try Setup()
         let object = setup.remote.bucket + "/nodes/one.ddc"
         let handle = try #require(FileHandle(forUpdatingAtPath: object))
@@ -80,7 +80,7 @@ import Testing
         try setup.expectStoreSound()
     }
 
-    @Test func aCloudFileExtendedOnTheServerIsAnIOErrorAndStoresNothing() throws {
+    @Test func aCloudFileExtendedOnTheServerIsAnIOErrorAndStoresNothing() async throws {
         let setup = try Setup()
         let handle = try #require(FileHandle(forUpdatingAtPath: setup.remote.bucket + "/nodes/one.ddc"))
         try handle.seekToEnd()
@@ -94,7 +94,7 @@ import Testing
         try setup.expectStoreSound()
     }
 
-    @Test func anotherNodesCloudFileUnderThisNodesNameIsAnIOError() throws {
+    @Test func anotherNodesCloudFileUnderThisNodesNameIsAnIOError() async throws {
         let setup = try Setup()
         let bucket = setup.remote.bucket
         let swapped = try Data(contentsOf: URL(fileURLWithPath: bucket + "/nodes/two.ddc"))
@@ -112,14 +112,14 @@ import Testing
     /// Issue 15 item 4: a record whose sizes lie about its cloud file (altered on the remote) used to be
     /// served as a file of the record's size: `cat` printed 999 of 1 MiB bytes and exited 0. The sizes must
     /// agree with the cloud file's authenticated header before any byte is served.
-    @Test func aRecordWhoseSizeLiesIsAnIOError() throws {
+    @Test func aRecordWhoseSizeLiesIsAnIOError() async throws {
         let setup = try Setup()
         let record = setup.remote.bucket + "/records/one.json"
         var json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: record))) as? [String: Any])
         json["dataSize"] = 999
         try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: record))
         try RemoteBucket.check(try setup.remote.darkdiskB(["pull"]), "pull of the altered record")
-        #expect(Mount.wait(seconds: 10) { (try? FileManager.default.attributesOfItem(atPath: setup.path("one"))[.size] as? Int) == 999 },
+        await #expect(Mount.wait(seconds: 10) { (try? FileManager.default.attributesOfItem(atPath: setup.path("one"))[.size] as? Int) == 999 },
                 "the mount lists the record's size")
         let cat = try setup.cat("one")
         #expect(cat.status != 0 && cat.stderr.contains("Input/output error") && cat.stdout.isEmpty,

@@ -39,6 +39,16 @@ final class Mount {
         return condition()
     }
 
+    /// `wait`, sleeping between checks without holding a thread.
+    static func wait(seconds: Double = 10, until condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            try? await Task.sleep(nanoseconds: 50_000_000)
+        }
+        return condition()
+    }
+
     struct MountFailed: Error, CustomStringConvertible {
         let message: String
         var description: String { "mount failed: \(message)" }

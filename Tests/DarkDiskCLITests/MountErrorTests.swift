@@ -6,10 +6,10 @@ import Glibc
 
 /// Issue 15 items 14 and 19: what `darkdisk mount` says when it cannot mount, options that exclude each
 /// other, and a daemon that leaves its caller's working directory alone.
-@Suite struct MountErrorTests {
+@Suite(.processSlots) struct MountErrorTests {
     /// A user who cannot open /dev/fuse used to read "see the line above" with no line above (libfuse's
     /// reason went to the daemon's log). The one line now carries libfuse's reason.
-    @Test func aUserWhoCannotOpenDevFuseIsToldWhy() throws {
+    @Test func aUserWhoCannotOpenDevFuseIsToldWhy() async throws {
         let store = try CLIStore()
         let home = store.directory + "/nobody"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
@@ -35,11 +35,11 @@ import Glibc
         }
     }
 
-    @Test func allowOtherAndAllowRootTogetherAreRefusedInOneLine() throws {
+    @Test func allowOtherAndAllowRootTogetherAreRefusedInOneLine() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["init"]).status == 0)
+        await #expect(try store.darkdisk(["init"]).status == 0)
         for options in [["-o", "allow_other,allow_root"], ["-o", "allow_root", "-o", "allow_other"]] {
-            let run = try store.darkdisk(["mount", store.directory + "/mnt"] + options)
+            let run = try await store.darkdisk(["mount", store.directory + "/mnt"] + options)
             expectOneLineFailure(run, mentioning: "allow_other and allow_root exclude each other")
             #expect(!Mount.isMounted(store.directory + "/mnt"))
         }
@@ -47,11 +47,11 @@ import Glibc
 
     /// The daemon used to keep the directory it was started from as its working directory, so that
     /// directory (or the file system it is on) stayed busy: `umount` of a USB stick failed while mounted.
-    @Test func theDaemonDoesNotKeepTheCallersDirectoryBusy() throws {
+    @Test func theDaemonDoesNotKeepTheCallersDirectoryBusy() async throws {
         let store = try CLIStore()
         let here = store.directory + "/here"
         try FileManager.default.createDirectory(atPath: here, withIntermediateDirectories: true)
-        let run = try Shell.sh("cd \(Shell.quote(here)) && \(Shell.quote(Shell.darkdisk)) mount mnt --store ../store")
+        let run = try await Shell.sh("cd \(Shell.quote(here)) && \(Shell.quote(Shell.darkdisk)) mount mnt --store ../store")
         #expect(run.status == 0, "a relative mount point and store: \(run.stderr)")
         let mountpoint = here + "/mnt"
         defer { if Mount.isMounted(mountpoint) { _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", mountpoint]) } }
@@ -59,7 +59,7 @@ import Glibc
         // Its command line names the mount point as given: "mnt".
         let daemon = try #require(MountDaemon.pid(serving: "mnt"))
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(daemon)/cwd") == "/")
-        #expect(try Shell.sh("ls \(Shell.quote(mountpoint))").output == "avatars\nnodes\nthumbs\n")
-        #expect(try store.darkdisk(["unmount", mountpoint]).status == 0)
+        await #expect(try Shell.sh("ls \(Shell.quote(mountpoint))").output == "avatars\nnodes\nthumbs\n")
+        await #expect(try store.darkdisk(["unmount", mountpoint]).status == 0)
     }
 }

@@ -4,11 +4,11 @@ import Testing
 
 /// 8 parallel readers over 200 remote-only nodes whose total is about 4× the data pool, so that the pool
 /// evicts all the time, downloads are joined and files are evicted while others are being read (issue 5).
-@Suite struct MountLoadTests {
+@Suite(.processSlots) struct MountLoadTests {
     static let nodeCount = 200
     static let readers = 8
 
-    @Test func parallelReadersOverAnEvictingPool() throws {
+    @Test func parallelReadersOverAnEvictingPool() async throws {
         let remote = try RemoteBucket()
         var rng = Xorshift(seed: 0x5EED)
         var nodes: [(id: String, data: Data)] = []
@@ -51,7 +51,7 @@ import Testing
         }
         script += "wait\n"
         let started = Date()
-        let run = try Shell.run("/bin/bash", ["-c", script])
+        let run = try await Shell.run("/bin/bash", ["-c", script])
         let seconds = Date().timeIntervalSince(started)
         #expect(run.status == 0)
         for reader in 0..<Self.readers {
@@ -64,7 +64,7 @@ import Testing
 
         // Once the readers closed their files, the pool is at or under its max.
         var pool: [String: Any] = [:]
-        let settled = Mount.wait(seconds: 15) {
+        let settled = await Mount.wait(seconds: 15) {
             pool = (try? remote.poolB()) ?? [:]
             return ((pool["cachedSize"] as? Int) ?? .max) <= maxSize
         }

@@ -6,14 +6,14 @@ import Testing
 /// The mount as a good Linux file system under stress (issue 5): open handles hold retain tokens, only
 /// the mounting user enters without allow_other, a killed daemon leaves a store the next mount serves,
 /// and a lazy unmount lets open files finish before the daemon exits.
-@Suite struct MountSafetyTests {
+@Suite(.processSlots) struct MountSafetyTests {
     enum Shrink: String, CaseIterable, Sendable {
         case setfattr  // the mount root's attribute
         case config  // `darkdisk config set` from another process
     }
 
     @Test(arguments: Shrink.allCases)
-    func anOpenFileKeepsReadingWhenThePoolShrinksToZero(shrink: Shrink) throws {
+    func anOpenFileKeepsReadingWhenThePoolShrinksToZero(shrink: Shrink) async throws {
         let remote = try RemoteBucket()
         let data = try randomBytes(20 << 20)
         try remote.push("held", data)
@@ -36,7 +36,7 @@ import Testing
             cat <&3 > \(Shell.quote(work + "/part2")) || exit 13
             exec 3<&-
             """
-        let run = try Shell.run("/usr/bin/timeout", ["-s", "KILL", "120", "/bin/bash", "-c", script])
+        let run = try await Shell.run("/usr/bin/timeout", ["-s", "KILL", "120", "/bin/bash", "-c", script])
         #expect(run.status == 0, "exit \(run.status): \(run.stderr)")
         let read = ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part1"))) ?? Data())
             + ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part2"))) ?? Data())
@@ -45,29 +45,29 @@ import Testing
 
         // Closed: the file is evicted.
         var pool: [String: Any] = [:]
-        #expect(Mount.wait(seconds: 10) {
+        await #expect(Mount.wait(seconds: 10) {
             pool = (try? remote.poolB()) ?? [:]
             return (pool["cachedSize"] as? Int) == 0
         }, "after close: \(pool)")
         // The transfer winds down after the last byte was read (authentication, then the store refuses a file
         // larger than the whole pool): until then the node still shows its partial download.
-        #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", file)) == "none" },
+        await #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", file)) == "none" },
                 "local: \((try? Shell.xattr("user.darkdisk.local", file)) ?? "?") LOG: \(mount.log)")
 
         // With the pool at 0 a whole read still works (its handle holds the download) and leaves nothing.
         #expect(try Shell.sha256(of: file) == sha256Hex(data), "LOG: \(mount.log)")
-        #expect(Mount.wait(seconds: 10) {
+        await #expect(Mount.wait(seconds: 10) {
             pool = (try? remote.poolB()) ?? [:]
             return (pool["cachedSize"] as? Int) == 0
         }, "after a read with the pool at 0: \(pool)")
     }
 
-    @Test func otherUsersGetPermissionDeniedWithoutAllowOther() throws {
+    @Test func otherUsersGetPermissionDeniedWithoutAllowOther() async throws {
         let store = try CLIStore()
         // The mount point's parents are open to nobody: only the mount itself may refuse.
         #expect(chmod(store.directory, 0o755) == 0)
         let contents = Data("for everyone\n".utf8)
-        try RemoteBucket.check(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: contents), "import")
+        try await RemoteBucket.check(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: contents), "import")
         let asNobody = { (command: String) throws -> Run in
             try Shell.run("/usr/bin/timeout", ["-s", "KILL", "30", "/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
                                                "/bin/sh", "-c", command])
@@ -82,7 +82,7 @@ import Testing
             let cat = try asNobody("cat \(Shell.quote(mount.path + "/nodes/n/data"))")
             #expect(cat.status != 0 && cat.stderr.contains("Permission denied"), "cat as nobody: \(cat.status) \(cat.stderr)")
             #expect(try Shell.sh("ls \(Shell.quote(mount.path))", timeout: 30).output == "avatars\nnodes\nthumbs\n", "the mounting user enters")
-            #expect(try store.darkdisk(["unmount", mount.path]).status == 0)
+            await #expect(try store.darkdisk(["unmount", mount.path]).status == 0)
         }
         #expect(!Mount.isMounted(mountpoint))
 
@@ -98,7 +98,7 @@ import Testing
     /// left a zombie with a thread stuck in the kernel, the reader hung unkillably and neither `darkdisk
     /// unmount` nor `fusermount3 -u` worked (only an abort through /sys/fs/fuse/connections did). Now a
     /// changed node only loses its name's cache entry, and a killed daemon frees its readers at once.
-    @Test func aChangeWhileAReadWaitsOnAStalledServerNeverLeavesAnUnkillableReader() throws {
+    @Test func aChangeWhileAReadWaitsOnAStalledServerNeverLeavesAnUnkillableReader() async throws {
         let remote = try RemoteBucket()
         try remote.push("slow", CLIStore.bytes(3_000_000, seed: 41))
         let proxy = try FaultProxy(servingRoot: remote.bucket)
@@ -112,21 +112,21 @@ import Testing
         // Every answer for the node stalls after its first 64 KiB: the read waits, holding its page.
         try proxy.control(["reset_stats": true, "stall": ["after": 65536, "seconds": 300, "count": 1000, "path": "/nodes/slow.ddc"]])
         let reader = try Background("exec cat \(Shell.quote(mountpoint + "/nodes/slow/data")) > /dev/null", in: remote.b.directory)
-        #expect(Mount.wait(seconds: 30) { ((try? proxy.stats().stalls) ?? 0) > 0 }, "the read reached the stall: \(reader.stderr)")
+        await #expect(Mount.wait(seconds: 30) { ((try? proxy.stats().stalls) ?? 0) > 0 }, "the read reached the stall: \(reader.stderr)")
         // The node changes in the remote and B pulls: the daemon notices within a second.
         try remote.push("slow", CLIStore.bytes(3_000_001, seed: 42))
         try RemoteBucket.check(try remote.darkdiskB(["pull"]), "pull")
-        Thread.sleep(forTimeInterval: 2.5)
+        try? await Task.sleep(nanoseconds: UInt64((2.5) * 1e9))
         #expect(mount.log.contains("the outline changed"), "the daemon saw the change: \(mount.log.suffix(1500))")
 
         #expect(kill(daemon, SIGKILL) == 0)
         // An unkillable reader cannot be waited for: look at its state, and abort the connection if it hangs.
-        let freed = Mount.wait(seconds: 20) { !MountDaemon.isAlive(reader.pid) }
+        let freed = await Mount.wait(seconds: 20) { !MountDaemon.isAlive(reader.pid) }
         #expect(freed, "the reader of a killed mount returns (it hung in the kernel)")
         if !freed { Self.abortIfStuck(mountpoint) }
         let status = reader.wait(seconds: 20)
         #expect(status != nil && status != 0, "the reader of a killed mount returns with an error (exit \(String(describing: status)))")
-        #expect(Mount.wait(seconds: 20) { Self.threadsOf(daemon) <= 1 }, "the daemon is gone (at most its zombie leader left), no thread of it stuck in the kernel")
+        await #expect(Mount.wait(seconds: 20) { Self.threadsOf(daemon) <= 1 }, "the daemon is gone (at most its zombie leader left), no thread of it stuck in the kernel")
         if Mount.isMounted(mountpoint) {
             let unmount = try Shell.sh("fusermount3 -u \(Shell.quote(mountpoint))", timeout: 30)
             #expect(unmount.status == 0, "fusermount3 -u of the dead mount: \(unmount.stderr)")
@@ -151,7 +151,7 @@ import Testing
         _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", mountpoint])
     }
 
-    @Test func killNineMidReadLeavesAStoreTheNextMountServes() throws {
+    @Test func killNineMidReadLeavesAStoreTheNextMountServes() async throws {
         let remote = try RemoteBucket()
         let big = try randomBytes(48 << 20)
         let small = CLIStore.bytes(300_000, seed: 31)
@@ -164,7 +164,7 @@ import Testing
         try remote.join(proxy.url)
         try RemoteBucket.check(try remote.darkdiskB(["config", "set", "pool.data.max_size", "256M"]), "config set")
         let here = CLIStore.bytes(1_500_000, seed: 33)
-        try RemoteBucket.check(try remote.b.darkdisk(["import", "-", "--node", "here", "--persistent", "--passphrase-file", remote.passphrase],
+        try await RemoteBucket.check(try remote.b.darkdisk(["import", "-", "--node", "here", "--persistent", "--passphrase-file", remote.passphrase],
                                                      stdin: here), "import")
         let expected = ["big": big, "small": small, "medium": medium, "here": here]
 
@@ -177,12 +177,12 @@ import Testing
         try proxy.control(["reset_stats": true, "throttle": 16 << 20])
         let reader = try Background("exec timeout -s KILL 120 cat \(Shell.quote(mountpoint + "/nodes/big/data")) > /dev/null",
                                     in: remote.b.directory)
-        let midway = Mount.wait(seconds: 60) { ((try? proxy.bytes("/nodes/big.ddc")) ?? 0) >= 12 << 20 }
+        let midway = await Mount.wait(seconds: 60) { ((try? proxy.bytes("/nodes/big.ddc")) ?? 0) >= 12 << 20 }
         #expect(midway, "the read did not start downloading: \(reader.stderr)")
         #expect(kill(daemon, SIGKILL) == 0)
         let status = reader.wait(seconds: 30)
         #expect(status != nil && status != 0, "the reader of a killed mount fails (exit \(String(describing: status)))")
-        #expect(Mount.wait(seconds: 10) { !MountDaemon.isAlive(daemon) })
+        await #expect(Mount.wait(seconds: 10) { !MountDaemon.isAlive(daemon) })
         try proxy.control(["throttle": 0])
 
         // The dead mount unmounts with fusermount3 -u (unless it already went away by itself).
@@ -204,28 +204,28 @@ import Testing
 
     /// With `-o auto_unmount` libfuse keeps `fusermount3` running to unmount when the daemon dies. It used to
     /// inherit the daemon's ready pipe, so `darkdisk mount` waited for it forever instead of returning.
-    @Test func autoUnmountMountReturnsAndReads() throws {
+    @Test func autoUnmountMountReturnsAndReads() async throws {
         let store = try CLIStore()
         let data = CLIStore.bytes(200_000, seed: 43)
-        try RemoteBucket.check(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: data), "import")
+        try await RemoteBucket.check(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: data), "import")
         let path = store.directory + "/mnt"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         defer { if Mount.isMounted(path) { _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", path]) } }
-        let mount = try Shell.run("/usr/bin/timeout", ["-s", "KILL", "60", Shell.darkdisk, "mount", path, "-o", "auto_unmount", "--store", store.storePath])
+        let mount = try await Shell.run("/usr/bin/timeout", ["-s", "KILL", "60", Shell.darkdisk, "mount", path, "-o", "auto_unmount", "--store", store.storePath])
         #expect(mount.status == 0, "darkdisk mount -o auto_unmount returns: exit \(mount.status) \(mount.stderr)")
         try #require(Mount.isMounted(path))
         #expect(try Shell.sha256(of: path + "/nodes/n/data") == sha256Hex(data))
         // (What fusermount3 does once the daemon dies is libfuse's; in a full parallel run it sometimes took
         // longer than any bound worth waiting for, so it is not asserted here.)
-        let unmount = try store.darkdisk(["unmount", path])
+        let unmount = try await store.darkdisk(["unmount", path])
         #expect(unmount.status == 0, "\(unmount.stderr)")
-        #expect(Mount.wait(seconds: 10) { !Mount.isMounted(path) })
+        await #expect(Mount.wait(seconds: 10) { !Mount.isMounted(path) })
     }
 
-    @Test func lazyUnmountWhileAFileIsOpenThenTheDaemonExitsAfterTheLastClose() throws {
+    @Test func lazyUnmountWhileAFileIsOpenThenTheDaemonExitsAfterTheLastClose() async throws {
         let store = try CLIStore()
         let data = CLIStore.bytes(6_000_000, seed: 41)
-        try RemoteBucket.check(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: data), "import")
+        try await RemoteBucket.check(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: data), "import")
         let mount = try Mount(store)
         let daemon = try #require(MountDaemon.pid(serving: mount.path), "the mount daemon of \(mount.path) in /proc")
         let work = store.directory
@@ -238,9 +238,9 @@ import Testing
             exec 3<&-
             """
         let reader = try Background(script, in: work)
-        #expect(Mount.wait(seconds: 30) { FileManager.default.fileExists(atPath: work + "/ready") }, "\(reader.stderr)")
+        await #expect(Mount.wait(seconds: 30) { FileManager.default.fileExists(atPath: work + "/ready") }, "\(reader.stderr)")
 
-        let unmount = try store.darkdisk(["unmount", mount.path])
+        let unmount = try await store.darkdisk(["unmount", mount.path])
         #expect(unmount.status == 0, "darkdisk unmount with a file open: \(unmount.stderr)")
         #expect(!Mount.isMounted(mount.path), "the mount is detached at once")
         #expect(MountDaemon.isAlive(daemon), "the daemon serves the open file until it is closed")
@@ -250,7 +250,7 @@ import Testing
         let read = ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part1"))) ?? Data())
             + ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part2"))) ?? Data())
         #expect(read == data, "the open file read \(read.count) of \(data.count) bytes after the unmount")
-        #expect(Mount.wait(seconds: 15) { !MountDaemon.isAlive(daemon) }, "the daemon exits after the last close")
-        #expect(try store.darkdisk(["export", "--node", "n"]).stdout == data, "the store is consistent")
+        await #expect(Mount.wait(seconds: 15) { !MountDaemon.isAlive(daemon) }, "the daemon exits after the last close")
+        await #expect(try store.darkdisk(["export", "--node", "n"]).stdout == data, "the store is consistent")
     }
 }

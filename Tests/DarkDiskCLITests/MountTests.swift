@@ -3,29 +3,29 @@ import DarkDiskCrypto
 import Foundation
 import Testing
 
-@Suite struct MountTests {
-    @Test func catCpAndDdReadThePlaintext() throws {
+@Suite(.processSlots) struct MountTests {
+    @Test func catCpAndDdReadThePlaintext() async throws {
         let store = try CLIStore()
         let files: [(String, Data)] = [("empty", Data()), ("one", Data([0x2A])), ("big", CLIStore.bytes(5_300_001, seed: 5))]
         for (id, data) in files {
             let input = try store.file(id + ".in", data)
-            #expect(try store.darkdisk(["import", input, "--node", id, "--persistent"]).status == 0)
+            await #expect(try store.darkdisk(["import", input, "--node", id, "--persistent"]).status == 0)
         }
         let mount = try Mount(store)
 
-        let listing = try Shell.sh("ls \(Shell.quote(mount.path))/nodes")
+        let listing = try await Shell.sh("ls \(Shell.quote(mount.path))/nodes")
         #expect(listing.output.split(separator: "\n") == ["big", "empty", "one"])
-        #expect(try Shell.sh("ls \(Shell.quote(mount.path))/nodes/big").output == "data\n")
+        await #expect(try Shell.sh("ls \(Shell.quote(mount.path))/nodes/big").output == "data\n")
         for (id, data) in files {
             let dataPath = mount.path + "/nodes/\(id)/data"
             let attributes = try FileManager.default.attributesOfItem(atPath: dataPath)
             #expect((attributes[.size] as? Int) == data.count, "ls -l shows the plaintext size of \(id)")
             let original = store.directory + "/\(id).in"
-            let cat = try Shell.sh("cat \(Shell.quote(dataPath)) | sha256sum; sha256sum < \(Shell.quote(original))")
+            let cat = try await Shell.sh("cat \(Shell.quote(dataPath)) | sha256sum; sha256sum < \(Shell.quote(original))")
             let sums = cat.output.split(separator: "\n")
             #expect(sums.count == 2 && sums[0] == sums[1], "cat of \(id): \(cat.output) \(cat.stderr)")
             let copy = store.directory + "/\(id).copy"
-            #expect(try Shell.sh("cp \(Shell.quote(dataPath)) \(Shell.quote(copy))").status == 0)
+            await #expect(try Shell.sh("cp \(Shell.quote(dataPath)) \(Shell.quote(copy))").status == 0)
             #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == data)
         }
 
@@ -35,7 +35,7 @@ import Testing
             let skip = Int.random(in: 0..<big.count, using: &rng)
             let count = Int.random(in: 1...200_000, using: &rng)
             let bs = [1, 7, 512, 4096, 65536, 1 << 20].randomElement(using: &rng)!
-            let run = try Shell.sh("dd if=\(Shell.quote(mount.path + "/nodes/big/data")) bs=\(bs) iflag=skip_bytes,count_bytes skip=\(skip) count=\(count) status=none")
+            let run = try await Shell.sh("dd if=\(Shell.quote(mount.path + "/nodes/big/data")) bs=\(bs) iflag=skip_bytes,count_bytes skip=\(skip) count=\(count) status=none")
             #expect(run.status == 0, "\(run.stderr)")
             #expect(run.stdout == big.subdata(in: skip..<min(big.count, skip + count)), "dd skip=\(skip) count=\(count) bs=\(bs)")
         }
@@ -43,14 +43,14 @@ import Testing
 
     /// `-o max_read=N` is one of the advertised mount options; libfuse ends a session whose `init` does
     /// not repeat it, which used to leave a mount that vanished right after `darkdisk mount` succeeded.
-    @Test func maxReadOptionKeepsTheMountAndCapsRequests() throws {
+    @Test func maxReadOptionKeepsTheMountAndCapsRequests() async throws {
         let store = try CLIStore()
         let data = CLIStore.bytes(700_001, seed: 9)
-        #expect(try store.darkdisk(["import", try store.file("m.in", data), "--node", "m", "--persistent"]).status == 0)
+        await #expect(try store.darkdisk(["import", try store.file("m.in", data), "--node", "m", "--persistent"]).status == 0)
         let mount = try Mount(store, options: ["-o", "max_read=16384"])
-        let cat = try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/m/data"))")
+        let cat = try await Shell.sh("cat \(Shell.quote(mount.path + "/nodes/m/data"))")
         #expect(cat.status == 0 && cat.stdout == data, "cat through a max_read=16384 mount: \(cat.stderr)")
-        let options = try Shell.sh("awk -v m=\(Shell.quote(mount.path)) '$2 == m { print $4 }' /proc/mounts").output
+        let options = try await Shell.sh("awk -v m=\(Shell.quote(mount.path)) '$2 == m { print $4 }' /proc/mounts").output
         #expect(options.contains("max_read=16384"), "the kernel got the option: \(options)")
         #expect(Mount.isMounted(mount.path), "still mounted after reading")
     }
@@ -58,18 +58,18 @@ import Testing
     /// A re-import by another process while mounted: the next `cat` reads the new content whole, even right
     /// after a `stat` cached the old size (it used to stop at the old size for a second, silently). A node
     /// deleted while a file of it is open reads to the end through that file (`delete --help`).
-    @Test func aReimportReadsWholeAndADeletedOpenFileReadsToTheEnd() throws {
+    @Test func aReimportReadsWholeAndADeletedOpenFileReadsToTheEnd() async throws {
         let store = try CLIStore()
         let small = CLIStore.bytes(4097, seed: 21), large = CLIStore.bytes(65537, seed: 22), other = CLIStore.bytes(300_000, seed: 23)
-        #expect(try store.darkdisk(["import", try store.file("s", small), "--node", "r", "--persistent"]).status == 0)
-        #expect(try store.darkdisk(["import", try store.file("o", other), "--node", "d", "--persistent"]).status == 0)
+        await #expect(try store.darkdisk(["import", try store.file("s", small), "--node", "r", "--persistent"]).status == 0)
+        await #expect(try store.darkdisk(["import", try store.file("o", other), "--node", "d", "--persistent"]).status == 0)
         let mount = try Mount(store)
         let file = mount.path + "/nodes/r/data"
         for (content, name) in [(large, "l"), (small, "s2")] {
-            #expect(try Shell.sh("stat -c %s \(Shell.quote(file))").status == 0)
-            #expect(try store.darkdisk(["import", try store.file(name, content), "--node", "r", "--persistent"]).status == 0)
-            #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == content, "cat right after a re-import of \(content.count) bytes")
-            #expect(try Shell.sh("stat -c %s \(Shell.quote(file))").output == "\(content.count)\n")
+            await #expect(try Shell.sh("stat -c %s \(Shell.quote(file))").status == 0)
+            await #expect(try store.darkdisk(["import", try store.file(name, content), "--node", "r", "--persistent"]).status == 0)
+            await #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == content, "cat right after a re-import of \(content.count) bytes")
+            await #expect(try Shell.sh("stat -c %s \(Shell.quote(file))").output == "\(content.count)\n")
         }
 
         let script = """
@@ -81,25 +81,25 @@ import Testing
         data = os.pread(fd, size + 1, 0)
         sys.stdout.buffer.write(str(size).encode() + b"\\n" + data)
         """
-        let run = try Shell.run("/usr/bin/python3", ["-c", script, mount.path + "/nodes/d/data", Shell.darkdisk, "delete", "--node", "d", "--store", store.storePath])
+        let run = try await Shell.run("/usr/bin/python3", ["-c", script, mount.path + "/nodes/d/data", Shell.darkdisk, "delete", "--node", "d", "--store", store.storePath])
         #expect(run.status == 0, "reading a deleted open file: \(run.stderr)")
         #expect(run.stdout == Data("\(other.count)\n".utf8) + other)
-        #expect(Mount.wait { (try? Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output) == "r\n" }, "the node is gone after the close")
+        await #expect(Mount.wait { (try? Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output) == "r\n" }, "the node is gone after the close")
 
         // Opening for reading with O_TRUNC asks to truncate: refused like any write, the data intact.
-        let trunc = try Shell.run("/usr/bin/python3", ["-c", "import os, sys; os.open(sys.argv[1], os.O_RDONLY | os.O_TRUNC)", file])
+        let trunc = try await Shell.run("/usr/bin/python3", ["-c", "import os, sys; os.open(sys.argv[1], os.O_RDONLY | os.O_TRUNC)", file])
         #expect(trunc.status != 0 && trunc.stderr.contains("Read-only file system"), "O_RDONLY|O_TRUNC: \(trunc.status) \(trunc.stderr)")
-        #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == small)
+        await #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == small)
     }
 
     /// The daemon (root here) raises its own mount's readahead window to 4 MiB, also on a mount point whose
     /// name /proc/self/mountinfo escapes (it used to miss those and leave 128 KiB).
-    @Test func readaheadIsRaisedOnAMountPointWithASpace() throws {
+    @Test func readaheadIsRaisedOnAMountPointWithASpace() async throws {
         let store = try CLIStore()
         let path = store.directory + "/mount point"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         defer { if Mount.isMounted(path) { _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", path]) } }
-        let mount = try store.darkdisk(["mount", path])
+        let mount = try await store.darkdisk(["mount", path])
         #expect(mount.status == 0, "\(mount.stderr)")
         let escaped = path.replacingOccurrences(of: " ", with: "\\040")
         let mountinfo = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
@@ -111,16 +111,16 @@ import Testing
         #expect(!device.isEmpty, "the mount in mountinfo")
         let window = try String(contentsOfFile: "/sys/class/bdi/\(device)/read_ahead_kb", encoding: .utf8)
         #expect(window == "4096\n")
-        #expect(try store.darkdisk(["unmount", path]).status == 0)
+        await #expect(try store.darkdisk(["unmount", path]).status == 0)
     }
 
-    @Test func tamperedFileGivesIOErrorAndOthersStillRead() throws {
+    @Test func tamperedFileGivesIOErrorAndOthersStillRead() async throws {
         let store = try CLIStore()
         let good = CLIStore.bytes(300_000, seed: 1)
-        #expect(try store.darkdisk(["import", try store.file("t", CLIStore.bytes(300_000, seed: 2)), "--node", "tampered", "--persistent"]).status == 0)
-        #expect(try store.darkdisk(["import", try store.file("g", good), "--node", "good", "--persistent"]).status == 0)
+        await #expect(try store.darkdisk(["import", try store.file("t", CLIStore.bytes(300_000, seed: 2)), "--node", "tampered", "--persistent"]).status == 0)
+        await #expect(try store.darkdisk(["import", try store.file("g", good), "--node", "good", "--persistent"]).status == 0)
         // Flip one bit in the second chunk of the tampered node's stored file.
-        let export = try #require(try store.manager().nodeFile(NodeID("tampered")))
+        let export = try await #require(try store.manager().nodeFile(NodeID("tampered")))
         let path = export.cryptoFile.path
         let chunkSize = try CryptoFileReader(path: path, key: export.cryptoFile.key).header.chunkSize
         let handle = try #require(FileHandle(forUpdatingAtPath: path))
@@ -133,92 +133,92 @@ import Testing
         try handle.close()
 
         let mount = try Mount(store)
-        let bad = try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/tampered/data")) > /dev/null")
+        let bad = try await Shell.sh("cat \(Shell.quote(mount.path + "/nodes/tampered/data")) > /dev/null")
         #expect(bad.status != 0)
         #expect(bad.stderr.contains("Input/output error"), "\(bad.stderr)")
         // The first chunk is intact and still readable on its own.
-        let head = try Shell.sh("head -c 1000 \(Shell.quote(mount.path + "/nodes/tampered/data"))")
+        let head = try await Shell.sh("head -c 1000 \(Shell.quote(mount.path + "/nodes/tampered/data"))")
         #expect(head.stdout == CLIStore.bytes(300_000, seed: 2).prefix(1000))
-        let ok = try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/good/data"))")
+        let ok = try await Shell.sh("cat \(Shell.quote(mount.path + "/nodes/good/data"))")
         #expect(ok.status == 0)
         #expect(ok.stdout == good)
-        #expect(Mount.wait(seconds: 5) { mount.log.contains("node tampered data: chunk 1 ") }, "log: \(mount.log)")
+        await #expect(Mount.wait(seconds: 5) { mount.log.contains("node tampered data: chunk 1 ") }, "log: \(mount.log)")
     }
 
-    @Test func treeHasThumbnailsMetadataAndAvatars() throws {
+    @Test func treeHasThumbnailsMetadataAndAvatars() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["import", "-", "--node", "n1"], stdin: Data("data".utf8)).status == 0)
-        #expect(try store.darkdisk(["import", "-", "--node", "n1", "--kind", "thumbnail"], stdin: Data("thumb".utf8)).status == 0)
-        #expect(try store.darkdisk(["import", "-", "--node", "n1", "--kind", "metadata"], stdin: Data("{}".utf8)).status == 0)
-        #expect(try store.darkdisk(["import", "-", "--user", "alice", "--identity", "github|42"], stdin: Data("face".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "n1"], stdin: Data("data".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "n1", "--kind", "thumbnail"], stdin: Data("thumb".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "n1", "--kind", "metadata"], stdin: Data("{}".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--user", "alice", "--identity", "github|42"], stdin: Data("face".utf8)).status == 0)
         let mount = try Mount(store)
-        #expect(try Shell.sh("ls \(Shell.quote(mount.path))").output == "avatars\nnodes\nthumbs\n")
-        #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/nodes/n1"))").output == "data\nmetadata\nthumbnail\n")
-        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/n1/metadata"))").output == "{}")
-        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/thumbs/n1"))").output == "thumb")
-        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/n1/thumbnail"))").output == "thumb")
-        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/avatars/alice/github|42"))").output == "face")
-        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/n2/data"))").status != 0)
-        let write = try Shell.sh("echo x > \(Shell.quote(mount.path + "/nodes/n1/data"))")
+        await #expect(try Shell.sh("ls \(Shell.quote(mount.path))").output == "avatars\nnodes\nthumbs\n")
+        await #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/nodes/n1"))").output == "data\nmetadata\nthumbnail\n")
+        await #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/n1/metadata"))").output == "{}")
+        await #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/thumbs/n1"))").output == "thumb")
+        await #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/n1/thumbnail"))").output == "thumb")
+        await #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/avatars/alice/github|42"))").output == "face")
+        await #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/n2/data"))").status != 0)
+        let write = try await Shell.sh("echo x > \(Shell.quote(mount.path + "/nodes/n1/data"))")
         #expect(write.status != 0, "the mount is read-only")
         #expect(write.stderr.contains("Read-only file system"), "\(write.stderr)")
         // No attributes yet, but asking is not an error that makes the kernel give up (ENODATA, not ENOSYS).
-        let getfattr = try Shell.sh("getfattr -n user.darkdisk.nothing \(Shell.quote(mount.path + "/nodes/n1/data"))")
+        let getfattr = try await Shell.sh("getfattr -n user.darkdisk.nothing \(Shell.quote(mount.path + "/nodes/n1/data"))")
         #expect(getfattr.stderr.contains("No such attribute"), "\(getfattr.stderr)")
-        #expect(try Shell.sh("df \(Shell.quote(mount.path))").status == 0)
+        await #expect(try Shell.sh("df \(Shell.quote(mount.path))").status == 0)
     }
 
-    @Test func commandsWorkWhileMountedAndNewImportsAppear() throws {
+    @Test func commandsWorkWhileMountedAndNewImportsAppear() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["import", "-", "--node", "first"], stdin: Data("1".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "first"], stdin: Data("1".utf8)).status == 0)
         let mount = try Mount(store)
-        #expect(try store.darkdisk(["import", "-", "--node", "second"], stdin: Data("2".utf8)).status == 0)
-        #expect(try store.darkdisk(["status"]).status == 0)
-        #expect(Mount.wait { (try? Shell.sh("cat \(Shell.quote(mount.path + "/nodes/second/data"))").output) == "2" })
+        await #expect(try store.darkdisk(["import", "-", "--node", "second"], stdin: Data("2".utf8)).status == 0)
+        await #expect(try store.darkdisk(["status"]).status == 0)
+        await #expect(Mount.wait { (try? Shell.sh("cat \(Shell.quote(mount.path + "/nodes/second/data"))").output) == "2" })
         // Replacing a node's data is seen by the next open (the kernel cache is dropped for a new version).
-        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/first/data"))").output == "1")
-        #expect(try store.darkdisk(["import", "-", "--node", "first"], stdin: Data("one, again".utf8)).status == 0)
-        #expect(Mount.wait { (try? Shell.sh("cat \(Shell.quote(mount.path + "/nodes/first/data"))").output) == "one, again" })
+        await #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/first/data"))").output == "1")
+        await #expect(try store.darkdisk(["import", "-", "--node", "first"], stdin: Data("one, again".utf8)).status == 0)
+        await #expect(Mount.wait { (try? Shell.sh("cat \(Shell.quote(mount.path + "/nodes/first/data"))").output) == "one, again" })
     }
 
-    @Test func mountCreatesAMissingMountPointAndTheStore() throws {
+    @Test func mountCreatesAMissingMountPointAndTheStore() async throws {
         let store = try CLIStore()
         let mountpoint = store.directory + "/DarkDisk"
-        let run = try store.darkdisk(["mount", mountpoint])
+        let run = try await store.darkdisk(["mount", mountpoint])
         #expect(run.status == 0, "\(run.stderr)")
         defer { _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", mountpoint]) }
         #expect(Mount.isMounted(mountpoint))
-        #expect(try Shell.sh("ls \(Shell.quote(mountpoint))").output == "avatars\nnodes\nthumbs\n")
-        #expect(try store.darkdisk(["status"]).status == 0, "the store was created on first use")
+        await #expect(try Shell.sh("ls \(Shell.quote(mountpoint))").output == "avatars\nnodes\nthumbs\n")
+        await #expect(try store.darkdisk(["status"]).status == 0, "the store was created on first use")
     }
 
-    @Test func unmountWithDarkdiskAndFusermount() throws {
+    @Test func unmountWithDarkdiskAndFusermount() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: Data("still here".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: Data("still here".utf8)).status == 0)
         let first = try Mount(store)
-        #expect(try store.darkdisk(["unmount", first.path]).status == 0)
+        await #expect(try store.darkdisk(["unmount", first.path]).status == 0)
         #expect(!Mount.isMounted(first.path))
-        #expect(Mount.wait { first.log.contains("unmounted") }, "the daemon exits cleanly: \(first.log)")
+        await #expect(Mount.wait { first.log.contains("unmounted") }, "the daemon exits cleanly: \(first.log)")
 
         let second = try Mount(store)
-        #expect(try Shell.sh("cat \(Shell.quote(second.path + "/nodes/n/data"))").output == "still here")
-        #expect(try Shell.run("/bin/fusermount3", ["-u", second.path]).status == 0)
+        await #expect(try Shell.sh("cat \(Shell.quote(second.path + "/nodes/n/data"))").output == "still here")
+        await #expect(try Shell.run("/bin/fusermount3", ["-u", second.path]).status == 0)
         #expect(!Mount.isMounted(second.path))
-        #expect(try store.darkdisk(["export", "--node", "n"]).output == "still here")
+        await #expect(try store.darkdisk(["export", "--node", "n"]).output == "still here")
     }
 
     @Test(arguments: [SIGTERM, SIGINT])
-    func signalsUnmountAForegroundDaemon(signal: Int32) throws {
+    func signalsUnmountAForegroundDaemon(signal: Int32) async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: Data("x".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "n", "--persistent"], stdin: Data("x".utf8)).status == 0)
         let mountpoint = store.directory + "/fg"
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         let pid = try Shell.spawn(Shell.darkdisk, ["mount", mountpoint, "--foreground", "--store", store.storePath])
-        #expect(Mount.wait { Mount.isMounted(mountpoint) })
-        #expect(try Shell.sh("cat \(Shell.quote(mountpoint + "/nodes/n/data"))").output == "x")
+        await #expect(Mount.wait { Mount.isMounted(mountpoint) })
+        await #expect(try Shell.sh("cat \(Shell.quote(mountpoint + "/nodes/n/data"))").output == "x")
         kill(pid, signal)
-        #expect(Shell.wait(pid, seconds: 20) == 0, "the daemon exits cleanly on the signal")
+        await #expect(Shell.wait(pid, seconds: 20) == 0, "the daemon exits cleanly on the signal")
         #expect(!Mount.isMounted(mountpoint))
-        #expect(try store.darkdisk(["export", "--node", "n"]).output == "x")
+        await #expect(try store.darkdisk(["export", "--node", "n"]).output == "x")
     }
 }

@@ -6,7 +6,7 @@ import Testing
 /// waits at most `--remote-timeout` in all (it waited that long per kernel request: a `cat` with the 30 s
 /// default failed after 79 s), and the first read after the remote is back reaches it (a transfer pausing
 /// between retries kept it unasked for another 17 s while reads failed).
-@Suite struct OutageTests {
+@Suite(.processSlots) struct OutageTests {
     final class Setup {
         let remote: RemoteBucket
         let proxy: FaultProxy
@@ -29,7 +29,7 @@ import Testing
         }
     }
 
-    @Test func aReadWaitsAtMostTheTimeoutInAll() throws {
+    @Test func aReadWaitsAtMostTheTimeoutInAll() async throws {
         let setup = try Setup()
         // The server takes every request and never answers it (a remote that hangs).
         try setup.proxy.control(["stall": ["after": 0, "seconds": 600, "count": 1_000_000, "path": "/nodes/one.ddc"]])
@@ -41,7 +41,7 @@ import Testing
         #expect(seconds < 8.5, "cat failed after \(String(format: "%.1f", seconds)) s with a 5 s remote timeout")
     }
 
-    @Test func theFirstReadAfterTheRemoteIsBackReachesIt() throws {
+    @Test func theFirstReadAfterTheRemoteIsBackReachesIt() async throws {
         let setup = try Setup()
         try setup.down()
         // A reader starts the download, which fails and backs off: 0.1, 0.4 and 1.6 s, then 6.4 s after
@@ -50,9 +50,9 @@ import Testing
         // the same pages would wait for those locks rather than for the download.)
         let first = try Background("exec timeout -s KILL 60 dd if=\(Shell.quote(setup.path)) bs=4096 skip=200 count=1 status=none > /dev/null",
                                    in: setup.remote.b.directory)
-        #expect(Mount.wait(seconds: 30) { ((try? setup.proxy.stats().failures) ?? 0) >= 1 }, "the download met the outage")
+        await #expect(Mount.wait(seconds: 30) { ((try? setup.proxy.stats().failures) ?? 0) >= 1 }, "the download met the outage")
         let outage = Date()
-        #expect(Mount.wait(seconds: 30) { ((try? setup.proxy.stats().failures) ?? 0) >= 4 && Date().timeIntervalSince(outage) > 2.6 })
+        await #expect(Mount.wait(seconds: 30) { ((try? setup.proxy.stats().failures) ?? 0) >= 4 && Date().timeIntervalSince(outage) > 2.6 })
         // The remote is back while the transfer waits 6.4 s for its next try: a new read, which waits at
         // most 5 s, must not wait for that try.
         try setup.proxy.control(["clear": true])
@@ -63,12 +63,12 @@ import Testing
 
     /// Issue 15 item 15: an endpoint that refuses connections took 58 s to fail, with "connection reset
     /// (error set): Connection refused)". It fails in a moment, in one line that says so.
-    @Test func anEndpointThatRefusesConnectionsFailsFastInOneLine() throws {
+    @Test func anEndpointThatRefusesConnectionsFailsFastInOneLine() async throws {
         let port = try Self.closedPort()
         for url in ["s3://bucket/prefix?endpoint=http://127.0.0.1:\(port)", "http://127.0.0.1:\(port)/bucket"] {
             let store = try CLIStore()
             let started = Date()
-            let run = try store.darkdisk(["init", "--remote", url], environment: ["AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"])
+            let run = try await store.darkdisk(["init", "--remote", url], environment: ["AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"])
             let seconds = Date().timeIntervalSince(started)
             expectOneLineFailure(run, mentioning: "connection refused (is the server running?)")
             #expect(!run.stderr.contains("error set") && !run.stderr.contains("errno"), "\(run.stderr)")

@@ -5,8 +5,8 @@ import Testing
 /// The mount follows the remote's outline: nodes only in the remote are listed and read on demand, and a
 /// `pull` in another process that changes or removes a node is seen through the mount (the kernel's cache
 /// of it is invalidated), even by a handle that was already open.
-@Suite struct OutlineMountTests {
-    @Test func aPullThatChangesOrRemovesANodeIsSeenThroughTheMount() throws {
+@Suite(.processSlots) struct OutlineMountTests {
+    @Test func aPullThatChangesOrRemovesANodeIsSeenThroughTheMount() async throws {
         let a = try CLIStore()
         let b = try CLIStore()
         let bucket = a.directory + "/bucket"
@@ -14,30 +14,30 @@ import Testing
         let passphrase = try a.file("pass", Data("outline\n".utf8))
         let first = CLIStore.bytes(3_000_000, seed: 71)
         let second = CLIStore.bytes(1_234_567, seed: 72)
-        #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
-        #expect(try a.darkdisk(["push", try a.file("v1", first), "--node", "doc", "--passphrase-file", passphrase]).status == 0)
-        #expect(try a.darkdisk(["push", try a.file("o", Data("other".utf8)), "--node", "other", "--passphrase-file", passphrase]).status == 0)
-        #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
-        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
+        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try a.darkdisk(["push", try a.file("v1", first), "--node", "doc", "--passphrase-file", passphrase]).status == 0)
+        await #expect(try a.darkdisk(["push", try a.file("o", Data("other".utf8)), "--node", "other", "--passphrase-file", passphrase]).status == 0)
+        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
 
         let mount = try Mount(b, options: ["--passphrase-file", passphrase])
         let data = mount.path + "/nodes/doc/data"
-        #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output == "doc\nother\n", "listed before any download")
-        #expect(try Shell.sh("stat -c %s \(Shell.quote(data))").output == "3000000\n", "sized from the outline")
-        #expect(try Shell.sh("cat \(Shell.quote(data))").stdout == first, "read on demand")
+        await #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output == "doc\nother\n", "listed before any download")
+        await #expect(try Shell.sh("stat -c %s \(Shell.quote(data))").output == "3000000\n", "sized from the outline")
+        await #expect(try Shell.sh("cat \(Shell.quote(data))").stdout == first, "read on demand")
 
         // Another machine pushes a new version; this one pulls while the mount runs.
-        #expect(try a.darkdisk(["push", try a.file("v2", second), "--node", "doc", "--passphrase-file", passphrase]).status == 0)
-        try a.darkdisk(["delete", "--node", "other", "--passphrase-file", passphrase])
+        await #expect(try a.darkdisk(["push", try a.file("v2", second), "--node", "doc", "--passphrase-file", passphrase]).status == 0)
+        try await a.darkdisk(["delete", "--node", "other", "--passphrase-file", passphrase])
         try FileManager.default.removeItem(atPath: bucket + "/records/other.json")
-        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).output.contains("1 changed, 1 deleted"))
-        #expect(Mount.wait { (try? Shell.sh("stat -c %s \(Shell.quote(data))").output) == "1234567\n" }, "the new size is seen")
-        #expect(try Shell.sh("cat \(Shell.quote(data))").stdout == second, "the new bytes, not the kernel's cached old ones")
-        #expect(Mount.wait { (try? Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output) == "doc\n" }, "the removed node is gone")
-        #expect(Mount.wait { mount.log.contains("the outline changed: 1 nodes changed, 1 appeared or went") }, "the kernel was told")
+        await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).output.contains("1 changed, 1 deleted"))
+        await #expect(Mount.wait { (try? Shell.sh("stat -c %s \(Shell.quote(data))").output) == "1234567\n" }, "the new size is seen")
+        await #expect(try Shell.sh("cat \(Shell.quote(data))").stdout == second, "the new bytes, not the kernel's cached old ones")
+        await #expect(Mount.wait { (try? Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output) == "doc\n" }, "the removed node is gone")
+        await #expect(Mount.wait { mount.log.contains("the outline changed: 1 nodes changed, 1 appeared or went") }, "the kernel was told")
     }
 
-    @Test func avatarsListedByUserRecordsAreReadOnDemand() throws {
+    @Test func avatarsListedByUserRecordsAreReadOnDemand() async throws {
         let a = try CLIStore()
         let b = try CLIStore()
         let bucket = a.directory + "/bucket"
@@ -46,47 +46,47 @@ import Testing
         let picture = CLIStore.bytes(30_000, seed: 74)
         let replacement = CLIStore.bytes(4_321, seed: 75)
         let identity = "auth0|5f1c@example.com"
-        #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
-        #expect(try a.darkdisk(["push", try a.file("p", picture), "--user", "alice", "--identity", identity, "--passphrase-file", passphrase]).status == 0)
-        #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
-        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
+        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try a.darkdisk(["push", try a.file("p", picture), "--user", "alice", "--identity", identity, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
 
         let mount = try Mount(b, options: ["--passphrase-file", passphrase])
         let file = mount.path + "/avatars/alice/" + identity
-        #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/avatars"))").output == "alice\n", "listed before any download")
-        #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/avatars/alice"))").output == identity + "\n")
-        #expect(try Shell.sh("stat -c %s \(Shell.quote(file))").output == "30000\n", "sized from the user record")
-        #expect(try Shell.sh("getfattr --only-values -n user.darkdisk.local \(Shell.quote(file))").output == "none")
-        #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == picture, "downloaded on open")
-        #expect(try Shell.sh("getfattr --only-values -n user.darkdisk.local \(Shell.quote(file))").output == "full")
+        await #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/avatars"))").output == "alice\n", "listed before any download")
+        await #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/avatars/alice"))").output == identity + "\n")
+        await #expect(try Shell.sh("stat -c %s \(Shell.quote(file))").output == "30000\n", "sized from the user record")
+        await #expect(try Shell.sh("getfattr --only-values -n user.darkdisk.local \(Shell.quote(file))").output == "none")
+        await #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == picture, "downloaded on open")
+        await #expect(try Shell.sh("getfattr --only-values -n user.darkdisk.local \(Shell.quote(file))").output == "full")
 
         // Replaced on another machine and pulled here while mounted: the new size and bytes are seen.
-        #expect(try a.darkdisk(["push", try a.file("r", replacement), "--user", "alice", "--identity", identity, "--passphrase-file", passphrase]).status == 0)
-        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
-        #expect(Mount.wait { (try? Shell.sh("stat -c %s \(Shell.quote(file))").output) == "4321\n" }, "the new size is seen")
-        #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == replacement, "the new avatar, not the stale copy")
-        #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/avatars/alice/nobody"))").status != 0)
+        await #expect(try a.darkdisk(["push", try a.file("r", replacement), "--user", "alice", "--identity", identity, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
+        await #expect(Mount.wait { (try? Shell.sh("stat -c %s \(Shell.quote(file))").output) == "4321\n" }, "the new size is seen")
+        await #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == replacement, "the new avatar, not the stale copy")
+        await #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/avatars/alice/nobody"))").status != 0)
     }
 
-    @Test func aDamagedCacheCopyIsAnErrorOnceThenDownloadedAgain() throws {
+    @Test func aDamagedCacheCopyIsAnErrorOnceThenDownloadedAgain() async throws {
         let a = try CLIStore()
         let b = try CLIStore()
         let bucket = a.directory + "/bucket"
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
         let passphrase = try a.file("pass", Data("damage\n".utf8))
         let data = CLIStore.bytes(500_000, seed: 73)
-        #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
-        #expect(try a.darkdisk(["push", try a.file("d", data), "--node", "n", "--passphrase-file", passphrase]).status == 0)
-        #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
-        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
+        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try a.darkdisk(["push", try a.file("d", data), "--node", "n", "--passphrase-file", passphrase]).status == 0)
+        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
         let mount = try Mount(b, options: ["--passphrase-file", passphrase])
         let path = mount.path + "/nodes/n/data"
-        #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data)
+        await #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data)
 
         // Bit rot in the cached copy: flip one byte in the middle of the stored file (`cat` may end before
         // the download has moved into the pool).
         var cached: [String] = []
-        #expect(Mount.wait {
+        await #expect(Mount.wait {
             cached = (try? Shell.sh("find \(Shell.quote(b.storePath + "/cache/files")) -type f -name '*.ddf'").output
                 .split(separator: "\n").map(String.init)) ?? []
             return cached.count == 1
@@ -97,11 +97,11 @@ import Testing
         try handle.seek(toOffset: 250_000)
         try handle.write(contentsOf: [byte ^ 0x40])
         try handle.close()
-        _ = try Shell.sh("echo 3 > /proc/sys/vm/drop_caches")
+        _ = try await Shell.sh("echo 3 > /proc/sys/vm/drop_caches")
 
-        let damaged = try Shell.sh("cat \(Shell.quote(path)) > /dev/null")
+        let damaged = try await Shell.sh("cat \(Shell.quote(path)) > /dev/null")
         #expect(damaged.status != 0 && damaged.stderr.contains("Input/output error"), "\(damaged.stderr)")
         #expect(mount.log.contains("dropped the damaged cache copy"))
-        #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data, "downloaded again, never wrong bytes")
+        await #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data, "downloaded again, never wrong bytes")
     }
 }

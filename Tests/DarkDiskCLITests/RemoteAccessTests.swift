@@ -5,7 +5,7 @@ import Testing
 /// Issue 15 item 10: a file remote wrote cloud files 0600 but records and the wrapped key 0644 (other
 /// users of the machine could read names and the wrapped key), and a server answering 403 for them was
 /// reported as "not in the remote".
-@Suite struct RemoteAccessTests {
+@Suite(.processSlots) struct RemoteAccessTests {
     /// Modes of every regular file under `folder` (its temporary folder aside).
     static func modes(under folder: String) throws -> [String: Int] {
         var result: [String: Int] = [:]
@@ -17,26 +17,26 @@ import Testing
         return result
     }
 
-    @Test func everyObjectOfAFileRemoteHasOneMode() throws {
+    @Test func everyObjectOfAFileRemoteHasOneMode() async throws {
         for (query, mode) in [("", 0o600), ("?shared=1", 0o644)] {
             let store = try CLIStore()
             let bucket = store.directory + "/bucket"
             try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
             let passphrase = try store.file("pass", Data("modes\n".utf8))
-            #expect(try store.darkdisk(["init", "--remote", "file://" + bucket + query, "--passphrase-file", passphrase]).status == 0)
-            #expect(try store.darkdisk(["push", try store.file("n", CLIStore.bytes(3000)), "--node", "n", "--name", "secret plans.txt",
+            await #expect(try store.darkdisk(["init", "--remote", "file://" + bucket + query, "--passphrase-file", passphrase]).status == 0)
+            await #expect(try store.darkdisk(["push", try store.file("n", CLIStore.bytes(3000)), "--node", "n", "--name", "secret plans.txt",
                                         "--passphrase-file", passphrase]).status == 0)
-            #expect(try store.darkdisk(["push", try store.file("a", CLIStore.bytes(300)), "--user", "u", "--identity", "i",
+            await #expect(try store.darkdisk(["push", try store.file("a", CLIStore.bytes(300)), "--user", "u", "--identity", "i",
                                         "--passphrase-file", passphrase]).status == 0)
             let modes = try Self.modes(under: bucket)
             #expect(Set(modes.keys).isSuperset(of: ["keys/master.json", "records/n.json", "nodes/n.ddc", "users/u.json"]), "\(modes.keys)")
             #expect(modes.values.allSatisfy { $0 == mode }, "file://\(query): \(modes.mapValues { String($0, radix: 8) })")
         }
         let store = try CLIStore()
-        expectOneLineFailure(try store.darkdisk(["init", "--remote", "file:///tmp/x?public=yes"]), mentioning: "shared=1")
+        await expectOneLineFailure(try store.darkdisk(["init", "--remote", "file:///tmp/x?public=yes"]), mentioning: "shared=1")
     }
 
-    @Test func aServerThatAnswers403IsAccessDeniedNotMissing() throws {
+    @Test func aServerThatAnswers403IsAccessDeniedNotMissing() async throws {
         let remote = try RemoteBucket()
         try remote.push("n", CLIStore.bytes(3000, seed: 8))
         let proxy = try FaultProxy(servingRoot: remote.bucket)

@@ -5,8 +5,8 @@ import Testing
 /// Remote-only nodes through the mount (issue 5, DESIGN §5): store B has only the outline of a bucket
 /// served by a real nginx behind our fault proxy (which counts the bytes it sends and can throttle or
 /// fail), and ordinary tools read the nodes on demand.
-@Suite struct RemoteMountTests {
-    @Test func remoteOnlyNodesReadOnDemand() throws {
+@Suite(.processSlots) struct RemoteMountTests {
+    @Test func remoteOnlyNodesReadOnDemand() async throws {
         let remote = try RemoteBucket()
         let big = try randomBytes(64 << 20)
         let small = try randomBytes(300_001)
@@ -58,7 +58,7 @@ import Testing
                 "dd skip answered after \(sentWhenAnswered) of \(bigCloudSize) bytes had been sent (\(String(format: "%.1f", seconds)) s)")
         // `partial` once the download's first checkpoint is in the index (it may trail the bytes dd got by
         // a moment on a loaded machine; the rest of the node takes seconds at this speed).
-        #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))) == "partial" },
+        await #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))) == "partial" },
                 "local: \(String(describing: try? Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))))")
 
         // The thumbnail and metadata of a remote-only node, both paths to the thumbnail.
@@ -69,7 +69,7 @@ import Testing
         // Full speed again: cat of the whole big node, cp of the others.
         try proxy.control(["throttle": 0])
         #expect(try Shell.sha256(of: at("/nodes/big/data")) == sha256Hex(big), "cat of the big node")
-        #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))) == "full" },
+        await #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))) == "full" },
                 "local: \(String(describing: try? Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))))")
         for (id, data) in [("small", small), ("plain", plain)] {
             let copy = remote.b.directory + "/\(id).copy"
@@ -103,7 +103,7 @@ import Testing
     /// A node's metadata and thumbnail open after its data was read whole (they then come out of the
     /// downloaded cloud file, which used to answer "No such file or directory"), and a node whose data is
     /// empty lists its `data` file, of size 0, before any download.
-    @Test func sectionsAfterTheDataAndAnEmptyNode() throws {
+    @Test func sectionsAfterTheDataAndAnEmptyNode() async throws {
         let remote = try RemoteBucket()
         let data = try randomBytes(200_003)
         let thumbnail = try randomBytes(5_011)
@@ -122,7 +122,7 @@ import Testing
         #expect(empty.status == 0 && empty.stdout.isEmpty, "cat of the empty node: \(empty.status) \(empty.stderr)")
 
         #expect(try Shell.sha256(of: at("/nodes/pic/data")) == sha256Hex(data))
-        #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", at("/nodes/pic/data"))) == "full" })
+        await #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", at("/nodes/pic/data"))) == "full" })
         let meta = try Shell.sh("cat \(Shell.quote(at("/nodes/pic/metadata")))", timeout: 60)
         #expect(meta.status == 0 && meta.stdout == metadata, "cat of the metadata after the data: \(meta.stderr)")
         let thumb = try Shell.sh("cat \(Shell.quote(at("/thumbs/pic")))", timeout: 60)
@@ -136,14 +136,14 @@ import Testing
     }
 
     @Test(arguments: Outage.allCases)
-    func unreachableRemoteGivesIOErrorWithinTheTimeoutWhileLocalFilesRead(outage: Outage) throws {
+    func unreachableRemoteGivesIOErrorWithinTheTimeoutWhileLocalFilesRead(outage: Outage) async throws {
         let remote = try RemoteBucket()
         let far = CLIStore.bytes(2_000_000, seed: 21)
         try remote.push("far", far)
         var proxy: FaultProxy? = try FaultProxy(servingRoot: remote.bucket)
         try remote.join(try #require(proxy).url)
         let here = CLIStore.bytes(700_000, seed: 23)
-        try RemoteBucket.check(try remote.b.darkdisk(["import", "-", "--node", "here", "--persistent", "--passphrase-file", remote.passphrase],
+        try await RemoteBucket.check(try remote.b.darkdisk(["import", "-", "--node", "here", "--persistent", "--passphrase-file", remote.passphrase],
                                                      stdin: here), "import")
         let mount = try remote.mountB(["--remote-timeout", "2"])
         let farPath = Shell.quote(mount.path + "/nodes/far/data"), herePath = Shell.quote(mount.path + "/nodes/here/data")
@@ -155,7 +155,7 @@ import Testing
         }
         let started = Date()
         let reader = try Background("exec timeout -s KILL 60 cat \(farPath) > /dev/null", in: remote.b.directory)
-        Thread.sleep(forTimeInterval: 0.3)
+        try? await Task.sleep(nanoseconds: UInt64((0.3) * 1e9))
         // While that read waits for the remote, the tree and a local node answer at once.
         let localStarted = Date()
         let ls = try Shell.sh("ls -l \(Shell.quote(mount.path + "/nodes"))", timeout: 30)
@@ -177,7 +177,7 @@ import Testing
         guard let proxy else { return }
         try proxy.control(["clear": true])
         var last = ""
-        let recovered = Mount.wait(seconds: 60) {
+        let recovered = await Mount.wait(seconds: 60) {
             last = (try? Shell.sha256(of: mount.path + "/nodes/far/data", timeout: 30)) ?? ""
             return last == sha256Hex(far)
         }

@@ -6,30 +6,30 @@ import Testing
 /// `kill -9` of a `darkdisk fetch` of a 64 MiB node in the middle of the transfer: the next fetch completes,
 /// moves only the missing bytes (plus at most one part), and gives back the pushed bytes. The bytes are
 /// counted at our fault proxy (`Tests/Tools/fault-proxy.py`), in front of a real nginx serving the bucket.
-@Suite struct ResumeTests {
+@Suite(.processSlots) struct ResumeTests {
     /// The CLI's part size (DownloadManager's default).
     static let partSize = 8 << 20
 
-    @Test func aKilledFetchResumesWithOnlyTheMissingBytes() throws {
+    @Test func aKilledFetchResumesWithOnlyTheMissingBytes() async throws {
         let a = try CLIStore()
         let b = try CLIStore()
         let bucket = a.directory + "/bucket"
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
         let passphrase = try a.file("pass", Data("resume me\n".utf8))
         let data = try #require(FileHandle(forReadingAtPath: "/dev/urandom")?.readData(ofLength: 64 << 20))
-        #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
-        let push = try a.darkdisk(["push", try a.file("big", data), "--node", "big", "--passphrase-file", passphrase])
+        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        let push = try await a.darkdisk(["push", try a.file("big", data), "--node", "big", "--passphrase-file", passphrase])
         #expect(push.status == 0, "\(push.stderr)")
         let object = "/nodes/big.ddc"
         let size = try #require((try FileManager.default.attributesOfItem(atPath: bucket + object))[.size] as? NSNumber).intValue
 
         // Store B reads the bucket over http, through the proxy (which starts its own nginx on the bucket).
         let proxy = try FaultProxy(servingRoot: bucket)
-        let joined = try b.darkdisk(["init", "--remote", proxy.url, "--passphrase-file", passphrase])
+        let joined = try await b.darkdisk(["init", "--remote", proxy.url, "--passphrase-file", passphrase])
         #expect(joined.status == 0, "\(joined.stderr)")
-        #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
+        await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
         // Room for the node in B's cache pool (25 MiB by default), so that it stays once fetched.
-        #expect(try b.darkdisk(["config", "set", "pool.data.max_size", "256M", "--passphrase-file", passphrase]).status == 0)
+        await #expect(try b.darkdisk(["config", "set", "pool.data.max_size", "256M", "--passphrase-file", passphrase]).status == 0)
 
         // First fetch, throttled to 24 MiB/s, killed once 21/32 of the object went out: past the middle and
         // not on a boundary of the parts in flight (4 × 8 MiB), so a fetch that only records whole parts
@@ -47,21 +47,21 @@ import Testing
         while try proxy.bytes(object) < killAt && Date() < deadline {
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid { exited = status; break }
-            Thread.sleep(forTimeInterval: 0.01)
+            try? await Task.sleep(nanoseconds: UInt64((0.01) * 1e9))
         }
         if let exited {
             Issue.record("the first fetch ended by itself (wait status \(exited)): \((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")")
             return
         }
         kill(pid, SIGKILL)
-        #expect(Shell.wait(pid) == 128 + SIGKILL)
-        Thread.sleep(forTimeInterval: 0.3)  // the proxy notices the closed connections
+        await #expect(Shell.wait(pid) == 128 + SIGKILL)
+        try? await Task.sleep(nanoseconds: UInt64((0.3) * 1e9))  // the proxy notices the closed connections
         let first = try proxy.bytes(object)
         #expect(first >= killAt && first < size, "killed in the middle: \(first) of \(size) bytes sent")
 
         // Second fetch, full speed: completes, and moves at most the missing bytes plus one part.
         try proxy.control(["reset_stats": true, "throttle": 0])
-        let resumed = try b.darkdisk(["fetch", "--node", "big", "--passphrase-file", passphrase])
+        let resumed = try await b.darkdisk(["fetch", "--node", "big", "--passphrase-file", passphrase])
         #expect(resumed.status == 0, "\(resumed.stderr)")
         let second = try proxy.bytes(object)
         let mib = { (n: Int) in String(format: "%.1f MiB", Double(n) / 1_048_576) }
@@ -70,13 +70,13 @@ import Testing
         #expect(second > 0, "the first fetch had not finished")
 
         let out = b.directory + "/exported"
-        let export = try b.darkdisk(["export", "--node", "big", "-o", out, "--passphrase-file", passphrase])
+        let export = try await b.darkdisk(["export", "--node", "big", "-o", out, "--passphrase-file", passphrase])
         #expect(export.status == 0, "\(export.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == data, "the resumed download decrypts to the pushed bytes")
 
         // A third fetch finds the node local and transfers nothing.
         try proxy.control(["reset_stats": true])
-        #expect(try b.darkdisk(["fetch", "--node", "big", "--passphrase-file", passphrase]).status == 0)
+        await #expect(try b.darkdisk(["fetch", "--node", "big", "--passphrase-file", passphrase]).status == 0)
         let third = try proxy.stats().paths[object]
         #expect((third?.gets ?? 0) == 0 && (third?.bytes ?? 0) == 0, "a fetch of a local node went to the server: \(String(describing: third))")
     }

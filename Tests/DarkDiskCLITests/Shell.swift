@@ -41,6 +41,34 @@ enum Shell {
                    stderr: String(decoding: try Data(contentsOf: URL(fileURLWithPath: errPath)), as: UTF8.self))
     }
 
+    /// `run`, waiting for the program without holding a thread (what async tests call).
+    @discardableResult
+    static func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) async throws -> Run {
+        let scratch = NSTemporaryDirectory() + "darkdisk-run-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let outPath = scratch + "/out", errPath = scratch + "/err", inPath = scratch + "/in"
+        _ = FileManager.default.createFile(atPath: inPath, contents: stdin ?? Data())
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "DARKDISK_STORE")
+        env.removeValue(forKey: "DARKDISK_PASSPHRASE_FILE")
+        for (k, v) in environment { env[k] = v }
+        let pid = try spawn(executable, arguments, environment: env, stdin: inPath, stdout: outPath, stderr: errPath)
+        let status = await ChildProcess.exitStatus(pid)
+        return Run(status: status,
+                   stdout: try Data(contentsOf: URL(fileURLWithPath: outPath)),
+                   stderr: String(decoding: try Data(contentsOf: URL(fileURLWithPath: errPath)), as: UTF8.self))
+    }
+
+    /// `sh`, waiting without holding a thread.
+    @discardableResult
+    static func sh(_ command: String, stdin: Data? = nil) async throws -> Run {
+        try await run("/bin/sh", ["-c", command], stdin: stdin)
+    }
+
+    static func wait(_ pid: pid_t) async -> Int32 { await ChildProcess.exitStatus(pid) }
+    static func wait(_ pid: pid_t, seconds: Double) async -> Int32? { await ChildProcess.exitStatus(pid, seconds: seconds) }
+
     /// Starts a program (`ChildProcess.spawn`, with this process' environment by default).
     static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                       stdin: String = "/dev/null", stdout: String = "/dev/null", stderr: String = "/dev/null",

@@ -9,10 +9,10 @@ import Glibc
 /// over a few hundred remote-only nodes, for `DARKDISK_SOAK_SECONDS` (Scripts/test --long: 600), while the
 /// pool evicts all the time, other machines push new nodes, this one pulls them and imports its own.
 /// Zero wrong bytes, zero failed reads, and the daemon's memory flat. Off unless the variable is set.
-@Suite struct SoakTests {
+@Suite(.processSlots) struct SoakTests {
     static let seconds = Int(ProcessInfo.processInfo.environment["DARKDISK_SOAK_SECONDS"] ?? "") ?? 0
 
-    @Test(.enabled(if: SoakTests.seconds > 0)) func sixteenReadersWithImportsPullsAndEvictions() throws {
+    @Test(.enabled(if: SoakTests.seconds > 0)) func sixteenReadersWithImportsPullsAndEvictions() async throws {
         let remote = try RemoteBucket()
         var rng = SplitMix64(seed: 0x50A4)
         var nodes: [(id: String, data: Data)] = []
@@ -60,12 +60,12 @@ import Glibc
         var rss: [Int] = []
         var added = 0
         while Int(Date().timeIntervalSince1970) < end - 5 {
-            Thread.sleep(forTimeInterval: 5)
+            try? await Task.sleep(nanoseconds: UInt64((5) * 1e9))
             let new = (id: "new\(added)", data: try randomBytes(Int(64 << 10) + Int(rng.next() % (512 << 10))))
             try remote.push(new.id, new.data)
             try RemoteBucket.check(try remote.darkdiskB(["pull"]), "pull")
             let local = (id: "local\(added)", data: try randomBytes(200_000))
-            try RemoteBucket.check(try remote.b.darkdisk(["import", "-", "--node", local.id, "--persistent", "--passphrase-file", remote.passphrase],
+            try await RemoteBucket.check(try remote.b.darkdisk(["import", "-", "--node", local.id, "--persistent", "--passphrase-file", remote.passphrase],
                                                          stdin: local.data), "import")
             let line = [new, local].map { "\($0.id) \(sha256Hex($0.data))\n" }.joined()
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: sums))

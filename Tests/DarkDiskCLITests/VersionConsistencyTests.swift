@@ -6,7 +6,7 @@ import Testing
 /// opened, to its end; an open made after the replacement sees only the new version. Both used to mix
 /// (the kernel's page cache was shared by handles serving different versions): the old reader got
 /// `AAAAABB????BB??BBBBB` and a `cat` after the import `BBBBBAABBBBBBBBBBBBB`, with exit 0.
-@Suite struct VersionConsistencyTests {
+@Suite(.processSlots) struct VersionConsistencyTests {
     /// 20 MiB of one letter: every MiB read back says which version it came from.
     static let mib = 1 << 20
     static func version(_ letter: Character) -> Data { Data(repeating: letter.asciiValue!, count: 20 * mib) }
@@ -40,27 +40,27 @@ import Testing
     print(letters(old) + " " + letters(new))
     """
 
-    @Test func aLocalReimportWhileReading() throws {
+    @Test func aLocalReimportWhileReading() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["import", try store.file("a", Self.version("A")), "--node", "n", "--persistent"]).status == 0)
+        await #expect(try store.darkdisk(["import", try store.file("a", Self.version("A")), "--node", "n", "--persistent"]).status == 0)
         let b = try store.file("b", Self.version("B"))
         let mount = try Mount(store)
         for round in 0..<2 {
             // Round 2 replaces B with B again (a new version of the same bytes), then A: back and forth.
             let (next, letter): (String, Character) = round == 0 ? (b, "B") : (try store.file("a2", Self.version("A")), "A")
             let previous: Character = round == 0 ? "A" : "B"
-            let run = try Shell.run("/usr/bin/python3", ["-c", Self.script, mount.path + "/nodes/n/data",
+            let run = try await Shell.run("/usr/bin/python3", ["-c", Self.script, mount.path + "/nodes/n/data",
                                                          Shell.darkdisk, "import", next, "--node", "n", "--persistent", "--store", store.storePath])
             #expect(run.status == 0, "\(run.stderr)")
             let expected = String(repeating: previous, count: 20) + " " + String(repeating: letter, count: 20)
             #expect(run.output == expected + "\n", "old handle, then a cat after the import (round \(round))")
         }
-        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/n/data")) | head -c 1").output == "A")
+        await #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/n/data")) | head -c 1").output == "A")
     }
 
     /// The same through the cloud: store B reads a node (downloaded on demand) while A pushes a new version
     /// and B pulls it; the open handle keeps to the version it began with, the next `cat` reads the new one.
-    @Test func aPulledChangeWhileReading() throws {
+    @Test func aPulledChangeWhileReading() async throws {
         let remote = try RemoteBucket()
         try remote.push("n", Self.version("A"))
         try remote.join("file://" + remote.bucket)
@@ -74,7 +74,7 @@ import Testing
         \(Shell.quote(Shell.darkdisk)) push \(Shell.quote(b)) --node n --store \(Shell.quote(remote.a.storePath)) --passphrase-file \(Shell.quote(remote.passphrase))
         \(Shell.quote(Shell.darkdisk)) pull --store \(Shell.quote(remote.b.storePath)) --passphrase-file \(Shell.quote(remote.passphrase))
         """
-        let run = try Shell.run("/usr/bin/python3", ["-c", Self.script, path, "/bin/sh", "-c", change])
+        let run = try await Shell.run("/usr/bin/python3", ["-c", Self.script, path, "/bin/sh", "-c", change])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.output == String(repeating: "A", count: 20) + " " + String(repeating: "B", count: 20) + "\n")
     }

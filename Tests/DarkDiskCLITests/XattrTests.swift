@@ -4,18 +4,18 @@ import Testing
 
 /// The mount's extended attributes (DESIGN §5, issue 5 item 4) through real mounts and the real tools:
 /// `getfattr`, `setfattr`, and raw `getxattr(2)` & co. (Python's ctypes) where the tools hide the details.
-@Suite struct XattrTests {
+@Suite(.processSlots) struct XattrTests {
     static let fileNames = ["user.darkdisk.persistent", "user.darkdisk.expiration", "user.darkdisk.local"]
     static let rootNames = ["data", "thumbnails", "avatars"].flatMap { pool in
         ["max_size", "default_expiration", "size", "persistent_size", "cached_size"].map { "user.darkdisk.pool.\(pool).\($0)" }
     }
 
-    @Test func filesAndRootListAndReadTheirAttributes() throws {
+    @Test func filesAndRootListAndReadTheirAttributes() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["import", "-", "--node", "cached", "--expiration", "3600"], stdin: CLIStore.bytes(1000)).status == 0)
-        #expect(try store.darkdisk(["import", "-", "--node", "kept", "--persistent"], stdin: CLIStore.bytes(2000)).status == 0)
-        #expect(try store.darkdisk(["import", "-", "--node", "cached", "--kind", "thumbnail", "--expiration=-1"], stdin: Data("t".utf8)).status == 0)
-        #expect(try store.darkdisk(["import", "-", "--user", "alice", "--identity", "github|42"], stdin: Data("face".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "cached", "--expiration", "3600"], stdin: CLIStore.bytes(1000)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "kept", "--persistent"], stdin: CLIStore.bytes(2000)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "cached", "--kind", "thumbnail", "--expiration=-1"], stdin: Data("t".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--user", "alice", "--identity", "github|42"], stdin: Data("face".utf8)).status == 0)
         let mount = try Mount(store)
 
         // Nothing is listed (tools that copy attributes must not carry darkdisk's); each reads by name.
@@ -49,51 +49,51 @@ import Testing
         // Other folders carry no attributes, and the names of one kind of inode are not answered by the other.
         for folder in ["/nodes", "/nodes/cached", "/thumbs", "/avatars", "/avatars/alice"] {
             #expect(try getfattrDump(mount.path + folder) == [:], "\(folder)")
-            let asked = try Shell.run("/usr/bin/getfattr", ["-n", "user.darkdisk.persistent", mount.path + folder])
+            let asked = try await Shell.run("/usr/bin/getfattr", ["-n", "user.darkdisk.persistent", mount.path + folder])
             #expect(asked.stderr.contains("No such attribute"), "\(folder): \(asked.stderr)")
         }
-        let poolOnFile = try Shell.run("/usr/bin/getfattr", ["-n", "user.darkdisk.pool.data.size", mount.path + "/nodes/cached/data"])
+        let poolOnFile = try await Shell.run("/usr/bin/getfattr", ["-n", "user.darkdisk.pool.data.size", mount.path + "/nodes/cached/data"])
         #expect(poolOnFile.status != 0 && poolOnFile.stderr.contains("No such attribute"), "\(poolOnFile.stderr)")
-        let fileOnRoot = try Shell.run("/usr/bin/getfattr", ["-n", "user.darkdisk.local", mount.path])
+        let fileOnRoot = try await Shell.run("/usr/bin/getfattr", ["-n", "user.darkdisk.local", mount.path])
         #expect(fileOnRoot.status != 0 && fileOnRoot.stderr.contains("No such attribute"), "\(fileOnRoot.stderr)")
     }
 
     /// Issue 15 item 11: `rsync -aX backup/ MOUNT/` of a backup made from the mount wrote the backup's
     /// `user.darkdisk.pool.data.max_size` onto the root and evicted at once. No tool that copies attributes
     /// (`rsync -X`, `cp -a`, `tar --xattrs`) carries darkdisk's settings or states anywhere.
-    @Test func toolsThatCopyAttributesNeverCarryDarkdisksSettings() throws {
+    @Test func toolsThatCopyAttributesNeverCarryDarkdisksSettings() async throws {
         let store = try CLIStore()
         let data = CLIStore.bytes(200_000, seed: 5)
-        #expect(try store.darkdisk(["import", "-", "--node", "c", "--persistent"], stdin: data).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "c", "--persistent"], stdin: data).status == 0)
         let mount = try Mount(store)
         let maxSize = "user.darkdisk.pool.data.max_size"
         #expect(try setfattr(mount.path, maxSize, "1000").status == 0, "a small pool while the backup is made")
         let backup = store.directory + "/backup", archive = store.directory + "/backup.tar", copy = store.directory + "/copy"
-        let out = try Shell.sh("rsync -aX \(Shell.quote(mount.path))/ \(Shell.quote(backup))/ && cp -a \(Shell.quote(mount.path)) \(Shell.quote(copy))"
+        let out = try await Shell.sh("rsync -aX \(Shell.quote(mount.path))/ \(Shell.quote(backup))/ && cp -a \(Shell.quote(mount.path)) \(Shell.quote(copy))"
                                + " && tar --xattrs -cf \(Shell.quote(archive)) -C \(Shell.quote(mount.path)) .")
         #expect(out.status == 0, "copies out of the mount: \(out.stderr)")
         for path in [backup, backup + "/nodes/c/data", copy, copy + "/nodes/c/data"] {
-            #expect(try Shell.sh("getfattr -d -m - \(Shell.quote(path))").output.isEmpty, "\(path) got no attribute")
+            await #expect(try Shell.sh("getfattr -d -m - \(Shell.quote(path))").output.isEmpty, "\(path) got no attribute")
         }
-        let listed = try Shell.sh("tar --xattrs -tvf \(Shell.quote(archive)) --xattrs-include='*' -v")
+        let listed = try await Shell.sh("tar --xattrs -tvf \(Shell.quote(archive)) --xattrs-include='*' -v")
         #expect(!listed.output.contains("darkdisk"), "the archive holds none of darkdisk's attributes: \(listed.output)")
 
         // The pool grows and holds a cache file; copying the backup back onto the mount (its files are
         // read-only here) leaves the limit and the file alone.
         #expect(try setfattr(mount.path, maxSize, "50000000").status == 0)
-        #expect(try store.darkdisk(["import", "-", "--node", "c2"], stdin: data).status == 0)
-        _ = try Shell.sh("rsync -aX \(Shell.quote(backup))/ \(Shell.quote(mount.path))/; tar --xattrs -xf \(Shell.quote(archive)) -C \(Shell.quote(mount.path))")
+        await #expect(try store.darkdisk(["import", "-", "--node", "c2"], stdin: data).status == 0)
+        _ = try await Shell.sh("rsync -aX \(Shell.quote(backup))/ \(Shell.quote(mount.path))/; tar --xattrs -xf \(Shell.quote(archive)) -C \(Shell.quote(mount.path))")
         #expect(try getfattr(mount.path, maxSize) == "50000000", "the restore did not set the backup's pool limit")
         #expect(try getfattr(mount.path + "/nodes/c2/data", "user.darkdisk.local") == "full", "nothing was evicted")
     }
 
-    @Test func settingPersistentMigratesTheFile() throws {
+    @Test func settingPersistentMigratesTheFile() async throws {
         let store = try CLIStore()
         let data = CLIStore.bytes(300_000, seed: 3)
-        #expect(try store.darkdisk(["import", "-", "--node", "n"], stdin: data).status == 0)
-        #expect(try store.darkdisk(["import", "-", "--node", "n", "--kind", "thumbnail"], stdin: Data("thumb".utf8)).status == 0)
-        #expect(try store.darkdisk(["import", "-", "--user", "alice", "--identity", "a"], stdin: Data("A".utf8)).status == 0)
-        #expect(try store.darkdisk(["import", "-", "--user", "alice", "--identity", "b"], stdin: Data("B".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "n"], stdin: data).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "n", "--kind", "thumbnail"], stdin: Data("thumb".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--user", "alice", "--identity", "a"], stdin: Data("A".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--user", "alice", "--identity", "b"], stdin: Data("B".utf8)).status == 0)
         let mount = try Mount(store)
         let manager = try store.manager()
         let path = mount.path + "/nodes/n/data"
@@ -103,7 +103,7 @@ import Testing
         #expect(try manager.storedFile(NodeID("n"))?.mode == .persistent)
         #expect(try manager.storedFile(NodeID("n"), kind: .thumbnail)?.mode == .cache, "only the data moved")
         #expect(try getfattr(path, "user.darkdisk.persistent") == "1")
-        #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data, "the migrated file reads the same")
+        await #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data, "the migrated file reads the same")
         #expect(try setfattr(path, "user.darkdisk.persistent", "1").status == 0, "setting it again is harmless")
         #expect(try setfattr(path, "user.darkdisk.persistent", "0").status == 0)
         #expect(try manager.storedFile(NodeID("n"))?.mode == .cache)
@@ -117,20 +117,20 @@ import Testing
         #expect(try manager.storedAvatars(UserID("alice")).map(\.mode) == [.persistent, .persistent])
 
         // What the user sees in `status`: the persistent bytes moved.
-        let status = try store.darkdisk(["status", "--json"])
+        let status = try await store.darkdisk(["status", "--json"])
         let pools = try JSONDecoder().decode(StatusReport.self, from: status.stdout).pools
         let thumbnailSize = try manager.storedFile(NodeID("n"), kind: .thumbnail)?.storedSize
         #expect(pools.first { $0.name == "thumbnails" }?.persistentSize == thumbnailSize)
         #expect(pools.first { $0.name == "avatars" }?.cachedSize == 0)
-        #expect(Mount.wait { mount.log.contains("node n data: set user.darkdisk.persistent to 1") }, "log: \(mount.log)")
+        await #expect(Mount.wait { mount.log.contains("node n data: set user.darkdisk.persistent to 1") }, "log: \(mount.log)")
     }
 
-    @Test func shrinkingTheDataPoolEvictsCacheFilesButNotPersistentOnes() throws {
+    @Test func shrinkingTheDataPoolEvictsCacheFilesButNotPersistentOnes() async throws {
         let store = try CLIStore()
         for id in ["c1", "c2", "c3"] {
-            #expect(try store.darkdisk(["import", "-", "--node", id], stdin: CLIStore.bytes(100_000)).status == 0)
+            await #expect(try store.darkdisk(["import", "-", "--node", id], stdin: CLIStore.bytes(100_000)).status == 0)
         }
-        #expect(try store.darkdisk(["import", "-", "--node", "p"], stdin: CLIStore.bytes(100_000)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "p"], stdin: CLIStore.bytes(100_000)).status == 0)
         let mount = try Mount(store)
         let manager = try store.manager()
         #expect(try setfattr(mount.path + "/nodes/p/data", "user.darkdisk.persistent", "1").status == 0)
@@ -145,8 +145,8 @@ import Testing
         let persistent = try getfattr(mount.path, "user.darkdisk.pool.data.persistent_size")
         #expect(persistent == "\(try manager.storedFile(NodeID("p"))!.storedSize)")
         #expect(try getfattr(mount.path, "user.darkdisk.pool.data.size") == persistent)
-        #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output.contains("p\n"))
-        #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/p/data"))").stdout == CLIStore.bytes(100_000))
+        await #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output.contains("p\n"))
+        await #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/p/data"))").stdout == CLIStore.bytes(100_000))
 
         // Other pools are their own.
         #expect(try setfattr(mount.path, "user.darkdisk.pool.thumbnails.max_size", "123456789").status == 0)
@@ -155,13 +155,13 @@ import Testing
         #expect(try setfattr(mount.path, "user.darkdisk.pool.avatars.default_expiration", "-5").status == 0)
         #expect(try manager.settings(for: .avatars).defaultExpiration == -5)
         #expect(try getfattr(mount.path, "user.darkdisk.pool.avatars.default_expiration") == "-5")
-        #expect(try store.darkdisk(["config", "get", "pool.thumbnails.max_size"]).output == "123456789\n")
+        await #expect(try store.darkdisk(["config", "get", "pool.thumbnails.max_size"]).output == "123456789\n")
     }
 
-    @Test func expirationIsKeptAndActsAtOnce() throws {
+    @Test func expirationIsKeptAndActsAtOnce() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["import", "-", "--node", "old"], stdin: Data("old".utf8)).status == 0)
-        #expect(try store.darkdisk(["import", "-", "--node", "kept", "--persistent"], stdin: Data("kept".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "old"], stdin: Data("old".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "kept", "--persistent"], stdin: Data("kept".utf8)).status == 0)
         let mount = try Mount(store)
         let manager = try store.manager()
         let old = mount.path + "/nodes/old/data", kept = mount.path + "/nodes/kept/data"
@@ -175,7 +175,7 @@ import Testing
         #expect(try getfattr(old, "user.darkdisk.expiration") == "-9223372036854775808")
 
         // A persistent file keeps its value (it matters once it is a cache file again) and does not expire.
-        Thread.sleep(forTimeInterval: 1.2)
+        try? await Task.sleep(nanoseconds: UInt64((1.2) * 1e9))
         #expect(try setfattr(kept, "user.darkdisk.expiration", "1").status == 0)
         #expect(try manager.storedFile(NodeID("kept"))?.expiration == 1)
         #expect(try getfattr(kept, "user.darkdisk.expiration") == "1")
@@ -185,9 +185,9 @@ import Testing
         #expect(try manager.storedFile(NodeID("kept")) != nil)
     }
 
-    @Test func badValuesAreInvalidArguments() throws {
+    @Test func badValuesAreInvalidArguments() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["import", "-", "--node", "n"], stdin: Data("n".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "n"], stdin: Data("n".utf8)).status == 0)
         let mount = try Mount(store)
         let manager = try store.manager()
         let file = mount.path + "/nodes/n/data"
@@ -220,7 +220,7 @@ import Testing
         #expect(try manager.storedFile(NodeID("n"))?.expiration == 0)
         #expect(try manager.settings(for: .data) == before)
         // No value at all (`setfattr -n NAME`) is an empty value.
-        let empty = try Shell.run("/usr/bin/setfattr", ["-n", "user.darkdisk.persistent", file])
+        let empty = try await Shell.run("/usr/bin/setfattr", ["-n", "user.darkdisk.persistent", file])
         #expect(empty.stderr.contains("Invalid argument"), "\(empty.stderr)")
         // The largest allowed numbers are accepted.
         #expect(try setfattr(mount.path, "user.darkdisk.pool.data.max_size", "9223372036854775807").status == 0)
@@ -229,19 +229,19 @@ import Testing
         #expect(try manager.storedFile(NodeID("n"))?.mode == .persistent)
     }
 
-    @Test func unknownReadOnlyAndRemovedNames() throws {
+    @Test func unknownReadOnlyAndRemovedNames() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["import", "-", "--node", "n"], stdin: Data("n".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "n"], stdin: Data("n".utf8)).status == 0)
         let mount = try Mount(store)
         let file = mount.path + "/nodes/n/data"
         for name in ["user.darkdisk.nothing", "user.darkdisk.persistent.", "user.darkdisk.Persistent", "user.darkdisk.pool.data",
                      "user.darkdisk.pool.video.size", "user.darkdisk.pool.data.size", "user.other", "trusted.darkdisk", "security.selinux",
                      "user.darkdisk.persistent\u{00E9}"] {
-            let get = try Shell.run("/usr/bin/getfattr", ["-n", name, file])
+            let get = try await Shell.run("/usr/bin/getfattr", ["-n", name, file])
             #expect(get.status != 0 && get.stderr.contains("No such attribute"), "get \(name): \(get.stderr)")
             let set = try setfattr(file, name, "1")
             #expect(set.status != 0 && set.stderr.contains("No such attribute"), "set \(name): \(set.stderr)")
-            let remove = try Shell.run("/usr/bin/setfattr", ["-x", name, file])
+            let remove = try await Shell.run("/usr/bin/setfattr", ["-x", name, file])
             #expect(remove.status != 0 && remove.stderr.contains("No such attribute"), "remove \(name): \(remove.stderr)")
         }
         // Read-only attributes, and removing ours: "Operation not permitted".
@@ -252,7 +252,7 @@ import Testing
             #expect(set.status != 0 && set.stderr.contains("Operation not permitted"), "set \(name): \(set.stderr)")
         }
         for (path, name) in [(file, "user.darkdisk.persistent"), (file, "user.darkdisk.local"), (mount.path, "user.darkdisk.pool.data.max_size")] {
-            let remove = try Shell.run("/usr/bin/setfattr", ["-x", name, path])
+            let remove = try await Shell.run("/usr/bin/setfattr", ["-x", name, path])
             #expect(remove.status != 0 && remove.stderr.contains("Operation not permitted"), "remove \(name): \(remove.stderr)")
         }
         #expect(try getfattr(file, "user.darkdisk.local") == "full")
@@ -266,9 +266,9 @@ import Testing
         #expect(probe.map(\.errno) == ["ENODATA", "ENODATA", "ENODATA"], "\(probe)")
     }
 
-    @Test func sizeQueriesRangeErrorsAndFlags() throws {
+    @Test func sizeQueriesRangeErrorsAndFlags() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["import", "-", "--node", "n"], stdin: Data("n".utf8)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "n"], stdin: Data("n".utf8)).status == 0)
         let mount = try Mount(store)
         let file = mount.path + "/nodes/n/data"
         let results = try Probe.run([
@@ -303,10 +303,10 @@ import Testing
         #expect(results[15].errno == "ERANGE", "26214400 does not fit one byte")
     }
 
-    @Test func aFileNoLongerStoredReadsAsNotLocalAndCannotBeMigrated() throws {
+    @Test func aFileNoLongerStoredReadsAsNotLocalAndCannotBeMigrated() async throws {
         let store = try CLIStore()
-        #expect(try store.darkdisk(["import", "-", "--node", "gone"], stdin: CLIStore.bytes(10_000)).status == 0)
-        #expect(try store.darkdisk(["import", "-", "--node", "half"], stdin: CLIStore.bytes(10_000)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "gone"], stdin: CLIStore.bytes(10_000)).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "half"], stdin: CLIStore.bytes(10_000)).status == 0)
         let mount = try Mount(store)
         let manager = try store.manager()
         // Keep the inodes open (a descriptor reaches the inode without a lookup), then take the files away:
@@ -329,26 +329,26 @@ import Testing
             exit 0
             """
         let pid = try Shell.spawn("/bin/sh", ["-c", script], stdout: store.directory + "/out", stderr: store.directory + "/err")
-        #expect(Mount.wait(seconds: 20) { FileManager.default.fileExists(atPath: deleted) })
+        await #expect(Mount.wait(seconds: 20) { FileManager.default.fileExists(atPath: deleted) })
         var partial = try manager.beginPartialDownload(NodeID("half"), etag: "e1", size: 10_000)
         #expect(FileManager.default.createFile(atPath: partial.path, contents: Data(count: 4096)))
         partial.add(0..<4096)
         try manager.savePartialDownload(partial)
         #expect(FileManager.default.createFile(atPath: recorded, contents: nil))
-        #expect(Shell.wait(pid, seconds: 30) == 0)
+        await #expect(Shell.wait(pid, seconds: 30) == 0)
 
         let out = try String(contentsOfFile: store.directory + "/out", encoding: .utf8)
         #expect(out == "none\n0\n0\npartial\n0\n0\n", "\(out)")
         let err = try String(contentsOfFile: store.directory + "/err", encoding: .utf8)
         #expect(err == "setfattr: /proc/\(pid)/fd/3: Object is remote\nsetfattr: /proc/\(pid)/fd/4: Object is remote\n", "\(err)")
-        #expect(Mount.wait { mount.log.contains("node gone data is not stored here") }, "log: \(mount.log)")
+        await #expect(Mount.wait { mount.log.contains("node gone data is not stored here") }, "log: \(mount.log)")
         #expect(try manager.storedFile(NodeID("gone")) == nil)
     }
 
-    @Test func writesAreRefusedAsOnAReadOnlyFileSystem() throws {
+    @Test func writesAreRefusedAsOnAReadOnlyFileSystem() async throws {
         let store = try CLIStore()
         let data = Data("unchanged".utf8)
-        #expect(try store.darkdisk(["import", "-", "--node", "n"], stdin: data).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "n"], stdin: data).status == 0)
         let mount = try Mount(store)
         let dir = Shell.quote(mount.path + "/nodes/n"), file = Shell.quote(mount.path + "/nodes/n/data")
         let outside = try store.file("outside", Data("x".utf8))
@@ -360,13 +360,13 @@ import Testing
             "cp \(Shell.quote(outside)) \(dir)/copied", "fallocate -l 4096 \(file)", "dd if=/dev/zero of=\(file) bs=1 count=1 conv=notrunc status=none",
         ]
         for command in commands {
-            let run = try Shell.sh(command)
+            let run = try await Shell.sh(command)
             #expect(run.status != 0, "\(command) succeeded")
             #expect(run.stderr.contains("Read-only file system"), "\(command): \(run.stderr)")
         }
-        #expect(try Shell.sh("cat \(file)").stdout == data)
-        #expect(try Shell.sh("ls -a \(dir)").output == ".\n..\ndata\n")
-        #expect(try Shell.sh("stat -c %a \(file)").output != "600\n")
+        await #expect(try Shell.sh("cat \(file)").stdout == data)
+        await #expect(try Shell.sh("ls -a \(dir)").output == ".\n..\ndata\n")
+        await #expect(try Shell.sh("stat -c %a \(file)").output != "600\n")
     }
 
     // MARK: - Helpers

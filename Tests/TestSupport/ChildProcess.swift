@@ -63,6 +63,32 @@ public enum ChildProcess {
         return nil
     }
 
+    /// Waits for a spawned program without holding a thread: polls its exit, sleeping between polls (a few
+    /// milliseconds at first, at most 50). Returns its exit status (128 + signal if it was killed).
+    public static func exitStatus(_ pid: pid_t) async -> Int32 {
+        var status: Int32 = 0
+        var pause: UInt64 = 2_000_000
+        while true {
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid { return decode(status) }
+            if reaped < 0 && errno != EINTR { return decode(status) }
+            try? await Task.sleep(nanoseconds: pause)
+            pause = min(pause * 2, 50_000_000)
+        }
+    }
+
+    /// As `exitStatus(_:)`, for at most `seconds`; a program still running then is killed and nil returned.
+    public static func exitStatus(_ pid: pid_t, seconds: Double) async -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        var status: Int32 = 0
+        while Date() < deadline {
+            if waitpid(pid, &status, WNOHANG) == pid { return decode(status) }
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+        kill(pid, SIGKILL)
+        return await exitStatus(pid)
+    }
+
     private static func decode(_ status: Int32) -> Int32 {
         status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
     }
