@@ -26,6 +26,7 @@ final class CLIStore {
     }
 
     /// `darkdisk`, waiting without holding a thread.
+    @discardableResult
     func darkdisk(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) async throws -> Run {
         try await Shell.run(Shell.darkdisk, arguments + ["--store", storePath], stdin: stdin, environment: environment)
     }

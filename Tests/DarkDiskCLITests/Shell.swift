@@ -23,41 +23,48 @@ enum Shell {
     /// Runs `executable` with `arguments`, feeding `stdin`, capturing both outputs through files (no pipe deadlocks).
     @discardableResult
     static func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) throws -> Run {
-        let scratch = NSTemporaryDirectory() + "darkdisk-run-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let outPath = scratch + "/out", errPath = scratch + "/err", inPath = scratch + "/in"
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: inPath, contents: stdin ?? Data())
-        var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: "DARKDISK_STORE")
-        env.removeValue(forKey: "DARKDISK_PASSPHRASE_FILE")
-        for (k, v) in environment { env[k] = v }
-        let pid = try spawn(executable, arguments, environment: env, stdin: inPath, stdout: outPath, stderr: errPath)
-        let status = wait(pid)
-        return Run(status: status,
-                   stdout: try Data(contentsOf: URL(fileURLWithPath: outPath)),
-                   stderr: String(decoding: try Data(contentsOf: URL(fileURLWithPath: errPath)), as: UTF8.self))
+        let files = try RunFiles(stdin: stdin)
+        defer { files.remove() }
+        let pid = try files.spawn(executable, arguments, environment: environment)
+        return try files.result(status: wait(pid))
     }
 
     /// `run`, waiting for the program without holding a thread (what async tests call).
     @discardableResult
     static func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) async throws -> Run {
+        let files = try RunFiles(stdin: stdin)
+        defer { files.remove() }
+        let pid = try files.spawn(executable, arguments, environment: environment)
+        return try files.result(status: await ChildProcess.exitStatus(pid))
+    }
+
+    /// The scratch files of one `run`: its input, its two outputs.
+    private struct RunFiles {
         let scratch = NSTemporaryDirectory() + "darkdisk-run-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let outPath = scratch + "/out", errPath = scratch + "/err", inPath = scratch + "/in"
-        _ = FileManager.default.createFile(atPath: inPath, contents: stdin ?? Data())
-        var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: "DARKDISK_STORE")
-        env.removeValue(forKey: "DARKDISK_PASSPHRASE_FILE")
-        for (k, v) in environment { env[k] = v }
-        let pid = try spawn(executable, arguments, environment: env, stdin: inPath, stdout: outPath, stderr: errPath)
-        let status = await ChildProcess.exitStatus(pid)
-        return Run(status: status,
-                   stdout: try Data(contentsOf: URL(fileURLWithPath: outPath)),
-                   stderr: String(decoding: try Data(contentsOf: URL(fileURLWithPath: errPath)), as: UTF8.self))
+        var outPath: String { scratch + "/out" }
+        var errPath: String { scratch + "/err" }
+        var inPath: String { scratch + "/in" }
+
+        init(stdin: Data?) throws {
+            try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(atPath: inPath, contents: stdin ?? Data())
+        }
+
+        /// Starts the program with this process' environment, less the store's variables, plus `environment`.
+        func spawn(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> pid_t {
+            var env = ProcessInfo.processInfo.environment
+            env.removeValue(forKey: "DARKDISK_STORE")
+            env.removeValue(forKey: "DARKDISK_PASSPHRASE_FILE")
+            for (k, v) in environment { env[k] = v }
+            return try Shell.spawn(executable, arguments, environment: env, stdin: inPath, stdout: outPath, stderr: errPath)
+        }
+
+        func result(status: Int32) throws -> Run {
+            Run(status: status, stdout: try Data(contentsOf: URL(fileURLWithPath: outPath)),
+                stderr: String(decoding: try Data(contentsOf: URL(fileURLWithPath: errPath)), as: UTF8.self))
+        }
+
+        func remove() { try? FileManager.default.removeItem(atPath: scratch) }
     }
 
     /// `sh`, waiting without holding a thread.
