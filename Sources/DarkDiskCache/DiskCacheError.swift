@@ -29,7 +29,6 @@ public struct DiskCacheError: DarkDiskFailure, Equatable, LocalizedError {
         self.errno = errno
     }
 
-    public var description: String { message }
     public var errorDescription: String? { message }
 
     /// An `.io` error for a failed system call on `path`, carrying the current `errno`.

@@ -53,7 +53,6 @@ public struct CryptoError: DarkDiskFailure, Equatable {
         self.errno = errno
     }
 
-    public var description: String { message }
 
     /// An `.io` error for a failed system call, naming what failed and carrying `errno`.
     static func posix(_ what: String, errno code: Int32) -> CryptoError {

@@ -108,7 +108,6 @@ package enum ExtendedAttribute: Hashable, Sendable {
             self.message = message
         }
 
-        package var description: String { message }
     }
 
     /// The common prefix of every name.

@@ -32,6 +32,5 @@ public struct ImageError: DarkDiskFailure, Equatable, LocalizedError {
         self.message = message
     }
 
-    public var description: String { message }
     public var errorDescription: String? { message }
 }

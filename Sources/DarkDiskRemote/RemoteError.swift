@@ -30,5 +30,4 @@ public struct RemoteError: DarkDiskFailure, Equatable {
         self.message = message
     }
 
-    public var description: String { message }
 }

@@ -14,7 +14,7 @@ import Glibc
 /// a thread that takes a lock it already holds stops at once with a message instead of hanging.
 ///
 /// The body must not do I/O, call user code, or release the last reference to an object with a `deinit`
-/// that does either (Docs/ARCHITECTURE.md, "Locks"): take what is needed under the lock, act after it.
+/// that does either (Docs/ARCHITECTURE.md, "Threads, blocking work and locks"): take what is needed under the lock, act after it.
 public final class Locked<Value>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value

@@ -3,5 +3,4 @@ import DarkDiskSystem
 struct CLIError: DarkDiskFailure {
     let message: String
     init(_ message: String) { self.message = message }
-    var description: String { message }
 }

@@ -33,6 +33,24 @@ import Testing
             return node
         }
 
+        /// The node's content key, as store B's outline gives it.
+        func key(of id: NodeID) throws -> SymmetricKey {
+            try b.unwrapKey(try #require(try b.outlineEntry(id)).wrappedKey)
+        }
+
+        /// The size of the node's cloud file in the remote.
+        func cloudFileSize(_ id: NodeID) async throws -> Int {
+            Int(try #require(try await remote.info(CloudLayout.cloudFile(id))).size)
+        }
+
+        /// Store B's downloads through a remote that takes `microseconds` per 64 KiB, in parts of 256 KiB,
+        /// two at a time (a download slow enough to read from while it runs), and that remote.
+        func slowDownloads(microsecondsPer64KiB microseconds: Int) -> (DownloadManager, FaultyRemote) {
+            let slow = FaultyRemote(remote)
+            slow.delayPer64KiB.store(microseconds, ordering: .relaxed)
+            return (DownloadManager(manager: b, remote: slow, partSize: 256 * 1024, parallelParts: 2, checkpointBytes: 64 * 1024), slow)
+        }
+
         func file(_ name: String, _ data: Data) throws -> String {
             let path = directory + "/" + name
             try data.write(to: URL(fileURLWithPath: path))

@@ -26,12 +26,9 @@ import Testing
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(6_000_000, seed: 61)
         let id = try await setup.pushedAndPulled(data, as: "deep")
-        let key = try setup.b.unwrapKey(try #require(try setup.b.outlineEntry(id)).wrappedKey)
-        let total = Int(try #require(try await setup.remote.info(CloudLayout.cloudFile(id))).size)
-
-        let slow = FaultyRemote(setup.remote)
-        slow.delayPer64KiB.store(15_000, ordering: .relaxed)
-        let downloads = DownloadManager(manager: setup.b, remote: slow, partSize: 256 * 1024, parallelParts: 2, checkpointBytes: 64 * 1024)
+        let key = try setup.key(of: id)
+        let total = try await setup.cloudFileSize(id)
+        let (downloads, slow) = setup.slowDownloads(microsecondsPer64KiB: 15_000)
         let ticket = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
         // The header first (what a reader needs to map plaintext to ciphertext), then a range near the end.
         let header = try await answer(downloads, id, 0..<UInt64(CryptoFormat.headerSize), ticket: ticket).get()
