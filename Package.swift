@@ -74,7 +74,7 @@ let package = Package(
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskSync", "DarkDiskTestSupport"]),
         // Real servers for the tests (nginx, our fault-injecting proxy), shared by the test targets.
-        .target(name: "DarkDiskTestSupport", path: "Tests/TestSupport"),
+        .target(name: "DarkDiskTestSupport", dependencies: ["DarkDiskSystem"], path: "Tests/TestSupport"),
         .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskSync", "DarkDiskCloud", "DarkDiskRemote", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport",
                                                         .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets", "DarkDiskTestSupport"]),

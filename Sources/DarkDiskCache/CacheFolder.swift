@@ -163,8 +163,8 @@ final class CacheFolder: Sendable {
         case corrupt(Row)
     }
 
-    /// Reads `key`'s value; records the access (buffered) when found.
-    func read(_ key: String, notModifiedBefore cutoff: Double?) throws(DiskCacheError) -> ReadResult {
+    /// Reads `key`'s value; records the access at `now` (buffered) when found.
+    func read(_ key: String, notModifiedBefore cutoff: Double?, now: Double) throws(DiskCacheError) -> ReadResult {
         let found = try state.withLock { (s: inout State) throws(DiskCacheError) -> Row? in
             let statement = try s.connection.statement(
                 "SELECT id, length, checksum, modified, value, file FROM entry WHERE key = ?").bind(.text(key))
@@ -172,7 +172,7 @@ final class CacheFolder: Sendable {
             guard try statement.step() else { return nil }
             let row = Row(id: statement.int(0), length: statement.int(1), checksum: statement.int(2),
                           modified: statement.double(3), value: statement.blob(4), file: statement.text(5))
-            if cutoff == nil || row.modified >= cutoff! { try self.recordAccess(row.id, in: &s) }
+            if cutoff == nil || row.modified >= cutoff! { try self.recordAccess(row.id, at: now, in: &s) }
             return row
         }
         guard let row = found else { return .miss }
@@ -194,8 +194,8 @@ final class CacheFolder: Sendable {
         return .hit(data)
     }
 
-    private func recordAccess(_ id: Int64, in s: inout State) throws(DiskCacheError) {
-        s.pendingAccess[id] = FileIO.now()
+    private func recordAccess(_ id: Int64, at now: Double, in s: inout State) throws(DiskCacheError) {
+        s.pendingAccess[id] = now
         if s.pendingAccess.count >= 65_536 {
             try Self.flush(&s)    // the background flush fell far behind
         } else if s.pendingAccess.count >= 4096 && !s.flushQueued {
@@ -269,11 +269,11 @@ final class CacheFolder: Sendable {
         let file: String?
     }
 
-    /// Stores `data` for `key`, then (when `byteLimit` > 0) removes least recently used entries until the total
+    /// Stores `data` for `key` as set at `now`, then (when `byteLimit` > 0) removes least recently used entries until the total
     /// is within the limit, all in one transaction. `willRemove` is called for each evicted key before its
     /// removal; the evicted keys are returned. A large value is written to `tmp/` first and renamed into `files/`
     /// inside the transaction, so a crash at any point leaves the old value or the new one.
-    func write(_ data: Data, forKey key: String, byteLimit: Int,
+    func write(_ data: Data, forKey key: String, now: Double, byteLimit: Int,
                willRemove: (String) -> Void) throws(DiskCacheError) -> [Removed] {
         let checksum = data.withUnsafeBytes { ContentChecksum.of($0) }
         var fd: Int32 = -1
@@ -298,7 +298,6 @@ final class CacheFolder: Sendable {
             size = FileIO.allocatedSize(fd)
         }
         defer { if fd >= 0 { close(fd) } }
-        let now = FileIO.now()
         var renamed = false
         var replacedFile: String? = nil
         let evicted: [Removed]

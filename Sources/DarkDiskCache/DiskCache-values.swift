@@ -6,7 +6,7 @@ extension DiskCache {
     public func data(forKey key: String) throws(DiskCacheError) -> Data? {
         // A writer may replace the entry between the read and the removal of a damaged one: read again then.
         for _ in 0..<8 {
-            switch try folder.read(key, notModifiedBefore: cutoff) {
+            switch try folder.read(key, notModifiedBefore: cutoff, now: secondsNow) {
             case .hit(let data):
                 return data
             case .miss:
@@ -44,7 +44,7 @@ extension DiskCache {
     public func set(_ data: Data, forKey key: String) throws(DiskCacheError) {
         let hooks = hooks
         fire(hooks.willAdd, key)
-        let evicted = try folder.write(data, forKey: key, byteLimit: byteLimit, willRemove: { fire(hooks.willRemove, $0) })
+        let evicted = try folder.write(data, forKey: key, now: secondsNow, byteLimit: byteLimit, willRemove: { fire(hooks.willRemove, $0) })
         fire(hooks.didAdd, key)
         for entry in evicted { fire(hooks.didRemove, entry.key) }
     }

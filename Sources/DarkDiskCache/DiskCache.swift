@@ -32,6 +32,9 @@ public final class DiskCache: Sendable {
     /// change is made, `did` hooks once it is committed.
     public let hookQueue: DispatchQueue
 
+    /// The clock that dates sets and reads (for `ageLimit`, `trim(toDate:)` and least-recently-used order).
+    public let clock: any StoreClock
+
     let folder: CacheFolder
 
     struct Hooks {
@@ -71,8 +74,9 @@ public final class DiskCache: Sendable {
     /// Opens (creating if needed) the cache `name` under `rootPath` (default `$XDG_CACHE_HOME`), in the folder
     /// `darkdisk.DiskCache.<name>` (a name with characters other than letters, digits, `.`, `_` and `-`, or
     /// longer than 100 bytes, is hashed into the folder name). Hooks run on `hookQueue` (default: a new serial
-    /// queue). Costs the same at any number of entries: nothing is scanned.
-    public init(name: String, rootPath: String? = nil, hookQueue: DispatchQueue? = nil) throws(DiskCacheError) {
+    /// queue); sets and reads are dated by `clock`. Costs the same at any number of entries: nothing is scanned.
+    public init(name: String, rootPath: String? = nil, hookQueue: DispatchQueue? = nil,
+                clock: any StoreClock = SystemClock()) throws(DiskCacheError) {
         guard !name.isEmpty else { throw DiskCacheError(.invalidArgument, "a cache name cannot be empty") }
         let root = rootPath ?? Self.defaultRootPath
         do {
@@ -87,6 +91,7 @@ public final class DiskCache: Sendable {
         let path = URL(fileURLWithPath: absoluteRoot).standardizedFileURL.resolvingSymlinksInPath().path + "/" + folderName
         self.name = name
         self.cacheURL = URL(fileURLWithPath: path, isDirectory: true)
+        self.clock = clock
         self.hookQueue = hookQueue ?? DispatchQueue(label: "darkdisk.DiskCache.\(name).hooks", qos: .utility)
         self.folder = try CacheFolder.open(path: path)
     }
@@ -136,8 +141,11 @@ public final class DiskCache: Sendable {
     /// The oldest modification date an entry may have under `ageLimit`, or `nil` when there is no limit.
     var cutoff: Double? {
         let limit = ageLimit
-        return limit > 0 ? FileIO.now() - limit : nil
+        return limit > 0 ? secondsNow - limit : nil
     }
+
+    /// `clock`'s time in seconds since 1970, as the index keeps times.
+    var secondsNow: Double { clock.now.timeIntervalSince1970 }
 
     private func scheduleAgeTrim(_ generation: UInt64, after delay: TimeInterval) {
         Self.timerQueue.asyncAfter(deadline: .now() + delay) { [weak self] in

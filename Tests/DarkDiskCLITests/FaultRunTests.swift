@@ -52,28 +52,32 @@ import Glibc
 
         var kinds: [String: Int] = [:]
         var killedMidway = 0
+        // How long each kind of command ran when it finished before its kill: the next kill of that kind
+        // comes at a random point of that span, so kills land mid-work on a fast machine as on a slow one.
+        var runtimes = ["import": 0.4, "download": 0.4, "migration": 0.1, "eviction": 0.1]
         for round in 0..<Self.rounds {
-            let delay = Double(random.next() % 400) / 1000
+            let fraction = Double(random.next() % 1000) / 1000
+            let delay = fraction * 0.4
             let kind: String
             switch random.next() % 5 {
             case 0:
                 kind = "import"
                 let id = "import-\(random.next() % 4)"
                 let mode = random.next() % 2 == 0 ? ["--persistent"] : []
-                killedMidway += killMidway(["import", b.directory + "/" + id, "--node", id] + mode + pass, after: delay, in: b.directory)
+                killedMidway += killMidway(["import", b.directory + "/" + id, "--node", id] + mode + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
             case 1:
                 kind = "download"
                 let id = "remote-\(random.next() % 3)"
                 _ = try await b.darkdisk(["delete", "--node", id])
-                killedMidway += killMidway(["fetch", "--node", id, "--part-size", "1048576"] + pass, after: delay, in: b.directory)
+                killedMidway += killMidway(["fetch", "--node", id, "--part-size", "1048576"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
             case 2:
                 kind = "migration"
                 let id = ["import-0", "import-1", "remote-0", "remote-1", "held"][Int(random.next() % 5)]
-                killedMidway += killMidway(["persist", "--node", id, random.next() % 2 == 0 ? "on" : "off"] + pass, after: delay / 4, in: b.directory)
+                killedMidway += killMidway(["persist", "--node", id, random.next() % 2 == 0 ? "on" : "off"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
             case 3:
                 kind = "eviction"
                 _ = try await b.darkdisk(["config", "set", "pool.data.max_size", "1G"])
-                killedMidway += killMidway(["config", "set", "pool.data.max_size", "0"] + pass, after: delay / 4, in: b.directory)
+                killedMidway += killMidway(["config", "set", "pool.data.max_size", "0"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
             default:
                 kind = "daemon"
                 let mount = try Mount(b)
@@ -107,12 +111,16 @@ import Glibc
         print("fault run: \(Self.rounds) rounds, \(killedMidway) killed in the middle: \(kinds.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
     }
 
-    /// Starts `darkdisk ARGS` and kills it with SIGKILL after `delay` seconds; 1 if it was still running then.
-    private func killMidway(_ arguments: [String], after delay: Double, in directory: String) -> Int {
+    /// Starts `darkdisk ARGS` and kills it with SIGKILL at `fraction` of `runtime` seconds; 1 if it was
+    /// still running then. A command that finished first sets `runtime` to how long it took.
+    private func killMidway(_ arguments: [String], at fraction: Double, of runtime: inout Double, in directory: String) -> Int {
+        let started = Date()
         guard let process = try? Background("exec " + ([Shell.darkdisk] + arguments).map(Shell.quote).joined(separator: " ") + " > /dev/null",
                                             in: directory) else { return 0 }
-        Thread.sleep(forTimeInterval: delay)
-        kill(process.pid, SIGKILL)
-        return process.wait(seconds: 30) == 128 + SIGKILL ? 1 : 0
+        if process.wait(seconds: fraction * runtime) != nil {
+            runtime = Date().timeIntervalSince(started)
+            return 0
+        }
+        return 1
     }
 }

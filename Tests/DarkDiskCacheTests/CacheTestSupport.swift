@@ -13,7 +13,9 @@ final class TemporaryRoot {
 
     deinit { try? FileManager.default.removeItem(atPath: path) }
 
-    func cache(_ name: String = "test") throws -> DiskCache { try DiskCache(name: name, rootPath: path) }
+    func cache(_ name: String = "test", clock: any StoreClock = SystemClock()) throws -> DiskCache {
+        try DiskCache(name: name, rootPath: path, clock: clock)
+    }
 }
 
 /// Deterministic bytes: `count` of them from `seed` (the suites' shared generator).

@@ -1,4 +1,5 @@
 @testable import DarkDiskCache
+import DarkDiskTestSupport
 import Foundation
 import Testing
 
@@ -39,12 +40,13 @@ import Testing
 
     @Test func byteLimitEvictsLeastRecentlyUsedOnEverySet() throws {
         let root = try TemporaryRoot()
-        let cache = try root.cache()
+        let clock = ManualClock()
+        let cache = try root.cache(clock: clock)
         cache.byteLimit = 10_000
-        for i in 0..<5 { try cache.set(bytes(2000, seed: UInt64(i)), forKey: "k\(i)"); usleep(2000) }
+        for i in 0..<5 { try cache.set(bytes(2000, seed: UInt64(i)), forKey: "k\(i)"); clock.advance(by: 1) }
         #expect(try cache.byteCount == 10_000)
         _ = try cache.data(forKey: "k0")    // k0 is now the most recently used; k1 the least
-        usleep(2000)
+        clock.advance(by: 1)
         try cache.set(bytes(2000, seed: 9), forKey: "k5")
         #expect(try cache.byteCount <= 10_000)
         #expect(try cache.data(forKey: "k1") == nil, "the least recently used goes first")
@@ -65,37 +67,41 @@ import Testing
 
     @Test func ageLimitIsARealLimit() throws {
         let root = try TemporaryRoot()
-        let cache = try root.cache()
+        let clock = ManualClock()
+        let cache = try root.cache(clock: clock)
         try cache.set(bytes(100), forKey: "old")
         try cache.set(bytes(60_000), forKey: "old-file")
-        usleep(700_000)
-        cache.ageLimit = 0.5
-        // Never returned once older than the limit, timer or not.
+        cache.ageLimit = 3600                       // its timer runs now (nothing is old yet), then in a minute
+        clock.advance(by: 3601)
+        // Never returned once older than the limit, before the timer comes round.
         #expect(try cache.data(forKey: "old") == nil)
         #expect(try !cache.containsValue(forKey: "old-file"))
         #expect(try cache.withFileURL(forKey: "old-file") { _ in true } == nil)
         try cache.set(bytes(100), forKey: "young")
         #expect(try cache.data(forKey: "young") == bytes(100))
-        // The timer removes expired entries without anyone reading them.
-        let other = try root.cache()    // no age limit of its own: sees what the index holds
+        // The timer removes expired entries without anyone reading them (setting the limit runs it at once).
+        clock.advance(by: 3601)
+        cache.ageLimit = 3600
+        let other = try root.cache(clock: clock)    // no age limit of its own: sees what the index holds
         #expect(try eventually(within: 5) { try other.entryCount == 0 })
         #expect(try other.byteCount == 0)
         #expect(settledValueFileCount(cache, expected: 0) == 0)
         cache.ageLimit = 0
         try cache.set(bytes(100), forKey: "kept")
-        usleep(600_000)
+        clock.advance(by: 7200)
         #expect(try cache.data(forKey: "kept") != nil)
     }
 
     @Test func trimToDateRemovesEntriesNotAccessedSince() throws {
         let root = try TemporaryRoot()
-        let cache = try root.cache()
+        let clock = ManualClock()
+        let cache = try root.cache(clock: clock)
         try cache.set(bytes(100), forKey: "a")
         try cache.set(bytes(50_000), forKey: "b")
         try cache.set(bytes(100), forKey: "c")
-        usleep(50_000)
-        let date = Date()
-        usleep(50_000)
+        clock.advance(by: 1)
+        let date = clock.now
+        clock.advance(by: 1)
         _ = try cache.data(forKey: "a")     // accessed after the date
         try cache.trim(toDate: date)
         #expect(try cache.entries().map(\.key) == ["a"])
@@ -117,11 +123,12 @@ import Testing
 
     @Test func trimToSizeByDateUsesAccessTimesThatSurviveARestart() throws {
         let root = try TemporaryRoot()
+        let clock = ManualClock()
         do {
-            let cache = try root.cache()
-            for key in ["a", "b", "c", "d"] { try cache.set(bytes(1000), forKey: key); usleep(2000) }
+            let cache = try root.cache(clock: clock)
+            for key in ["a", "b", "c", "d"] { try cache.set(bytes(1000), forKey: key); clock.advance(by: 1) }
             _ = try cache.data(forKey: "a")
-            usleep(2000)
+            clock.advance(by: 1)
             _ = try cache.data(forKey: "b")
         }
         // A new instance after the first is gone: the reads were persisted (not only kept in memory).
@@ -135,10 +142,11 @@ import Testing
 
     @Test func accessTimesReachTheIndexWithinAboutASecond() throws {
         let root = try TemporaryRoot()
-        let cache = try root.cache()
+        let clock = ManualClock()
+        let cache = try root.cache(clock: clock)
         try cache.set(bytes(10), forKey: "x")
         try cache.set(bytes(10), forKey: "y")
-        usleep(10_000)
+        clock.advance(by: 1)
         _ = try cache.data(forKey: "x")
         // Another process reads the index: the access shows up there without any trim or close here.
         #expect(try eventually(within: 4) {

@@ -55,8 +55,9 @@ import Testing
     }
 
     @Test func negativeEntriesExpireAndFlushesMatchKeys() async throws {
-        let cache = MemoryImageCache()
-        cache.insert(MemoryImageCache.Entry(image: nil, expires: .now + .seconds(1)), for: key("none"))
+        let (clock, advance) = ExpiryClock.manual()
+        let cache = MemoryImageCache(clock: clock)
+        cache.insert(MemoryImageCache.Entry(image: nil, expires: clock.now() + .seconds(1)), for: key("none"))
         cache.insert(image(10), for: key("n1", "resize-64x64"))
         cache.insert(image(10), for: key("n1", "crop-32x32"))
         cache.insert(image(10), for: key("n2", "resize-64x64"))
@@ -64,7 +65,9 @@ import Testing
         let negative = try #require(cache.entry(for: key("none")))
         #expect(negative.image == nil)
         #expect(cache.totalCost == 30 + MemoryImageCache.negativeEntryCost)
-        try await Task.sleep(nanoseconds: 1_300_000_000)
+        advance(.milliseconds(999))
+        #expect(cache.contains(key("none")), "not yet expired")
+        advance(.milliseconds(1))
         #expect(cache.entry(for: key("none")) == nil, "expired: looked up again")
         #expect(cache.count == 3)
         #expect(cache.removeAll { $0.processorID == "resize-64x64" } == 2)

@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskTestSupport
 import Foundation
 import Testing
 
@@ -13,7 +14,8 @@ import Testing
 
     @Test func dataPoolChangesAreReported() async throws {
         let store = try TemporaryStore()
-        let manager = try store.create()
+        let clock = ManualClock()
+        let manager = try store.create(clock: clock)
         let data = manager.changes(in: .data)
         let thumbnails = manager.changes(in: .thumbnails)
 
@@ -23,7 +25,7 @@ import Testing
         try importFile(manager, "mig", persistent: true)
         try await manager.makeNodeFilePersistent(false, nodeID: NodeID("mig"))
         try importFile(manager, "ev")
-        try await Task.sleep(for: .milliseconds(300))
+        clock.advance(by: 0.3)
         try manager.expireFiles() // (unless the maintenance timer was first: the change is reported either way)
         try manager.setMaxSize(0, for: .data) // evicts "ev" and the now-cached "mig"
         try importFile(manager, "t", size: 500, kind: .thumbnail)

@@ -1,5 +1,6 @@
 import DarkDisk
 import DarkDiskCrypto
+import DarkDiskTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -70,12 +71,13 @@ import Glibc
 
     @Test func retainedFileSurvivesExpiry() async throws {
         let store = try TemporaryStore()
-        let manager = try store.create()
+        let clock = ManualClock()
+        let manager = try store.create(clock: clock)
         var diskImport = DiskImport(cleartextData: contents("e"))
         diskImport.expiration = 1
         var held: DiskExport? = try await manager.importNodeFile(diskImport, nodeID: NodeID("e"))
         let path = held!.cryptoFile.path
-        try await Task.sleep(for: .milliseconds(1_200))
+        clock.advance(by: 1.2)
         _ = try manager.expireFiles()
         await #expect(try manager.nodeFile(NodeID("e")) == nil, "an expired file is not handed out")
         #expect(try !manager.hasNodeFile(NodeID("e")))

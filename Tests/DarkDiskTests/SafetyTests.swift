@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskTestSupport
 import Foundation
 import Testing
 
@@ -73,7 +74,8 @@ import Testing
 
     @Test func expiredCacheFileIsNotExported() throws {
         let store = try TemporaryStore()
-        let manager = try store.create()
+        let clock = ManualClock()
+        let manager = try store.create(clock: clock)
         var expiring = DiskImport(cleartextData: Data("short-lived".utf8))
         expiring.expiration = 1
         try manager.importNodeFile(expiring, nodeID: NodeID("e"))
@@ -81,7 +83,7 @@ import Testing
         never.expiration = -1
         try manager.importNodeFile(never, nodeID: NodeID("f"))
         #expect(try manager.nodeFile(NodeID("e")) != nil)
-        Thread.sleep(forTimeInterval: 1.2)
+        clock.advance(by: 1.2)
         #expect(try manager.nodeFile(NodeID("e")) == nil)
         #expect(try manager.nodeFile(NodeID("f")) != nil)
     }

@@ -21,8 +21,8 @@ final class TemporaryStore {
         try DiskManager.create(at: location, passphrase: passphrase.map { Array($0.utf8) }, clock: clock)
     }
 
-    func open(passphrase: String? = nil) throws -> DiskManager {
-        try DiskManager(location: location, passphrase: passphrase.map { Array($0.utf8) })
+    func open(passphrase: String? = nil, clock: any StoreClock = SystemClock()) throws -> DiskManager {
+        try DiskManager(location: location, passphrase: passphrase.map { Array($0.utf8) }, clock: clock)
     }
 
     /// Deterministic pseudo-random bytes.

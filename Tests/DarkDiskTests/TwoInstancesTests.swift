@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskTestSupport
 import Foundation
 import Testing
 
@@ -42,13 +43,14 @@ import Testing
 
     @Test func tokenInOneInstanceBlocksExpiryByTheOther() async throws {
         let store = try TemporaryStore()
-        let holder = try store.create()
-        let other = try store.open()
+        let clock = ManualClock()
+        let holder = try store.create(clock: clock)
+        let other = try store.open(clock: clock)
         var diskImport = DiskImport(cleartextData: contents("e"))
         diskImport.expiration = 1
         var held: DiskExport? = try await holder.importNodeFile(diskImport, nodeID: NodeID("e"))
         let path = held!.cryptoFile.path
-        try await Task.sleep(for: .milliseconds(1_200))
+        clock.advance(by: 1.2)
         try other.expireFiles() // (or a maintenance timer did it already)
         await #expect(try other.nodeFile(NodeID("e")) == nil)
         #expect(fileExists(path))
