@@ -52,7 +52,7 @@ import Testing
             #expect(FileManager.default.fileExists(atPath: heldPath), "round \(round): a retained file was deleted")
             #expect(try decrypt(held) == contents["n0"], "round \(round): a retained file stopped reading")
             _ = consume held
-            states.insert(try checkInvariants(location: location, contents: contents, round: round))
+            states.insert(try await checkInvariants(location: location, contents: contents, round: round))
             // Keep n0 for the next round.
             if try await store.manager().nodeFile(NodeID("n0")) == nil {
                 await #expect(try store.darkdisk(["import", store.directory + "/n0.bin", "--node", "n0", "--persistent"]).status == 0)
@@ -67,12 +67,12 @@ import Testing
     }
 
     /// Checks the invariants and returns the stored files (path and mode) as the store now has them.
-    private func checkInvariants(location: StoreLocation, contents: [String: Data], round: Int) throws -> Set<String> {
+    private func checkInvariants(location: StoreLocation, contents: [String: Data], round: Int) async throws -> Set<String> {
         let manager = try DiskManager(location: location)
         var indexed = Set<String>()
         for id in try manager.storedNodeIDs() {
             for file in try manager.storedFiles(id) {
-                let export = try manager.nodeFile(id, kind: file.kind)
+                let export = try await manager.nodeFile(id, kind: file.kind)
                 if file.mode == .persistent {
                     #expect(export != nil, "round \(round): persistent \(id) is in the index but not on disk")
                 }
@@ -82,7 +82,7 @@ import Testing
             }
         }
         // Files on disk that the index does not know are orphans; the sweep at open removes them.
-        let settled = Mount.wait(seconds: 5) {
+        let settled = await Mount.wait(seconds: 5) {
             Set(storedFilePaths(location)).subtracting(indexed).isEmpty
         }
         #expect(settled, "round \(round): orphans left: \(Set(storedFilePaths(location)).subtracting(indexed))")

@@ -64,20 +64,20 @@ import Glibc
                 kind = "import"
                 let id = "import-\(random.next() % 4)"
                 let mode = random.next() % 2 == 0 ? ["--persistent"] : []
-                killedMidway += killMidway(["import", b.directory + "/" + id, "--node", id] + mode + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
+                killedMidway += await killMidway(["import", b.directory + "/" + id, "--node", id] + mode + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
             case 1:
                 kind = "download"
                 let id = "remote-\(random.next() % 3)"
                 _ = try await b.darkdisk(["delete", "--node", id])
-                killedMidway += killMidway(["fetch", "--node", id, "--part-size", "1048576"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
+                killedMidway += await killMidway(["fetch", "--node", id, "--part-size", "1048576"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
             case 2:
                 kind = "migration"
                 let id = ["import-0", "import-1", "remote-0", "remote-1", "held"][Int(random.next() % 5)]
-                killedMidway += killMidway(["persist", "--node", id, random.next() % 2 == 0 ? "on" : "off"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
+                killedMidway += await killMidway(["persist", "--node", id, random.next() % 2 == 0 ? "on" : "off"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
             case 3:
                 kind = "eviction"
                 _ = try await b.darkdisk(["config", "set", "pool.data.max_size", "1G"])
-                killedMidway += killMidway(["config", "set", "pool.data.max_size", "0"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
+                killedMidway += await killMidway(["config", "set", "pool.data.max_size", "0"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
             default:
                 kind = "daemon"
                 let mount = try Mount(b)
@@ -85,7 +85,7 @@ import Glibc
                 let reader = try Background("exec cat \(Shell.quote(mount.path + "/nodes/\(id)/data")) > /dev/null", in: b.directory)
                 try? await Task.sleep(nanoseconds: UInt64((delay) * 1e9))
                 if let daemon = MountDaemon.pid(serving: mount.path), kill(daemon, SIGKILL) == 0 { killedMidway += 1 }
-                _ = reader.wait(seconds: 30)
+                _ = await reader.wait(seconds: 30)
                 if Mount.isMounted(mount.path) { _ = try Shell.sh("fusermount3 -u -z \(Shell.quote(mount.path))", timeout: 30) }
             }
             kinds[kind, default: 0] += 1
@@ -113,11 +113,11 @@ import Glibc
 
     /// Starts `darkdisk ARGS` and kills it with SIGKILL at `fraction` of `runtime` seconds; 1 if it was
     /// still running then. A command that finished first sets `runtime` to how long it took.
-    private func killMidway(_ arguments: [String], at fraction: Double, of runtime: inout Double, in directory: String) -> Int {
+    private func killMidway(_ arguments: [String], at fraction: Double, of runtime: inout Double, in directory: String) async -> Int {
         let started = Date()
         guard let process = try? Background("exec " + ([Shell.darkdisk] + arguments).map(Shell.quote).joined(separator: " ") + " > /dev/null",
                                             in: directory) else { return 0 }
-        if process.wait(seconds: fraction * runtime) != nil {
+        if await process.wait(seconds: fraction * runtime) != nil {
             runtime = Date().timeIntervalSince(started)
             return 0
         }

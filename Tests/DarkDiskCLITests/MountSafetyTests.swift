@@ -124,7 +124,7 @@ import Testing
         let freed = await Mount.wait(seconds: 20) { !MountDaemon.isAlive(reader.pid) }
         #expect(freed, "the reader of a killed mount returns (it hung in the kernel)")
         if !freed { Self.abortIfStuck(mountpoint) }
-        let status = reader.wait(seconds: 20)
+        let status = await reader.wait(seconds: 20)
         #expect(status != nil && status != 0, "the reader of a killed mount returns with an error (exit \(String(describing: status)))")
         await #expect(Mount.wait(seconds: 20) { Self.threadsOf(daemon) <= 1 }, "the daemon is gone (at most its zombie leader left), no thread of it stuck in the kernel")
         if Mount.isMounted(mountpoint) {
@@ -180,7 +180,7 @@ import Testing
         let midway = await Mount.wait(seconds: 60) { ((try? proxy.bytes("/nodes/big.ddc")) ?? 0) >= 12 << 20 }
         #expect(midway, "the read did not start downloading: \(reader.stderr)")
         #expect(kill(daemon, SIGKILL) == 0)
-        let status = reader.wait(seconds: 30)
+        let status = await reader.wait(seconds: 30)
         #expect(status != nil && status != 0, "the reader of a killed mount fails (exit \(String(describing: status)))")
         await #expect(Mount.wait(seconds: 10) { !MountDaemon.isAlive(daemon) })
         try proxy.control(["throttle": 0])
@@ -246,7 +246,7 @@ import Testing
         #expect(MountDaemon.isAlive(daemon), "the daemon serves the open file until it is closed")
 
         #expect(FileManager.default.createFile(atPath: work + "/go", contents: nil))
-        #expect(reader.wait(seconds: 60) == 0, "the open reader finishes: \(reader.stderr)")
+        #expect(await reader.wait(seconds: 60) == 0, "the open reader finishes: \(reader.stderr)")
         let read = ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part1"))) ?? Data())
             + ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part2"))) ?? Data())
         #expect(read == data, "the open file read \(read.count) of \(data.count) bytes after the unmount")

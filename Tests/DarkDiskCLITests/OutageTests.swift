@@ -58,7 +58,7 @@ import Testing
         try setup.proxy.control(["clear": true])
         let cat = try Shell.sh("exec timeout -s KILL 60 cat \(Shell.quote(setup.path))", timeout: 90)
         #expect(cat.status == 0 && cat.stdout == setup.data, "the first cat after the remote came back: exit \(cat.status), \(cat.stderr)")
-        _ = first.wait(seconds: 30)
+        _ = await first.wait(seconds: 30)
     }
 
     /// Issue 15 item 15: an endpoint that refuses connections took 58 s to fail, with "connection reset

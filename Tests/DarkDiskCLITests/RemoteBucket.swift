@@ -142,29 +142,40 @@ final class Background {
         pid = try Shell.spawn("/bin/bash", ["-c", script], stdout: out, stderr: err, newProcessGroup: true)
     }
 
-    /// Waits at most `seconds` for the script; nil if it was still running (it is then killed).
-    func wait(seconds: Double) -> Int32? {
+    /// Waits at most `seconds` for the script, suspending (not blocking a thread) between looks; nil if it
+    /// was still running (it is then killed).
+    func wait(seconds: Double) async -> Int32? {
         if let status { return status }
         let deadline = Date().addingTimeInterval(seconds)
-        var raw: Int32 = 0
         while Date() < deadline {
-            if waitpid(pid, &raw, WNOHANG) == pid {
-                status = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
-                return status
-            }
-            Thread.sleep(forTimeInterval: 0.02)
+            if reap() { return status }
+            try? await Task.sleep(nanoseconds: 20_000_000)
         }
+        if reap() { return status }
+        killNow()
+        return nil
+    }
+
+    /// Whether the script has exited (its status is then kept).
+    private func reap() -> Bool {
+        var raw: Int32 = 0
+        guard waitpid(pid, &raw, WNOHANG) == pid else { return false }
+        status = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
+        return true
+    }
+
+    private func killNow() {
+        var raw: Int32 = 0
         kill(-pid, SIGKILL)
         waitpid(pid, &raw, 0)
         status = -1
-        return nil
     }
 
     var stdout: Data { (try? Data(contentsOf: URL(fileURLWithPath: out))) ?? Data() }
     var stderr: String { (try? String(contentsOfFile: err, encoding: .utf8)) ?? "" }
 
     deinit {
-        if status == nil { _ = wait(seconds: 0) }
+        if status == nil, !reap() { killNow() }
     }
 }
 

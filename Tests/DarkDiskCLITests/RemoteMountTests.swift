@@ -165,7 +165,7 @@ import Testing
         #expect(local.stdout == here, "a local node during the outage: \(local.stderr)")
         #expect(localSeconds < 1.5, "the local read took \(localSeconds) s during the outage")
 
-        let status = reader.wait(seconds: 60)
+        let status = await reader.wait(seconds: 60)
         let seconds = Date().timeIntervalSince(started)
         #expect(status != nil && status != 0, "cat of a remote-only node with the remote \(outage.rawValue): exit \(String(describing: status))")
         #expect(reader.stderr.contains("Input/output error"), "\(reader.stderr)")

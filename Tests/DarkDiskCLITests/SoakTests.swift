@@ -78,7 +78,7 @@ import Glibc
                 rss.append(kib)
             }
         }
-        for worker in workers { _ = worker.wait(seconds: 180) }
+        for worker in workers { _ = await worker.wait(seconds: 180) }
 
         let failures = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
         let readCount = ((try? String(contentsOfFile: reads, encoding: .utf8)) ?? "").split(separator: "\n")
