@@ -34,6 +34,7 @@ let package = Package(
         .target(name: "DarkDisk", dependencies: ["DarkDiskSync", "DarkDiskSystem",
             "DarkDiskCrypto",
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The remote clients (HTTP, S3 with its signing and XML, file://): no dependency on the store.

@@ -15,6 +15,22 @@ extension DiskManager {
         try read { db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }.map(StoredFile.init)
     }
 
+    /// Every node with a stored file of `kind`, sorted by ID (one indexed query).
+    public func storedNodeIDs(kind: FileKind) throws(DarkDiskError) -> [NodeID] {
+        let ids = try read { db in
+            try String.fetchAll(db, sql: "SELECT ownerID FROM file WHERE kind = ? ORDER BY ownerID", arguments: [kind.rawValue])
+        }
+        return ids.compactMap { try? NodeID($0) }
+    }
+
+    /// A node's stored files and outline entry, read together (`NodeState`).
+    public func nodeState(_ nodeID: NodeID) throws(DarkDiskError) -> NodeState {
+        try read { db in
+            let files = try FileRecord.filter(Column("ownerID") == nodeID.rawValue && Column("kind") != FileKind.avatar.rawValue).fetchAll(db)
+            return NodeState(nodeID: nodeID, files: files.map(StoredFile.init), outline: try Self.outlineEntry(db, nodeID))
+        }
+    }
+
     /// The index entries of all files of a node.
     public func storedFiles(_ nodeID: NodeID) throws(DarkDiskError) -> [StoredFile] {
         try read { db in

@@ -5,10 +5,12 @@ import GRDB
 extension DiskManager {
     /// The outline entry of a node, if the remote has told us about it.
     public func outlineEntry(_ nodeID: NodeID) throws(DarkDiskError) -> OutlineEntry? {
-        try read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM node WHERE id = ? AND cloudETag IS NOT NULL", arguments: [nodeID.rawValue])
-                .map(Self.entry(from:))
-        }
+        try read { db in try Self.outlineEntry(db, nodeID) }
+    }
+
+    static func outlineEntry(_ db: Database, _ nodeID: NodeID) throws -> OutlineEntry? {
+        try Row.fetchOne(db, sql: "SELECT * FROM node WHERE id = ? AND cloudETag IS NOT NULL", arguments: [nodeID.rawValue])
+            .map(Self.entry(from:))
     }
 
     /// A number that changes whenever the outline changes, in any process (a cheap check for watchers).
@@ -28,25 +30,37 @@ extension DiskManager {
     /// passes `invalidatingLocalFiles: false`. Returns whether the ETag changed.
     @discardableResult
     public func updateOutline(_ entry: OutlineEntry, invalidatingLocalFiles: Bool = true) throws(DarkDiskError) -> Bool {
-        _ = try unwrapKey(entry.wrappedKey)
+        try !updateOutline([entry], invalidatingLocalFiles: invalidatingLocalFiles).isEmpty
+    }
+
+    /// `updateOutline(_:invalidatingLocalFiles:)` for many nodes in one transaction (a pull of a whole
+    /// bucket commits once, not once per node). Returns the nodes whose ETag changed.
+    @discardableResult
+    public func updateOutline(_ entries: [OutlineEntry], invalidatingLocalFiles: Bool = true) throws(DarkDiskError) -> Set<NodeID> {
+        for entry in entries { _ = try unwrapKey(entry.wrappedKey) }
+        let created = clock.now.timeIntervalSince1970
         // One transaction: the version compared is the one replaced, even with a pull in another process.
-        let (changed, stale) = try write { db -> (Bool, [FileRecord]) in
-            let previous = try Row.fetchOne(db, sql: "SELECT wrappedKey, cloudETag FROM node WHERE id = ?", arguments: [entry.nodeID.rawValue])
-            let previousETag: String? = previous?["cloudETag"]
-            let changed = previous != nil && previousETag != nil && previousETag != entry.cloudETag
+        let (changed, stale) = try write { db -> (Set<NodeID>, [FileRecord]) in
+            var changed = Set<NodeID>()
             var stale: [FileRecord] = []
-            if invalidatingLocalFiles, changed || (previous != nil && previousETag == nil && (previous!["wrappedKey"] as Data) != Data(entry.wrappedKey)) {
-                // Local files were made for another version (or under another key): they are not this node any more.
-                stale = try deleteRows(db, try FileRecord.filter(Column("ownerID") == entry.nodeID.rawValue && Column("kind") != FileKind.avatar.rawValue).fetchAll(db))
+            for entry in entries {
+                let previous = try Row.fetchOne(db, sql: "SELECT wrappedKey, cloudETag FROM node WHERE id = ?", arguments: [entry.nodeID.rawValue])
+                let previousETag: String? = previous?["cloudETag"]
+                let etagChanged = previous != nil && previousETag != nil && previousETag != entry.cloudETag
+                if etagChanged { changed.insert(entry.nodeID) }
+                if invalidatingLocalFiles, etagChanged || (previous != nil && previousETag == nil && (previous!["wrappedKey"] as Data) != Data(entry.wrappedKey)) {
+                    // Local files were made for another version (or under another key): they are not this node any more.
+                    stale += try deleteRows(db, try FileRecord.filter(Column("ownerID") == entry.nodeID.rawValue && Column("kind") != FileKind.avatar.rawValue).fetchAll(db))
+                }
+                try db.execute(sql: """
+                    INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET wrappedKey = excluded.wrappedKey, name = excluded.name,
+                      parentID = excluded.parentID, cloudETag = excluded.cloudETag, metadataSize = excluded.metadataSize,
+                      thumbnailSize = excluded.thumbnailSize, dataSize = excluded.dataSize
+                    """, arguments: [entry.nodeID.rawValue, Data(entry.wrappedKey), entry.name, entry.parentID, entry.cloudETag,
+                                     created, Int64(entry.metadataSize), Int64(entry.thumbnailSize), Int64(entry.dataSize)])
             }
-            try db.execute(sql: """
-                INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(id) DO UPDATE SET wrappedKey = excluded.wrappedKey, name = excluded.name,
-                  parentID = excluded.parentID, cloudETag = excluded.cloudETag, metadataSize = excluded.metadataSize,
-                  thumbnailSize = excluded.thumbnailSize, dataSize = excluded.dataSize
-                """, arguments: [entry.nodeID.rawValue, Data(entry.wrappedKey), entry.name, entry.parentID, entry.cloudETag,
-                                 clock.now.timeIntervalSince1970, Int64(entry.metadataSize), Int64(entry.thumbnailSize), Int64(entry.dataSize)])
             return (changed, stale)
         }
         finishDeletes(stale, reason: .deleted)

@@ -10,10 +10,9 @@ enum IndexDatabase {
         config.busyMode = .timeout(10)
         config.label = "darkdisk.index"
         config.readonly = readOnly
-        if !readOnly {
-            config.prepareDatabase { db in
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            }
+        config.prepareDatabase { db in
+            IndexStatistics.count(db)
+            if !readOnly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         }
         // On a read-only file system SQLite cannot make the WAL's shared-memory file, and an immutable open
         // would not see what the WAL holds (the last commits, until a checkpoint): a private copy of both
@@ -188,6 +187,11 @@ enum IndexDatabase {
                 CREATE TRIGGER avatarOutlineDeleted AFTER DELETE ON avatarOutline
                   BEGIN UPDATE outlineClock SET version = version + 1; END;
                 """)
+        }
+        migrator.registerMigration("v6: files by owner") { db in
+            // A node's files by its ID alone (a mount's lookup, `stat` and listing of /nodes/<id>): the unique
+            // key leads with the kind, so without this each such query scanned the whole file table.
+            try db.create(index: "file_owner", on: "file", columns: ["ownerID", "kind"])
         }
         return migrator
     }

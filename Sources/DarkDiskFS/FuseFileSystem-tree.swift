@@ -122,20 +122,21 @@ extension FuseFileSystem {
         reply.statfs(&st)
     }
 
-    /// The entry called `name` inside `parent`, if the store has it or the remote's outline lists it.
+    /// The entry called `name` inside `parent`, if the store has it or the remote's outline lists it. A file
+    /// inside a node's folder (or in /thumbs) is returned by its name alone: `current` then says whether it
+    /// exists, in the same one index read that gives its attributes.
     func child(of parent: FSEntry, named name: String) throws(DarkDiskError) -> FSEntry? {
         switch parent {
         case .root:
             return ["nodes": .nodes, "thumbs": .thumbs, "avatars": .avatars][name]
         case .nodes:
-            guard let id = try? NodeID(name) else { return nil }
-            if try manager.storedFiles(id).isEmpty, try manager.outlineEntry(id) == nil { return nil }
+            guard let id = try? NodeID(name), try manager.nodeState(id).exists else { return nil }
             return .nodeDirectory(id)
         case .nodeDirectory(let id):
-            guard let kind = FileKind(rawValue: name), kind != .avatar, try has(id, kind) else { return nil }
+            guard let kind = FileKind(rawValue: name), kind != .avatar else { return nil }
             return .nodeFile(id, kind)
         case .thumbs:
-            guard let id = try? NodeID(name), try has(id, .thumbnail) else { return nil }
+            guard let id = try? NodeID(name) else { return nil }
             return .thumb(id)
         case .avatars:
             guard let user = try? UserID(name) else { return nil }
@@ -143,18 +144,10 @@ extension FuseFileSystem {
             return .avatarDirectory(user)
         case .avatarDirectory(let user):
             guard let identity = try? IdentityID(name) else { return nil }
-            if try manager.storedAvatar(user, identityID: identity) == nil,
-               try manager.avatarOutlineEntry(user, identityID: identity) == nil { return nil }
             return .avatarFile(user, identity)
         case .nodeFile, .thumb, .avatarFile:
             return nil
         }
-    }
-
-    /// Whether node `id` has a `kind` section: stored, or in the remote's outline (`OutlineEntry.has`).
-    private func has(_ id: NodeID, _ kind: FileKind) throws(DarkDiskError) -> Bool {
-        if try manager.storedFile(id, kind: kind) != nil { return true }
-        return try manager.outlineEntry(id)?.has(kind) ?? false
     }
 
     /// The named children of a folder.
@@ -166,14 +159,9 @@ extension FuseFileSystem {
             let ids = Set(try manager.storedNodeIDs()).union(try manager.outline().map(\.nodeID))
             return ids.sorted().map { ($0.rawValue, .nodeDirectory($0)) }
         case .nodeDirectory(let id):
-            var kinds = Set(try manager.storedFiles(id).map(\.kind))
-            if let outline = try manager.outlineEntry(id) {
-                for kind in [FileKind.data, .metadata, .thumbnail] where outline.has(kind) { kinds.insert(kind) }
-            }
-            return kinds.map { ($0.rawValue, .nodeFile(id, $0)) }.sorted { $0.0 < $1.0 }
+            return try manager.nodeState(id).kinds.map { ($0.rawValue, .nodeFile(id, $0)) }
         case .thumbs:
-            var ids = Set<NodeID>()
-            for id in try manager.storedNodeIDs() where try manager.storedFile(id, kind: .thumbnail) != nil { ids.insert(id) }
+            var ids = Set(try manager.storedNodeIDs(kind: .thumbnail))
             for outline in try manager.outline() where outline.thumbnailSize > 0 { ids.insert(outline.nodeID) }
             return ids.sorted().map { ($0.rawValue, .thumb($0)) }
         case .avatars:
@@ -195,24 +183,30 @@ extension FuseFileSystem {
             // Writable for the owner only so that `setfattr` reaches us; every write of data answers EROFS.
             return (baseStat(mode: S_IFDIR | 0o755, links: 2), nil)
         }
-        if let file = try storedFile(of: entry) {
-            var st = baseStat(mode: S_IFREG | 0o644, links: 1, size: file.plaintextSize)
-            st.st_blocks = blkcnt_t((file.storedSize + 511) / 512)
-            let modified = timespec(tv_sec: Int(file.modified.timeIntervalSince1970), tv_nsec: 0)
-            st.st_mtim = modified
-            st.st_ctim = modified
-            st.st_atim = timespec(tv_sec: Int(file.lastAccess.timeIntervalSince1970), tv_nsec: 0)
-            return (st, try version(ofStored: entry, fileID: file.fileID, format: file.format, plaintextSize: file.plaintextSize))
-        }
-        // Only in the remote: its size from the outline, no blocks on this disk.
+        // Stored, or only in the remote (its size from the outline, no blocks on this disk).
         if case .avatarFile(let user, let identity) = entry {
+            if let file = try manager.storedAvatar(user, identityID: identity) { return (attributes(of: file), .stored(file.fileID)) }
             guard let listed = try manager.avatarOutlineEntry(user, identityID: identity) else { return nil }
             return (baseStat(mode: S_IFREG | 0o644, links: 1, size: listed.plaintextSize), .listed(listed.wrappedKey))
         }
-        guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), outline.has(kind) else {
-            return nil
+        guard let (id, kind) = entry.nodeSection else { return nil }
+        let state = try manager.nodeState(id)
+        if let file = state.stored(kind) {
+            return (attributes(of: file), version(ofStored: kind, fileID: file.fileID, format: file.format, plaintextSize: file.plaintextSize, outline: state.outline))
         }
+        guard let outline = state.outline, outline.has(kind) else { return nil }
         return (baseStat(mode: S_IFREG | 0o644, links: 1, size: outline.plaintextSize(of: kind)), .remote(outline.cloudETag))
+    }
+
+    /// The attributes of a stored file: its plaintext size, the blocks it takes here, its times.
+    private func attributes(of file: StoredFile) -> stat {
+        var st = baseStat(mode: S_IFREG | 0o644, links: 1, size: file.plaintextSize)
+        st.st_blocks = blkcnt_t((file.storedSize + 511) / 512)
+        let modified = timespec(tv_sec: Int(file.modified.timeIntervalSince1970), tv_nsec: 0)
+        st.st_mtim = modified
+        st.st_ctim = modified
+        st.st_atim = timespec(tv_sec: Int(file.lastAccess.timeIntervalSince1970), tv_nsec: 0)
+        return st
     }
 
     /// The version a stored file of `entry` serves. A node's data downloaded from the remote (a whole cloud
@@ -221,7 +215,13 @@ extension FuseFileSystem {
     /// kernel's pages) stays while a busy pool downloads and evicts it again and again (a new inode each
     /// time made opens fail with ESTALE twice in a row). Anything else stored is its own version.
     func version(ofStored entry: FSEntry, fileID: Int64, format: CryptoFileFormat, plaintextSize: UInt64) throws(DarkDiskError) -> InodeTable.Version {
-        guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), outline.has(kind) else { return .stored(fileID) }
+        guard let (id, kind) = entry.nodeSection else { return .stored(fileID) }
+        return version(ofStored: kind, fileID: fileID, format: format, plaintextSize: plaintextSize, outline: try manager.outlineEntry(id))
+    }
+
+    private func version(ofStored kind: FileKind, fileID: Int64, format: CryptoFileFormat, plaintextSize: UInt64,
+                         outline: OutlineEntry?) -> InodeTable.Version {
+        guard let outline, outline.has(kind) else { return .stored(fileID) }
         let downloaded = kind == .data ? format == .cloudFile : plaintextSize == outline.plaintextSize(of: kind)
         return downloaded ? .remote(outline.cloudETag) : .stored(fileID)
     }

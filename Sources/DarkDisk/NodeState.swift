@@ -1,0 +1,32 @@
+/// Everything the index knows of one node, read in one transaction: its stored files and what the remote's
+/// outline says of it. A mount's lookup, `stat` and listing of `/nodes/<id>` each need both, so they cost
+/// one indexed read (O(log n)) instead of several.
+public struct NodeState: Sendable, Equatable {
+    public let nodeID: NodeID
+    /// The node's stored files (data, metadata, thumbnail), at most one per kind.
+    public let files: [StoredFile]
+    /// What the remote's outline lists for the node, if it does.
+    public let outline: OutlineEntry?
+
+    /// Whether the node exists here at all: something stored, or listed by the outline.
+    public var exists: Bool { !files.isEmpty || outline != nil }
+
+    /// The stored file of `kind`, if any.
+    public func stored(_ kind: FileKind) -> StoredFile? {
+        files.first { $0.kind == kind }
+    }
+
+    /// Whether the node has a `kind` section: stored, or in the outline.
+    public func has(_ kind: FileKind) -> Bool {
+        stored(kind) != nil || outline?.has(kind) == true
+    }
+
+    /// The sections the node has, sorted by name.
+    public var kinds: [FileKind] {
+        var kinds = Set(files.map(\.kind))
+        if let outline {
+            for kind in [FileKind.data, .metadata, .thumbnail] where outline.has(kind) { kinds.insert(kind) }
+        }
+        return kinds.sorted { $0.rawValue < $1.rawValue }
+    }
+}
