@@ -82,15 +82,17 @@ extension DiskManager {
                 // Authenticate and measure before moving, so a file refused stays where the caller put it.
                 header = try CryptoFileReader(path: cryptoFile.path, key: cryptoFile.key).header
                 if let limit, header.fileLength > limit { throw tooLarge("takes \(header.fileLength) bytes encrypted") }
-                try FileOperations.move(cryptoFile.path, to: temporary)
-                let moved = open(temporary, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-                guard moved >= 0 else { throw DarkDiskError.posix("cannot open", path: temporary) }
-                do { try FileOperations.lock(moved, .exclusive, path: temporary) } catch {
-                    close(moved)
-                    throw error
+                if try FileOperations.move(cryptoFile.path, onto: temporary) == .renamed {
+                    // Our locked descriptor is on the replaced empty file: take the moved one and lock it.
+                    let moved = open(temporary, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                    guard moved >= 0 else { throw DarkDiskError.posix("cannot open", path: temporary) }
+                    do { try FileOperations.lock(moved, .exclusive, path: temporary) } catch {
+                        close(moved)
+                        throw error
+                    }
+                    close(fd)
+                    fd = moved
                 }
-                close(fd)
-                fd = moved
                 fileKey = cryptoFile.key
             }
         } catch let error as CryptoError where error.code == .outOfRange && limit != nil {

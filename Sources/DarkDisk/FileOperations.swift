@@ -117,15 +117,27 @@ enum FileOperations {
 }
 
 extension FileOperations {
-    /// Moves a file, across file systems if needed (copy, flush, then unlink the source).
-    static func move(_ source: String, to destination: String) throws(DarkDiskError) {
-        if Glibc.rename(source, destination) == 0 { return }
+    /// How `move(_:onto:)` placed the file.
+    enum Moved {
+        /// The destination path now names the source's inode (descriptors on the old destination see the
+        /// replaced file, not the moved one).
+        case renamed
+        /// The source was on another file system: its bytes were copied into the destination's own inode
+        /// (descriptors and locks on it stay valid), flushed, and the source unlinked.
+        case copied
+    }
+
+    /// Moves `source` onto `destination`, a file the caller created (and may hold open and locked), across
+    /// file systems if needed.
+    static func move(_ source: String, onto destination: String) throws(DarkDiskError) -> Moved {
+        if Glibc.rename(source, destination) == 0 { return .renamed }
         guard errno == EXDEV else { throw .posix("cannot move \(source) to", path: destination) }
         let input = open(source, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw .posix("cannot open", path: source) }
         defer { close(input) }
-        try copy(input, from: source, to: destination)
+        try copy(input, from: source, to: destination, creating: false)
         unlink(source)
+        return .copied
     }
 }
 
@@ -136,10 +148,12 @@ extension FileOperations {
         do { try SystemCall.lock(fd, kind) } catch { throw .posix("cannot lock", path: path, errno: error.rawValue) }
     }
 
-    /// Copies the open file `source` to a new file `destination` and flushes it.
-    static func copy(_ source: Int32, from sourcePath: String, to destination: String) throws(DarkDiskError) {
-        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard output >= 0 else { throw .posix("cannot create", path: destination) }
+    /// Copies the open file `source` to `destination` and flushes it: a new file, or with `creating: false`
+    /// over the existing one (truncated first).
+    static func copy(_ source: Int32, from sourcePath: String, to destination: String, creating: Bool = true) throws(DarkDiskError) {
+        let flags = creating ? O_CREAT | O_EXCL : O_TRUNC | O_NOFOLLOW
+        let output = open(destination, O_WRONLY | O_CLOEXEC | flags, 0o600)
+        guard output >= 0 else { throw .posix(creating ? "cannot create" : "cannot open", path: destination) }
         defer { close(output) }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset: off_t = 0

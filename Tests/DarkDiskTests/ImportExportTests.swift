@@ -71,6 +71,32 @@ import Testing
         #expect(try decrypt(try #require(try manager.nodeFile(NodeID("moved")))) == plaintext)
     }
 
+    /// Issue 17 item 1: the seeds' flow (download without caching, then import persistently) with the
+    /// download on another file system than the store (a tmpfs): the move is a copy, into the staging
+    /// file the import already created and locked (it failed with EEXIST).
+    @Test(arguments: [true, false]) func importCryptoFileFromAnotherFileSystem(persistent: Bool) throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let elsewhere = "/dev/shm/darkdisk-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: elsewhere) }
+        var here = stat(), there = stat()
+        #expect(stat(store.directory, &here) == 0 && stat(elsewhere, &there) == 0)
+        try #require(here.st_dev != there.st_dev, "the test needs /dev/shm on another file system than \(store.directory)")
+        let plaintext = TemporaryStore.bytes(300_000, seed: 17)
+        let key = SymmetricKey.random()
+        let outside = elsewhere + "/downloaded.ddf"
+        _ = try FileConversion.encrypt(plaintext, key: key, to: outside)
+        var importing = DiskImport(cryptoFile: CryptoFile(path: outside, format: .cacheFile, key: key))
+        importing.storePersistently = persistent
+        let imported = try manager.importNodeFile(importing, nodeID: NodeID("across"))
+        #expect(!FileManager.default.fileExists(atPath: outside), "the source is gone after the move")
+        #expect(imported.cryptoFile.path.hasPrefix(persistent ? store.location.persistentFiles : store.location.cacheFiles))
+        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("across")))) == plaintext)
+        let check = try manager.check()
+        #expect(check.isHealthy && check.orphans == 0 && check.stagingFiles == 0, "the index and the disk agree: \(check.problems)")
+    }
+
     @Test func importOfDamagedCryptoFileLeavesItInPlace() throws {
         let store = try TemporaryStore()
         let manager = try store.create()
