@@ -9,6 +9,13 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "images" {
     exit(0)
 }
 
+// `darkdisk-bench fill STORE N` and `darkdisk-bench outline STORE N` build the stores `Scripts/bench list`
+// measures (ListBench.swift).
+if CommandLine.arguments.count == 4, ["fill", "outline"].contains(CommandLine.arguments[1]), let count = Int(CommandLine.arguments[3]) {
+    ListBench.run(CommandLine.arguments[1], store: StoreLocation(directory: CommandLine.arguments[2]), count: count)
+    exit(0)
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[2]) else {
     FileHandle.standardError.write(Data("usage: darkdisk-bench STORE-DIR FILE-COUNT\n".utf8))
