@@ -61,14 +61,26 @@ extension DiskManager {
     }
 
     /// Deletes `path` unless it is a file the store manages: for callers holding a file that may or may not
-    /// have been handed to the store (the seeds' `deleteFileIfUnmanaged`).
-    public func deleteFileIfUnmanaged(_ path: String) {
-        let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-        for root in [location.persistentFiles, location.cacheFiles, location.persistentStaging, location.cacheStaging] {
-            let managedRoot = URL(fileURLWithPath: root).resolvingSymlinksInPath().path
-            if resolved.hasPrefix(managedRoot + "/") { return }
+    /// have been handed to the store (the seeds' `deleteFileIfUnmanaged`). Nothing in the store's folders is
+    /// ever deleted (stored and staging files, the index and its journal, the key, the log, partial
+    /// downloads), however the path is spelled, except the downloads the store handed to callers.
+    /// Returns whether the file was deleted.
+    @discardableResult
+    public func deleteFileIfUnmanaged(_ path: String) -> Bool {
+        guard !isStoreOwned(path) else { return false }
+        return unlink(path) == 0
+    }
+
+    /// Whether `path` (after `..` and symbolic links) lies in one of the store's folders, other than the
+    /// downloads handed to callers.
+    func isStoreOwned(_ path: String) -> Bool {
+        func resolved(_ path: String) -> String { URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path }
+        let file = resolved(path)
+        if file.hasPrefix(resolved(location.temporaryDownloads) + "/") { return false }
+        return [location.dataDirectory, location.cacheDirectory, location.configDirectory].contains { root in
+            let root = resolved(root)
+            return file == root || file.hasPrefix(root + "/")
         }
-        FileOperations.remove(path)
     }
 
     /// Removes rows (only if they are still the same version) and then their files: the pending-delete

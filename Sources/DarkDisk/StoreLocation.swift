@@ -51,6 +51,9 @@ public struct StoreLocation: Sendable, Equatable {
     /// Cache-pool encrypted files.
     public var cacheFiles: String { cacheDirectory + "/files" }
     public var cacheStaging: String { cacheDirectory + "/tmp" }
+    /// Downloads handed to their callers rather than kept by the store (a download without caching): the
+    /// only files under the store's folders that belong to someone else.
+    public var temporaryDownloads: String { cacheDirectory + "/downloads" }
 
     private static func absolute(_ path: String) -> String {
         var p = path

@@ -128,7 +128,7 @@ extension DownloadManager {
                 guard error.code == .tooLarge else { throw error }
             }
         }
-        let path = try cacheFolder("downloads") + "/" + UUID().uuidString + ".ddc"
+        let path = try cacheFolder(URL(fileURLWithPath: manager.location.temporaryDownloads).lastPathComponent) + "/" + UUID().uuidString + ".ddc"
         guard rename(download.path, path) == 0 else {
             throw RemoteError(.io, "cannot move the download of node '\(nodeID)': \(String(cString: strerror(errno)))")
         }

@@ -28,7 +28,7 @@ public final class DownloadManager: Sendable {
         self.partSize = max(64 << 10, partSize)
         self.parallelParts = max(1, parallelParts)
         self.checkpointBytes = max(64 << 10, checkpointBytes)
-        TemporaryDownload.sweep(manager.location.cacheDirectory + "/downloads")
+        TemporaryDownload.sweep(manager.location.temporaryDownloads)
     }
 
     /// Transfers running now, in this instance.

@@ -147,4 +147,38 @@ import Testing
         #expect(try decrypt(try #require(try manager.nodeFile(NodeID("p")))) == contents("p"))
         manager.deleteFileIfUnmanaged(store.directory + "/never-existed")
     }
+
+    /// Issue 17 item 5: the store's own files are never deleted, whatever path names them; a download the
+    /// store handed to its caller is.
+    @Test func deleteFileIfUnmanagedNeverDeletesTheStoresOwnFiles() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        _ = try importFile(manager, "c")
+        let location = store.location
+        try FileManager.default.createDirectory(atPath: location.cacheDirectory + "/partial", withIntermediateDirectories: true)
+        let partial = location.cacheDirectory + "/partial/live.part"
+        try Data("partial".utf8).write(to: URL(fileURLWithPath: partial))
+        try Data("log".utf8).write(to: URL(fileURLWithPath: location.logPath))
+        let own = [location.indexPath, location.indexPath + "-wal", location.keyPath, location.logPath, partial]
+        for path in own {
+            #expect(FileManager.default.fileExists(atPath: path), "\(path) exists to begin with")
+            #expect(!manager.deleteFileIfUnmanaged(path))
+            // By a detour and through a symbolic link from outside.
+            let detour = location.temporaryDownloads + "/../" + String(path.dropFirst(store.directory.count + 1)).replacingOccurrences(of: "cache/", with: "")
+            _ = manager.deleteFileIfUnmanaged(detour)
+            let link = store.directory + "/link-\(UUID().uuidString)"
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: path)
+            #expect(!manager.deleteFileIfUnmanaged(link))
+            #expect(FileManager.default.fileExists(atPath: path), "\(path) is the store's own: kept")
+        }
+        #expect(!manager.deleteFileIfUnmanaged(location.dataDirectory) && !manager.deleteFileIfUnmanaged(location.configDirectory))
+        let reopened = try DiskManager(location: location)
+        #expect(try decrypt(try #require(try reopened.nodeFile(NodeID("c")))) == contents("c"), "the store still opens and reads")
+        // A download handed to the caller is theirs to delete.
+        try FileManager.default.createDirectory(atPath: location.temporaryDownloads, withIntermediateDirectories: true)
+        let download = location.temporaryDownloads + "/handed-out.ddc"
+        try Data("download".utf8).write(to: URL(fileURLWithPath: download))
+        #expect(manager.deleteFileIfUnmanaged(download))
+        #expect(!FileManager.default.fileExists(atPath: download))
+    }
 }
