@@ -48,6 +48,11 @@ extension DiskManager {
         try await blocking { () throws(DarkDiskError) in try self.deleteNodes(nodeIDs) }
     }
 
+    /// Deletes a node's stored files, leaving the outline alone (see the synchronous form).
+    public func deleteLocalFiles(of nodeIDs: [NodeID]) async throws(DarkDiskError) {
+        try await blocking { () throws(DarkDiskError) in try self.deleteLocalFiles(of: nodeIDs) }
+    }
+
     /// Deletes one file of a node; whether there was one (see the synchronous form).
     @discardableResult
     public func deleteNodeFile(_ nodeID: NodeID, kind: FileKind) async throws(DarkDiskError) -> Bool {

@@ -2,20 +2,39 @@ import Foundation
 import GRDB
 
 extension DiskManager {
-    /// Deletes every stored file of a node (data, metadata, thumbnail) and forgets the node. Files held by a
-    /// retain token are deleted when the last token is released.
+    /// Deletes every stored file of a node (data, metadata, thumbnail) and forgets the node entirely, its
+    /// entry in the remote's outline too: for a node the remote no longer has (a `pull` does this). Files
+    /// held by a retain token are deleted when the last token is released.
     public func deleteNode(_ nodeID: NodeID) throws(DarkDiskError) {
         try deleteNodes([nodeID])
     }
 
-    /// Deletes every stored file of each node and forgets the nodes.
+    /// Deletes every stored file of each node and forgets the nodes, outline entries included.
     public func deleteNodes(_ nodeIDs: [NodeID]) throws(DarkDiskError) {
+        try deleteNodes(nodeIDs, keepingOutline: false)
+    }
+
+    /// Deletes every stored file of a node (data, metadata, thumbnail) and nothing else: a node the remote's
+    /// outline lists stays listed, remote-only again (a read downloads it anew); a node only this store knew
+    /// is forgotten. What `darkdisk delete --node` does.
+    public func deleteLocalFiles(of nodeID: NodeID) throws(DarkDiskError) {
+        try deleteLocalFiles(of: [nodeID])
+    }
+
+    /// `deleteLocalFiles(of:)` for many nodes in one transaction.
+    public func deleteLocalFiles(of nodeIDs: [NodeID]) throws(DarkDiskError) {
+        try deleteNodes(nodeIDs, keepingOutline: true)
+    }
+
+    private func deleteNodes(_ nodeIDs: [NodeID], keepingOutline: Bool) throws(DarkDiskError) {
         let ids = nodeIDs.map(\.rawValue)
         let records = try read { db in
             try FileRecord.filter(ids.contains(Column("ownerID")) && Column("kind") != FileKind.avatar.rawValue).fetchAll(db)
         }
         try deleteRecords(records, reason: .deleted) { db in
-            for id in ids { try db.execute(sql: "DELETE FROM node WHERE id = ?", arguments: [id]) }
+            for id in ids {
+                try db.execute(sql: "DELETE FROM node WHERE id = ?" + (keepingOutline ? " AND cloudETag IS NULL" : ""), arguments: [id])
+            }
         }
     }
 

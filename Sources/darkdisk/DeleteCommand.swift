@@ -7,7 +7,9 @@ struct DeleteCommand: ParsableCommand {
         abstract: "Delete a node's stored files (or one of them), or a user's avatars (or one of them).",
         discussion: """
             Without --kind, every section of the node goes; without --identity, every avatar of the user. \
-            A file that is open (on the mount, or by another command) is deleted when it is closed.
+            Only local copies are deleted: a node the remote has stays listed (on the mount too) and is \
+            downloaded again when read. A file that is open (on the mount, or by another command) is deleted \
+            when it is closed.
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -28,7 +30,7 @@ struct DeleteCommand: ParsableCommand {
                 }
             } else {
                 guard try !manager.storedFiles(id).isEmpty else { throw CLIError("node '\(id)' has nothing stored locally") }
-                try manager.deleteNode(id)
+                try manager.deleteLocalFiles(of: id)
             }
         case (nil, let user?):
             guard kind == nil else { throw CLIError("--kind goes with --node") }

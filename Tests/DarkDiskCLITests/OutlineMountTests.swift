@@ -37,6 +37,23 @@ import Testing
         await #expect(Mount.wait { mount.log.contains("the outline changed: 1 nodes changed, 1 appeared or went") }, "the kernel was told")
     }
 
+    /// Issue 17 item 6: `delete --node` deletes local copies only; a node the remote has stays on the mount,
+    /// remote-only again, and reads by downloading anew (it vanished until the next pull).
+    @Test func deletingLocalFilesLeavesTheNodeListed() async throws {
+        let setup = try RemoteBucket()
+        let content = CLIStore.bytes(700_000, seed: 76)
+        try setup.push("kept", content)
+        try setup.join("file://" + setup.bucket)
+        try RemoteBucket.check(try setup.darkdiskB(["fetch", "--node", "kept"]), "fetch")
+        let mount = try Mount(setup.b, options: ["--passphrase-file", setup.passphrase])
+        let data = mount.path + "/nodes/kept/data"
+        #expect(try Shell.xattr("user.darkdisk.local", data) == "full")
+        try RemoteBucket.check(try setup.darkdiskB(["delete", "--node", "kept"]), "delete")
+        await #expect(Mount.wait { (try? Shell.xattr("user.darkdisk.local", data)) == "none" }, "the local copy is gone")
+        await #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output == "kept\n", "still listed")
+        await #expect(try Shell.sh("cat \(Shell.quote(data))").stdout == content, "read by downloading again")
+    }
+
     @Test func avatarsListedByUserRecordsAreReadOnDemand() async throws {
         let a = try CLIStore()
         let b = try CLIStore()
