@@ -12,7 +12,11 @@ extension DownloadManager {
     /// node's data; otherwise the result is a temporary file that lives as long as its holders. A node that
     /// is already local is answered from the store without a transfer.
     public func downloadNodeData(_ nodeID: NodeID, options: DownloadOptions = .nodeData) -> DownloadTicket<NodeDataDownload> {
-        if let local: DownloadTicket<NodeDataDownload> = answered(options, { try manager.nodeFile(nodeID, kind: .data).map(NodeDataDownload.init(export:)) }) {
+        if let local: DownloadTicket<NodeDataDownload> = answered(options, {
+            try manager.nodeFile(nodeID, kind: .data).map { export throws(DarkDiskError) in
+                NodeDataDownload(export: try keep(export, of: nodeID, persistently: options.storePersistently))
+            }
+        }) {
             return local
         }
         return transfers.ticket(.nodeData(nodeID), options: options) { transfer in
@@ -35,7 +39,8 @@ extension DownloadManager {
                 case .stored(let local):
                     // Stored meanwhile (by another process, say): readers waiting on its bytes read it now.
                     if let waiting = registeredStream(nodeID) { endStream(nodeID, waiting, nil) }
-                    return NodeDataDownload(export: local)
+                    let persistently = transfer.persistenceWanted
+                    return NodeDataDownload(export: try await blocking { try self.keep(local, of: nodeID, persistently: persistently) })
                 case .acquired(let acquired):
                     lock = acquired
                 case .busy:
@@ -107,6 +112,14 @@ extension DownloadManager {
         throw RemoteError(.changed, "node '\(nodeID)' keeps changing in the cloud while it downloads")
     }
 
+    /// `export` (node `nodeID`'s data), made persistent first when `persistently` and it is in the cache
+    /// pool. Blocking.
+    private func keep(_ export: DiskExport, of nodeID: NodeID, persistently: Bool) throws(DarkDiskError) -> DiskExport {
+        guard persistently, !export.isStoredPersistently else { return export }
+        try manager.makeNodeFilePersistent(true, nodeID: nodeID, kind: .data)
+        return try manager.nodeFile(nodeID, kind: .data) ?? export
+    }
+
     /// Authenticates the complete partial file and hands it to the store or to a temporary owner. Blocking:
     /// reads the whole file, and may copy it and evict to make room.
     private func finish(_ download: PartialDownload, key: SymmetricKey, transfer: Transfer<NodeDataDownload>) throws -> NodeDataDownload {
@@ -120,7 +133,9 @@ extension DownloadManager {
         let file = CryptoFile(path: download.path, format: .cloudFile, key: key)
         if transfer.decideCaching() {
             do throws(DarkDiskError) {
-                let export = try manager.importNodeFile(DiskImport(cryptoFile: file), nodeID: nodeID, kind: .data)
+                var importing = DiskImport(cryptoFile: file)
+                importing.storePersistently = transfer.persistenceWanted
+                let export = try manager.importNodeFile(importing, nodeID: nodeID, kind: .data)
                 try manager.removePartialDownload(nodeID)
                 return NodeDataDownload(export: export)
             } catch {

@@ -3,9 +3,14 @@
 public struct DownloadOptions: Sendable, Equatable {
     /// Store the downloaded file in the DiskManager's cache pool (where it is evicted like any cache file).
     public var cacheToDiskManager: Bool
+    /// Node data only: keep the download in the store as a persistent file (never evicted, not counted
+    /// against the cache pool's limit), whatever `cacheToDiskManager` says; a node already stored in the
+    /// cache pool is made persistent. For "keep this on this device" (`darkdisk fetch --persistent`).
+    public var storePersistently: Bool
 
-    public init(cacheToDiskManager: Bool) {
-        self.cacheToDiskManager = cacheToDiskManager
+    public init(cacheToDiskManager: Bool, storePersistently: Bool = false) {
+        self.cacheToDiskManager = cacheToDiskManager || storePersistently
+        self.storePersistently = storePersistently
     }
 
     /// The default for `downloadNodeMeta`: cached.

@@ -12,6 +12,8 @@ final class Transfer<Value: Sendable>: Sendable {
         /// Whether any ticket, even one cancelled since, asked for caching: a transfer that finishes after
         /// its readers left (a `cat` that closed right after its last byte) still keeps what it fetched.
         var cachingWanted = false
+        /// Whether any ticket asked for a persistent file (node data).
+        var persistenceWanted = false
     }
 
     private let state = Locked(State())
@@ -28,8 +30,10 @@ final class Transfer<Value: Sendable>: Sendable {
             guard !state.closed else { return false }
             // Too late to honour a request for caching: it starts a transfer of its own.
             if state.caching == false && ticket.options.cacheToDiskManager { return false }
+            if state.caching != nil && ticket.options.storePersistently && !state.persistenceWanted { return false }
             state.tickets[ObjectIdentifier(ticket)] = ticket
             if ticket.options.cacheToDiskManager { state.cachingWanted = true }
+            if ticket.options.storePersistently { state.persistenceWanted = true }
             return true
         }
         if attached {
@@ -49,6 +53,11 @@ final class Transfer<Value: Sendable>: Sendable {
             state.caching = state.cachingWanted
             return state.cachingWanted
         }
+    }
+
+    /// Whether any ticket asked for a persistent file; fixed once caching is decided.
+    var persistenceWanted: Bool {
+        state.withLock { $0.persistenceWanted }
     }
 
     func start(_ body: @escaping @Sendable () async throws -> Value) {

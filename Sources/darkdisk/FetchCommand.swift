@@ -6,11 +6,12 @@ import Foundation
 struct FetchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fetch",
-        abstract: "Download a node's data, metadata or thumbnail, or a user's avatar, from the remote into the cache pool.",
+        abstract: "Download a node's data, metadata or thumbnail, or a user's avatar, from the remote into the cache pool (or, with --persistent, to keep).",
         discussion: """
             Data downloads in parts and resumes an interrupted download from the bytes it has; metadata and \
             thumbnails take one range request each. Shows a progress bar (bytes, rate, time left) on a \
-            terminal; quiet otherwise.
+            terminal; quiet otherwise. A file larger than its pool's max size cannot be cached: the fetch \
+            then fails and says so; --persistent keeps it outside the cache pool's limit.
             """)
 
     @OptionGroup var targetOptions: TargetOptions
@@ -22,6 +23,9 @@ struct FetchCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Bytes per part (at least 65536); an interrupted download resumes within a part.", valueName: "BYTES"))
     var partSize: UInt64 = 8 << 20
+
+    @Flag(help: "Keep the node's file persistently (never evicted, outside the cache pool's limit); a node already cached is made persistent.")
+    var persistent = false
 
     func validate() throws {
         guard (1...64).contains(parallel) else { throw ValidationError("--parallel must be between 1 and 64") }
@@ -37,20 +41,33 @@ struct FetchCommand: AsyncParsableCommand {
         let summary: String
         switch target {
         case .node(let id, .data):
-            let ticket = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
+            let ticket = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true, storePersistently: persistent))
             ticket.onProgress { bar?.show($0) }
             let download = try await ticket.value
-            summary = "fetched node '\(id)': \(download.export?.plaintextSize ?? 0) bytes"
+            guard let export = download.export else {
+                bar?.finish()
+                throw try cannotKeep(id, .data, manager: manager, encryptedSize: download.cryptoFile.path)
+            }
+            summary = "fetched node '\(id)': \(export.plaintextSize) bytes" + (export.isStoredPersistently ? ", kept persistently" : "")
         case .node(let id, let kind):
             let component: NodeMetaComponents = kind == .metadata ? .metadata : .thumbnail
             let ticket = downloads.downloadNodeMeta(id, components: component, options: DownloadOptions(cacheToDiskManager: true))
             ticket.onProgress { bar?.show($0) }
             let meta = try await ticket.value
             guard let bytes = kind == .metadata ? meta.metadata : meta.thumbnail else {
+                bar?.finish()
                 throw CLIError("node '\(id)' has no \(kind.rawValue)")
             }
-            summary = "fetched the \(kind.rawValue) of node '\(id)': \(bytes.count) bytes"
+            if persistent { try await manager.makeNodeFilePersistent(true, nodeID: id, kind: kind) }
+            guard try manager.storedFile(id, kind: kind) != nil else {
+                bar?.finish()
+                throw try cannotKeep(id, kind, manager: manager, encryptedSize: nil)
+            }
+            summary = "fetched the \(kind.rawValue) of node '\(id)': \(bytes.count) bytes" + (persistent ? ", kept persistently" : "")
         case .avatar(let user, let identity):
+            guard !persistent else {
+                throw CLIError("--persistent goes with --node; to keep a user's avatars use 'darkdisk persist --user \(user) on'")
+            }
             let ticket = downloads.downloadUserAvatar(user, identityID: identity, options: DownloadOptions(cacheToDiskManager: true))
             ticket.onProgress { bar?.show($0) }
             let avatar = try await ticket.value
@@ -61,5 +78,14 @@ struct FetchCommand: AsyncParsableCommand {
         }
         bar?.finish()
         if bar != nil { FileHandle.standardError.write(Data((summary + "\n").utf8)) }
+    }
+
+    /// The one-line failure of a fetch whose file its pool cannot keep (larger than the pool's max size).
+    private func cannotKeep(_ id: NodeID, _ kind: FileKind, manager: DiskManager, encryptedSize path: String?) throws -> CLIError {
+        let pool = kind.pool.rawValue
+        let limit = try manager.settings(for: kind.pool).maxSize
+        let size = path.flatMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? UInt64 }.map { " (\($0) bytes encrypted)" } ?? ""
+        return CLIError("the \(kind.rawValue) of node '\(id)'\(size) is larger than the \(pool) pool's max size (\(limit) bytes), so the cache cannot keep it: "
+                        + "fetch it with --persistent, or raise pool.\(pool).max_size")
     }
 }

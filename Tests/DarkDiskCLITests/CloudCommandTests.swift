@@ -34,6 +34,34 @@ import Testing
         #expect(status.output.contains("\"files\" : 1"))
     }
 
+    /// Issue 17 item 3: a fetch whose node is larger than the data pool fails in one line that says how to
+    /// keep it (it exited 0 and kept nothing); `fetch --persistent` keeps it, and makes a cached node
+    /// persistent.
+    @Test func fetchOfANodeLargerThanItsPoolFailsOrKeepsItPersistently() async throws {
+        let setup = try RemoteBucket()
+        let big = CLIStore.bytes(900_000, seed: 81), small = CLIStore.bytes(20_000, seed: 82)
+        try setup.push("big", big)
+        try setup.push("small", small)
+        try setup.join("file://" + setup.bucket)
+        try RemoteBucket.check(try setup.darkdiskB(["config", "set", "pool.data.max_size", "500K"]), "config")
+        expectOneLineFailure(try setup.darkdiskB(["fetch", "--node", "big"]), mentioning: "--persistent")
+        let manager = try DiskManager(location: StoreLocation(directory: setup.b.storePath), passphrase: Array("mount tests".utf8))
+        #expect(try manager.storedFile(NodeID("big")) == nil)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: manager.location.temporaryDownloads)) ?? []).isEmpty,
+                "the download it could not keep is not left behind")
+
+        try RemoteBucket.check(try setup.darkdiskB(["fetch", "--node", "big", "--persistent"]), "fetch --persistent")
+        let kept = try #require(try manager.storedFile(NodeID("big")))
+        #expect(kept.mode == .persistent)
+        #expect(try setup.darkdiskB(["export", "--node", "big"]).stdout == big)
+
+        try RemoteBucket.check(try setup.darkdiskB(["fetch", "--node", "small"]), "fetch")
+        #expect(try manager.storedFile(NodeID("small"))?.mode == .cache)
+        try RemoteBucket.check(try setup.darkdiskB(["fetch", "--node", "small", "--persistent"]), "fetch --persistent of a cached node")
+        #expect(try manager.storedFile(NodeID("small"))?.mode == .persistent)
+        expectOneLineFailure(try setup.darkdiskB(["fetch", "--user", "nobody", "--persistent"]), mentioning: "persist --user")
+    }
+
     @Test func badRemotesFailWithOneLine() async throws {
         let store = try CLIStore()
         await expectOneLineFailure(try store.darkdisk(["init", "--remote", "s3:///prefix"]), mentioning: "bucket")
