@@ -34,6 +34,7 @@ extension DiskManager {
         try deleteRecords(records, reason: .deleted) { db in
             for id in ids {
                 try db.execute(sql: "DELETE FROM node WHERE id = ?" + (keepingOutline ? " AND cloudETag IS NULL" : ""), arguments: [id])
+                try db.execute(sql: "DELETE FROM keepPersistent WHERE nodeID = ?", arguments: [id])
             }
         }
     }
@@ -51,7 +52,9 @@ extension DiskManager {
         let records = try read { db in
             try FileRecord.filter(ids.contains(Column("ownerID")) && Column("kind") == kind.rawValue).fetchAll(db)
         }
-        try deleteRecords(records, reason: .deleted)
+        try deleteRecords(records, reason: .deleted) { db in
+            for id in ids { try db.execute(sql: "DELETE FROM keepPersistent WHERE nodeID = ? AND kind = ?", arguments: [id, kind.rawValue]) }
+        }
         return records.count
     }
 

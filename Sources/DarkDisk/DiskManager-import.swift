@@ -27,7 +27,14 @@ extension DiskManager {
     }
 
     private func store(_ diskImport: DiskImport, kind: FileKind, owner: String, identity: String, contentKey: SymmetricKey) throws(DarkDiskError) -> DiskExport {
-        let mode: StorageMode = diskImport.storePersistently ? .persistent : .cache
+        // The new version of a kept file that a pull replaced is kept too (`keptVersionsToReplace`).
+        var replacesKept = false
+        if kind != .avatar, !diskImport.storePersistently {
+            replacesKept = try read { db in
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM keepPersistent WHERE nodeID = ? AND kind = ?", arguments: [owner, kind.rawValue]) ?? false
+            }
+        }
+        let mode: StorageMode = diskImport.storePersistently || replacesKept ? .persistent : .cache
         let staging = mode == .persistent ? location.persistentStaging : location.cacheStaging
         try FileOperations.makeDirectory(staging)
         let name = FileOperations.randomName()
@@ -127,6 +134,9 @@ extension DiskManager {
                     _ = try old.delete(db)
                 }
                 try record.insert(db)
+                if mode == .persistent, kind != .avatar {
+                    try db.execute(sql: "DELETE FROM keepPersistent WHERE nodeID = ? AND kind = ?", arguments: [owner, kind.rawValue])
+                }
                 return old.map(path(of:))
             }
         } catch {

@@ -12,6 +12,10 @@ extension DiskManager {
     /// token is released (as in the seeds). Returns whether the node has such a file.
     @discardableResult
     public func makeNodeFilePersistent(_ persistent: Bool, nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> Bool {
+        if !persistent {
+            // No longer kept: a version a pull replaced is no longer stored persistently when it comes.
+            try write { db in try db.execute(sql: "DELETE FROM keepPersistent WHERE nodeID = ? AND kind = ?", arguments: [nodeID.rawValue, kind.rawValue]) }
+        }
         guard let record = try read({ db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }) else { return false }
         try migrate(record, to: persistent ? .persistent : .cache)
         return true

@@ -50,7 +50,13 @@ extension DiskManager {
                 if etagChanged { changed.insert(entry.nodeID) }
                 if invalidatingLocalFiles, etagChanged || (previous != nil && previousETag == nil && (previous!["wrappedKey"] as Data) != Data(entry.wrappedKey)) {
                     // Local files were made for another version (or under another key): they are not this node any more.
-                    stale += try deleteRows(db, try FileRecord.filter(Column("ownerID") == entry.nodeID.rawValue && Column("kind") != FileKind.avatar.rawValue).fetchAll(db))
+                    let dropped = try deleteRows(db, try FileRecord.filter(Column("ownerID") == entry.nodeID.rawValue && Column("kind") != FileKind.avatar.rawValue).fetchAll(db))
+                    // A kept (persistent) file is replaced, never just dropped: its new version is kept too.
+                    for record in dropped where record.mode == .persistent {
+                        try db.execute(sql: "INSERT OR IGNORE INTO keepPersistent (nodeID, kind, since) VALUES (?, ?, ?)",
+                                       arguments: [entry.nodeID.rawValue, record.kind.rawValue, created])
+                    }
+                    stale += dropped
                 }
                 try db.execute(sql: """
                     INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize)
@@ -65,6 +71,18 @@ extension DiskManager {
         }
         finishDeletes(stale, reason: .deleted)
         return changed
+    }
+
+    /// Node files that were kept (persistent) when a pull found a new version in the remote and dropped the
+    /// old one: their new version is stored persistently whenever it is stored (a download, a read on the
+    /// mount). `darkdisk pull` downloads them at once.
+    public func keptVersionsToReplace() throws(DarkDiskError) -> [(nodeID: NodeID, kind: FileKind)] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT nodeID, kind FROM keepPersistent ORDER BY nodeID, kind").compactMap { row in
+                guard let id = try? NodeID(row["nodeID"] as String), let kind = FileKind(rawValue: row["kind"]) else { return nil }
+                return (id, kind)
+            }
+        }
     }
 
     /// A text setting of the store (e.g. its remote URL).

@@ -193,6 +193,14 @@ enum IndexDatabase {
             // key leads with the kind, so without this each such query scanned the whole file table.
             try db.create(index: "file_owner", on: "file", columns: ["ownerID", "kind"])
         }
+        migrator.registerMigration("v7: kept versions to replace") { db in
+            // Node files that were persistent when a pull found a new version in the remote: the new version,
+            // whenever it is stored (a pull's download, a read on the mount), is stored persistently too.
+            try db.execute(sql: """
+                CREATE TABLE keepPersistent (nodeID TEXT NOT NULL, kind TEXT NOT NULL, since REAL NOT NULL,
+                  PRIMARY KEY (nodeID, kind));
+                """)
+        }
         return migrator
     }
 }

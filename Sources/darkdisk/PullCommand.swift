@@ -7,7 +7,12 @@ struct PullCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pull",
         abstract: "Fetch the outline from the remote: new nodes appear (no data is downloaded), changed nodes drop their stale local copies, deleted nodes are deleted locally.",
-        discussion: "A record that is malformed or names another node is skipped with one line on stderr (the node keeps what this store had of it), the rest is pulled, and the exit status is 1.")
+        discussion: """
+            A file kept persistently whose node changed is replaced, not dropped: the pull downloads its new \
+            version and keeps it persistently (if that download fails, the next read on the mount or fetch \
+            keeps it). A record that is malformed or names another node is skipped with one line on stderr \
+            (the node keeps what this store had of it), the rest is pulled, and the exit status is 1.
+            """)
 
     @OptionGroup var storeOptions: StoreOptions
 
@@ -16,11 +21,38 @@ struct PullCommand: AsyncParsableCommand {
 
     func run() async throws {
         let manager = try storeOptions.open()
-        let result = try await CloudSync(manager: manager, remote: try StoreRemote.remote(for: manager)).pull(acceptEmptyRemote: acceptEmptyRemote)
+        let remote = try StoreRemote.remote(for: manager)
+        let result = try await CloudSync(manager: manager, remote: remote).pull(acceptEmptyRemote: acceptEmptyRemote)
         for line in result.skipped { FileHandle.standardError.write(Data("darkdisk: skipped: \(line)\n".utf8)) }
         let skipped = result.skipped.isEmpty ? "" : ", \(result.skipped.count) skipped"
         print("pulled: \(result.added) new, \(result.changed) changed, \(result.deleted) deleted, \(result.unchanged) unchanged\(skipped)")
+        let failed = try await replaceKeptVersions(manager, DownloadManager(manager: manager, remote: remote))
         // The rest is pulled, but a script must notice (as rsync's exit 23 for a partial transfer).
-        if !result.skipped.isEmpty { throw ExitCode(1) }
+        if !result.skipped.isEmpty || failed > 0 { throw ExitCode(1) }
+    }
+
+    /// Downloads the new versions of kept files the pull replaced (the store keeps them persistently as
+    /// they arrive); returns how many failed, each said in one line.
+    private func replaceKeptVersions(_ manager: DiskManager, _ downloads: DownloadManager) async throws -> Int {
+        let kept = try manager.keptVersionsToReplace()
+        guard !kept.isEmpty else { return 0 }
+        var failed = 0
+        for (id, kind) in kept {
+            do {
+                if kind == .data {
+                    _ = try await downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true, storePersistently: true)).value
+                } else {
+                    _ = try await downloads.downloadNodeMeta(id, components: kind == .metadata ? .metadata : .thumbnail,
+                                                             options: DownloadOptions(cacheToDiskManager: true)).value
+                }
+                // The new version has no such section: nothing is left to keep.
+                if try manager.storedFile(id, kind: kind) == nil { try await manager.makeNodeFilePersistent(false, nodeID: id, kind: kind) }
+            } catch {
+                failed += 1
+                FileHandle.standardError.write(Data("darkdisk: the new \(kind.rawValue) of kept node '\(id)' did not download (\(error)); the next read or fetch keeps it\n".utf8))
+            }
+        }
+        print("kept files replaced by their new versions: \(kept.count - failed) of \(kept.count)")
+        return failed
     }
 }

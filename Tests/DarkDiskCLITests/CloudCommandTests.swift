@@ -62,6 +62,24 @@ import Testing
         expectOneLineFailure(try setup.darkdiskB(["fetch", "--user", "nobody", "--persistent"]), mentioning: "persist --user")
     }
 
+    /// Issue 17 item 2: a pull that finds a new version of a node kept here downloads it and keeps it
+    /// persistently (the kept copy was dropped and nothing downloaded).
+    @Test func pullReplacesAKeptFileWithItsNewVersion() async throws {
+        let setup = try RemoteBucket()
+        let v1 = CLIStore.bytes(300_000, seed: 83), v2 = CLIStore.bytes(250_000, seed: 84)
+        try setup.push("doc", v1)
+        try setup.join("file://" + setup.bucket)
+        try RemoteBucket.check(try setup.darkdiskB(["fetch", "--node", "doc", "--persistent"]), "fetch --persistent")
+        try setup.push("doc", v2)
+        let pull = try setup.darkdiskB(["pull"])
+        #expect(pull.status == 0, "\(pull.stderr)")
+        #expect(pull.output.contains("1 changed") && pull.output.contains("replaced by their new versions: 1 of 1"), "\(pull.output)")
+        let manager = try DiskManager(location: StoreLocation(directory: setup.b.storePath), passphrase: Array("mount tests".utf8))
+        #expect(try manager.storedFile(NodeID("doc"))?.mode == .persistent, "the new version is kept")
+        #expect(try setup.darkdiskB(["export", "--node", "doc"]).stdout == v2)
+        #expect(try manager.keptVersionsToReplace().isEmpty)
+    }
+
     @Test func badRemotesFailWithOneLine() async throws {
         let store = try CLIStore()
         await expectOneLineFailure(try store.darkdisk(["init", "--remote", "s3:///prefix"]), mentioning: "bucket")
