@@ -37,6 +37,8 @@ extension DiskManager {
                 try db.execute(sql: "DELETE FROM keepPersistent WHERE nodeID = ?", arguments: [id])
             }
         }
+        // Their partial downloads too, unless a download is writing one right now.
+        for id in nodeIDs { removeIdlePartialDownload(id) }
     }
 
     /// Deletes one stored file of a node; returns whether there was one.

@@ -11,12 +11,8 @@ extension DiskManager {
             try removePartialDownload(nodeID)
             return nil
         }
-        let text: String = row["ranges"]
-        let ranges = text.split(separator: ",").compactMap { part -> Range<UInt64>? in
-            let bounds = part.split(separator: "-").compactMap { UInt64($0) }
-            return bounds.count == 2 && bounds[0] < bounds[1] ? bounds[0]..<bounds[1] : nil
-        }
-        return PartialDownload(nodeID: nodeID, etag: row["etag"], size: UInt64(row["size"] as Int64), path: path, ranges: ranges)
+        return PartialDownload(nodeID: nodeID, etag: row["etag"], size: UInt64(row["size"] as Int64), path: path,
+                               ranges: PartialDownload.parse(row["ranges"]))
     }
 
     /// A folder of the cache directory for a component's own files (`partial`, `downloads`), created if the
@@ -36,8 +32,8 @@ extension DiskManager {
         let name = FileOperations.randomName(extension: "part")
         try FileOperations.makeDirectory(location.cacheDirectory + "/partial")
         try write { db in
-            try db.execute(sql: "INSERT INTO download (nodeID, etag, size, partialName, ranges) VALUES (?, ?, ?, ?, '')",
-                           arguments: [nodeID.rawValue, etag, Int64(size), name])
+            try db.execute(sql: "INSERT INTO download (nodeID, etag, size, partialName, ranges, bytes, lastAccess) VALUES (?, ?, ?, ?, '', 0, ?)",
+                           arguments: [nodeID.rawValue, etag, Int64(size), name, clock.now.timeIntervalSince1970])
         }
         return PartialDownload(nodeID: nodeID, etag: etag, size: size, path: partialPath(name), ranges: [])
     }
@@ -46,9 +42,17 @@ extension DiskManager {
     public func savePartialDownload(_ download: PartialDownload) throws(DarkDiskError) {
         let text = download.ranges.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ",")
         try write { db in
-            try db.execute(sql: "UPDATE download SET ranges = ? WHERE nodeID = ? AND etag = ?",
-                           arguments: [text, download.nodeID.rawValue, download.etag])
+            try db.execute(sql: "UPDATE download SET ranges = ?, bytes = ?, lastAccess = ? WHERE nodeID = ? AND etag = ?",
+                           arguments: [text, Int64(download.receivedBytes), clock.now.timeIntervalSince1970, download.nodeID.rawValue, download.etag])
         }
+        // Partial downloads count against the data pool: a growing one may push it over its limit.
+        kickEviction(.data)
+    }
+
+    /// The lock file a downloader of `nodeID` holds (`flock`, exclusive) while it writes the node's partial
+    /// download; eviction and deletion leave a partial download alone while it is held.
+    public func downloadLockPath(_ nodeID: NodeID) throws(DarkDiskError) -> String {
+        try cacheSubfolder("partial") + "/" + nodeID.rawValue + ".lock"
     }
 
     /// Forgets a download and removes its partial file (after it completed, or to restart from zero).

@@ -75,9 +75,13 @@ extension DiskManager {
     @discardableResult
     private func trim(_ pool: Pool) throws(DarkDiskError) -> Int {
         dispatchPrecondition(condition: .onQueue(maintenanceQueue))
+        // Partial downloads of node data count against the data pool and go with its cache files, least
+        // recently touched first.
+        let partialBytes = { (db: Database) throws -> UInt64 in pool == .data ? try Self.partialUsage(db).bytes : 0 }
         let (maxSize, cached) = try read { db in
             (try Self.settings(db, pool: pool).maxSize,
-             UInt64(max(0, try Int64.fetchOne(db, sql: "SELECT bytes FROM usage WHERE pool = ? AND mode = 'cache'", arguments: [pool.rawValue]) ?? 0)))
+             UInt64(max(0, try Int64.fetchOne(db, sql: "SELECT bytes FROM usage WHERE pool = ? AND mode = 'cache'", arguments: [pool.rawValue]) ?? 0))
+             + (try partialBytes(db)))
         }
         guard cached > maxSize else { return 0 }
         let oversizedBytes = { (db: Database) throws -> UInt64 in
@@ -95,12 +99,18 @@ extension DiskManager {
         // the timer, a release) together take only what one would. Oversized files still here are retained
         // (measured once: a scan of the pool's rows).
         let kept = oversized > 0 ? try read(oversizedBytes) : 0
-        evicted += try evict(from: [pool]) { db, _ in
+        let excess = { (db: Database) throws -> UInt64 in
             let bytes = UInt64(max(0, try Int64.fetchOne(db, sql: "SELECT bytes FROM usage WHERE pool = ? AND mode = 'cache'",
-                                                         arguments: [pool.rawValue]) ?? 0))
+                                                         arguments: [pool.rawValue]) ?? 0)) + (try partialBytes(db))
             let counted = bytes > kept ? bytes - kept : 0
             return counted > lowWater ? counted - lowWater : 0
         }
+        let partials = { [self] (touchedBy: Double) throws(DarkDiskError) -> Int in
+            pool == .data ? try evictPartialDownloads(touchedBy: touchedBy) { (_: UInt64) throws(DarkDiskError) in try read(excess) } : 0
+        }
+        evicted += try evict(from: [pool], partialsTouchedBy: partials) { db, _ in try excess(db) }
+        // Only partial downloads (touched after every cache file left) are over the limit now.
+        evicted += try partials(.infinity)
         if evicted > 0 { logger.debug("evicted \(evicted) files from the \(pool.rawValue) pool") }
         return evicted
     }
@@ -153,7 +163,13 @@ extension DiskManager {
         let wanted = fraction * total
         guard available < wanted else { return 0 }
         let needed = UInt64(wanted - available)
-        let evicted = try evict(from: Pool.allCases) { _, freed in freed < needed ? needed - freed : 0 }
+        // Idle partial downloads first: a file that cannot be read without the network anyway.
+        var partialFreed: UInt64 = 0
+        var evicted = try evictPartialDownloads(touchedBy: .infinity) { freed in
+            partialFreed = freed
+            return freed < needed ? needed - freed : 0
+        }
+        evicted += try evict(from: Pool.allCases) { _, freed in freed + partialFreed < needed ? needed - freed - partialFreed : 0 }
         if evicted > 0 {
             logger.info("free space on \(location.cacheDirectory) below \(Int(fraction * 100)) %: evicted \(evicted) cache files")
         }
@@ -163,7 +179,11 @@ extension DiskManager {
     /// Evicts unretained cache files of `pools` (only those larger than `largerThan`, if given), least
     /// recently accessed first, while `excess` (bytes still to free, given the index and the bytes this call
     /// freed so far) is above 0 and candidates remain. Returns how many files went.
-    private func evict(from pools: [Pool], largerThan: UInt64? = nil, excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> Int {
+    /// `partialsTouchedBy`, for the data pool: evicts the idle partial downloads touched no later than the
+    /// given time (called before each batch of cache files, with the batch's newest access time), so the
+    /// two go in one least-recently-touched order.
+    private func evict(from pools: [Pool], largerThan: UInt64? = nil, partialsTouchedBy: ((Double) throws(DarkDiskError) -> Int)? = nil,
+                       excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> Int {
         var freed: UInt64 = 0
         var evicted = 0
         var cursor: (lastAccess: Double, id: Int64) = (-Double.infinity, Int64.min)
@@ -186,6 +206,9 @@ extension DiskManager {
                 wanted += UInt64(record.storedSize)
             }
             cursor = (chosen.last!.lastAccess, chosen.last!.id ?? 0)
+            if let partialsTouchedBy {
+                evicted += try partialsTouchedBy(chosen.last!.lastAccess)
+            }
             for record in try evictBatch(chosen, alreadyFreed: freed, excess: excess) {
                 freed += UInt64(record.storedSize)
                 evicted += 1
@@ -266,6 +289,7 @@ extension DiskManager {
                 }
             }
         }
+        removed += sweepPartialOrphans()
         if removed > 0 { logger.info("removed \(removed) orphaned files") }
         return removed
     }

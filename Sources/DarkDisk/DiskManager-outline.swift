@@ -70,6 +70,8 @@ extension DiskManager {
             return (changed, stale)
         }
         finishDeletes(stale, reason: .deleted)
+        // A partial download of the old version can never complete.
+        for id in changed { removeIdlePartialDownload(id) }
         return changed
     }
 

@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 
 extension DiskManager {
-    /// Bytes of `pool`'s files on disk: all of them, or only persistent or only cache files.
+    /// Bytes of `pool`'s files on disk: all of them (partial downloads included), or only persistent or only
+    /// cache files.
     public func storageSize(of pool: Pool, mode: StorageMode? = nil) throws(DarkDiskError) -> UInt64 {
         try read { db in
             if let mode {
@@ -10,6 +11,7 @@ extension DiskManager {
                                                         arguments: [pool.rawValue, mode.rawValue]) ?? 0))
             }
             return UInt64(max(0, try Int64.fetchOne(db, sql: "SELECT SUM(bytes) FROM usage WHERE pool = ?", arguments: [pool.rawValue]) ?? 0))
+                + (pool == .data ? try Self.partialUsage(db).bytes : 0)
         }
     }
 
@@ -23,8 +25,10 @@ extension DiskManager {
                     if row["mode"] == StorageMode.persistent.rawValue { persistent = row["bytes"] } else { cached = row["bytes"] }
                     files += row["files"] as Int
                 }
-                return PoolStatus(pool: pool, size: UInt64(persistent + cached), persistentSize: UInt64(persistent),
-                                  cachedSize: UInt64(cached), fileCount: files, settings: try Self.settings(db, pool: pool))
+                let partial = pool == .data ? try Self.partialUsage(db) : (bytes: 0, files: 0)
+                return PoolStatus(pool: pool, size: UInt64(persistent + cached) + partial.bytes, persistentSize: UInt64(persistent),
+                                  cachedSize: UInt64(cached), partialSize: partial.bytes, fileCount: files, partialCount: partial.files,
+                                  settings: try Self.settings(db, pool: pool))
             }
         }
     }

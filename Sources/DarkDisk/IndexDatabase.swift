@@ -201,6 +201,18 @@ enum IndexDatabase {
                   PRIMARY KEY (nodeID, kind));
                 """)
         }
+        migrator.registerMigration("v8: partial download sizes") { db in
+            // What each partial download holds on disk and when it was last touched, so they count against
+            // the data pool and are evicted least recently touched first.
+            try db.alter(table: "download") { t in
+                t.add(column: "bytes", .integer).notNull().defaults(to: 0)
+                t.add(column: "lastAccess", .double).notNull().defaults(to: 0)
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT nodeID, ranges FROM download") {
+                let bytes = PartialDownload.parse(row["ranges"]).reduce(UInt64(0)) { $0 + UInt64($1.count) }
+                try db.execute(sql: "UPDATE download SET bytes = ? WHERE nodeID = ?", arguments: [Int64(bytes), row["nodeID"] as String])
+            }
+        }
         return migrator
     }
 }

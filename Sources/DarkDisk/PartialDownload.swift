@@ -27,6 +27,14 @@ public struct PartialDownload: Sendable, Equatable {
         return missing
     }
 
+    /// The ranges of the index's text form (`0-65536,131072-196608`); malformed parts are left out.
+    static func parse(_ text: String) -> [Range<UInt64>] {
+        text.split(separator: ",").compactMap { part -> Range<UInt64>? in
+            let bounds = part.split(separator: "-").compactMap { UInt64($0) }
+            return bounds.count == 2 && bounds[0] < bounds[1] ? bounds[0]..<bounds[1] : nil
+        }
+    }
+
     /// Adds a received range, merging neighbours.
     public mutating func add(_ range: Range<UInt64>) {
         ranges = Self.merge(ranges, range)

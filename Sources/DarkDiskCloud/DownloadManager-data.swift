@@ -32,7 +32,7 @@ extension DownloadManager {
             while true {
                 let attempt = try await blocking { () throws -> LockAttempt in
                     if let local = try self.manager.nodeFile(nodeID, kind: .data) { return .stored(local) }
-                    let lock = try DownloadLock.tryAcquire(try self.cacheFolder("partial") + "/" + nodeID.rawValue + ".lock")
+                    let lock = try DownloadLock.tryAcquire(try self.downloadLockPath(nodeID))
                     return lock.map(LockAttempt.acquired) ?? .busy
                 }
                 switch attempt {

@@ -1,0 +1,88 @@
+import DarkDisk
+import DarkDiskTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 17 item 4: partial downloads are part of the data pool. They count in its size and `status`,
+/// are evicted with its cache files least recently touched first (never while a downloader holds one), go
+/// with their node, and a partial file no row names is swept.
+@Suite struct PartialDownloadPoolTests {
+    /// A partial download of `id` that received `bytes` bytes.
+    @discardableResult
+    private func partial(_ manager: DiskManager, _ id: String, bytes: Int) throws -> PartialDownload {
+        var download = try manager.beginPartialDownload(NodeID(id), etag: "\"e\"", size: UInt64(bytes) * 2)
+        try TemporaryStore.bytes(bytes, seed: 9).write(to: URL(fileURLWithPath: download.path))
+        download.add(0..<UInt64(bytes))
+        try manager.savePartialDownload(download)
+        return download
+    }
+
+    @Test func partialDownloadsCountAndGoLeastRecentlyTouchedFirst() throws {
+        let store = try TemporaryStore()
+        let clock = ManualClock()
+        let manager = try store.create(clock: clock)
+        let old = try partial(manager, "old-partial", bytes: 200_000)
+        clock.advance(by: 10)
+        try manager.importNodeFile(DiskImport(cleartextData: TemporaryStore.bytes(200_000)), nodeID: NodeID("cached"))
+        clock.advance(by: 10)
+        let recent = try partial(manager, "recent-partial", bytes: 200_000)
+        clock.advance(by: 10)
+        let busy = try partial(manager, "busy-partial", bytes: 100_000)
+
+        let data = try #require(try manager.status().first { $0.pool == .data })
+        #expect(data.partialCount == 3 && data.partialSize == 500_000)
+        #expect(data.size == data.cachedSize + 500_000, "they count in the pool's size")
+        #expect(try manager.storageSize(of: .data) == data.size)
+
+        // A downloader holds one: it is never evicted.
+        let lock = open(try manager.downloadLockPath(NodeID("busy-partial")), O_RDWR | O_CREAT, 0o600)
+        #expect(lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0)
+        defer { close(lock) }
+
+        // Room for about two of the four: the oldest partial goes first, then the cache file.
+        try manager.setMaxSize(data.size - 150_000, for: .data)
+        try manager.enforceLimits(of: .data)
+        #expect(try manager.partialDownload(NodeID("old-partial")) == nil && !FileManager.default.fileExists(atPath: old.path))
+        #expect(try manager.storedFile(NodeID("cached")) != nil, "the cache file, touched later, stays")
+        try manager.setMaxSize(data.size - 350_000, for: .data)
+        try manager.enforceLimits(of: .data)
+        #expect(try manager.storedFile(NodeID("cached")) == nil)
+        #expect(try manager.partialDownload(NodeID("recent-partial")) != nil, "touched after the cache file: still there")
+        try manager.setMaxSize(0, for: .data)
+        try manager.enforceLimits(of: .data)
+        #expect(try manager.partialDownload(NodeID("recent-partial")) == nil && !FileManager.default.fileExists(atPath: recent.path))
+        #expect(try manager.partialDownload(NodeID("busy-partial")) != nil && FileManager.default.fileExists(atPath: busy.path),
+                "a partial download a downloader holds stays")
+        let after = try #require(try manager.status().first { $0.pool == .data })
+        #expect(after.partialCount == 1 && after.partialSize == 100_000)
+    }
+
+    @Test func partialDownloadsGoWithTheirNodeAndOrphansAreSwept() throws {
+        let store = try TemporaryStore()
+        let clock = ManualClock()
+        let manager = try store.create(clock: clock)
+        let dropped = try partial(manager, "dropped", bytes: 50_000)
+        let forgotten = try partial(manager, "forgotten", bytes: 50_000)
+        try manager.deleteLocalFiles(of: NodeID("dropped"))
+        try manager.deleteNode(NodeID("forgotten"))
+        #expect(try manager.partialDownload(NodeID("dropped")) == nil && !FileManager.default.fileExists(atPath: dropped.path))
+        #expect(try manager.partialDownload(NodeID("forgotten")) == nil && !FileManager.default.fileExists(atPath: forgotten.path))
+
+        // A partial file no row names (a crash between creating and recording it), untouched for ten minutes.
+        let folder = try manager.cacheSubfolder("partial")
+        let orphan = folder + "/0123456789abcdef.part"
+        try Data("left behind".utf8).write(to: URL(fileURLWithPath: orphan))
+        clock.advance(by: 601)
+        let reopened = try store.open(clock: clock)
+        var gone = false
+        for _ in 0..<200 where !gone {
+            gone = !FileManager.default.fileExists(atPath: orphan)
+            if !gone { usleep(20_000) }
+        }
+        #expect(gone, "the orphan sweep at open removes it")
+        withExtendedLifetime(reopened) {}
+    }
+}
