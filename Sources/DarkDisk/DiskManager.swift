@@ -12,6 +12,7 @@ public final class DiskManager: Sendable {
     /// The wall clock for modification and access times and expiry (`SystemClock` unless given).
     public let clock: any StoreClock
     let database: DatabasePool
+    let indexCounter = IndexStatistics.Counter()
     let masterKey: SymmetricKey
     let deleter: FileDeleter
     let logger: Logger
@@ -81,7 +82,7 @@ public final class DiskManager: Sendable {
         try FileOperations.makeDirectory(location.persistentFiles)
         try FileOperations.makeDirectory(location.persistentStaging)
         let readOnly = SpaceReserve.isReadOnly(location.dataDirectory)
-        self.database = try Self.openIndex(location, readOnly: readOnly)
+        self.database = try Self.openIndex(location, readOnly: readOnly, counter: indexCounter)
         self.deleter = FileDeleter(database: database)
         if !readOnly { SpaceReserve.ensure(in: location.dataDirectory) }
         // Start-up enforcement: finish interrupted deletes, expire, evict. All index-driven, so fast at any size;
@@ -143,11 +144,11 @@ public final class DiskManager: Sendable {
     }
 
     /// Opens the index; on a full disk (SQLite cannot even make its shared-memory file) the reserve goes first.
-    private static func openIndex(_ location: StoreLocation, readOnly: Bool) throws(DarkDiskError) -> DatabasePool {
-        do { return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly) } catch {
+    private static func openIndex(_ location: StoreLocation, readOnly: Bool, counter: IndexStatistics.Counter) throws(DarkDiskError) -> DatabasePool {
+        do { return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly, counter: counter) } catch {
             guard !readOnly, error.errno == ENOSPC || error.message.contains("disk is full") || error.message.contains("I/O error"),
                   SpaceReserve.release(in: location.dataDirectory) else { throw error }
-            return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly)
+            return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly, counter: counter)
         }
     }
 

@@ -2,36 +2,43 @@ import GRDB
 import GRDBSQLite
 import Synchronization
 
-/// The work the index did in this process: statements run and the SQLite virtual-machine steps they took
-/// (a full-table scan costs a step per row, an indexed lookup a few dozen). For checking that an operation
-/// costs what it should at scale (a listing O(n), a lookup O(log n)), in tests and benchmarks.
+/// The work a store's index did in this process: statements run and the SQLite virtual-machine steps they
+/// took (a full-table scan costs a step per row, an indexed lookup a few dozen). For checking that an
+/// operation costs what it should at scale (a listing O(n), a lookup O(log n)), in tests and benchmarks.
 public struct IndexStatistics: Sendable, Equatable {
     public var statements: Int
     public var steps: Int
-
-    /// The totals since the process started, over every store it opened.
-    public static var current: IndexStatistics {
-        IndexStatistics(statements: indexStatements.load(ordering: .relaxed), steps: indexSteps.load(ordering: .relaxed))
-    }
 
     /// What happened between `earlier` and this.
     public static func - (later: IndexStatistics, earlier: IndexStatistics) -> IndexStatistics {
         IndexStatistics(statements: later.statements - earlier.statements, steps: later.steps - earlier.steps)
     }
 
+    /// The running totals of one index (all its connections).
+    final class Counter: Sendable {
+        let statements = Atomic<Int>(0)
+        let steps = Atomic<Int>(0)
 
-    /// Counts every statement `db` runs from now on. SQLite's profile callback fires when a statement
-    /// finishes; its step counter is read and reset there (GRDB reuses prepared statements).
-    static func count(_ db: Database) {
-        sqlite3_trace_v2(db.sqliteConnection, UInt32(SQLITE_TRACE_PROFILE), { _, _, statement, _ in
-            guard let statement else { return 0 }
-            indexStatements.add(1, ordering: .relaxed)
-            indexSteps.add(Int(sqlite3_stmt_status(OpaquePointer(statement), SQLITE_STMTSTATUS_VM_STEP, 1)), ordering: .relaxed)
-            return 0
-        }, nil)
+        var totals: IndexStatistics {
+            IndexStatistics(statements: statements.load(ordering: .relaxed), steps: steps.load(ordering: .relaxed))
+        }
+
+        /// Counts every statement `db` runs from now on. SQLite's profile callback fires when a statement
+        /// finishes; its step counter is read and reset there (GRDB reuses prepared statements). The caller
+        /// keeps the counter alive as long as the connection (the pool's configuration holds it).
+        func count(_ db: Database) {
+            sqlite3_trace_v2(db.sqliteConnection, UInt32(SQLITE_TRACE_PROFILE), { _, context, statement, _ in
+                guard let context, let statement else { return 0 }
+                let counter = Unmanaged<Counter>.fromOpaque(context).takeUnretainedValue()
+                counter.statements.add(1, ordering: .relaxed)
+                counter.steps.add(Int(sqlite3_stmt_status(OpaquePointer(statement), SQLITE_STMTSTATUS_VM_STEP, 1)), ordering: .relaxed)
+                return 0
+            }, Unmanaged.passUnretained(self).toOpaque())
+        }
     }
 }
 
-// Globals, not statics: SQLite's C callback cannot capture the type it would reach them through.
-private let indexStatements = Atomic<Int>(0)
-private let indexSteps = Atomic<Int>(0)
+extension DiskManager {
+    /// The work this store's index did in this process so far (see `IndexStatistics`).
+    public var indexStatistics: IndexStatistics { indexCounter.totals }
+}

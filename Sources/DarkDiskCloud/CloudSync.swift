@@ -30,8 +30,10 @@ public struct CloudSync: Sendable {
     public func push(dataFile: String, nodeID: NodeID, name: String? = nil, parentID: String? = nil,
                      thumbnail: Data? = nil, metadata: Data? = nil) async throws -> OutlineEntry {
         let (key, wrapped) = try manager.contentKey(for: nodeID)
-        let temporary = NSTemporaryDirectory() + "darkdisk-push-" + UUID().uuidString
-        defer { unlink(temporary) }
+        // Composed in the store's staging folder: an interrupted push leaves it to the orphan sweep.
+        let scratch = try manager.makeScratchFile()
+        let temporary = scratch.path
+        defer { withExtendedLifetime(scratch) {} }
         let header = try FileConversion.encryptCloudFile(metadata: metadata, thumbnail: thumbnail, dataFileAt: dataFile,
                                                          key: key, to: temporary)
         let info = try await remote.write(CloudLayout.cloudFile(nodeID), fromFile: temporary)
@@ -60,8 +62,9 @@ public struct CloudSync: Sendable {
         let objectKey = CloudLayout.avatar(userID, identityID)
         if let avatar {
             let key = SymmetricKey.random()
-            let temporary = NSTemporaryDirectory() + "darkdisk-push-" + UUID().uuidString
-            defer { unlink(temporary) }
+            let scratch = try manager.makeScratchFile()
+            let temporary = scratch.path
+            defer { withExtendedLifetime(scratch) {} }
             _ = try FileConversion.encrypt(avatar, key: key, to: temporary)
             let info = try await remote.write(objectKey, fromFile: temporary)
             identity.avatar = UserRecord.Avatar(size: info.size, plaintextSize: UInt64(avatar.count),

@@ -121,7 +121,20 @@ public struct FileRemote: Remote {
         do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
             throw RemoteError(.unreachable, "cannot write to remote folder \(root): \(error.localizedDescription)")
         }
+        Self.sweepAbandoned(folder)  // a listing of a folder that holds only the writes in flight
         return folder + "/" + UUID().uuidString
+    }
+
+    /// Removes the temporary files of writes that stopped (a killed `push`) from the bucket's `.tmp/`: those
+    /// not written to for an hour (a live write, from any machine, touches its file as it goes).
+    static func sweepAbandoned(_ folder: String, olderThan seconds: Double = 3600) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+            var st = stat()
+            let path = folder + "/" + name
+            guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG,
+                  Date().timeIntervalSince1970 - Double(st.st_mtim.tv_sec) > seconds else { continue }
+            unlink(path)
+        }
     }
 
     private func commit(_ temporary: String, as key: String) throws(RemoteError) -> ObjectInfo {

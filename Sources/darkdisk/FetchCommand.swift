@@ -38,6 +38,7 @@ struct FetchCommand: AsyncParsableCommand {
         let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager), partSize: partSize,
                                         parallelParts: parallel)
         let bar = isatty(STDERR_FILENO) == 1 ? ProgressBar() : nil
+        defer { bar?.finish() }  // an error is then printed on a line of its own
         let summary: String
         switch target {
         case .node(let id, .data):
@@ -45,8 +46,9 @@ struct FetchCommand: AsyncParsableCommand {
             ticket.onProgress { bar?.show($0) }
             let download = try await ticket.value
             guard let export = download.export else {
-                bar?.finish()
-                throw try cannotKeep(id, .data, manager: manager, encryptedSize: download.cryptoFile.path)
+                let failure = try cannotKeep(id, .data, manager: manager, encryptedSize: download.cryptoFile.path)
+                manager.deleteFileIfUnmanaged(download.cryptoFile.path)  // the download the store could not keep
+                throw failure
             }
             summary = "fetched node '\(id)': \(export.plaintextSize) bytes" + (export.isStoredPersistently ? ", kept persistently" : "")
         case .node(let id, let kind):
@@ -55,12 +57,10 @@ struct FetchCommand: AsyncParsableCommand {
             ticket.onProgress { bar?.show($0) }
             let meta = try await ticket.value
             guard let bytes = kind == .metadata ? meta.metadata : meta.thumbnail else {
-                bar?.finish()
                 throw CLIError("node '\(id)' has no \(kind.rawValue)")
             }
             if persistent { try await manager.makeNodeFilePersistent(true, nodeID: id, kind: kind) }
             guard try manager.storedFile(id, kind: kind) != nil else {
-                bar?.finish()
                 throw try cannotKeep(id, kind, manager: manager, encryptedSize: nil)
             }
             summary = "fetched the \(kind.rawValue) of node '\(id)': \(bytes.count) bytes" + (persistent ? ", kept persistently" : "")

@@ -1,9 +1,18 @@
 import DarkDiskCloud
 import Foundation
+import Synchronization
 
-/// A one-line progress bar on stderr: bar, percentage, bytes, rate and time left.
+/// A one-line progress bar on stderr: bar, percentage, bytes, rate and time left. `finish` ends its line
+/// once (so an error printed after it starts on a line of its own); a bar never shown prints nothing.
 final class ProgressBar: Sendable {
+    private let state = Mutex((shown: false, finished: false))
+
     func show(_ progress: DownloadProgress) {
+        guard state.withLock({ state in
+            if state.finished { return false }
+            state.shown = true
+            return true
+        }) else { return }
         let width = 30
         let filled = Int(progress.fractionCompleted * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
@@ -13,7 +22,11 @@ final class ProgressBar: Sendable {
     }
 
     func finish() {
-        FileHandle.standardError.write(Data("\n".utf8))
+        let shown = state.withLock { state in
+            defer { state.finished = true }
+            return state.shown && !state.finished
+        }
+        if shown { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 
     static func bytes(_ count: UInt64) -> String {

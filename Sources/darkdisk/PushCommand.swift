@@ -52,9 +52,10 @@ struct PushCommand: AsyncParsableCommand {
             return data
         }
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue else {
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
             throw CLIError("cannot read \(file): no such file")
         }
+        guard !isDirectory.boolValue else { throw CLIError("cannot push \(file): it is a directory (push takes one file)") }
         let thumbnailData = try contents(thumbnail, "thumbnail")
         let metadataData = try contents(metadata, "metadata")
         let created = !DiskManager.exists(at: storeOptions.location)

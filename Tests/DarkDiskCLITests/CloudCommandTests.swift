@@ -1,6 +1,9 @@
 import DarkDisk
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @Suite(.processSlots) struct CloudCommandTests {
     @Test func secondMachineJoinsPullsAndReads() async throws {
@@ -50,6 +53,14 @@ import Testing
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: manager.location.temporaryDownloads)) ?? []).isEmpty,
                 "the download it could not keep is not left behind")
 
+        // On a terminal the progress bar shows, and the error then starts a line of its own (item 17).
+        let command = ([Shell.darkdisk, "fetch", "--node", "big", "--store", setup.b.storePath, "--passphrase-file", setup.passphrase])
+            .map(Shell.quote).joined(separator: " ")
+        let onTerminal = try await Shell.sh("script -qec \(Shell.quote(command)) /dev/null").output
+        #expect(onTerminal.contains("%"), "the bar was drawn: \(onTerminal)")
+        let errorLine = try #require(onTerminal.range(of: "darkdisk: "), "\(onTerminal)")
+        #expect(onTerminal[..<errorLine.lowerBound].utf8.last == UInt8(ascii: "\n"), "the error starts its own line: \(onTerminal.debugDescription)")
+
         try RemoteBucket.check(try setup.darkdiskB(["fetch", "--node", "big", "--persistent"]), "fetch --persistent")
         let kept = try #require(try manager.storedFile(NodeID("big")))
         #expect(kept.mode == .persistent)
@@ -80,6 +91,40 @@ import Testing
         #expect(try manager.keptVersionsToReplace().isEmpty)
     }
 
+    /// Issue 17 item 16: an interrupted push leaves nothing in /tmp; a killed one leaves its encrypted
+    /// scratch file in the store's staging folder (counted by `check`, swept once untouched for ten minutes),
+    /// and abandoned writes under a file bucket's `.tmp/` are swept by the next write.
+    @Test(arguments: [SIGTERM, SIGKILL]) func anInterruptedPushLeavesNoTemporaryFilesBehind(signal: Int32) async throws {
+        let setup = try RemoteBucket()
+        let source = try setup.a.file("big", try randomBytes(96 << 20))
+        let staging = StoreLocation(directory: setup.a.storePath).cacheStaging
+        let before = Set((try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? [])
+        let command = ([Shell.darkdisk, "push", source, "--node", "big", "--store", setup.a.storePath, "--passphrase-file", setup.passphrase])
+            .map(Shell.quote).joined(separator: " ")
+        let push = try Background("exec " + command, in: setup.a.directory)
+        let scratch = { ((try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []).filter { $0.hasSuffix(".scratch") } }
+        await #expect(Mount.wait(seconds: 30) { !scratch().isEmpty }, "the push composes its cloud file in the store's staging folder")
+        kill(push.pid, signal)
+        _ = await push.wait(seconds: 30)
+        let after = Set((try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? [])
+        #expect(after.subtracting(before).filter { $0.hasPrefix("darkdisk-push") }.isEmpty, "nothing in /tmp")
+        if signal == SIGTERM {
+            #expect(scratch().isEmpty, "an interrupted push removes its scratch file")
+        } else {
+            let check = try await setup.a.darkdisk(["check", "--passphrase-file", setup.passphrase])
+            #expect(check.status == 0 && check.output.contains("1 staging files"), "\(check.output)")
+        }
+
+        // A write abandoned in the bucket's .tmp/ an hour ago goes with the next push; a recent one stays.
+        let tmp = setup.bucket + "/.tmp"
+        try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
+        try Data("old".utf8).write(to: URL(fileURLWithPath: tmp + "/abandoned"))
+        try Data("new".utf8).write(to: URL(fileURLWithPath: tmp + "/in-flight"))
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)], ofItemAtPath: tmp + "/abandoned")
+        try setup.push("small", Data("small".utf8))
+        #expect(!FileManager.default.fileExists(atPath: tmp + "/abandoned") && FileManager.default.fileExists(atPath: tmp + "/in-flight"))
+    }
+
     @Test func badRemotesFailWithOneLine() async throws {
         let store = try CLIStore()
         await expectOneLineFailure(try store.darkdisk(["init", "--remote", "s3:///prefix"]), mentioning: "bucket")
@@ -93,6 +138,7 @@ import Testing
         await expectOneLineFailure(try store.darkdisk(["pull"]), mentioning: "does not exist")
         await expectOneLineFailure(try store.darkdisk(["fetch", "--node", "nothing"]), mentioning: "darkdisk pull")
         await expectOneLineFailure(try store.darkdisk(["push", store.directory + "/missing", "--node", "n"]), mentioning: "no such file")
+        await expectOneLineFailure(try store.darkdisk(["push", store.directory, "--node", "n"]), mentioning: "is a directory")
         await expectOneLineFailure(try store.darkdisk(["push", try store.file("e", Data()), "--node", "../n"]), mentioning: "invalid node ID")
     }
 
