@@ -163,13 +163,13 @@ import Testing
         let localSeconds = Date().timeIntervalSince(localStarted)
         #expect(ls.status == 0 && ls.output.contains("far") && ls.output.contains("here"), "\(ls.output) \(ls.stderr)")
         #expect(local.stdout == here, "a local node during the outage: \(local.stderr)")
-        #expect(localSeconds < 1.5, "the local read took \(localSeconds) s during the outage")
+        #expect(TestTiming.isSanitized || localSeconds < 1.5, "the local read took \(localSeconds) s during the outage")
 
         let status = await reader.wait(seconds: 60)
         let seconds = Date().timeIntervalSince(started)
         #expect(status != nil && status != 0, "cat of a remote-only node with the remote \(outage.rawValue): exit \(String(describing: status))")
         #expect(reader.stderr.contains("Input/output error"), "\(reader.stderr)")
-        #expect(seconds < 2 + 6, "EIO came after \(String(format: "%.1f", seconds)) s with --remote-timeout 2")
+        #expect(TestTiming.isSanitized || seconds < 2 + 6, "EIO came after \(String(format: "%.1f", seconds)) s with --remote-timeout 2")
         #expect(try Shell.sh("cat \(herePath)", timeout: 30).stdout == here, "local reads after the failed remote read")
         #expect(try Shell.xattr("user.darkdisk.local", mount.path + "/nodes/here/data") == "full")
 
