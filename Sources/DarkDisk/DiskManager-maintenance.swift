@@ -5,13 +5,15 @@ import Glibc
 #endif
 
 extension DiskManager {
-    /// One round of upkeep, run at start-up and by the timer: finish pending deletes, expire cache files,
-    /// bring every pool under its limit and the cache file system above its free-space floor.
+    /// One round of upkeep, run at start-up and by the timer: finish pending deletes, notice a purge of the
+    /// cache folder, expire cache files, bring every pool under its limit and the cache file system above its
+    /// free-space floor.
     func runMaintenance() {
         dispatchPrecondition(condition: .onQueue(maintenanceQueue))
         deleter.sweep()
         retryLockedOrphans()
         do {
+            try reconcilePurge()
             try expireFiles()
             for pool in Pool.allCases { try trim(pool) }
             try freeSpace()
@@ -274,7 +276,7 @@ extension DiskManager {
             let known = Set((try? database.read { db in
                 try String.fetchAll(db, sql: "SELECT name FROM file WHERE mode = ?", arguments: [mode.rawValue])
             }) ?? [])
-            for shard in FileOperations.realDirectoryEntries(root) ?? [] {
+            for shard in FileOperations.realDirectoryEntries(root) ?? [] where shard != ".present" {
                 guard let names = FileOperations.realDirectoryEntries(root + "/" + shard) else {
                     logger.warning("ignoring \(root)/\(shard): not a directory of the store (a symbolic link is never followed)")
                     continue
