@@ -10,7 +10,8 @@ import DarkDiskSync
 /// the processor's identifier). On a miss the image is loaded from the DiskManager, else downloaded by the
 /// DownloadManager (which caches it in the DiskManager), then processed on the manager's work queue,
 /// cached, and delivered. Identical fetches in flight share one load and one processing run. A definite
-/// "no image" (a node without a thumbnail, an identity without an avatar) is cached as a negative result
+/// "no image" (a node without a thumbnail, an identity without an avatar, a user the remote has no record
+/// of) is cached as a negative result
 /// for `negativeResultLifetime`; errors are never cached. The caches follow the store: when the
 /// DiskManager reports that a node's thumbnail or a user's avatar was replaced or deleted, the entries
 /// made from the old file go.

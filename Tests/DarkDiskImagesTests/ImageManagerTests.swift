@@ -244,6 +244,22 @@ import Testing
         } catch { #expect(error.code == .notAvailable) }
     }
 
+    /// Issue 17 item 9: a user the remote has no record of (the seeds' 404) has no avatar: a negative result,
+    /// cached like the others, so the next fetch is a memory hit and asks the remote nothing.
+    @Test func aUserWithoutARecordIsACachedNegativeResult() async throws {
+        let setup = try ImageSetup()
+        let images = setup.images()
+        let ghost = try UserID("ghost")
+        #expect(try await images.userAvatar(ghost) == nil, "no record: no avatar, not an error")
+        let reads = setup.counting.reads.load(ordering: .relaxed)
+        var hit = false
+        let ticket = images.fetchUserAvatar(ghost, preFetch: { image, willFetch in hit = image == nil && !willFetch },
+                                            postFetch: { _, _ in })
+        #expect(ticket == nil && hit, "the negative result is cached")
+        #expect(try await images.userAvatar(ghost) == nil)
+        #expect(setup.counting.reads.load(ordering: .relaxed) == reads, "the remote is not asked again")
+    }
+
     @Test func ownDownloadsDoNotFlushWhatTheyCached() async throws {
         let setup = try ImageSetup()
         let node = try await setup.push("cloudy", thumbnail: try TestImages.jpeg(300, 300))
