@@ -11,10 +11,9 @@ import DarkDiskSync
 /// DownloadManager (which caches it in the DiskManager), then processed on the manager's work queue,
 /// cached, and delivered. Identical fetches in flight share one load and one processing run. A definite
 /// "no image" (a node without a thumbnail, an identity without an avatar, a user the remote has no record
-/// of) is cached as a negative result
-/// for `negativeResultLifetime`; errors are never cached. The caches follow the store: when the
-/// DiskManager reports that a node's thumbnail or a user's avatar was replaced or deleted, the entries
-/// made from the old file go.
+/// of) is cached as a negative result for `negativeResultLifetime`; errors are never cached. The caches
+/// follow the store: when the DiskManager reports that a node's thumbnail or a user's avatar was replaced
+/// or deleted, the entries made from the old file go.
 public final class ImageManager: Sendable {
     public let diskManager: DiskManager
     /// Where images that are not on local disk come from; without one, only local images are found.
