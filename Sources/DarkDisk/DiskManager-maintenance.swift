@@ -276,7 +276,7 @@ extension DiskManager {
             let known = Set((try? database.read { db in
                 try String.fetchAll(db, sql: "SELECT name FROM file WHERE mode = ?", arguments: [mode.rawValue])
             }) ?? [])
-            for shard in FileOperations.realDirectoryEntries(root) ?? [] where shard != ".present" {
+            for shard in FileOperations.realDirectoryEntries(root) ?? [] {
                 guard let names = FileOperations.realDirectoryEntries(root + "/" + shard) else {
                     logger.warning("ignoring \(root)/\(shard): not a directory of the store (a symbolic link is never followed)")
                     continue

@@ -7,16 +7,26 @@ import Glibc
 /// An outside purge of the cache folder (`rm -rf ~/.cache/*`, a cleaner): the cache folder may be deleted
 /// at any time (DESIGN §2), and the pools' totals must not keep counting what went with it.
 extension DiskManager {
-    /// A file the store keeps in the cache files folder: gone means the folder was purged.
-    var purgeSentinel: String { location.cacheFiles + "/.present" }
+    /// Which folder the cache files are in: its device and inode ("none" when it is missing). A purge
+    /// removes it (`rm -rf ~/.cache/*`), and the next import makes a new one: either way this changes.
+    private var cacheFilesIdentity: String {
+        var st = stat()
+        return lstat(location.cacheFiles, &st) == 0 ? "\(st.st_dev):\(st.st_ino)" : "none"
+    }
 
-    /// If the cache folder was purged since the last look (its sentinel is gone), forgets every cache file
-    /// that went with it, so sizes, `status` and the pool xattrs are true again, and puts the sentinel back.
-    /// One `access` call when nothing happened; a pass over the cache rows (in batches) when it did.
-    /// Returns how many files were forgotten. Runs at start-up and on the maintenance timer.
+    /// If the cache files folder was purged since the last look (it is gone, or another folder stands in
+    /// its place), forgets every cache file that went with it, so sizes, `status` and the pool xattrs are
+    /// true again. One `lstat` and one index read when nothing happened; a pass over the cache rows (in
+    /// batches) when it did. Returns how many files were forgotten. Runs at start-up and on the timer.
     @discardableResult
     func reconcilePurge() throws(DarkDiskError) -> Int {
-        guard access(purgeSentinel, F_OK) != 0 else { return 0 }
+        let seen = cacheFilesIdentity
+        if seen == (try text("cacheFilesIdentity")) {
+            // Also gone again after a new folder came and went between two looks: no folder, yet cache rows.
+            guard seen == "none", try read({ db in try Bool.fetchOne(db, sql: "SELECT 1 FROM file WHERE mode = 'cache' LIMIT 1") }) != nil else {
+                return 0
+            }
+        }
         var forgotten = 0
         var after: Int64 = 0
         while true {
@@ -34,9 +44,7 @@ extension DiskManager {
                 forgotten += vanished.count
             }
         }
-        try FileOperations.makeDirectory(location.cacheFiles)
-        let fd = open(purgeSentinel, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if fd >= 0 { close(fd) }
+        try setText(seen, for: "cacheFilesIdentity")
         if forgotten > 0 { logger.info("the cache folder was purged: forgot \(forgotten) cache files that went with it") }
         return forgotten
     }

@@ -28,6 +28,8 @@ final class CacheFolder: Sendable {
         /// Access times of gets not yet written to the index, by row id, flushed in batches (at most a second
         /// late). A row id reused by a later insert is safe: that row's own access time is later.
         var pendingAccess: [Int64: Double] = [:]
+        /// The batch a background flush is writing (not yet visible to this connection's reads).
+        var flushingAccess: [Int64: Double] = [:]
         var flushScheduled = false
         var flushQueued = false
     }
@@ -150,8 +152,15 @@ final class CacheFolder: Sendable {
         let length: Int64
         let checksum: Int64
         let modified: Double
+        /// When it was last set or read, buffered reads included: `ageLimit` counts from here (TMDiskCache).
+        let accessed: Double
         let value: Data?
         let file: String?
+    }
+
+    /// The latest use of row `id`: the index's time, or a read not yet written there.
+    private static func lastUse(_ id: Int64, indexed: Double, _ s: State) -> Double {
+        max(indexed, s.pendingAccess[id] ?? indexed, s.flushingAccess[id] ?? indexed)
     }
 
     /// What a read found.
@@ -163,20 +172,21 @@ final class CacheFolder: Sendable {
         case corrupt(Row)
     }
 
-    /// Reads `key`'s value; records the access at `now` (buffered) when found.
-    func read(_ key: String, notModifiedBefore cutoff: Double?, now: Double) throws(DiskCacheError) -> ReadResult {
+    /// Reads `key`'s value; records the access at `now` (buffered) when found and not unused since `cutoff`.
+    func read(_ key: String, notUnusedSince cutoff: Double?, now: Double) throws(DiskCacheError) -> ReadResult {
         let found = try state.withLock { (s: inout State) throws(DiskCacheError) -> Row? in
             let statement = try s.connection.statement(
-                "SELECT id, length, checksum, modified, value, file FROM entry WHERE key = ?").bind(.text(key))
+                "SELECT id, length, checksum, modified, accessed, value, file FROM entry WHERE key = ?").bind(.text(key))
             defer { statement.reset() }
             guard try statement.step() else { return nil }
-            let row = Row(id: statement.int(0), length: statement.int(1), checksum: statement.int(2),
-                          modified: statement.double(3), value: statement.blob(4), file: statement.text(5))
-            if cutoff == nil || row.modified >= cutoff! { try self.recordAccess(row.id, at: now, in: &s) }
+            let id = statement.int(0)
+            let row = Row(id: id, length: statement.int(1), checksum: statement.int(2), modified: statement.double(3),
+                          accessed: Self.lastUse(id, indexed: statement.double(4), s), value: statement.blob(5), file: statement.text(6))
+            if cutoff == nil || row.accessed >= cutoff! { try self.recordAccess(row.id, at: now, in: &s) }
             return row
         }
         guard let row = found else { return .miss }
-        if let cutoff, row.modified < cutoff { return .expired(row) }
+        if let cutoff, row.accessed < cutoff { return .expired(row) }
         let data: Data
         if let value = row.value {
             data = value
@@ -226,9 +236,11 @@ final class CacheFolder: Sendable {
                     return nil
                 }
                 defer { s.pendingAccess.removeAll(keepingCapacity: true) }
+                s.flushingAccess = s.pendingAccess  // still counted by reads until the commit shows it
                 return s.pendingAccess
             }
             guard let batch else { return }
+            defer { state.withLock { $0.flushingAccess.removeAll(keepingCapacity: true) } }
             do throws(DiskCacheError) {
                 let update = try connection.statement("UPDATE entry SET accessed = ?1 WHERE id = ?2 AND accessed < ?1")
                 for (id, time) in batch.sorted(by: { $0.key < $1.key }) { try update.bind(.double(time), .int(id)).run() }
@@ -251,13 +263,13 @@ final class CacheFolder: Sendable {
         s.pendingAccess.removeAll(keepingCapacity: true)
     }
 
-    /// Whether `key` has an entry not modified before `cutoff` (no read of the value, no access recorded).
-    func contains(_ key: String, notModifiedBefore cutoff: Double?) throws(DiskCacheError) -> Bool {
+    /// Whether `key` has an entry used (set or read) since `cutoff` (no read of the value, no access recorded).
+    func contains(_ key: String, notUnusedSince cutoff: Double?) throws(DiskCacheError) -> Bool {
         try state.withLock { (s: inout State) throws(DiskCacheError) -> Bool in
-            let statement = try s.connection.statement("SELECT modified FROM entry WHERE key = ?").bind(.text(key))
+            let statement = try s.connection.statement("SELECT id, accessed FROM entry WHERE key = ?").bind(.text(key))
             defer { statement.reset() }
             guard try statement.step() else { return false }
-            return cutoff == nil || statement.double(0) >= cutoff!
+            return cutoff == nil || Self.lastUse(statement.int(0), indexed: statement.double(1), s) >= cutoff!
         }
     }
 
@@ -529,22 +541,25 @@ final class CacheFolder: Sendable {
     // MARK: - Files and enumeration
 
     /// The file name holding `key`'s value, moving a small value out of the index into a file first (a file URL
-    /// was asked for). `nil` when there is no such entry (or it is older than `cutoff`).
-    func materialize(_ key: String, notModifiedBefore cutoff: Double?) throws(DiskCacheError) -> String? {
+    /// was asked for). `nil` when there is no such entry (or it was last used before `cutoff`).
+    func materialize(_ key: String, notUnusedSince cutoff: Double?, now: Double) throws(DiskCacheError) -> String? {
         // The new file stays locked until its row is committed (this function's end), so the sweep leaves it.
         var heldFD: Int32 = -1
         defer { if heldFD >= 0 { close(heldFD) } }
         return try state.withLock { (s: inout State) throws(DiskCacheError) -> String? in
             let connection = s.connection
             return try connection.writeTransaction { () throws(DiskCacheError) -> String? in
-                let select = try connection.statement("SELECT id, modified, value, file FROM entry WHERE key = ?").bind(.text(key))
+                let select = try connection.statement("SELECT id, accessed, value, file FROM entry WHERE key = ?").bind(.text(key))
                 defer { select.reset() }
                 guard try select.step() else { return nil }
-                if let cutoff, select.double(1) < cutoff { return nil }
-                if let file = select.text(3) { return file }
+                if let cutoff, Self.lastUse(select.int(0), indexed: select.double(1), s) < cutoff { return nil }
                 let id = select.int(0)
-                let value = select.blob(2) ?? Data()
+                let file = select.text(3)
+                let value = file == nil ? select.blob(2) ?? Data() : Data()
                 select.reset()
+                // A use, as a get is (written at once: this is a write transaction anyway).
+                try connection.statement("UPDATE entry SET accessed = ?1 WHERE id = ?2 AND accessed < ?1").bind(.double(now), .int(id)).run()
+                if let file { return file }
                 let hash = Digest.sha256(Array(key.utf8)).map { String(format: "%02x", $0) }.joined()
                 let name = hash + "." + FileIO.randomName()
                 let tmp = tmpPath + "/" + name
@@ -581,13 +596,13 @@ final class CacheFolder: Sendable {
     }
 
     /// The entries' metadata (no values), oldest access first.
-    func entries(notModifiedBefore cutoff: Double?) throws(DiskCacheError) -> [DiskCacheEntry] {
+    func entries(notUnusedSince cutoff: Double?) throws(DiskCacheError) -> [DiskCacheEntry] {
         try state.withLock { (s: inout State) throws(DiskCacheError) -> [DiskCacheEntry] in
             try Self.flush(&s)
             // Waits for a background flush in progress, so the order includes its access times.
             try s.connection.writeTransaction { () throws(DiskCacheError) in }
             let statement = try s.connection.statement(
-                "SELECT key, size, length, created, modified, accessed FROM entry WHERE modified >= ? ORDER BY accessed")
+                "SELECT key, size, length, created, modified, accessed FROM entry WHERE accessed >= ? ORDER BY accessed")
                 .bind(.double(cutoff ?? -Double.greatestFiniteMagnitude))
             defer { statement.reset() }
             var entries: [DiskCacheEntry] = []

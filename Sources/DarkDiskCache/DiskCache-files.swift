@@ -35,7 +35,7 @@ extension DiskCache {
         for _ in 0..<8 {
             let name: String?
             do {
-                name = try folder.materialize(key, notModifiedBefore: cutoff)
+                name = try folder.materialize(key, notUnusedSince: cutoff, now: secondsNow)
             } catch {
                 close(lockFD)
                 throw error

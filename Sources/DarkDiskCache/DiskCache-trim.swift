@@ -17,10 +17,10 @@ extension DiskCache {
         try trim(.leastRecentlyUsed(max(0, byteCount)))
     }
 
-    /// Removes the entries older than `ageLimit` (what its timer runs); nothing without an age limit.
+    /// Removes the entries unused for longer than `ageLimit` (what its timer runs); nothing without an age limit.
     public func trimExpired() throws(DiskCacheError) {
         guard let cutoff else { return }
-        try trim(.modifiedBefore(cutoff))
+        try trim(.accessedBefore(cutoff))
     }
 
     private func trim(_ rule: CacheFolder.TrimRule) throws(DiskCacheError) {

@@ -1,12 +1,12 @@
 import Foundation
 
 extension DiskCache {
-    /// The value stored for `key`, or `nil` when there is none, it is older than `ageLimit`, or it was damaged
+    /// The value stored for `key`, or `nil` when there is none, it went unused for longer than `ageLimit`, or it was damaged
     /// on disk (then it is removed). Records the access for least-recently-used trims.
     public func data(forKey key: String) throws(DiskCacheError) -> Data? {
         // A writer may replace the entry between the read and the removal of a damaged one: read again then.
         for _ in 0..<8 {
-            switch try folder.read(key, notModifiedBefore: cutoff, now: secondsNow) {
+            switch try folder.read(key, notUnusedSince: cutoff, now: secondsNow) {
             case .hit(let data):
                 return data
             case .miss:
@@ -33,9 +33,9 @@ extension DiskCache {
         }
     }
 
-    /// Whether a value for `key` is stored (and not older than `ageLimit`), without reading it.
+    /// Whether a value for `key` is stored (and not unused for longer than `ageLimit`), without reading it.
     public func containsValue(forKey key: String) throws(DiskCacheError) -> Bool {
-        try folder.contains(key, notModifiedBefore: cutoff)
+        try folder.contains(key, notUnusedSince: cutoff)
     }
 
     /// Stores `data` for `key`, replacing any value. When the total then exceeds `byteLimit`, least recently
@@ -77,9 +77,9 @@ extension DiskCache {
         fire(hooks.didRemoveAll)
     }
 
-    /// Every entry's key, sizes and dates (not the values), least recently accessed first; entries older than
-    /// `ageLimit` are left out. A snapshot: the cache may change while you go through it.
+    /// Every entry's key, sizes and dates (not the values), least recently accessed first; entries unused
+    /// for longer than `ageLimit` are left out. A snapshot: the cache may change while you go through it.
     public func entries() throws(DiskCacheError) -> [DiskCacheEntry] {
-        try folder.entries(notModifiedBefore: cutoff)
+        try folder.entries(notUnusedSince: cutoff)
     }
 }

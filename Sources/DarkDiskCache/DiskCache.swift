@@ -122,7 +122,8 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// The most seconds an entry may live after it was set; `0` (the default) means no limit. An older entry is
+    /// The most seconds an entry may go unused (neither set nor read), as TMDiskCache's `ageLimit`: a value
+    /// read often never expires while it is in use; `0` (the default) means no limit. An expired entry is
     /// never returned (a get removes it and misses), and a timer removes expired entries every `ageLimit / 2`
     /// seconds (at least every minute, at most four times a second).
     public var ageLimit: TimeInterval {
@@ -138,7 +139,7 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// The oldest modification date an entry may have under `ageLimit`, or `nil` when there is no limit.
+    /// The oldest last use (set or read) an entry may have under `ageLimit`, or `nil` when there is no limit.
     var cutoff: Double? {
         let limit = ageLimit
         return limit > 0 ? secondsNow - limit : nil

@@ -11,9 +11,9 @@ public struct DiskCacheEntry: Sendable, Hashable {
     public let length: Int
     /// When the key was first set (kept across later sets of the same key).
     public let created: Date
-    /// When the value was last set; `ageLimit` counts from here.
+    /// When the value was last set.
     public let modified: Date
-    /// When the value was last read or set; LRU trims go by this. Reads are written to the index in the
+    /// When the value was last read or set; LRU trims and `ageLimit` go by this. Reads are written to the index in the
     /// background, at most about a second late (a process that exits without releasing its caches loses
     /// at most that last second of reads).
     public let accessed: Date

@@ -65,6 +65,29 @@ import Testing
         #expect(try cache.byteCount <= 1000)
     }
 
+    /// Issue 17 item 13: as TMDiskCache's, `ageLimit` counts from the last use: a value read often never
+    /// expires while in use; one left unread does (a read refreshes it, a `contains` does not).
+    @Test func ageLimitCountsFromTheLastUse() throws {
+        let root = try TemporaryRoot()
+        let clock = ManualClock()
+        let cache = try root.cache(clock: clock)
+        cache.ageLimit = 3600
+        try cache.set(bytes(100), forKey: "read")
+        try cache.set(bytes(60_000), forKey: "read-file")
+        try cache.set(bytes(100), forKey: "unread")
+        for _ in 0..<4 {
+            clock.advance(by: 2000)
+            #expect(try cache.data(forKey: "read") == bytes(100), "read every 2000 s: still there")
+            #expect(try cache.withFileURL(forKey: "read-file") { _ in true } == true)
+        }
+        #expect(try !cache.containsValue(forKey: "unread"), "8000 s unread: expired")
+        #expect(try cache.data(forKey: "unread") == nil)
+        // The timer's trim spares what was read (its access time may not be in the index yet).
+        try cache.trimExpired()
+        #expect(try cache.containsValue(forKey: "read") && cache.containsValue(forKey: "read-file"))
+        #expect(try cache.entries().map(\.key).sorted() == ["read", "read-file"])
+    }
+
     @Test func ageLimitIsARealLimit() throws {
         let root = try TemporaryRoot()
         let clock = ManualClock()

@@ -40,7 +40,8 @@ import Testing
         try FileManager.default.removeItem(atPath: store.location.cacheDirectory + "/files")
         let next = try store.open()
         next.waitForMaintenance()
-        #expect(try cacheStatus(next).bytes == 0 && cacheStatus(next).files == 1)
+        let afterRestart = try cacheStatus(next)
+        #expect(afterRestart.bytes == 0 && afterRestart.files == 1, "\(afterRestart)")
         withExtendedLifetime(manager) {}
     }
 }
