@@ -29,15 +29,15 @@ import Testing
                         let key = "k\((task * 7 + i * 3) % 25)"
                         switch (task + i) % 6 {
                         case 0, 1, 2:
-                            try await target.set(CacheValuePattern.value(key: key, generation: task * 1000 + i), forKey: key)
+                            try await target.async.set(CacheValuePattern.value(key: key, generation: task * 1000 + i), forKey: key)
                         case 3:
-                            if let data = try await target.data(forKey: key) {
+                            if let data = try await target.async.data(forKey: key) {
                                 #expect(CacheValuePattern.check(data, key: key))
                             }
                         case 4:
-                            if i % 12 == 4 { try await target.trim(toSizeByDate: 1_000_000) } else { try await target.removeValue(forKey: key) }
+                            if i % 12 == 4 { try await target.async.trim(toSizeByDate: 1_000_000) } else { try await target.async.removeValue(forKey: key) }
                         default:
-                            let ok = try await target.withFileURL(forKey: key) { url in CacheValuePattern.check(try Data(contentsOf: url), key: key) }
+                            let ok = try await target.async.withFileURL(forKey: key) { url in CacheValuePattern.check(try Data(contentsOf: url), key: key) }
                             #expect(ok != false)
                         }
                     }

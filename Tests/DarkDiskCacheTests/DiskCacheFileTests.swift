@@ -55,15 +55,15 @@ import Testing
     @Test func removeAllWaitsForAFileURLClosure() async throws {
         let root = try TemporaryRoot()
         let cache = try root.cache()
-        try await cache.set(bytes(60_000), forKey: "k")
-        let removing = Task.detached { try await cache.removeAll() }
-        let intact = try await cache.withFileURL(forKey: "k") { url -> Bool in
+        try await cache.async.set(bytes(60_000), forKey: "k")
+        let removing = Task.detached { try await cache.async.removeAll() }
+        let intact = try await cache.async.withFileURL(forKey: "k") { url -> Bool in
             try await Task.sleep(for: .milliseconds(300))
             return try Data(contentsOf: url) == bytes(60_000)
         }
         try await removing.value
         #expect(intact == nil || intact == true)
-        #expect(try await cache.entries().isEmpty)
+        #expect(try await cache.async.entries().isEmpty)
     }
 
     @Test func aDamagedValueFileIsAMissAndIsRemoved() throws {

@@ -135,29 +135,42 @@ import Testing
         #expect(run.status != 0)
     }
 
+    /// Issue 17 item 14: the two families have their own spellings. In an async function the plain calls
+    /// stay synchronous (no `await`: this would not compile if an async overload of the same name came
+    /// back), and `cache.async` gives the async forms, which see the same entries.
+    @Test func plainCallsStaySynchronousInAsyncCode() async throws {
+        let root = try TemporaryRoot()
+        let cache = try root.cache()
+        try cache.set(bytes(300), forKey: "plain")
+        let plain = try cache.data(forKey: "plain")
+        let viaAsync = try await cache.async.data(forKey: "plain")
+        #expect(plain == viaAsync && plain == bytes(300))
+        #expect(try cache.containsValue(forKey: "plain") && cache.entries().count == 1)
+    }
+
     @Test func asyncForms() async throws {
         let root = try TemporaryRoot()
         let cache = try root.cache()
-        try await cache.set(bytes(2000), forKey: "a")
-        try await cache.set(Profile(name: "p", scores: []), forKey: "p")
-        #expect(try await cache.data(forKey: "a") == bytes(2000))
-        #expect(try await cache.value(Profile.self, forKey: "p") == Profile(name: "p", scores: []))
-        #expect(try await cache.containsValue(forKey: "a"))
-        #expect(try await cache.entries().count == 2)
-        let size = try await cache.withFileURL(forKey: "a") { url in
+        try await cache.async.set(bytes(2000), forKey: "a")
+        try await cache.async.set(Profile(name: "p", scores: []), forKey: "p")
+        #expect(try await cache.async.data(forKey: "a") == bytes(2000))
+        #expect(try await cache.async.value(Profile.self, forKey: "p") == Profile(name: "p", scores: []))
+        #expect(try await cache.async.containsValue(forKey: "a"))
+        #expect(try await cache.async.entries().count == 2)
+        let size = try await cache.async.withFileURL(forKey: "a") { url in
             try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int
         }
         #expect(size == 2000)
-        try await cache.removeValue(forKey: "a")
-        #expect(try await cache.data(forKey: "a") == nil)
-        try await cache.trim(toDate: Date().addingTimeInterval(3600))
-        #expect(try await cache.entries().isEmpty)
-        try await cache.set(bytes(50_000), forKey: "b")
-        try await cache.trim(toSize: 0)
-        try await cache.set(bytes(50_000), forKey: "c")
-        try await cache.trim(toSizeByDate: 0)
-        try await cache.set(bytes(50_000), forKey: "d")
-        try await cache.removeAll()
+        try await cache.async.removeValue(forKey: "a")
+        #expect(try await cache.async.data(forKey: "a") == nil)
+        try await cache.async.trim(toDate: Date().addingTimeInterval(3600))
+        #expect(try await cache.async.entries().isEmpty)
+        try await cache.async.set(bytes(50_000), forKey: "b")
+        try await cache.async.trim(toSize: 0)
+        try await cache.async.set(bytes(50_000), forKey: "c")
+        try await cache.async.trim(toSizeByDate: 0)
+        try await cache.async.set(bytes(50_000), forKey: "d")
+        try await cache.async.removeAll()
         #expect(try cache.entryCount == 0 && cache.byteCount == 0)
     }
 }
