@@ -60,6 +60,13 @@ public final class DownloadManager: Sendable {
         return export
     }
 
+    /// Bytes of node `nodeID`'s cloud file a running download in this process has on disk, as its readers
+    /// see them (the index's record of a partial download trails them by up to a checkpoint); nil when no
+    /// download of it runs here.
+    public func receivedBytes(ofRunningDownload nodeID: NodeID) -> UInt64? {
+        streams.withLock { $0[nodeID] }?.receivedBytes
+    }
+
     /// The stream of a node's data download, made if nobody has made it yet.
     func stream(for nodeID: NodeID) -> NodeDataStream {
         streams.withLock { streams in

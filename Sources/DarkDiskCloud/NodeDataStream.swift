@@ -39,6 +39,15 @@ final class NodeDataStream: Sendable {
 
     private let state = Locked(State())
 
+    /// Bytes of the cloud file on disk so far, as readers see them (ahead of the index's checkpoints); nil
+    /// before the transfer has its partial file and after it ended.
+    var receivedBytes: UInt64? {
+        state.withLock { state in
+            guard state.descriptor != nil, !state.ended else { return nil }
+            return state.ranges.reduce(0) { $0 + UInt64($1.count) }
+        }
+    }
+
     /// Starts serving readers: the partial file, the ranges it already has, the parts still to fetch.
     func activate(path: String, ranges: [Range<UInt64>], pending: [Range<UInt64>]) throws(RemoteError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

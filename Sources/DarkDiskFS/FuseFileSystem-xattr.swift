@@ -105,9 +105,10 @@ extension FuseFileSystem {
             return .seconds(try storedFile(of: entry)?.expiration ?? 0)
         case .local:
             if try storedFile(of: entry) != nil { return .locality(.full) }
-            guard case .nodeFile(let id, .data) = entry, let partial = try manager.partialDownload(id), partial.receivedBytes > 0 else {
-                return .locality(.absent)
-            }
+            guard case .nodeFile(let id, .data) = entry else { return .locality(.absent) }
+            // A download running here knows what it has before the index does (its checkpoints lag).
+            if let running = downloads?.receivedBytes(ofRunningDownload: id), running > 0 { return .locality(.partial) }
+            guard let partial = try manager.partialDownload(id), partial.receivedBytes > 0 else { return .locality(.absent) }
             return .locality(.partial)
         case .pool(let pool, let field):
             switch field {
