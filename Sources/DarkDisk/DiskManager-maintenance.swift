@@ -12,6 +12,7 @@ extension DiskManager {
         dispatchPrecondition(condition: .onQueue(maintenanceQueue))
         deleter.sweep()
         retryLockedOrphans()
+        deliverOtherProcessesChanges()
         do {
             try reconcilePurge()
             try expireFiles()
@@ -19,6 +20,22 @@ extension DiskManager {
             try freeSpace()
         } catch {
             logger.error("maintenance: \(error)")
+        }
+    }
+
+    /// Tells subscribers what other processes changed since the last round (`ChangeLog`), and prunes the log.
+    private func deliverOtherProcessesChanges() {
+        let (seen, round) = changeLogSeen.withLock { state in
+            state.rounds += 1
+            return (state.seq, state.rounds)
+        }
+        do {
+            let (changes, newest) = try database.read { db in try changeLog.others(after: seen, db) }
+            changeLogSeen.withLock { $0.seq = newest }
+            for change in changes { broadcaster.send(change) }
+            if round % 30 == 0 { try database.write { db in try ChangeLog.prune(db, now: Date().timeIntervalSince1970) } }
+        } catch {
+            logger.error("reading other processes' changes: \(error)")
         }
     }
 

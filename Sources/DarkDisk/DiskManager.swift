@@ -23,6 +23,9 @@ public final class DiskManager: Sendable {
     let evictionsDue = Locked<Set<Pool>>([])
     let maintenanceTimer = Locked<MaintenanceTimer?>(nil)
     let broadcaster = ChangeBroadcaster()
+    /// Other processes' changes: this instance's origin tag, and the last log row it has read.
+    let changeLog = ChangeLog()
+    let changeLogSeen = Locked<(seq: Int64, rounds: Int)>((0, 0))
     /// Orphans the start-up sweep found locked (by a reader of the same inode); each maintenance round retries them.
     let lockedOrphans = Locked<Set<String>>([])
     /// How often the timer enforces expiry, pool limits and the free-space floor.
@@ -88,6 +91,13 @@ public final class DiskManager: Sendable {
         // Start-up enforcement: finish interrupted deletes, expire, evict. All index-driven, so fast at any size;
         // the directory scan for orphans runs in the background.
         guard !readOnly else { return }
+        do {
+            try changeLog.install(on: database)
+            let newest = try database.read(ChangeLog.newest)
+            changeLogSeen.withLock { $0.seq = newest }
+        } catch {
+            throw IndexDatabase.failure(error, doing: "cannot set up the index's change log")
+        }
         maintenanceQueue.sync { runMaintenance() }
         maintenanceQueue.async { [weak self] in self?.sweepOrphans() }
         startMaintenanceTimer()
@@ -98,7 +108,9 @@ public final class DiskManager: Sendable {
         broadcaster.finish()
     }
 
-    /// Changes to stored files, as they happen in this process (imports, deletes, evictions, expiries, migrations).
+    /// Changes to stored files: this process' own as they happen (imports, deletes, evictions, expiries,
+    /// migrations), and those of other processes sharing the store (the CLI, a mount daemon, a `pull`) within
+    /// a maintenance round (2 s); from another process an eviction, expiry or delete arrives as `deleted`.
     public func changes(in pool: Pool? = nil) -> AsyncStream<StoreChange> {
         broadcaster.subscribe(pool: pool)
     }

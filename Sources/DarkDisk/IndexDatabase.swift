@@ -213,6 +213,15 @@ enum IndexDatabase {
                 try db.execute(sql: "UPDATE download SET bytes = ? WHERE nodeID = ?", arguments: [Int64(bytes), row["nodeID"] as String])
             }
         }
+        migrator.registerMigration("v9: change log") { db in
+            // What each process changed among the stored files, so the others report it too
+            // (`DiskManager.changes()`); written by the writer connection's TEMP triggers (`ChangeLog`).
+            try db.execute(sql: """
+                CREATE TABLE changeLog (seq INTEGER PRIMARY KEY AUTOINCREMENT, origin TEXT NOT NULL, at REAL NOT NULL,
+                  pool TEXT NOT NULL, kind TEXT NOT NULL, ownerID TEXT NOT NULL, identityID TEXT NOT NULL, reason TEXT NOT NULL);
+                CREATE INDEX changeLog_at ON changeLog(at);
+                """)
+        }
         return migrator
     }
 }

@@ -13,12 +13,8 @@ struct Run {
 
 /// Runs real programs: the built `darkdisk` binary and shell tools.
 enum Shell {
-    /// The binary under test: `DARKDISK_BIN` (set by Scripts/test), else the debug build next to the sources.
-    static let darkdisk: String = {
-        if let path = ProcessInfo.processInfo.environment["DARKDISK_BIN"], !path.isEmpty { return path }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return root.appendingPathComponent(".build/debug/darkdisk").path
-    }()
+    /// The binary under test (`DarkDiskBinary`).
+    static let darkdisk = DarkDiskBinary.path
 
     /// Runs `executable` with `arguments`, feeding `stdin`, capturing both outputs through files (no pipe deadlocks).
     @discardableResult

@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCloud
 @testable import DarkDiskImages
+import DarkDiskTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -242,6 +243,28 @@ import Testing
             _ = try await images.nodeThumbnail(nowhere)
             Issue.record("an unknown node was found")
         } catch { #expect(error.code == .notAvailable) }
+    }
+
+    /// Issue 17 item 8: a thumbnail replaced by another process (the `darkdisk` CLI, as a mount daemon or a
+    /// `pull` would) drops the processed images made from the old one in a long-running program.
+    @Test func theCachesFollowOtherProcesses() async throws {
+        let directory = NSTemporaryDirectory() + "darkdisk-images-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let manager = try DiskManager.create(at: StoreLocation(directory: directory))
+        let images = ImageManager(diskManager: manager, callbackQueue: DispatchQueue(label: "darkdisk.tests.callbacks"))
+        let node = try NodeID("shared")
+        let key = ImageCacheKey(ownerID: "shared", processorID: "resize-64x64")
+        _ = try await manager.importNodeFile(DiskImport(cleartextData: try TestImages.png(200, 100)), nodeID: node, kind: .thumbnail)
+        #expect(try await images.nodeThumbnail(node, processor: resize64)?.height == 32)
+        #expect(images.nodeThumbnailsCache.contains(key))
+
+        let replacement = directory + "/replacement.png"
+        try TestImages.png(100, 200).write(to: URL(fileURLWithPath: replacement))
+        let pid = try ChildProcess.spawn(DarkDiskBinary.path, ["import", replacement, "--node", "shared", "--kind", "thumbnail", "--store", directory])
+        #expect(await ChildProcess.exitStatus(pid) == 0)
+        #expect(await eventually(30) { !images.nodeThumbnailsCache.contains(key) }, "flushed on the other process' change")
+        #expect(try await images.nodeThumbnail(node, processor: resize64)?.width == 32, "the new thumbnail, not the old one")
+        withExtendedLifetime(manager) {}
     }
 
     /// Issue 17 item 9: a user the remote has no record of (the seeds' 404) has no avatar: a negative result,

@@ -159,26 +159,3 @@ func onThreads(_ bodies: [@Sendable () -> Void]) async {
         group.notify(queue: .global()) { continuation.resume() }
     }
 }
-
-/// Collects changes from `stream` until `done` says enough, or gives up after `timeout` seconds
-/// (returns nil then), so that a missing event fails the test instead of hanging it.
-func collectChanges(_ stream: AsyncStream<StoreChange>, timeout: Double = 5,
-                    until done: @escaping @Sendable ([StoreChange]) -> Bool) async throws -> [StoreChange]? {
-    try await withThrowingTaskGroup(of: [StoreChange]?.self) { group in
-        group.addTask {
-            var seen: [StoreChange] = []
-            for await change in stream {
-                seen.append(change)
-                if done(seen) { return seen }
-            }
-            return done(seen) ? seen : nil
-        }
-        group.addTask {
-            try await Task.sleep(for: .seconds(timeout))
-            return nil
-        }
-        let first = try await group.next() ?? nil
-        group.cancelAll()
-        return first
-    }
-}
