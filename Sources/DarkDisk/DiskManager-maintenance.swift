@@ -111,7 +111,7 @@ extension DiskManager {
         var evicted = 0
         let oversized = try read(oversizedBytes)
         if oversized > 0 {
-            evicted += try evict(from: [pool], largerThan: maxSize) { db, _ in try oversizedBytes(db) }
+            evicted += try evict(from: [pool], largerThan: maxSize) { db, _ in try oversizedBytes(db) }.evicted
         }
         let lowWater = maxSize - maxSize / 100
         // Measured again inside every eviction transaction, so evictions running at once (another process,
@@ -124,12 +124,17 @@ extension DiskManager {
             let counted = bytes > kept ? bytes - kept : 0
             return counted > lowWater ? counted - lowWater : 0
         }
-        let partials = { [self] (touchedBy: Double) throws(DarkDiskError) -> Int in
-            pool == .data ? try evictPartialDownloads(touchedBy: touchedBy) { (_: UInt64) throws(DarkDiskError) in try read(excess) } : 0
+        // `deferred`: bytes of held cache files counted as going when released (see `evict`).
+        let partials = { [self] (touchedBy: Double, deferred: UInt64) throws(DarkDiskError) -> Int in
+            pool == .data ? try evictPartialDownloads(touchedBy: touchedBy) { (_: UInt64) throws(DarkDiskError) in
+                let bytes = try read(excess)
+                return bytes > deferred ? bytes - deferred : 0
+            } : 0
         }
-        evicted += try evict(from: [pool], partialsTouchedBy: partials) { db, _ in try excess(db) }
+        let files = try evict(from: [pool], deferringHeld: true, partialsTouchedBy: partials) { db, _ in try excess(db) }
+        evicted += files.evicted
         // Only partial downloads (touched after every cache file left) are over the limit now.
-        evicted += try partials(.infinity)
+        evicted += try partials(.infinity, files.deferred)
         if evicted > 0 { logger.debug("evicted \(evicted) files from the \(pool.rawValue) pool") }
         return evicted
     }
@@ -188,30 +193,39 @@ extension DiskManager {
             partialFreed = freed
             return freed < needed ? needed - freed : 0
         }
-        evicted += try evict(from: Pool.allCases) { _, freed in freed + partialFreed < needed ? needed - freed - partialFreed : 0 }
+        evicted += try evict(from: Pool.allCases) { _, freed in freed + partialFreed < needed ? needed - freed - partialFreed : 0 }.evicted
         if evicted > 0 {
             logger.info("free space on \(location.cacheDirectory) below \(Int(fraction * 100)) %: evicted \(evicted) cache files")
         }
         return evicted
     }
 
-    /// Evicts unretained cache files of `pools` (only those larger than `largerThan`, if given), least
-    /// recently accessed first, while `excess` (bytes still to free, given the index and the bytes this call
-    /// freed so far) is above 0 and candidates remain. Returns how many files went.
+    /// Evicts cache files of `pools` (only those larger than `largerThan`, if given), least recently
+    /// accessed first, while `excess` (bytes still to free, given the index and the bytes this call freed so
+    /// far) is above 0 and candidates remain. Returns how many files went, and the bytes of held files
+    /// counted as going.
+    ///
+    /// A retained file is never deleted. With `deferringHeld` (the pool limits) one that is next in LRU order
+    /// counts as going: no newer file goes in its place, and its release kicks the pass that evicts it, if
+    /// the pool is still over then (the seeds' "may temporarily exceed the max size" while a file is in use).
+    /// So least recently used goes first however releases arrive. Without it (the free-space floor, which
+    /// needs the blocks now) a held file is skipped and the next one goes.
     /// `partialsTouchedBy`, for the data pool: evicts the idle partial downloads touched no later than the
-    /// given time (called before each batch of cache files, with the batch's newest access time), so the
-    /// two go in one least-recently-touched order.
-    private func evict(from pools: [Pool], largerThan: UInt64? = nil, partialsTouchedBy: ((Double) throws(DarkDiskError) -> Int)? = nil,
-                       excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> Int {
+    /// given time (called before each batch of cache files, with the batch's newest access time and the
+    /// bytes deferred so far), so the two go in one least-recently-touched order.
+    private func evict(from pools: [Pool], largerThan: UInt64? = nil, deferringHeld: Bool = false,
+                       partialsTouchedBy: ((Double, UInt64) throws(DarkDiskError) -> Int)? = nil,
+                       excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> (evicted: Int, deferred: UInt64) {
         var freed: UInt64 = 0
+        var deferred: UInt64 = 0
         var evicted = 0
         var cursor: (lastAccess: Double, id: Int64) = (-Double.infinity, Int64.min)
         let poolList = pools.map { "'\($0.rawValue)'" }.joined(separator: ",")
         while true {
             let (needed, batch) = try read { db -> (UInt64, [FileRecord]) in
-                let needed = try excess(db, freed)
-                guard needed > 0 else { return (0, []) }
-                return (needed, try FileRecord.fetchAll(db, sql: """
+                let excess = try excess(db, freed)
+                guard excess > deferred else { return (0, []) }
+                return (excess - deferred, try FileRecord.fetchAll(db, sql: """
                     SELECT * FROM file WHERE pool IN (\(poolList)) AND mode = 'cache' AND (lastAccess, id) > (?, ?)
                     AND storedSize > ? ORDER BY lastAccess, id LIMIT 64
                     """, arguments: [cursor.lastAccess, cursor.id, largerThan.map { Int64(clamping: $0) } ?? -1]))
@@ -226,55 +240,66 @@ extension DiskManager {
             }
             cursor = (chosen.last!.lastAccess, chosen.last!.id ?? 0)
             if let partialsTouchedBy {
-                evicted += try partialsTouchedBy(chosen.last!.lastAccess)
+                evicted += try partialsTouchedBy(chosen.last!.lastAccess, deferred)
             }
-            for record in try evictBatch(chosen, alreadyFreed: freed, excess: excess) {
+            let outcome = try evictBatch(chosen, alreadyFreed: freed, deferred: deferringHeld ? deferred : nil, excess: excess)
+            for record in outcome.removed {
                 freed += UInt64(record.storedSize)
                 evicted += 1
             }
+            if deferringHeld { deferred += outcome.held }
         }
-        return evicted
+        return (evicted, deferred)
     }
 
-    /// Removes the cache files of `records` that nobody retains, in one index transaction: each file's row
-    /// and the file go under an exclusive lock, so a reader that opened it a moment earlier either holds it
-    /// (and it is skipped) or finds it gone and looks again. Returns the records evicted.
-    private func evictBatch(_ records: [FileRecord], alreadyFreed: UInt64,
-                            excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> [FileRecord] {
-        var locked: [(record: FileRecord, fd: Int32)] = []
-        var vanished: [FileRecord] = []
-        defer { for item in locked { close(item.fd) } }
-        for record in records {
+    /// Removes the cache files of `records` that nobody retains, in one index transaction, in their order:
+    /// each file's row and the file go under an exclusive lock, so a reader that opened it a moment earlier
+    /// either holds it (and it stays) or finds it gone and looks again. With `deferred` (bytes of held files
+    /// already counted as going), a held file adds its bytes to it, so later records go only if the excess
+    /// is still above what the held ones will free. Returns the records removed (evicted or vanished) and
+    /// the bytes of held files counted as going.
+    private func evictBatch(_ records: [FileRecord], alreadyFreed: UInt64, deferred: UInt64?,
+                            excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> (removed: [FileRecord], held: UInt64) {
+        var locked: [Int: Int32] = [:]
+        var vanished: Set<Int> = []
+        defer { for fd in locked.values { close(fd) } }
+        for (index, record) in records.enumerated() {
             let fd = open(path(of: record), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             if fd < 0 {
-                if errno == ENOENT { vanished.append(record) }
+                if errno == ENOENT { vanished.insert(index) }
                 continue
             }
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 { locked.append((record, fd)) } else { close(fd) }
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { locked[index] = fd } else { close(fd) }
         }
-        let removed = try write { db -> (evicted: [FileRecord], vanished: [FileRecord]) in
+        let removed = try write { db -> (evicted: [FileRecord], vanished: [FileRecord], held: UInt64) in
             func delete(_ record: FileRecord) throws -> Bool {
                 try db.execute(sql: "DELETE FROM file WHERE id = ? AND name = ?", arguments: [record.id, record.name])
                 return db.changesCount == 1
             }
-            let gone = try vanished.filter(delete)
+            let gone = try vanished.sorted().map { records[$0] }.filter(delete)
             var freed = alreadyFreed + gone.reduce(0) { $0 + UInt64($1.storedSize) }
+            var held: UInt64 = 0
             var evicted: [FileRecord] = []
-            for record in locked.map(\.record) {
-                guard try excess(db, freed) > 0 else { break }
+            for (index, record) in records.enumerated() where !vanished.contains(index) {
+                guard try excess(db, freed) > (deferred ?? 0) + held else { break }
+                if locked[index] == nil {
+                    // Held (or unreadable): it stays; counted as going when the caller defers held files.
+                    if deferred != nil { held += UInt64(record.storedSize) }
+                    continue
+                }
                 if try delete(record) {
                     evicted.append(record)
                     freed += UInt64(record.storedSize)
                 }
             }
             try FileDeleter.markPending(db, paths: evicted.map(path(of:)))
-            return (evicted, gone)
+            return (evicted, gone, held)
         }
         for record in removed.evicted { unlink(path(of: record)) }
         deleter.forget(removed.evicted.map(path(of:)))
         for record in removed.evicted { notify(record, .evicted) }
         for record in removed.vanished { notify(record, .vanished) }
-        return removed.evicted + removed.vanished
+        return (removed.evicted + removed.vanished, removed.held)
     }
 
     /// Removes files no index row knows (left by a crash between writing a file and committing its row) and

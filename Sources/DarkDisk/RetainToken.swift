@@ -5,9 +5,9 @@ import Glibc
 /// Keeps one stored file from being deleted while it is alive, in this process and in every other one.
 ///
 /// It holds an open descriptor with a shared `flock`; deleters and evictors take an exclusive lock without
-/// waiting. Eviction skips a held file; a delete, expiry or migration leaves its path in the index's
-/// pending-delete list, and the last holder to let go finishes it. Releasing a token also re-checks the
-/// pool's limit, since a file that was skipped may now be evicted. The kernel drops the lock if the process
+/// waiting. Eviction leaves a held file in place (and evicts no newer file instead); a delete, expiry or
+/// migration leaves its path in the index's pending-delete list, and the last holder to let go finishes
+/// it. Releasing a token also re-checks the pool's limit, since the released file may now be evicted. The kernel drops the lock if the process
 /// dies, so a `kill -9` never strands a file.
 public final class RetainToken: Sendable {
     /// An open, read-only descriptor of the retained file (readers may `pread` it; the token closes it).
