@@ -54,6 +54,8 @@ public struct StoreLocation: Sendable, Equatable {
     /// Downloads handed to their callers rather than kept by the store (a download without caching): the
     /// only files under the store's folders that belong to someone else.
     public var temporaryDownloads: String { cacheDirectory + "/downloads" }
+    /// What each process' downloads are fetching now (`TransferBoard`): one small file per process.
+    public var transferBoard: String { cacheDirectory + "/transfers" }
 
     private static func absolute(_ path: String) -> String {
         var p = path

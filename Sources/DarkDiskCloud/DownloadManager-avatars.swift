@@ -51,11 +51,30 @@ extension DownloadManager {
             guard info.size <= 64 << 20 else {
                 throw RemoteError(.invalidResponse, "the avatar of '\(userID)' / '\(identityID)' is \(info.size) bytes, too large for an avatar")
             }
+            // Progress as the bytes arrive, like a data download's: count, throughput, time remaining.
+            let started = Date()
+            var received = Data(capacity: Int(info.size))
+            func report() {
+                let elapsed = max(Date().timeIntervalSince(started), 0.001)
+                transfer.report(DownloadProgress(completedBytes: UInt64(received.count), totalBytes: info.size, resumedBytes: 0,
+                                                 throughput: Double(received.count) / elapsed))
+            }
+            report()
             let fetched: Result<Data, RemoteError>
-            do { fetched = .success(try await remote.read(objectKey, range: 0..<info.size, ifMatch: info.etag)) } catch { fetched = .failure(error) }
+            do {
+                try await remote.read(objectKey, range: 0..<info.size, ifMatch: info.etag) { (chunk: UnsafeRawBufferPointer) throws(RemoteError) in
+                    received.append(contentsOf: chunk)
+                    report()
+                }
+                fetched = .success(received)
+            } catch {
+                fetched = .failure(error)
+            }
             if case .failure(let error) = fetched, error.code == .changed, attempt < 2 { continue }  // replaced meanwhile
             let bytes = try fetched.get()
-            transfer.report(DownloadProgress(completedBytes: info.size, totalBytes: info.size, resumedBytes: 0, throughput: 0))
+            guard bytes.count == Int(info.size) else {
+                throw RemoteError(.invalidResponse, "the avatar of '\(userID)' / '\(identityID)' arrived with \(bytes.count) of its \(info.size) bytes")
+            }
             let folder = try cacheFolder("partial")
             return try await blocking { () throws -> UserAvatarDownload in
                 let path = folder + "/" + UUID().uuidString + ".avatar"

@@ -34,6 +34,10 @@ public final class DownloadManager: Sendable {
     /// Transfers running now, in this instance.
     public var activeTransfers: Int { transfers.count }
 
+    /// The transfers running now in this instance, oldest first, each with its progress (bytes, throughput,
+    /// time remaining): the seeds' progress manager. `TransferBoard` shows them to other processes.
+    public var transfersInFlight: [TransferStatus] { transfers.statuses }
+
     /// A folder of the cache directory (`partial` for partial downloads and their locks, `downloads` for
     /// downloads the DiskManager does not keep), created if the cache folder was purged.
     func downloadLockPath(_ nodeID: NodeID) throws(RemoteError) -> String {

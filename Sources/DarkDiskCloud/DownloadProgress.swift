@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where a transfer stands: bytes, throughput and the estimated time remaining.
-public struct DownloadProgress: Sendable, Equatable {
+public struct DownloadProgress: Sendable, Equatable, Codable {
     public let completedBytes: UInt64
     public let totalBytes: UInt64
     /// Bytes that were already local when this transfer started (a resumed download).

@@ -1,9 +1,17 @@
 import DarkDiskSync
+import Foundation
+
+/// What the transfer table reads of a transfer of any value type, for `DownloadManager.transfersInFlight`.
+protocol ListedTransfer: AnyObject, Sendable {
+    /// The latest progress, when it started, and how many tickets wait for it.
+    var listing: (progress: DownloadProgress, started: Date, requests: Int) { get }
+}
 
 /// One transfer shared by the tickets that asked for it: it fans progress and the result out to them, and
 /// is cancelled when its last ticket is.
-final class Transfer<Value: Sendable>: Sendable {
+final class Transfer<Value: Sendable>: ListedTransfer {
     private struct State {
+        var progress = DownloadProgress(completedBytes: 0, totalBytes: 0, resumedBytes: 0, throughput: 0)
         var tickets: [ObjectIdentifier: DownloadTicket<Value>] = [:]
         var task: Task<Void, Never>?
         var closed = false
@@ -17,6 +25,7 @@ final class Transfer<Value: Sendable>: Sendable {
     }
 
     private let state = Locked(State())
+    let started = Date()
     private let onClose: @Sendable (Transfer<Value>) -> Void
 
     /// `onClose` runs once when the transfer stops accepting tickets (finished or abandoned).
@@ -74,7 +83,16 @@ final class Transfer<Value: Sendable>: Sendable {
     }
 
     func report(_ progress: DownloadProgress) {
-        for ticket in state.withLock({ Array($0.tickets.values) }) { ticket.update(progress) }
+        let tickets = state.withLock { state in
+            // Parts report from several threads: the listing never goes back either.
+            if progress.completedBytes >= state.progress.completedBytes { state.progress = progress }
+            return Array(state.tickets.values)
+        }
+        for ticket in tickets { ticket.update(progress) }
+    }
+
+    var listing: (progress: DownloadProgress, started: Date, requests: Int) {
+        state.withLock { ($0.progress, started, $0.tickets.count) }
     }
 
     private func detach(_ ticket: DownloadTicket<Value>) {

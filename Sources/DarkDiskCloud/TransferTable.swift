@@ -3,7 +3,7 @@ import DarkDiskSync
 /// The transfers in flight, by request: an identical request joins the running transfer instead of
 /// starting another (the seeds' request coalescing).
 final class TransferTable: Sendable {
-    private let transfers = Locked<[TransferKey: AnyObject & Sendable]>([:])
+    private let transfers = Locked<[TransferKey: any ListedTransfer]>([:])
 
     /// A ticket for `key`: joins the running transfer, or starts `body` as a new one.
     func ticket<Value: Sendable>(_ key: TransferKey, options: DownloadOptions,
@@ -22,6 +22,15 @@ final class TransferTable: Sendable {
 
     /// Number of transfers running (for tests and status).
     var count: Int { transfers.withLock { $0.count } }
+
+    /// The transfers running, oldest first.
+    var statuses: [TransferStatus] {
+        let running = transfers.withLock { Array($0) }
+        return running.map { key, transfer in
+            let listing = transfer.listing
+            return TransferStatus(key: key, progress: listing.progress, started: listing.started, requests: listing.requests)
+        }.sorted { ($0.started, $0.subject) < ($1.started, $1.subject) }
+    }
 
     /// Forgets `transfer` if it is still the one registered for `key` (a newer one may have replaced it).
     private func remove(_ key: TransferKey, _ transfer: AnyObject) {

@@ -37,6 +37,8 @@ struct FetchCommand: AsyncParsableCommand {
         let manager = try storeOptions.open()
         let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager), partSize: partSize,
                                         parallelParts: parallel)
+        let board = TransferBoard(downloads: downloads)  // `darkdisk status` elsewhere lists this fetch
+        defer { board.stop() }
         let bar = isatty(STDERR_FILENO) == 1 ? ProgressBar() : nil
         defer { bar?.finish() }  // an error is then printed on a line of its own
         let summary: String

@@ -56,6 +56,9 @@ struct MountCommand: ParsableCommand {
         do {
             let manager = try storeOptions.open(create: true, logger: logger)
             let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager))
+            // `darkdisk status` lists what the daemon is downloading.
+            let board = TransferBoard(downloads: downloads)
+            defer { board.stop() }
             let fileSystem = FuseFileSystem(manager: manager, downloads: downloads,
                                             remoteTimeout: .milliseconds(Int64(remoteTimeout * 1000)), logger: logger)
             try fileSystem.run(mountpoint: path, options: mountOptions) {

@@ -1,11 +1,16 @@
 import ArgumentParser
 import DarkDisk
+import DarkDiskCloud
 import Foundation
 
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show each pool's size (all, persistent, cached), limit and default expiration.")
+        abstract: "Show each pool's size (all, persistent, cached), limit and default expiration, and the downloads in flight.",
+        discussion: """
+            The downloads in flight are those of the store's other processes (a mount daemon, a fetch), each \
+            with its process ID, bytes, rate and time left.
+            """)
 
     @OptionGroup var storeOptions: StoreOptions
 
@@ -16,6 +21,7 @@ struct StatusCommand: ParsableCommand {
         let manager = try storeOptions.open()
         let pools = try manager.status()
         let remote = try StoreRemote.url(for: manager)
+        let boards = TransferBoard.read(manager.location)
         if json {
             struct Report: Encodable {
                 let store: String
@@ -24,6 +30,12 @@ struct StatusCommand: ParsableCommand {
                 /// True while the store uses its own folder (no remote set).
                 let remoteIsDefault: Bool
                 let pools: [Pool]
+                let transfers: [Transfer]
+                struct Transfer: Encodable {
+                    let pid: Int32; let kind: String; let ownerID: String; let identityID: String?
+                    let completedBytes: UInt64; let totalBytes: UInt64; let resumedBytes: UInt64
+                    let throughput: Double; let estimatedSecondsRemaining: Double?; let requests: Int
+                }
                 struct Pool: Encodable {
                     let name: String; let size: UInt64; let persistentSize: UInt64; let cachedSize: UInt64
                     let partialSize: UInt64; let partialDownloads: Int
@@ -34,7 +46,11 @@ struct StatusCommand: ParsableCommand {
                                 remote: remote.url, remoteIsDefault: remote.isDefault, pools: pools.map {
                 .init(name: $0.pool.rawValue, size: $0.size, persistentSize: $0.persistentSize, cachedSize: $0.cachedSize,
                       partialSize: $0.partialSize, partialDownloads: $0.partialCount, files: $0.fileCount, maxSize: $0.settings.maxSize, defaultExpiration: $0.settings.defaultExpiration)
-            })
+            }, transfers: boards.flatMap { board in board.transfers.map {
+                .init(pid: board.pid, kind: $0.kind.rawValue, ownerID: $0.ownerID, identityID: $0.identityID,
+                      completedBytes: $0.completedBytes, totalBytes: $0.totalBytes, resumedBytes: $0.resumedBytes,
+                      throughput: $0.throughput, estimatedSecondsRemaining: $0.progress.estimatedTimeRemaining, requests: $0.requests)
+            } })
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             print(String(decoding: try encoder.encode(report), as: UTF8.self))
@@ -55,5 +71,21 @@ struct StatusCommand: ParsableCommand {
         for row in rows {
             print(row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }.joined(separator: "  "))
         }
+        for board in boards {
+            print("downloading (process \(board.pid)):")
+            for transfer in board.transfers { print("  " + Self.describe(transfer)) }
+        }
+    }
+
+    /// "data of node X: 12.0 MiB of 64.0 MiB (18 %), 16.0 MiB/s, 3 s left".
+    static func describe(_ transfer: TransferStatus) -> String {
+        let progress = transfer.progress
+        var line = "\(transfer.subject): \(ProgressBar.bytes(progress.completedBytes))"
+        if progress.totalBytes > 0 {
+            line += " of \(ProgressBar.bytes(progress.totalBytes)) (\(Int(progress.fractionCompleted * 100)) %)"
+        }
+        line += ", \(ProgressBar.bytes(UInt64(progress.throughput)))/s"
+        if let left = progress.estimatedTimeRemaining { line += ", \(Int(left.rounded(.up))) s left" }
+        return line
     }
 }

@@ -99,6 +99,45 @@ import Testing
         #expect(try proxy.bytes(bigObject) == 0, "the persistent node was downloaded again")
     }
 
+    /// Issue 17 item 11: `darkdisk status` lists what the mount daemon is downloading (the daemon's process,
+    /// the node, bytes, rate, time left; `--json` too), and nothing once the download is done.
+    @Test func statusListsWhatTheDaemonDownloads() async throws {
+        let remote = try RemoteBucket()
+        let big = try randomBytes(24 << 20)
+        try remote.push("big", big)
+        let proxy = try FaultProxy(servingRoot: remote.bucket)
+        defer { withExtendedLifetime(proxy) {} }
+        try remote.join(proxy.url)
+        try RemoteBucket.check(try remote.darkdiskB(["config", "set", "pool.data.max_size", "256M"]), "config set")
+        let mount = try remote.mountB()
+        let daemon = try #require(MountDaemon.pid(serving: mount.path), "no mount daemon")
+        #expect(try remote.darkdiskB(["status"]).output.contains("downloading") == false, "nothing in flight yet")
+
+        try proxy.control(["throttle": 3 << 20])  // about 8 s for the whole node
+        let reader = try Background("cat \(Shell.quote(mount.path + "/nodes/big/data")) > /dev/null", in: remote.b.directory)
+        var listed: [String: Any]?
+        _ = await Mount.wait(seconds: 20) {
+            guard let run = try? remote.darkdiskB(["status", "--json"]), run.status == 0,
+                  let json = try? JSONSerialization.jsonObject(with: run.stdout) as? [String: Any],
+                  let transfers = json["transfers"] as? [[String: Any]] else { return false }
+            listed = transfers.first { $0["kind"] as? String == "nodeData" && $0["ownerID"] as? String == "big"
+                && (($0["completedBytes"] as? Int) ?? 0) > 0 }
+            return listed != nil
+        }
+        let transfer = try #require(listed, "status --json never listed the daemon's download")
+        #expect(transfer["pid"] as? Int == Int(daemon))
+        #expect(((transfer["totalBytes"] as? Int) ?? 0) == (try remote.cloudSize("big")))
+        #expect(((transfer["throughput"] as? Double) ?? 0) > 0)
+        let text = try remote.darkdiskB(["status"])
+        #expect(text.output.contains("downloading (process \(daemon)):") && text.output.contains("  data of node big: ")
+                && text.output.contains("/s"), "status: \(text.output)")
+
+        try proxy.control(["throttle": 0])
+        #expect(await reader.wait(seconds: 60) == 0, "cat: \(reader.stderr)")
+        #expect(await Mount.wait(seconds: 10) { (try? remote.darkdiskB(["status"]).output.contains("downloading")) == false },
+                "the finished download is still listed")
+    }
+
     /// A node's metadata and thumbnail open after its data was read whole (they then come out of the
     /// downloaded cloud file, which used to answer "No such file or directory"), and a node whose data is
     /// empty lists its `data` file, of size 0, before any download.

@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
+import DarkDiskSync
 import Foundation
 import Testing
 
@@ -127,5 +128,41 @@ import Testing
         let tickets = (0..<20).map { _ in downloads.downloadUserAvatar(user) }
         for ticket in tickets { #expect(try await ticket.value.image == picture) }
         #expect(slow.reads.load(ordering: .relaxed) == 2, "the user record and the avatar, once: \(slow.reads.load(ordering: .relaxed))")
+    }
+
+    /// Issue 17 item 11: an avatar ticket reports progress as the bytes arrive, with throughput and time
+    /// remaining (it reported once, at the end, with throughput 0), and the transfer is listed in flight.
+    @Test func avatarTicketsReportProgressAndAreListedInFlight() async throws {
+        let setup = try CloudTests.Setup()
+        let user = try UserID("carol")
+        let identity = try IdentityID("mail|carol")
+        let picture = CloudTests.bytes(640_000, seed: 45)
+        try await CloudSync(manager: setup.a, remote: setup.remote).pushUserIdentity(user, identityID: identity, avatar: picture)
+        let slow = FaultyRemote(setup.remote)
+        slow.delayPer64KiB.store(30_000, ordering: .relaxed)
+        let downloads = DownloadManager(manager: setup.b, remote: slow)
+        let reports = Locked<[DownloadProgress]>([])
+        let ticket = downloads.downloadUserAvatar(user, identityID: identity)
+        ticket.onProgress { progress in reports.withLock { $0.append(progress) } }
+
+        // Listed while it runs, with the bytes it has.
+        var listed: TransferStatus?
+        for _ in 0..<200 where listed == nil {
+            listed = downloads.transfersInFlight.first { $0.kind == .userAvatar && $0.completedBytes > 0 }
+            if listed == nil { try await Task.sleep(nanoseconds: 10_000_000) }
+        }
+        let status = try #require(listed, "the avatar transfer was not listed with progress")
+        #expect(status.ownerID == "carol" && status.identityID == "mail|carol" && status.requests == 1)
+        #expect(status.totalBytes > UInt64(picture.count) && status.completedBytes < status.totalBytes && status.throughput > 0)
+        #expect(status.subject == "avatar of user carol (identity mail|carol)")
+
+        #expect(try await ticket.value.image == picture)
+        let seen = reports.withLock { $0 }
+        #expect(seen.count >= 5, "progress as the bytes arrive: \(seen.count) reports")
+        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.completedBytes <= $1.completedBytes }, "never goes back")
+        let last = try #require(seen.last)
+        #expect(last.completedBytes == last.totalBytes && last.throughput > 0)
+        #expect(seen.contains { $0.estimatedTimeRemaining != nil && $0.completedBytes < $0.totalBytes }, "an ETA while it runs")
+        #expect(downloads.transfersInFlight.isEmpty, "a finished transfer is no longer listed")
     }
 }
