@@ -6,22 +6,42 @@ extension DownloadManager {
     /// Downloads the avatar of one identity of a user (nil: the user's display identity), as listed in the
     /// user's record in the remote. An identity without an avatar gives a result whose `image` is nil. With
     /// `options.cacheToDiskManager` (the default) the avatar enters the avatars pool. An avatar already
-    /// stored for an explicitly named identity is answered from the store.
+    /// stored for an explicitly named identity is answered from the store, unless `options.policy` is
+    /// `.remote`; with `.storedOnly` nothing is downloaded (without an identity: the user's most recently
+    /// stored avatar), and a missing one is a `notLocal` error.
     public func downloadUserAvatar(_ userID: UserID, identityID: IdentityID? = nil,
                                    options: DownloadOptions = .userAvatar) -> DownloadTicket<UserAvatarDownload> {
-        if let identityID, let local: DownloadTicket<UserAvatarDownload> = answered(options, {
-            try manager.userAvatar(userID, identityID: identityID).map {
-                UserAvatarDownload(userID: userID, identityID: identityID, image: try Self.plaintext(of: $0), export: $0)
-            }
+        if options.policy != .remote, let local: DownloadTicket<UserAvatarDownload> = answered(options, {
+            try storedAvatar(userID, identityID, mostRecent: options.policy == .storedOnly)
         }) {
             return local
         }
-        return transfers.ticket(.userAvatar(userID, identityID), options: options) { transfer in
-            try await self.transferAvatar(userID, identityID, transfer)
+        if options.policy == .storedOnly {
+            let whose = identityID.map { "identity '\($0)' of user '\(userID)'" } ?? "user '\(userID)'"
+            return DownloadTicket(options: options, result: .failure(RemoteError(.notLocal, "\(whose) has no avatar stored locally (and this request may not download)")))
+        }
+        let refresh = options.policy == .remote
+        return transfers.ticket(.userAvatar(userID, identityID, options.policy), options: options) { transfer in
+            try await self.transferAvatar(userID, identityID, refresh: refresh, transfer)
         }
     }
 
-    private func transferAvatar(_ userID: UserID, _ requested: IdentityID?, _ transfer: Transfer<UserAvatarDownload>) async throws -> UserAvatarDownload {
+    /// The stored avatar of `identityID`; without one, with `mostRecent`, the user's most recently stored.
+    private func storedAvatar(_ userID: UserID, _ identityID: IdentityID?, mostRecent: Bool) throws -> UserAvatarDownload? {
+        var candidates: [IdentityID] = identityID.map { [$0] } ?? []
+        if identityID == nil, mostRecent {
+            candidates = try manager.storedAvatars(userID).sorted { $0.modified > $1.modified }.compactMap { try? IdentityID($0.identityID) }
+        }
+        for identity in candidates {
+            if let local = try manager.userAvatar(userID, identityID: identity) {
+                return UserAvatarDownload(userID: userID, identityID: identity, image: try Self.plaintext(of: local), export: local)
+            }
+        }
+        return nil
+    }
+
+    private func transferAvatar(_ userID: UserID, _ requested: IdentityID?, refresh: Bool,
+                                _ transfer: Transfer<UserAvatarDownload>) async throws -> UserAvatarDownload {
         guard let data = try await remote.readAll(CloudLayout.user(userID)) else {
             throw RemoteError(.notFound, "user '\(userID)' has no record in \(remote.url)")
         }
@@ -35,7 +55,7 @@ extension DownloadManager {
         let manager = self.manager
         let key: SymmetricKey
         switch try await blocking({ () throws -> StoredOrKey in
-            if let local = try manager.userAvatar(userID, identityID: identityID) {
+            if !refresh, let local = try manager.userAvatar(userID, identityID: identityID) {
                 return .stored(UserAvatarDownload(userID: userID, identityID: identityID, image: try Self.plaintext(of: local), export: local))
             }
             return .key(try manager.unwrapKey(wrapped))

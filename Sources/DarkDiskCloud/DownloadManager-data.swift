@@ -10,28 +10,34 @@ import DarkDiskSystem
 extension DownloadManager {
     /// Downloads the node's whole cloud file. With `options.cacheToDiskManager` it enters the cache pool as the
     /// node's data; otherwise the result is a temporary file that lives as long as its holders. A node that
-    /// is already local is answered from the store without a transfer.
+    /// is already local is answered from the store without a transfer, unless `options.policy` is `.remote`
+    /// (downloaded again, and it replaces the stored copy); with `.storedOnly` a node that is not local is
+    /// a `notLocal` error.
     public func downloadNodeData(_ nodeID: NodeID, options: DownloadOptions = .nodeData) -> DownloadTicket<NodeDataDownload> {
-        if let local: DownloadTicket<NodeDataDownload> = answered(options, {
+        if options.policy != .remote, let local: DownloadTicket<NodeDataDownload> = answered(options, {
             try manager.nodeFile(nodeID, kind: .data).map { export throws(DarkDiskError) in
                 NodeDataDownload(export: try keep(export, of: nodeID, persistently: options.storePersistently))
             }
         }) {
             return local
         }
-        return transfers.ticket(.nodeData(nodeID), options: options) { transfer in
-            try await self.transferNodeData(nodeID, transfer)
+        if options.policy == .storedOnly {
+            return DownloadTicket(options: options, result: .failure(RemoteError(.notLocal, "node '\(nodeID)' is not stored locally (and this request may not download)")))
+        }
+        let refresh = options.policy == .remote
+        return transfers.ticket(.nodeData(nodeID, options.policy), options: options) { transfer in
+            try await self.transferNodeData(nodeID, refresh: refresh, transfer)
         }
     }
 
-    private func transferNodeData(_ nodeID: NodeID, _ transfer: Transfer<NodeDataDownload>) async throws -> NodeDataDownload {
+    private func transferNodeData(_ nodeID: NodeID, refresh: Bool, _ transfer: Transfer<NodeDataDownload>) async throws -> NodeDataDownload {
         // One downloader per node, across processes and within this one (a transfer that follows a cancelled
         // one waits here until the cancelled one has wound down).
         var lock: DownloadLock?
         do {
             while true {
                 let attempt = try await blocking { () throws -> LockAttempt in
-                    if let local = try self.manager.nodeFile(nodeID, kind: .data) { return .stored(local) }
+                    if !refresh, let local = try self.manager.nodeFile(nodeID, kind: .data) { return .stored(local) }
                     let lock = try DownloadLock.tryAcquire(try self.downloadLockPath(nodeID))
                     return lock.map(LockAttempt.acquired) ?? .busy
                 }
@@ -134,7 +140,9 @@ extension DownloadManager {
         if transfer.decideCaching() {
             do throws(DarkDiskError) {
                 var importing = DiskImport(cryptoFile: file)
-                importing.storePersistently = transfer.persistenceWanted
+                // A refresh of a node kept persistently keeps it persistently.
+                let keptPersistently = try manager.storedFile(nodeID, kind: .data)?.mode == .persistent
+                importing.storePersistently = transfer.persistenceWanted || keptPersistently
                 let export = try manager.importNodeFile(importing, nodeID: nodeID, kind: .data)
                 try manager.removePartialDownload(nodeID)
                 return NodeDataDownload(export: export)

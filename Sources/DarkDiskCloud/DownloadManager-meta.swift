@@ -6,25 +6,35 @@ extension DownloadManager {
     /// Downloads the small parts of a node without its data: the header by one range request, then each
     /// asked-for section by another. Parts already local (the section's own file, or the node's whole cloud
     /// file) are read from the store instead. With `options.cacheToDiskManager` (the default) the sections
-    /// fetched enter the cache pool as the node's metadata and thumbnail files.
+    /// fetched enter the cache pool as the node's metadata and thumbnail files. `options.policy` `.remote`
+    /// reads every part from the remote and replaces the stored sections; `.storedOnly` downloads nothing
+    /// and fails with `notLocal` if a part is neither stored nor known (from the outline) to be absent.
     public func downloadNodeMeta(_ nodeID: NodeID, components: NodeMetaComponents = .all,
                                  options: DownloadOptions = .nodeMeta) -> DownloadTicket<NodeMetaDownload> {
-        transfers.ticket(.nodeMeta(nodeID, components), options: options) { transfer in
-            try await self.transferNodeMeta(nodeID, components, transfer)
+        let policy = options.policy
+        return transfers.ticket(.nodeMeta(nodeID, components, policy), options: options) { transfer in
+            try await self.transferNodeMeta(nodeID, components, policy: policy, transfer)
         }
     }
 
-    private func transferNodeMeta(_ nodeID: NodeID, _ components: NodeMetaComponents,
+    private func transferNodeMeta(_ nodeID: NodeID, _ components: NodeMetaComponents, policy: FetchPolicy,
                                   _ transfer: Transfer<NodeMetaDownload>) async throws -> NodeMetaDownload {
         var wanted: [CloudFileSection] = []
         if components.contains(.metadata) { wanted.append(.metadata) }
         if components.contains(.thumbnail) { wanted.append(.thumbnail) }
         let needsHeader = components.contains(.header)
         let manager = self.manager
+        if policy == .remote {
+            return try await fetchMeta(nodeID, sections: wanted, into: NodeMetaDownload(), header: needsHeader, transfer: transfer, attempts: 3)
+        }
         // What the store has already (blocking: index reads, decryption, imports).
         let local = try await blocking { [wanted] () throws -> (NodeMetaDownload, [CloudFileSection], complete: Bool) in
             var result = NodeMetaDownload()
             var wanted = wanted
+            if policy == .storedOnly, let outline = try manager.outlineEntry(nodeID) {
+                // Known from the outline to be absent: nothing to download for them.
+                wanted.removeAll { ($0 == .metadata ? outline.metadataSize : outline.thumbnailSize) == 0 }
+            }
             for section in wanted {
                 if let local = try manager.nodeFile(nodeID, kind: section.fileKind) {
                     result[section] = try Self.plaintext(of: local)
@@ -53,18 +63,27 @@ extension DownloadManager {
         wanted = local.1
         if local.complete { return result }
         guard !wanted.isEmpty || needsHeader else { return result }
+        if policy == .storedOnly {
+            let parts = wanted.map { $0 == .metadata ? "metadata" : "thumbnail" } + (needsHeader ? ["header"] : [])
+            throw RemoteError(.notLocal, "the \(parts.joined(separator: " and ")) of node '\(nodeID)' is not stored locally (and this request may not download)")
+        }
+        return try await fetchMeta(nodeID, sections: wanted, into: result, header: needsHeader, transfer: transfer, attempts: 3)
+    }
 
-        for attempt in 0..<3 {
+    /// `fetchOnce`, again (up to `attempts` in all) when the node was replaced between the header and a section.
+    private func fetchMeta(_ nodeID: NodeID, sections wanted: [CloudFileSection], into partial: NodeMetaDownload, header needsHeader: Bool,
+                           transfer: Transfer<NodeMetaDownload>, attempts: Int) async throws -> NodeMetaDownload {
+        for attempt in 0..<attempts {
             do {
-                return try await fetchMeta(nodeID, sections: wanted, into: result, header: needsHeader, transfer: transfer)
-            } catch let error as RemoteError where error.code == .changed && attempt < 2 {
+                return try await fetchOnce(nodeID, sections: wanted, into: partial, header: needsHeader, transfer: transfer)
+            } catch let error as RemoteError where error.code == .changed && attempt < attempts - 1 {
                 continue  // Replaced between the header and a section: read both again.
             }
         }
         throw RemoteError(.changed, "node '\(nodeID)' keeps changing in the cloud while its meta downloads")
     }
 
-    private func fetchMeta(_ nodeID: NodeID, sections wanted: [CloudFileSection], into partial: NodeMetaDownload, header needsHeader: Bool,
+    private func fetchOnce(_ nodeID: NodeID, sections wanted: [CloudFileSection], into partial: NodeMetaDownload, header needsHeader: Bool,
                            transfer: Transfer<NodeMetaDownload>) async throws -> NodeMetaDownload {
         let manager = self.manager
         let (entry, key) = try await blocking { () throws -> (OutlineEntry, SymmetricKey) in
@@ -119,9 +138,12 @@ extension DownloadManager {
 
     /// Keeps a fetched section in the cache pool, unless it is larger than the whole pool (then the caller
     /// has it in memory and the store keeps nothing).
+    /// A section stored persistently (a refresh replaces it) stays persistent.
     static func cache(_ plaintext: Data, nodeID: NodeID, kind: FileKind, in manager: DiskManager) throws {
         do throws(DarkDiskError) {
-            try manager.importNodeFile(DiskImport(cleartextData: plaintext), nodeID: nodeID, kind: kind)
+            var importing = DiskImport(cleartextData: plaintext)
+            importing.storePersistently = try manager.storedFile(nodeID, kind: kind)?.mode == .persistent
+            try manager.importNodeFile(importing, nodeID: nodeID, kind: kind)
         } catch {
             guard error.code == .tooLarge else { throw error }
         }

@@ -7,10 +7,20 @@ public struct DownloadOptions: Sendable, Equatable {
     /// against the cache pool's limit), whatever `cacheToDiskManager` says; a node already stored in the
     /// cache pool is made persistent. For "keep this on this device" (`darkdisk fetch --persistent`).
     public var storePersistently: Bool
+    /// Whether the answer may come from the stored copy, the remote, or either (default: either).
+    public var policy: FetchPolicy
 
-    public init(cacheToDiskManager: Bool, storePersistently: Bool = false) {
+    public init(cacheToDiskManager: Bool, storePersistently: Bool = false, policy: FetchPolicy = .storedOrRemote) {
         self.cacheToDiskManager = cacheToDiskManager || storePersistently
         self.storePersistently = storePersistently
+        self.policy = policy
+    }
+
+    /// These options with another policy.
+    public func with(_ policy: FetchPolicy) -> DownloadOptions {
+        var options = self
+        options.policy = policy
+        return options
     }
 
     /// The default for `downloadNodeMeta`: cached.

@@ -37,9 +37,9 @@ public struct TransferStatus: Sendable, Equatable, Codable {
 
     init(key: TransferKey, progress: DownloadProgress, started: Date, requests: Int) {
         switch key {
-        case .nodeData(let node): (kind, ownerID, identityID) = (.nodeData, node.rawValue, nil)
-        case .nodeMeta(let node, _): (kind, ownerID, identityID) = (.nodeMeta, node.rawValue, nil)
-        case .userAvatar(let user, let identity): (kind, ownerID, identityID) = (.userAvatar, user.rawValue, identity?.rawValue)
+        case .nodeData(let node, _): (kind, ownerID, identityID) = (.nodeData, node.rawValue, nil)
+        case .nodeMeta(let node, _, _): (kind, ownerID, identityID) = (.nodeMeta, node.rawValue, nil)
+        case .userAvatar(let user, let identity, _): (kind, ownerID, identityID) = (.userAvatar, user.rawValue, identity?.rawValue)
         }
         completedBytes = progress.completedBytes
         totalBytes = progress.totalBytes

@@ -34,6 +34,7 @@ enum FuseErrno {
             switch error.code {
             case .notFound, .unknownNode: return ENOENT
             case .accessDenied: return EACCES
+            case .notLocal: return EREMOTE
             case .unreachable, .changed, .invalidResponse, .invalidURL, .io, .emptyListing: return EIO
             }
         case let error as CryptoError:

@@ -1,9 +1,11 @@
 import DarkDiskCloud
 
-/// The key of a fetch in flight: which cache, and the entry's key there.
+/// The key of a fetch in flight: which cache, the entry's key there, and where it may load from (a refresh
+/// never joins a fetch that loads from the store, nor the other way round).
 struct FetchKey: Hashable, Sendable {
     let thumbnails: Bool
     let key: ImageCacheKey
+    let policy: FetchPolicy
 }
 
 /// The caller's ticket of the download a fetch needs, of the DownloadManager's kind for its source.

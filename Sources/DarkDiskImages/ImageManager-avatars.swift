@@ -11,18 +11,21 @@ extension ImageManager {
     /// Returns the ticket of the download the fetch needs (the DownloadManager's `downloadUserAvatar`:
     /// progress, cancel), whose result is the one `postFetch` gets; or nil when no download is needed: a
     /// memory hit, or the named identity's avatar is on local disk (without `identityID` the user's record
-    /// is always read from the remote, so there is a ticket whenever there is a remote).
+    /// is always read from the remote, so there is a ticket whenever there is a remote). `options` may
+    /// forbid the download (`.neverDownload`: without `identityID`, the user's most recently stored avatar)
+    /// or ask the remote even if cached (`.refresh`).
     @discardableResult
-    public func fetchUserAvatar(_ userID: UserID, identityID: IdentityID? = nil, processor: ImageProcessor? = nil,
+    public func fetchUserAvatar(_ userID: UserID, identityID: IdentityID? = nil, options: FetchOptions = .default, processor: ImageProcessor? = nil,
                                 preFetch: (_ image: ProcessedImage?, _ willFetch: Bool) -> Void,
                                 postFetch: @escaping @Sendable (_ image: ProcessedImage?, _ error: ImageError?) -> Void) -> DownloadTicket<UserAvatarDownload>? {
-        fetch(.avatar(userID, identityID), processor: processor, preFetch: preFetch, postFetch: postFetch)?.avatar
+        fetch(.avatar(userID, identityID), processor: processor, options: options, preFetch: preFetch, postFetch: postFetch)?.avatar
     }
 
     /// The user's avatar (of `identityID`, else of the display identity), processed by `processor` if
-    /// given, as `fetchUserAvatar` gets it. Nil when the identity has no avatar.
-    public func userAvatar(_ userID: UserID, identityID: IdentityID? = nil, processor: ImageProcessor? = nil) async throws(ImageError) -> ProcessedImage? {
-        try await image(.avatar(userID, identityID), processor: processor)
+    /// given, as `fetchUserAvatar` gets it (with `options` as there). Nil when the identity has no avatar.
+    public func userAvatar(_ userID: UserID, identityID: IdentityID? = nil, options: FetchOptions = .default,
+                           processor: ImageProcessor? = nil) async throws(ImageError) -> ProcessedImage? {
+        try await image(.avatar(userID, identityID), processor: processor, options: options)
     }
 
     /// Removes every cached avatar of a user (all identities, every processor's, negative results).

@@ -5,15 +5,16 @@ import Foundation
 
 extension ImageManager {
     /// Loads the image bytes of `source`: from the DiskManager if local, else through the DownloadManager
-    /// (which stores what it fetches in the DiskManager's cache pool). `completion` runs on the work queue.
-    func load(_ source: ImageSource, completion: @escaping @Sendable (Result<LoadedImage, ImageError>) -> Void) {
+    /// (which stores what it fetches in the DiskManager's cache pool), unless `policy` says never to
+    /// download. `completion` runs on the work queue.
+    func load(_ source: ImageSource, policy: FetchPolicy, completion: @escaping @Sendable (Result<LoadedImage, ImageError>) -> Void) {
         switch source {
-        case .thumbnail(let node): loadThumbnail(node, completion: completion)
-        case .avatar(let user, let identity): loadAvatar(user, identity, completion: completion)
+        case .thumbnail(let node): loadThumbnail(node, policy: policy, completion: completion)
+        case .avatar(let user, let identity): loadAvatar(user, identity, policy: policy, completion: completion)
         }
     }
 
-    private func loadThumbnail(_ node: NodeID, completion: @escaping @Sendable (Result<LoadedImage, ImageError>) -> Void) {
+    private func loadThumbnail(_ node: NodeID, policy: FetchPolicy, completion: @escaping @Sendable (Result<LoadedImage, ImageError>) -> Void) {
         let local: LoadedImage?
         do throws(ImageError) {
             local = try localThumbnail(node)
@@ -21,10 +22,13 @@ extension ImageManager {
             return completion(.failure(error))
         }
         if let local { return completion(.success(local)) }
+        if policy == .storedOnly {
+            return completion(.failure(ImageError(.notAvailable, "the thumbnail of node '\(node)' is not on local disk (and this fetch may not download)")))
+        }
         guard let downloadManager else {
             return completion(.failure(ImageError(.notAvailable, "node '\(node)' has no thumbnail on local disk and there is no remote to download it from")))
         }
-        downloadManager.downloadNodeMeta(node, components: .thumbnail, options: .nodeMeta).onCompletion(on: workPool) { result in
+        downloadManager.downloadNodeMeta(node, components: .thumbnail, options: DownloadOptions.nodeMeta.with(policy)).onCompletion(on: workPool) { result in
             completion(self.downloadedThumbnail(node, result))
         }
     }
@@ -42,9 +46,11 @@ extension ImageManager {
 
     /// Whether loading `source` needs a download, by a cheap read of the DiskManager's index: not when the
     /// image (or the node's whole cloud file) is on local disk, when the outline says the node has no
-    /// thumbnail, or when there is no remote. When the index cannot say, the load finds out.
-    func needsDownload(_ source: ImageSource) -> Bool {
-        guard downloadManager != nil else { return false }
+    /// thumbnail, or when there is no remote. When the index cannot say, the load finds out. Never with a
+    /// `.storedOnly` policy; always, when there is a remote, with `.remote`.
+    func needsDownload(_ source: ImageSource, _ policy: FetchPolicy) -> Bool {
+        guard downloadManager != nil, policy != .storedOnly else { return false }
+        if policy == .remote { return true }
         do {
             switch source {
             case .thumbnail(let node):
@@ -65,15 +71,15 @@ extension ImageManager {
 
     /// Starts (or joins: the DownloadManager coalesces identical requests) the download `source` needs,
     /// makes `shared` wait on it too, and returns the caller's own ticket of it.
-    func requestDownload(_ source: ImageSource, into shared: FetchDownload) -> FetchTicket? {
+    func requestDownload(_ source: ImageSource, policy: FetchPolicy, into shared: FetchDownload) -> FetchTicket? {
         guard let downloadManager else { return nil }
         switch source {
         case .thumbnail(let node):
-            let ticket = downloadManager.downloadNodeMeta(node, components: .thumbnail, options: .nodeMeta)
+            let ticket = downloadManager.downloadNodeMeta(node, components: .thumbnail, options: DownloadOptions.nodeMeta.with(policy))
             shared.add(ticket, on: workPool) { self.downloadedThumbnail(node, $0) }
             return .thumbnail(ticket)
         case .avatar(let user, let identity):
-            let ticket = downloadManager.downloadUserAvatar(user, identityID: identity, options: .userAvatar)
+            let ticket = downloadManager.downloadUserAvatar(user, identityID: identity, options: DownloadOptions.userAvatar.with(policy))
             shared.add(ticket, on: workPool) { self.downloadedAvatar(user, identity, $0) }
             return .avatar(ticket)
         }
@@ -101,23 +107,27 @@ extension ImageManager {
         throw ImageError(.notAvailable, "node '\(node)' is not stored locally and the remote's outline does not have it (pull the outline first)")
     }
 
-    private func loadAvatar(_ user: UserID, _ identity: IdentityID?, completion: @escaping @Sendable (Result<LoadedImage, ImageError>) -> Void) {
+    private func loadAvatar(_ user: UserID, _ identity: IdentityID?, policy: FetchPolicy,
+                            completion: @escaping @Sendable (Result<LoadedImage, ImageError>) -> Void) {
         do {
             if let identity, let local = try diskManager.userAvatar(user, identityID: identity) {
                 return completion(.success(LoadedImage(bytes: try Self.plaintext(of: local, section: nil), sourceFileID: local.fileID, identityID: identity)))
             }
-            if downloadManager == nil, identity == nil, let local = try mostRecentLocalAvatar(user) {
+            if downloadManager == nil || policy == .storedOnly, identity == nil, let local = try mostRecentLocalAvatar(user) {
                 // No remote to ask for the display identity: the most recently stored avatar.
                 return completion(.success(local))
             }
         } catch {
             return completion(.failure(Self.storeError(error, what: "the avatar of user '\(user)'")))
         }
+        let whose = identity.map { "identity '\($0)' of user '\(user)'" } ?? "user '\(user)'"
+        if policy == .storedOnly {
+            return completion(.failure(ImageError(.notAvailable, "\(whose) has no avatar on local disk (and this fetch may not download)")))
+        }
         guard let downloadManager else {
-            let whose = identity.map { "identity '\($0)' of user '\(user)'" } ?? "user '\(user)'"
             return completion(.failure(ImageError(.notAvailable, "\(whose) has no avatar on local disk and there is no remote to download it from")))
         }
-        downloadManager.downloadUserAvatar(user, identityID: identity, options: .userAvatar).onCompletion(on: workPool) { result in
+        downloadManager.downloadUserAvatar(user, identityID: identity, options: DownloadOptions.userAvatar.with(policy)).onCompletion(on: workPool) { result in
             completion(self.downloadedAvatar(user, identity, result))
         }
     }

@@ -17,17 +17,18 @@ extension ImageManager {
     /// needed: a memory hit, or the DiskManager's index says the thumbnail is on local disk or that the node
     /// has none. Identical fetches in flight each get their own ticket of the one transfer; cancelling a
     /// ticket stops the transfer only when no other fetch waits on it, and then `postFetch` gets an error.
+    /// `options` may forbid the download (`.neverDownload`) or ask the remote even if cached (`.refresh`).
     @discardableResult
-    public func fetchNodeThumbnail(_ nodeID: NodeID, processor: ImageProcessor? = nil,
+    public func fetchNodeThumbnail(_ nodeID: NodeID, options: FetchOptions = .default, processor: ImageProcessor? = nil,
                                    preFetch: (_ image: ProcessedImage?, _ willFetch: Bool) -> Void,
                                    postFetch: @escaping @Sendable (_ image: ProcessedImage?, _ error: ImageError?) -> Void) -> DownloadTicket<NodeMetaDownload>? {
-        fetch(.thumbnail(nodeID), processor: processor, preFetch: preFetch, postFetch: postFetch)?.thumbnail
+        fetch(.thumbnail(nodeID), processor: processor, options: options, preFetch: preFetch, postFetch: postFetch)?.thumbnail
     }
 
     /// The node's thumbnail, processed by `processor` if given: from memory, else loaded, processed and
-    /// cached as `fetchNodeThumbnail` does. Nil when the node has no thumbnail.
-    public func nodeThumbnail(_ nodeID: NodeID, processor: ImageProcessor? = nil) async throws(ImageError) -> ProcessedImage? {
-        try await image(.thumbnail(nodeID), processor: processor)
+    /// cached as `fetchNodeThumbnail` does (with `options` as there). Nil when the node has no thumbnail.
+    public func nodeThumbnail(_ nodeID: NodeID, options: FetchOptions = .default, processor: ImageProcessor? = nil) async throws(ImageError) -> ProcessedImage? {
+        try await image(.thumbnail(nodeID), processor: processor, options: options)
     }
 
     /// Removes every cached thumbnail of a node (every processor's, and a negative result).

@@ -75,15 +75,16 @@ public final class ImageManager: Sendable {
     /// nil and true, and `postFetch` follows on `callbackQueue` with the image (nil: there is none) or an error.
     /// Returns the caller's ticket of the download the fetch waits for, or nil when it needs none (a memory
     /// hit, or the DiskManager's index says the image is local or known not to exist).
-    func fetch(_ source: ImageSource, processor: ImageProcessor?, preFetch: (ProcessedImage?, Bool) -> Void,
+    /// A `.remote` policy (refresh) skips the memory cache.
+    func fetch(_ source: ImageSource, processor: ImageProcessor?, options: FetchOptions, preFetch: (ProcessedImage?, Bool) -> Void,
                postFetch: @escaping @Sendable (ProcessedImage?, ImageError?) -> Void) -> FetchTicket? {
         let key = source.cacheKey(processor)
-        if let key, let entry = cache(for: source).entry(for: key) {
+        if options.policy != .remote, let key, let entry = cache(for: source).entry(for: key) {
             preFetch(entry.image, false)
             return nil
         }
         preFetch(nil, true)
-        return start(source, processor: processor, key: key, needsDownload: needsDownload(source),
+        return start(source, processor: processor, key: key, policy: options.policy, needsDownload: needsDownload(source, options.policy),
                      waiter: FetchWaiter(queue: callbackQueue) { result in
             switch result {
             case .success(let image): postFetch(image, nil)
@@ -94,13 +95,14 @@ public final class ImageManager: Sendable {
 
     /// The async form of `fetch`: the cached image or the fetched one (nil: there is none). Its download
     /// ticket stays internal: it keeps the transfer going for this caller.
-    func image(_ source: ImageSource, processor: ImageProcessor?) async throws(ImageError) -> ProcessedImage? {
+    func image(_ source: ImageSource, processor: ImageProcessor?, options: FetchOptions) async throws(ImageError) -> ProcessedImage? {
         let key = source.cacheKey(processor)
-        if let key, let entry = cache(for: source).entry(for: key) { return entry.image }
+        if options.policy != .remote, let key, let entry = cache(for: source).entry(for: key) { return entry.image }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ProcessedImage?, ImageError>, Never>) in
             // The index read that decides on a download blocks: not on the cooperative pool.
             workPool.submit {
-                _ = self.start(source, processor: processor, key: key, needsDownload: self.needsDownload(source),
+                _ = self.start(source, processor: processor, key: key, policy: options.policy,
+                               needsDownload: self.needsDownload(source, options.policy),
                                waiter: FetchWaiter(queue: nil) { continuation.resume(returning: $0) })
             }
         }
@@ -110,15 +112,15 @@ public final class ImageManager: Sendable {
     /// Joins the fetch in flight for `key`, or starts one (an uncached fetch, with no key, always starts its
     /// own). When `needsDownload`, the download is requested here, and the caller's ticket of it returned;
     /// the fetch then loads from that transfer's result rather than from the disk.
-    private func start(_ source: ImageSource, processor: ImageProcessor?, key: ImageCacheKey?, needsDownload: Bool,
+    private func start(_ source: ImageSource, processor: ImageProcessor?, key: ImageCacheKey?, policy: FetchPolicy, needsDownload: Bool,
                        waiter: FetchWaiter) -> FetchTicket? {
         guard let key else {
             let finish: @Sendable (Result<LoadedImage, ImageError>) -> Void = { loaded in waiter(self.process(loaded, with: processor)) }
-            if needsDownload { return requestDownload(source, into: FetchDownload(completion: finish)) }
-            workPool.submit { self.load(source, completion: finish) }
+            if needsDownload { return requestDownload(source, policy: policy, into: FetchDownload(completion: finish)) }
+            workPool.submit { self.load(source, policy: policy, completion: finish) }
             return nil
         }
-        let fetchKey = FetchKey(thumbnails: source.isThumbnail, key: key)
+        let fetchKey = FetchKey(thumbnails: source.isThumbnail, key: key, policy: policy)
         let cache = cache(for: source)
         let finish: @Sendable (Result<LoadedImage, ImageError>) -> Void = { loaded in
             let outcome = self.process(loaded, with: processor)
@@ -134,8 +136,8 @@ public final class ImageManager: Sendable {
                 table[fetchKey]!.waiters.append(waiter)
                 return .joined(table[fetchKey]!.download)
             }
-            // A fetch may have finished between the caller's miss and now.
-            if let entry = cache.entry(for: key) { return .cached(entry.image) }
+            // A fetch may have finished between the caller's miss and now (a refresh wants the remote's).
+            if policy != .remote, let entry = cache.entry(for: key) { return .cached(entry.image) }
             let download = needsDownload ? FetchDownload(completion: finish) : nil
             table[fetchKey] = Flight(waiters: [waiter], download: download)
             return .started(download)
@@ -145,13 +147,13 @@ public final class ImageManager: Sendable {
             // The flight's load waits on the download only if it was started with one; else it finds the
             // image (or starts its own download) and this caller has no ticket to follow.
             guard needsDownload, let download else { return nil }
-            return requestDownload(source, into: download)
+            return requestDownload(source, policy: policy, into: download)
         case .cached(let image):
             waiter(.success(image))
             return nil
         case .started(let download):
-            if let download { return requestDownload(source, into: download) }
-            workPool.submit { self.load(source, completion: finish) }
+            if let download { return requestDownload(source, policy: policy, into: download) }
+            workPool.submit { self.load(source, policy: policy, completion: finish) }
             return nil
         }
     }

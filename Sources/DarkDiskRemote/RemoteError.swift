@@ -20,6 +20,8 @@ public struct RemoteError: DarkDiskFailure, Equatable {
         case invalidURL
         /// A local file could not be read or written.
         case io
+        /// Not stored locally, and the request may not download it (`FetchPolicy.storedOnly`).
+        case notLocal
     }
 
     public let code: Code

@@ -245,6 +245,64 @@ import Testing
         } catch { #expect(error.code == .notAvailable) }
     }
 
+    /// Issue 17 item 10: the seeds' fetch options per call. "Never download" gives what memory or the store
+    /// has and otherwise fails at once without asking the remote; "refresh" asks the remote although the
+    /// image is cached, and what it brings replaces the cached images.
+    @Test func fetchOptionsNeverDownloadAndRefresh() async throws {
+        let setup = try ImageSetup()
+        let node = try await setup.push("photo", thumbnail: try TestImages.jpeg(400, 300))
+        let images = setup.images()
+        func reads() -> Int { setup.counting.reads.load(ordering: .relaxed) }
+
+        do {
+            _ = try await images.nodeThumbnail(node, options: .neverDownload, processor: resize64)
+            Issue.record("a thumbnail only in the remote was found without downloading")
+        } catch { #expect(error.code == .notAvailable && error.message.contains("may not download"), "\(error)") }
+        let record = FetchRecord()
+        let ticket = images.fetchNodeThumbnail(node, options: .neverDownload, processor: resize64,
+                                               preFetch: { image, willFetch in record.log("pre \(image == nil) \(willFetch)") },
+                                               postFetch: record.postFetch)
+        #expect(ticket == nil, "no download, so no ticket")
+        let post = try #require(await record.posts(1).first)
+        #expect(post.image == nil && post.error?.code == .notAvailable)
+        #expect(reads() == 0, "never download asked the remote")
+        #expect(images.nodeThumbnailsCache.count == 0, "an error is not a negative result")
+
+        // Downloaded once; then never-download is answered from memory, and from the store once memory is flushed.
+        #expect(try await images.nodeThumbnail(node, processor: resize64)?.width == 64)
+        let afterDownload = reads()
+        #expect(try await images.nodeThumbnail(node, options: .neverDownload, processor: resize64)?.width == 64)
+        images.flushNodeThumbnailCache(node)
+        #expect(try await images.nodeThumbnail(node, options: .neverDownload, processor: resize64)?.width == 64)
+        #expect(reads() == afterDownload)
+
+        // Refresh: preFetch is told a fetch follows even though the image is cached, and the remote is asked.
+        let refresh = FetchRecord()
+        let refreshTicket = images.fetchNodeThumbnail(node, options: .refresh, processor: resize64,
+                                                      preFetch: { image, willFetch in refresh.log("pre \(image == nil) \(willFetch)") },
+                                                      postFetch: refresh.postFetch)
+        #expect(refreshTicket != nil, "a refresh downloads")
+        let refreshed = try #require(await refresh.posts(1).first)
+        #expect(refresh.events.withLock { $0.first } == "pre true true")
+        #expect(refreshed.error == nil && refreshed.image?.width == 64)
+        #expect(reads() > afterDownload, "a refresh asked the remote")
+        #expect(try await images.nodeThumbnail(node, processor: resize64) == refreshed.image, "the refreshed image is cached")
+
+        // Avatars too.
+        let user = try UserID("erin")
+        let identity = try IdentityID("mail|erin")
+        try await CloudSync(manager: setup.a, remote: setup.remote).pushUserIdentity(user, identityID: identity, avatar: try TestImages.png(90, 90))
+        do {
+            _ = try await images.userAvatar(user, identityID: identity, options: .neverDownload)
+            Issue.record("an avatar only in the remote was found without downloading")
+        } catch { #expect(error.code == .notAvailable) }
+        #expect(try await images.userAvatar(user, identityID: identity)?.width == 90)
+        let beforeRefresh = reads()
+        #expect(try await images.userAvatar(user, identityID: identity, options: .refresh)?.width == 90)
+        #expect(reads() > beforeRefresh)
+        #expect(try await images.userAvatar(user, options: .neverDownload)?.width == 90, "without an identity: the most recently stored")
+    }
+
     /// Issue 17 item 8: a thumbnail replaced by another process (the `darkdisk` CLI, as a mount daemon or a
     /// `pull` would) drops the processed images made from the old one in a long-running program.
     @Test func theCachesFollowOtherProcesses() async throws {
