@@ -1,11 +1,11 @@
 import DarkDiskCloud
 import Foundation
-import Synchronization
+import DarkDiskSync
 
 /// A one-line progress bar on stderr: bar, percentage, bytes, rate and time left. `finish` ends its line
 /// once (so an error printed after it starts on a line of its own); a bar never shown prints nothing.
 final class ProgressBar: Sendable {
-    private let state = Mutex((shown: false, finished: false))
+    private let state = Locked((shown: false, finished: false))
 
     func show(_ progress: DownloadProgress) {
         guard state.withLock({ state in
