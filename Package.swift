@@ -79,7 +79,7 @@ let package = Package(
         .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskSync", "DarkDiskCloud", "DarkDiskRemote", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport",
                                                         .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets", "DarkDiskTestSupport"]),
-        .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSync", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSync", "DarkDiskTestSupport"]),
         // The FUSE layer's pure parts, without a mount: inode table, errno mapping, attribute values, options.
         .testTarget(name: "DarkDiskFSTests", dependencies: ["DarkDisk", "DarkDiskCache", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSystem", "DarkDiskTestSupport"]),
         // The image manager (issue 7): in-memory caches of processed thumbnails and avatars, libvips underneath.

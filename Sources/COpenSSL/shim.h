@@ -6,5 +6,6 @@
 #include <openssl/hmac.h>
 #include <openssl/err.h>
 #include <openssl/crypto.h>
+#include <openssl/kdf.h>
 
 #endif

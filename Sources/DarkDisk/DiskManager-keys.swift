@@ -14,6 +14,43 @@ extension DiskManager {
         return (key, Array(wrapped ?? Data()))
     }
 
+    /// Seals a remote record (`SealedMessage`) under the record key, which is derived from the master key, so
+    /// every machine of the user derives the same and the bucket's owner learns nothing; `context` binds it
+    /// to its kind and its node.
+    public func sealRecord(_ plaintext: [UInt8], context: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try SealedMessage.seal(plaintext, key: try recordKey(), context: context)
+    }
+
+    /// Opens a record `sealRecord` made (on any machine with this master key) for the same context.
+    public func openRecord(_ sealed: [UInt8], context: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try SealedMessage.open(sealed, key: try recordKey(), context: context)
+    }
+
+    private func recordKey() throws(CryptoError) -> SymmetricKey {
+        try masterKey.derived(for: "darkdisk record key v1")
+    }
+
+    /// The highest generation of node `nodeID`'s record this store has applied (0: none), even if the node
+    /// has gone since: a record of a lower generation is a rollback.
+    public func recordGeneration(of nodeID: NodeID) throws(DarkDiskError) -> UInt64 {
+        try read { db in
+            UInt64(max(0, try Int64.fetchOne(db, sql: "SELECT generation FROM recordGeneration WHERE nodeID = ?", arguments: [nodeID.rawValue]) ?? 0))
+        }
+    }
+
+    /// Remembers that records of these generations were applied (a generation never goes down).
+    public func noteRecordGenerations(_ generations: [NodeID: UInt64]) throws(DarkDiskError) {
+        guard !generations.isEmpty else { return }
+        try write { db in
+            for (node, generation) in generations {
+                try db.execute(sql: """
+                    INSERT INTO recordGeneration (nodeID, generation) VALUES (?, ?)
+                    ON CONFLICT(nodeID) DO UPDATE SET generation = MAX(generation, excluded.generation)
+                    """, arguments: [node.rawValue, Int64(clamping: generation)])
+            }
+        }
+    }
+
     /// Wraps a key with this store's master key, as remote records carry keys.
     public func wrapKey(_ key: SymmetricKey) -> [UInt8] {
         masterKey.wrap(key)

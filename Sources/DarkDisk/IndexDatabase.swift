@@ -222,6 +222,11 @@ enum IndexDatabase {
                 CREATE INDEX changeLog_at ON changeLog(at);
                 """)
         }
+        migrator.registerMigration("v10: record generations") { db in
+            // The highest generation of each node's sealed record this store has applied: an older record
+            // is a rollback and is refused. Kept when the node goes, so a replay after a delete is one too.
+            try db.execute(sql: "CREATE TABLE recordGeneration (nodeID TEXT PRIMARY KEY NOT NULL, generation INTEGER NOT NULL)")
+        }
         return migrator
     }
 }

@@ -25,7 +25,8 @@ public struct CloudSync: Sendable {
     }
 
     /// Encrypts `dataFile` (with optional thumbnail and metadata) into the cloud-file format under the node's
-    /// key, uploads it, then its record; then tells the store the upload finished (upload hooks fire).
+    /// key, uploads it, then its sealed record (one generation above the newest this store or the bucket
+    /// has; a legacy JSON record of the node goes); then tells the store the upload finished (upload hooks fire).
     @discardableResult
     public func push(dataFile: String, nodeID: NodeID, name: String? = nil, parentID: String? = nil,
                      thumbnail: Data? = nil, metadata: Data? = nil) async throws -> OutlineEntry {
@@ -37,16 +38,28 @@ public struct CloudSync: Sendable {
         let header = try FileConversion.encryptCloudFile(metadata: metadata, thumbnail: thumbnail, dataFileAt: dataFile,
                                                          key: key, to: temporary)
         let info = try await remote.write(CloudLayout.cloudFile(nodeID), fromFile: temporary)
+        let generation = max(try manager.recordGeneration(of: nodeID), try await remoteGeneration(of: nodeID)) + 1
         let record = NodeRecord(nodeID: nodeID.rawValue, name: name, parentID: parentID,
                                 metadataSize: header.sectionSizes[CloudFileSection.metadata.rawValue],
                                 thumbnailSize: header.sectionSizes[CloudFileSection.thumbnail.rawValue],
                                 dataSize: header.sectionSizes[CloudFileSection.data.rawValue],
-                                wrappedKey: Hex.encode(wrapped), cloudETag: info.etag)
-        _ = try await remote.write(CloudLayout.record(nodeID), data: record.encoded())
+                                wrappedKey: Hex.encode(wrapped), cloudETag: info.etag, generation: generation)
+        _ = try await remote.write(CloudLayout.record(nodeID), data: try record.sealed(with: manager))
+        try manager.noteRecordGenerations([nodeID: generation])
+        if try await remote.info(CloudLayout.legacyRecord(nodeID)) != nil {
+            try await remote.delete(CloudLayout.legacyRecord(nodeID))
+        }
         let entry = try record.outlineEntry()
         try manager.updateOutline(entry, invalidatingLocalFiles: false)
         for kind in [FileKind.data, .metadata, .thumbnail] { try await manager.didUploadNodeFile(nodeID, kind: kind) }
         return entry
+    }
+
+    /// The generation of the node's sealed record in the bucket (0: none, or one that does not open, which
+    /// the new record replaces).
+    private func remoteGeneration(of nodeID: NodeID) async throws -> UInt64 {
+        guard let data = try await remote.readAll(CloudLayout.record(nodeID)) else { return 0 }
+        return (try? NodeRecord.open(data, expected: nodeID, with: manager))?.generation ?? 0
     }
 
     /// Adds or updates an identity of a user in the remote: its avatar (encrypted under a fresh key, which
@@ -81,7 +94,10 @@ public struct CloudSync: Sendable {
     }
 
     /// Fetches every record: new nodes appear (no data downloaded), nodes with a new ETag lose their stale
-    /// local copies, nodes gone from the remote are deleted locally. A remote that cannot be listed fails the
+    /// local copies, nodes gone from the remote are deleted locally. A node's sealed record is read in
+    /// preference to a legacy JSON one. A record that does not authenticate, is malformed, or is older (a
+    /// lower generation; a legacy record after a sealed one) than one this store applied is refused and
+    /// reported in `skipped`, and the node keeps what the store had. A remote that cannot be listed fails the
     /// pull before anything changes: "unreachable" is never taken for "deleted". Nor is a remote that lists no
     /// node at all while the store knows some (an unmounted or wrong bucket folder looks like that), unless
     /// `acceptEmptyRemote`.
@@ -93,14 +109,27 @@ public struct CloudSync: Sendable {
         if !acceptEmptyRemote, !known.isEmpty, !objects.contains(where: { CloudLayout.nodeID(ofRecordKey: $0.key) != nil }) {
             throw RemoteError(.emptyListing, "\(remote.url) lists no node while this store knows \(known.count); nothing was changed (a wrong or unmounted bucket?)")
         }
+        // One record per node: the sealed one if there is one.
+        var chosen: [NodeID: (key: String, sealed: Bool)] = [:]
         for object in objects {
-            guard let nodeID = CloudLayout.nodeID(ofRecordKey: object.key) else { continue }
+            guard let name = CloudLayout.recordName(ofKey: object.key) else { continue }
+            if chosen[name.nodeID]?.sealed != true { chosen[name.nodeID] = (object.key, name.sealed) }
+        }
+        var generations: [NodeID: UInt64] = [:]
+        for (nodeID, object) in chosen.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             guard let data = try await remote.readAll(object.key) else { continue }
             // A refused record is not a deletion: the node stays as this store knows it.
             seen.insert(nodeID)
             let entry: OutlineEntry
-            do {
-                entry = try NodeRecord.decode(data, expected: nodeID).outlineEntry()
+            let applied = try manager.recordGeneration(of: nodeID)
+            do throws(RemoteError) {
+                let record = try NodeRecord.read(data, sealed: object.sealed, expected: nodeID, with: manager)
+                let generation = record.generation ?? 0
+                guard generation >= applied else {
+                    throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is older (generation \(generation)) than the one this store has applied (generation \(applied)): a rollback, refused")
+                }
+                entry = try record.outlineEntry()
+                if generation > 0 { generations[nodeID] = generation }
             } catch {
                 result.skipped.append(error.message)
                 continue
@@ -113,6 +142,7 @@ public struct CloudSync: Sendable {
             }
             try manager.updateOutline(entry)
         }
+        try manager.noteRecordGenerations(generations)
         let gone = known.keys.filter { !seen.contains($0) }
         if !gone.isEmpty {
             try await manager.deleteNodes(Array(gone))

@@ -3,9 +3,16 @@ import DarkDisk
 import Foundation
 
 /// The small per-node record next to each cloud file: what another machine needs to list the node and
-/// decrypt it (its key, wrapped by the user's master key), and the ETag of the cloud file it describes.
+/// decrypt it (its key, wrapped by the user's master key), the ETag of the cloud file it describes, and a
+/// generation that grows with every write.
+///
+/// In the bucket it is sealed (`sealed(with:)`, version 2): JSON encrypted and authenticated under a key
+/// derived from the master key, the AAD binding the node ID, so the bucket's owner learns nothing but the
+/// node ID and a swapped, altered or forged record does not open. Version 1, plain JSON without a
+/// generation, is what stores wrote before; it is still read (`decode`). `Docs/FORMAT.md` specifies both.
 public struct NodeRecord: Codable, Sendable, Equatable {
-    public var version: Int = 1
+    /// 1: a legacy plain-JSON record; 2: the content of a sealed one.
+    public var version: Int = 2
     public var nodeID: String
     public var name: String?
     public var parentID: String?
@@ -15,12 +22,76 @@ public struct NodeRecord: Codable, Sendable, Equatable {
     /// Hex of the node key wrapped by the master key.
     public var wrappedKey: String
     public var cloudETag: String
+    /// Grows by one with every write of the record (sealed records only; nil in a legacy one). A record of
+    /// a lower generation than one a store has applied is a rollback.
+    public var generation: UInt64?
 
-    /// Parses a record fetched from `key`, refusing one that names another node or is malformed.
+    public init(nodeID: String, name: String?, parentID: String?, metadataSize: UInt64, thumbnailSize: UInt64, dataSize: UInt64,
+                wrappedKey: String, cloudETag: String, generation: UInt64?) {
+        self.version = generation == nil ? 1 : 2
+        self.nodeID = nodeID
+        self.name = name
+        self.parentID = parentID
+        self.metadataSize = metadataSize
+        self.thumbnailSize = thumbnailSize
+        self.dataSize = dataSize
+        self.wrappedKey = wrappedKey
+        self.cloudETag = cloudETag
+        self.generation = generation
+    }
+
+    /// Parses a legacy (version 1, plain JSON) record fetched for `nodeID`, refusing one that names another
+    /// node or is malformed.
     public static func decode(_ data: Data, expected nodeID: NodeID) throws(RemoteError) -> NodeRecord {
-        guard data.count <= 64 * 1024, let record = try? JSONDecoder().decode(NodeRecord.self, from: data), record.version == 1 else {
+        guard data.count <= 64 * 1024, let record = try? JSONDecoder().decode(NodeRecord.self, from: data), record.version == 1,
+              record.generation == nil else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is malformed")
         }
+        return try record.validated(for: nodeID)
+    }
+
+    /// What a sealed record of `nodeID` is bound to: its format and its node.
+    static func sealingContext(_ nodeID: NodeID) -> [UInt8] {
+        Array("darkdisk node record 2\u{0}".utf8) + Array(nodeID.rawValue.utf8)
+    }
+
+    /// Opens a sealed record fetched for `nodeID` with the store's record key, refusing one that does not
+    /// authenticate (altered, moved from another node's name, or sealed under another key), is malformed,
+    /// or names another node.
+    public static func open(_ data: Data, expected nodeID: NodeID, with manager: DiskManager) throws(RemoteError) -> NodeRecord {
+        let plaintext: [UInt8]
+        do {
+            plaintext = try manager.openRecord(Array(data), context: sealingContext(nodeID))
+        } catch {
+            throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' does not authenticate (altered, moved from another node, or sealed under another key)")
+        }
+        guard let record = try? JSONDecoder().decode(NodeRecord.self, from: Data(plaintext)), record.version == 2,
+              let generation = record.generation, generation > 0 else {
+            throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is malformed")
+        }
+        return try record.validated(for: nodeID)
+    }
+
+    /// Reads a record object: sealed (`open`) or legacy (`decode`) by its key's form.
+    public static func read(_ data: Data, sealed: Bool, expected nodeID: NodeID, with manager: DiskManager) throws(RemoteError) -> NodeRecord {
+        sealed ? try open(data, expected: nodeID, with: manager) : try decode(data, expected: nodeID)
+    }
+
+    /// The sealed form of this record (version 2, with a generation), as it goes into the bucket.
+    public func sealed(with manager: DiskManager) throws(RemoteError) -> Data {
+        guard let id = try? NodeID(nodeID), let generation, generation > 0, version == 2 else {
+            throw RemoteError(.invalidResponse, "only a version 2 record with a generation is sealed")
+        }
+        do {
+            return Data(try manager.sealRecord(Array(encoded()), context: Self.sealingContext(id)))
+        } catch {
+            throw RemoteError(.io, "cannot seal the record of node '\(nodeID)': \(error.message)")
+        }
+    }
+
+    /// The checks every record passes, whatever its layout.
+    private func validated(for nodeID: NodeID) throws(RemoteError) -> NodeRecord {
+        let record = self
         guard record.nodeID == nodeID.rawValue else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' describes another node")
         }

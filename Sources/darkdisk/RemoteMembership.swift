@@ -42,12 +42,16 @@ enum RemoteMembership {
             guard manager.isMasterKey(key) else { throw CLIError("\(remote.url) holds another store's key") }
         }
         // One record is enough to tell whose nodes these are: they all wrap their keys with one master key.
-        if let first = contents.records.first, let id = CloudLayout.nodeID(ofRecordKey: first.key),
+        if let first = contents.records.first, let name = CloudLayout.recordName(ofKey: first.key),
            let data = try await remote.readAll(first.key) {
-            let entry = try NodeRecord.decode(data, expected: id).outlineEntry()
-            do { _ = try manager.unwrapKey(entry.wrappedKey) } catch {
-                throw CLIError("\(remote.url) holds nodes sealed under another store's key (node '\(id)' does not open with this store's key)")
+            let id = name.nodeID
+            let refused = CLIError("\(remote.url) holds nodes sealed under another store's key (node '\(id)' does not open with this store's key)")
+            let record: NodeRecord
+            do { record = try NodeRecord.read(data, sealed: name.sealed, expected: id, with: manager) } catch {
+                if name.sealed { throw refused }
+                throw error
             }
+            do { _ = try manager.unwrapKey(try record.outlineEntry().wrappedKey) } catch { throw refused }
         }
     }
 }

@@ -46,8 +46,9 @@ import Testing
         try remote.push("known", CLIStore.bytes(2000, seed: 6))
         try remote.join("file://" + remote.bucket)
         try remote.push("later", CLIStore.bytes(2000, seed: 7))
-        // A record B already knows is damaged, and a new one is garbage.
-        try Data("{\"version\": 1, \"nodeID\": \"known\"".utf8).write(to: URL(fileURLWithPath: remote.bucket + "/records/known.json"))
+        // A record B already knows is damaged (cut short), and a new one (in the legacy layout) is garbage.
+        let known = remote.bucket + "/records/known.rec"
+        try Data(try Data(contentsOf: URL(fileURLWithPath: known)).dropLast(3)).write(to: URL(fileURLWithPath: known))
         try Data("<xml/>".utf8).write(to: URL(fileURLWithPath: remote.bucket + "/records/garbage.json"))
         let pull = try remote.darkdiskB(["pull"])
         #expect(pull.status == 1, "a partial pull exits 1: \(pull.stderr)")

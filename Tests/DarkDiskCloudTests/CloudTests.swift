@@ -186,28 +186,38 @@ import Testing
     @Test func hostileRecordsAreRefused() async throws {
         let setup = try Setup()
         try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("1", Data("x".utf8)), nodeID: NodeID("real"))
-        // A record that claims to be another node, and one that is not JSON.
+        // A sealed record copied under another node's name does not open there (its AAD binds the node ID).
         let record = try #require(try await setup.remote.readAll(CloudLayout.record(NodeID("real"))))
         _ = try await setup.remote.write(CloudLayout.record(NodeID("impostor")), data: record)
         // Refused and skipped, with a line that says why; the good record is pulled (issue 15 item 17).
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
-        #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("another node"), "\(pulled.skipped)")
+        #expect(pulled.skipped == ["the record of node 'impostor' does not authenticate (altered, moved from another node, or sealed under another key)"],
+                "\(pulled.skipped)")
         #expect(pulled.added == 1)
         #expect(try setup.b.outlineEntry(NodeID("real")) != nil)
         #expect(try setup.b.outlineEntry(NodeID("impostor")) == nil, "a record for another node was accepted")
         try await setup.remote.delete(CloudLayout.record(NodeID("impostor")))
-        // A parent that is not a node ID, and a name no file system would take.
-        var real = try NodeRecord.decode(record, expected: NodeID("real"))
+        // In either layout: a parent that is not a node ID, and a name no file system would take.
+        let real = try NodeRecord.open(record, expected: NodeID("real"), with: setup.b)
+        var legacy = real
+        legacy.version = 1
+        legacy.generation = nil
         for (field, value) in [("parent", "../../etc"), ("name", String(repeating: "n", count: 256)), ("name", "a\u{0}b")] {
-            var hostile = real
+            var hostile = legacy
             if field == "parent" { hostile.parentID = value } else { hostile.name = value }
             #expect(throws: RemoteError.self, "\(field) \(value.debugDescription)") {
                 _ = try NodeRecord.decode(hostile.encoded(), expected: NodeID("real"))
             }
+            var sealed = real
+            if field == "parent" { sealed.parentID = value } else { sealed.name = value }
+            let bytes = try sealed.sealed(with: setup.a)
+            #expect(throws: RemoteError.self, "sealed \(field) \(value.debugDescription)") {
+                _ = try NodeRecord.open(bytes, expected: NodeID("real"), with: setup.b)
+            }
         }
-        real.name = String(repeating: "é", count: 127)
-        #expect(try NodeRecord.decode(real.encoded(), expected: NodeID("real")).name == real.name, "254 bytes of UTF-8 are a name")
-        _ = try await setup.remote.write(CloudLayout.record(NodeID("garbage")), data: Data("<xml/>".utf8))
+        legacy.name = String(repeating: "é", count: 127)
+        #expect(try NodeRecord.decode(legacy.encoded(), expected: NodeID("real")).name == legacy.name, "254 bytes of UTF-8 are a name")
+        _ = try await setup.remote.write(CloudLayout.legacyRecord(NodeID("garbage")), data: Data("<xml/>".utf8))
         let again = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(again.skipped == ["the record of node 'garbage' is malformed"] && again.unchanged == 1)
         #expect(try setup.b.outlineEntry(NodeID("real")) != nil, "a skipped record deletes nothing")

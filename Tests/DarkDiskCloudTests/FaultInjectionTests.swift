@@ -156,7 +156,7 @@ import Testing
             #expect(error.code == .unreachable)
         }
         // The listing works but one record's server is down: still not a deletion.
-        try rig.proxy.control(["fail": ["status": 503, "count": 100_000, "path": "/records/other.json"]])
+        try rig.proxy.control(["fail": ["status": 503, "count": 100_000, "path": "/records/other.rec"]])
         do {
             let result = try await CloudSync(manager: rig.setup.b, remote: rig.remote).pull()
             Issue.record("a pull that could not read a record succeeded: \(result)")

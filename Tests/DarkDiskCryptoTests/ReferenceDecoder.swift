@@ -16,6 +16,35 @@ enum ReferenceDecoder {
         return output
     }
 
+    /// HKDF-SHA256 (RFC 5869) from its definition: PRK = HMAC(salt or 32 zero bytes, IKM); T(i) =
+    /// HMAC(PRK, T(i-1) || info || i); the first `length` bytes of T(1) || T(2) || ...
+    static func hkdf(ikm: [UInt8], salt: [UInt8] = [], info: [UInt8], length: Int) -> [UInt8] {
+        func hmac(_ key: [UInt8], _ message: [UInt8]) -> [UInt8] {
+            var output = [UInt8](repeating: 0, count: 32)
+            var outputLength: UInt32 = 0
+            _ = HMAC(EVP_sha256(), key, Int32(key.count), message, message.count, &output, &outputLength)
+            return output
+        }
+        let prk = hmac(salt.isEmpty ? [UInt8](repeating: 0, count: 32) : salt, ikm)
+        var okm: [UInt8] = []
+        var previous: [UInt8] = []
+        var counter: UInt8 = 1
+        while okm.count < length {
+            previous = hmac(prk, previous + info + [counter])
+            okm += previous
+            counter += 1
+        }
+        return Array(okm.prefix(length))
+    }
+
+    /// A sealed message (FORMAT.md "Sealed records"): "DDS" 0x01 || nonce (12) || ciphertext || tag (16),
+    /// AAD = the 4 magic bytes || context. Nil if anything does not check.
+    static func openSealed(_ bytes: [UInt8], key: [UInt8], context: [UInt8]) -> [UInt8]? {
+        guard bytes.count >= 32, Array(bytes.prefix(4)) == [0x44, 0x44, 0x53, 0x01] else { return nil }
+        return open(key: key, nonce: Array(bytes[4..<16]), aad: Array(bytes.prefix(4)) + context,
+                    ciphertext: Array(bytes[16..<(bytes.count - 16)]), tag: Array(bytes.suffix(16)))
+    }
+
     /// AES-256-GCM encryption; returns ciphertext and tag.
     static func seal(key: [UInt8], nonce: [UInt8], aad: [UInt8], plaintext: [UInt8]) -> (ciphertext: [UInt8], tag: [UInt8]) {
         let context = EVP_CIPHER_CTX_new()

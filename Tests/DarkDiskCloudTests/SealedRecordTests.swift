@@ -1,0 +1,126 @@
+import DarkDisk
+import DarkDiskCloud
+import DarkDiskCrypto
+import Foundation
+import Testing
+
+/// Issue 18 item 1: private, authenticated records. The bucket holds nothing about a node but its ID and
+/// the sizes of its objects; a record swapped with another node's, altered or replayed is refused with one
+/// line, and the node keeps what the store had; the legacy JSON layout keeps reading.
+@Suite struct SealedRecordTests {
+    /// Every byte of every object in the bucket, for grep-like checks.
+    private func bucketBytes(_ setup: CloudTests.Setup) throws -> [(String, Data)] {
+        let root = setup.directory + "/remote"
+        let files = FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? []
+        return try files.compactMap { name in
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isDirectory), !isDirectory.boolValue else { return nil }
+            return (name, try Data(contentsOf: URL(fileURLWithPath: root + "/" + name)))
+        }
+    }
+
+    @Test func theBucketHoldsNoNameAndRefusesSwapsAlterationsAndRollbacks() async throws {
+        let setup = try CloudTests.Setup()
+        let syncA = CloudSync(manager: setup.a, remote: setup.remote)
+        let syncB = CloudSync(manager: setup.b, remote: setup.remote)
+        let secret = try NodeID("n1"), other = try NodeID("n2")
+        let name = "tax return 2026 (final).pdf"
+        try await syncA.push(dataFile: setup.file("v1", Data("first version".utf8)), nodeID: secret, name: name, parentID: "folder7")
+        try await syncA.push(dataFile: setup.file("o1", Data("another node".utf8)), nodeID: other, name: "holiday.jpg")
+
+        // grep -r of the bucket finds neither name, nor the parent, nor any field name of a record.
+        for (object, bytes) in try bucketBytes(setup) {
+            for needle in [name, "tax return", "holiday", "folder7", "parentID", "wrappedKey", "cloudETag"] {
+                #expect(bytes.range(of: Data(needle.utf8)) == nil, "\(object) holds '\(needle)'")
+            }
+        }
+        let sealedInfo = try await setup.remote.info(CloudLayout.record(secret))
+        let legacyInfo = try await setup.remote.info(CloudLayout.legacyRecord(secret))
+        #expect(sealedInfo != nil && legacyInfo == nil, "a push writes the sealed record only")
+        var pulled = try await syncB.pull()
+        #expect(pulled.added == 2 && pulled.skipped.isEmpty)
+        let entry = try #require(try setup.b.outlineEntry(secret))
+        #expect(entry.name == name && entry.parentID == "folder7", "B reads what A sealed")
+        #expect(try setup.b.recordGeneration(of: secret) == 1)
+
+        // Swapped: each record under the other's name. Both refused; B keeps both nodes as it knew them.
+        let secretRecord = try #require(try await setup.remote.readAll(CloudLayout.record(secret)))
+        let otherRecord = try #require(try await setup.remote.readAll(CloudLayout.record(other)))
+        _ = try await setup.remote.write(CloudLayout.record(secret), data: otherRecord)
+        _ = try await setup.remote.write(CloudLayout.record(other), data: secretRecord)
+        pulled = try await syncB.pull()
+        #expect(pulled.skipped.count == 2 && pulled.skipped.allSatisfy { $0.contains("does not authenticate") }, "\(pulled.skipped)")
+        #expect(try setup.b.outlineEntry(secret) == entry && setup.b.outlineEntry(other)?.name == "holiday.jpg")
+
+        // Altered: one byte flipped anywhere (here, in the middle) is refused the same way.
+        var altered = secretRecord
+        altered[altered.count / 2] ^= 0x01
+        _ = try await setup.remote.write(CloudLayout.record(secret), data: altered)
+        _ = try await setup.remote.write(CloudLayout.record(other), data: otherRecord)
+        pulled = try await syncB.pull()
+        #expect(pulled.skipped == ["the record of node 'n1' does not authenticate (altered, moved from another node, or sealed under another key)"])
+        #expect(try setup.b.outlineEntry(secret) == entry)
+
+        // Replayed: A writes generation 2, B applies it; the old record put back is a rollback, refused.
+        _ = try await setup.remote.write(CloudLayout.record(secret), data: secretRecord)
+        try await syncA.push(dataFile: setup.file("v2", Data("second version".utf8)), nodeID: secret, name: name, parentID: "folder7")
+        pulled = try await syncB.pull()
+        #expect(pulled.changed == 1 && pulled.skipped.isEmpty)
+        let second = try #require(try setup.b.outlineEntry(secret))
+        let generation = try setup.b.recordGeneration(of: secret)
+        #expect(second.cloudETag != entry.cloudETag && generation == 2)
+        _ = try await setup.remote.write(CloudLayout.record(secret), data: secretRecord)
+        pulled = try await syncB.pull()
+        #expect(pulled.skipped == ["the record of node 'n1' is older (generation 1) than the one this store has applied (generation 2): a rollback, refused"],
+                "\(pulled.skipped)")
+        #expect(try setup.b.outlineEntry(secret) == second, "a rollback is never applied")
+
+        // A legacy (unsealed) record in its place is a downgrade: older than any sealed one, refused too.
+        try await setup.remote.delete(CloudLayout.record(secret))
+        var legacy = try NodeRecord.open(secretRecord, expected: secret, with: setup.a)
+        legacy.version = 1
+        legacy.generation = nil
+        _ = try await setup.remote.write(CloudLayout.legacyRecord(secret), data: legacy.encoded())
+        pulled = try await syncB.pull()
+        #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("generation 0") && pulled.skipped[0].contains("rollback"))
+        #expect(try setup.b.outlineEntry(secret) == second)
+
+        // Deleted from the bucket, then replayed: the store remembers the generation it applied.
+        try await setup.remote.delete(CloudLayout.legacyRecord(secret))
+        pulled = try await syncB.pull()
+        #expect(pulled.deleted == 1)
+        #expect(try setup.b.outlineEntry(secret) == nil)
+        _ = try await setup.remote.write(CloudLayout.record(secret), data: secretRecord)
+        pulled = try await syncB.pull()
+        #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("rollback"), "\(pulled.skipped)")
+        #expect(try setup.b.outlineEntry(secret) == nil, "a replay after a delete is a rollback too")
+    }
+
+    /// A bucket written by an older darkdisk (plain JSON records) keeps reading: pull, fetch; the next push
+    /// of a node replaces its legacy record by a sealed one.
+    @Test func legacyRecordsKeepReadingAndAPushSealsThem() async throws {
+        let setup = try CloudTests.Setup()
+        let node = try NodeID("old")
+        let data = CloudTests.bytes(100_000, seed: 91)
+        try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("old", data), nodeID: node, name: "old.bin")
+        // Turn the bucket into the first layout: the same record as plain JSON, version 1, no generation.
+        var record = try NodeRecord.open(try #require(try await setup.remote.readAll(CloudLayout.record(node))), expected: node, with: setup.a)
+        record.version = 1
+        record.generation = nil
+        try await setup.remote.delete(CloudLayout.record(node))
+        _ = try await setup.remote.write(CloudLayout.legacyRecord(node), data: record.encoded())
+
+        let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        #expect(pulled.added == 1 && pulled.skipped.isEmpty, "\(pulled)")
+        #expect(try setup.b.outlineEntry(node)?.name == "old.bin")
+        let export = try await DownloadManager(manager: setup.b, remote: setup.remote).nodeData(node)
+        let reader = try export.reader()
+        #expect(Data(try reader.read(section: reader.dataSection, offset: 0, count: data.count)) == data)
+
+        try await CloudSync(manager: setup.b, remote: setup.remote).push(dataFile: setup.file("new", Data("new".utf8)), nodeID: node, name: "old.bin")
+        #expect(try await setup.remote.info(CloudLayout.legacyRecord(node)) == nil, "the legacy record went")
+        let sealed = try #require(try await setup.remote.readAll(CloudLayout.record(node)))
+        #expect(try NodeRecord.open(sealed, expected: node, with: setup.a).generation == 1)
+        #expect(try await CloudSync(manager: setup.a, remote: setup.remote).pull().changed == 1)
+    }
+}

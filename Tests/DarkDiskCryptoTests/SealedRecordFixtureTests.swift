@@ -1,0 +1,73 @@
+import DarkDiskCrypto
+import DarkDiskTestSupport
+import Foundation
+import Testing
+
+/// The sealed record format (Docs/FORMAT.md, "Sealed records"), checked three ways: the reference HKDF
+/// against RFC 5869's test vector, the module's key derivation against the reference, and a frozen
+/// sealed record (written once, never regenerated) opened by both the module and the reference decoder.
+struct SealedRecordFixtureTests {
+    static let masterKeyFile = "v1-master-key.hex"
+    static let sealedRecord = "v1-sealed-record.rec"
+    static let sealedPlaintext = "v1-sealed-record.json"
+    /// The documented context of node "fixture-node"'s record: "darkdisk node record 2", a NUL, the node ID.
+    static let context = Array("darkdisk node record 2".utf8) + [0] + Array("fixture-node".utf8)
+
+    static func masterKey() throws -> SymmetricKey {
+        let text = try String(contentsOfFile: FixtureTests.bundled(masterKeyFile), encoding: .utf8)
+        return try SymmetricKey(bytes: try #require(Hex.decode(text.trimmingCharacters(in: .whitespacesAndNewlines))))
+    }
+
+    @Test func referenceHKDFMatchesRFC5869() {
+        // RFC 5869, test case 3: SHA-256, 22 bytes of 0x0b, no salt, no info, L = 42.
+        let okm = ReferenceDecoder.hkdf(ikm: [UInt8](repeating: 0x0b, count: 22), info: [], length: 42)
+        #expect(Hex.encode(okm) == "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8")
+    }
+
+    @Test func derivedKeysAreHKDFOfTheirPurpose() throws {
+        for _ in 0..<8 {
+            let key = SymmetricKey.random()
+            for purpose in ["darkdisk record key v1", "", "another purpose"] {
+                #expect(try key.derived(for: purpose).bytes == ReferenceDecoder.hkdf(ikm: key.bytes, info: Array(purpose.utf8), length: 32))
+            }
+            #expect(try key.derived(for: "a") != key.derived(for: "b"))
+        }
+    }
+
+    @Test func frozenSealedRecordOpens() throws {
+        let master = try Self.masterKey()
+        let sealed = try FileBytes.read(FixtureTests.bundled(Self.sealedRecord))
+        let expected = try FileBytes.read(FixtureTests.bundled(Self.sealedPlaintext))
+        let recordKey = ReferenceDecoder.hkdf(ikm: master.bytes, info: Array("darkdisk record key v1".utf8), length: 32)
+        #expect(ReferenceDecoder.openSealed(sealed, key: recordKey, context: Self.context) == expected, "the reference decoder opens it")
+        #expect(try SealedMessage.open(sealed, key: master.derived(for: "darkdisk record key v1"), context: Self.context) == expected)
+        // Bound to its node and to its bytes.
+        #expect(throws: CryptoError.self) {
+            _ = try SealedMessage.open(sealed, key: master.derived(for: "darkdisk record key v1"), context: Self.context + Array("x".utf8))
+        }
+        for index in [0, 3, 4, 20, sealed.count - 1] {
+            var altered = sealed
+            altered[index] ^= 0x01
+            #expect(throws: CryptoError.self, "byte \(index) flipped") {
+                _ = try SealedMessage.open(altered, key: master.derived(for: "darkdisk record key v1"), context: Self.context)
+            }
+        }
+        #expect(throws: CryptoError.self) { _ = try SealedMessage.open(Array(sealed.prefix(31)), key: master.derived(for: "darkdisk record key v1"), context: Self.context) }
+        // What a record holds (FORMAT.md): version 2 and a generation.
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(expected)) as? [String: Any])
+        #expect(json["version"] as? Int == 2 && json["generation"] as? Int == 3 && json["nodeID"] as? String == "fixture-node")
+    }
+
+    /// Writes the sealed-record fixture; run once (DARKDISK_WRITE_SEALED_FIXTURE=1) and never again.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["DARKDISK_WRITE_SEALED_FIXTURE"] == "1"))
+    func writeSealedRecordFixture() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        let master = SymmetricKey.random()
+        try Data((Hex.encode(master.bytes) + "\n").utf8).write(to: URL(fileURLWithPath: path(Self.masterKeyFile)))
+        let plaintext = Array(#"{"cloudETag":"\"5f1d-3a8\"","dataSize":10000,"generation":3,"metadataSize":68,"name":"report.pdf","nodeID":"fixture-node","parentID":"folder-1","thumbnailSize":600,"version":2,"wrappedKey":"\#(Hex.encode(master.wrap(SymmetricKey.random())))"}"#.utf8)
+        try FileBytes.write(plaintext, to: path(Self.sealedPlaintext))
+        try FileBytes.write(try SealedMessage.seal(plaintext, key: master.derived(for: "darkdisk record key v1"), context: Self.context),
+                            to: path(Self.sealedRecord))
+    }
+}
