@@ -1,0 +1,161 @@
+import DarkDisk
+import DarkDiskCrypto
+import DarkDiskSystem
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `CloudSync.checkRemote` found: every record and every file it names, authenticated to the end.
+public struct RemoteCheckResult: Sendable, Equatable, Codable {
+    /// Node and user records read and opened.
+    public var records = 0
+    /// Cloud files and avatars read to the end, every chunk authenticated.
+    public var files = 0
+    /// Their bytes.
+    public var bytes: UInt64 = 0
+    /// Objects under `nodes/` and `avatars/` that no record names (left by an interrupted push, say): not
+    /// problems, listed.
+    public var orphans: [String] = []
+    /// One line per problem: a record that does not open or is a rollback, a file that is missing, does
+    /// not authenticate, or disagrees with its record.
+    public var problems: [String] = []
+
+    public var isHealthy: Bool { problems.isEmpty }
+}
+
+extension CloudSync {
+    /// Authenticates the remote (DESIGN §6 `check --remote`): every node record (sealed or legacy) must
+    /// open, be no older than the one this store applied, and name a cloud file that exists with the
+    /// record's ETag, whose header authenticates with the node's key and agrees with the record's sizes,
+    /// and whose every chunk authenticates; every avatar a user record lists must decrypt. Each file is
+    /// fetched into a scratch file of the store (encrypted, as in the bucket) and read there. `progress`
+    /// gets the bytes checked of all the files to check. Fails only when the remote cannot be listed or
+    /// read; everything else is a line in `problems`.
+    public func checkRemote(progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> RemoteCheckResult {
+        var result = RemoteCheckResult()
+        let records = try await remote.list(prefix: CloudLayout.recordsPrefix)
+        let files = try await remote.list(prefix: "nodes/") + remote.list(prefix: "avatars/")
+        let sizes = Dictionary(files.map { ($0.key, $0.size) }, uniquingKeysWith: { first, _ in first })
+        var named = Set<String>()
+        var chosen: [NodeID: (key: String, sealed: Bool)] = [:]
+        for object in records {
+            guard let name = CloudLayout.recordName(ofKey: object.key) else { continue }
+            if chosen[name.nodeID]?.sealed != true { chosen[name.nodeID] = (object.key, name.sealed) }
+        }
+        // What to read: each node's cloud file with its record's key and ETag, each avatar with its key.
+        var toRead: [(key: String, fileKey: SymmetricKey, etag: String?, record: OutlineEntry?)] = []
+        for (nodeID, object) in chosen.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            guard let data = try await remote.readAll(object.key) else { continue }
+            result.records += 1
+            let entry: OutlineEntry
+            let key: SymmetricKey
+            do {
+                let record = try NodeRecord.read(data, sealed: object.sealed, expected: nodeID, with: manager)
+                let applied = try manager.recordGeneration(of: nodeID)
+                guard (record.generation ?? 0) >= applied else {
+                    throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is older (generation \(record.generation ?? 0)) than the one this store has applied (generation \(applied)): a rollback")
+                }
+                entry = try record.outlineEntry()
+                key = try manager.unwrapKey(entry.wrappedKey)
+            } catch let error as any DarkDiskFailure {
+                result.problems.append(error.message)
+                continue
+            }
+            let cloudKey = CloudLayout.cloudFile(nodeID)
+            named.insert(cloudKey)
+            toRead.append((cloudKey, key, entry.cloudETag, entry))
+        }
+        for object in try await remote.list(prefix: CloudLayout.usersPrefix) {
+            guard let userID = CloudLayout.userID(ofRecordKey: object.key), let data = try await remote.readAll(object.key) else { continue }
+            result.records += 1
+            do {
+                let record = try UserRecord.decode(data, expected: userID)
+                for identity in record.identities {
+                    guard let avatar = identity.avatar else { continue }
+                    guard let identityID = try? IdentityID(identity.identityID), let wrapped = Hex.decode(avatar.wrappedKey) else {
+                        throw RemoteError(.invalidResponse, "the record of user '\(userID)' lists a malformed identity or key")
+                    }
+                    let avatarKey = CloudLayout.avatar(userID, identityID)
+                    named.insert(avatarKey)
+                    toRead.append((avatarKey, try manager.unwrapKey(wrapped), nil, nil))
+                }
+            } catch let error as any DarkDiskFailure {
+                result.problems.append(error.message)
+            }
+        }
+        result.orphans = files.map(\.key).filter { !named.contains($0) }.sorted()
+
+        let total = toRead.reduce(UInt64(0)) { $0 + (sizes[$1.key] ?? 0) }
+        let started = Date()
+        for item in toRead {
+            guard let size = sizes[item.key] else {
+                result.problems.append("\(item.key) is named by a record but is not in \(remote.url)")
+                continue
+            }
+            do {
+                try await authenticate(item.key, size: size, key: item.fileKey, etag: item.etag, record: item.record)
+                result.files += 1
+            } catch let error as RemoteError where error.code == .unreachable {
+                throw error
+            } catch let error as any DarkDiskFailure {
+                result.problems.append(error.message)
+            }
+            result.bytes += size
+            let elapsed = max(Date().timeIntervalSince(started), 0.001)
+            progress?(DownloadProgress(completedBytes: result.bytes, totalBytes: total, resumedBytes: 0, throughput: Double(result.bytes) / elapsed))
+        }
+        return result
+    }
+
+    /// Fetches one file into a scratch file and reads it to the end: its header must authenticate (and agree
+    /// with `record`), and every chunk of every section too.
+    private func authenticate(_ objectKey: String, size: UInt64, key: SymmetricKey, etag: String?, record: OutlineEntry?) async throws {
+        let scratch = try manager.makeScratchFile()
+        let fd: Int32
+        do { fd = try SystemCall.open(scratch.path, O_WRONLY | O_TRUNC) } catch {
+            throw RemoteError(.io, "cannot open \(scratch.path): \(error)")
+        }
+        defer { close(fd) }
+        let written = WriteOffset()
+        let path = scratch.path
+        let fetched: Result<Void, RemoteError>
+        do {
+            try await remote.read(objectKey, range: 0..<size, ifMatch: etag) { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in
+                guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+                do { try SystemCall.pwrite(fd, from: base, count: bytes.count, at: written.value) } catch {
+                    throw RemoteError(.io, "cannot write \(path): \(error)")
+                }
+                written.value += UInt64(bytes.count)
+            }
+            fetched = .success(())
+        } catch {
+            fetched = .failure(error)
+        }
+        if case .failure(let error) = fetched {
+            guard error.code == .changed else { throw error }
+            throw RemoteError(.invalidResponse, "\(objectKey) is not the file its record names (its ETag changed after the record was written)")
+        }
+        do {
+            let reader = try CryptoFileReader(path: scratch.path, key: key)
+            if let record { try record.checkAgreement(with: reader.header, objectKey: objectKey) }
+            for section in 0..<reader.header.sectionSizes.count {
+                var offset: UInt64 = 0
+                let sectionSize = reader.plaintextSize(ofSection: section)
+                while offset < sectionSize {
+                    let count = Int(min(sectionSize - offset, 1 << 20))
+                    _ = try reader.read(section: section, offset: offset, count: count)
+                    offset += UInt64(count)
+                }
+            }
+        } catch let error as CryptoError {
+            throw RemoteError(.invalidResponse, "\(objectKey) does not authenticate: \(error.message)")
+        }
+        withExtendedLifetime(scratch) {}
+    }
+}
+
+/// Where the next fetched bytes of a checked file go.
+private final class WriteOffset {
+    var value: UInt64 = 0
+}

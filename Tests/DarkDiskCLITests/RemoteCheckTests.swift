@@ -1,0 +1,50 @@
+import DarkDiskTestSupport
+import Foundation
+import Testing
+
+/// Issue 18 item 9: `darkdisk check --remote` authenticates every record and every file it names (header
+/// and every chunk), lists orphans, and exits 1 with one line per problem.
+@Suite(.processSlots) struct RemoteCheckTests {
+    @Test func checkRemoteAuthenticatesEverythingAndNamesEachProblem() async throws {
+        let remote = try RemoteBucket()
+        try remote.push("one", CLIStore.bytes(300_000, seed: 61), thumbnail: CLIStore.bytes(5000, seed: 62))
+        try remote.push("two", CLIStore.bytes(70_000, seed: 63))
+        try RemoteBucket.check(try await remote.a.darkdisk(["push", try remote.a.file("face", CLIStore.bytes(4000, seed: 64)), "--user", "ann",
+                                                      "--identity", "mail|ann", "--passphrase-file", remote.passphrase]), "push avatar")
+        try remote.join("file://" + remote.bucket)
+        func check() throws -> Run { try remote.darkdiskB(["check", "--remote"]) }
+
+        var run = try check()
+        #expect(run.status == 0, "\(run.output) \(run.stderr)")
+        #expect(run.output.contains("remote: 3 records, 3 files") && run.output.contains("0 orphans; healthy"), "\(run.output)")
+
+        // An object no record names is an orphan, not a problem.
+        try Data("stray".utf8).write(to: URL(fileURLWithPath: remote.bucket + "/nodes/stray.ddc"))
+        run = try check()
+        #expect(run.status == 0 && run.output.contains("orphan: remote: nodes/stray.ddc") && run.output.contains("1 orphans"), "\(run.output)")
+
+        // One flipped byte deep in a cloud file's data (its modification time kept, so its ETag stays):
+        // only reading every chunk finds it.
+        let one = remote.bucket + "/nodes/one.ddc"
+        let flip = try Shell.sh("python3 -c 'import os,sys; p=sys.argv[1]; st=os.stat(p); f=open(p,\"r+b\"); f.seek(200000); b=f.read(1); f.seek(200000); f.write(bytes([b[0]^1])); f.close(); os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))' \(Shell.quote(one))", timeout: 30)
+        #expect(flip.status == 0, "could not alter the cloud file: \(flip.stderr)")
+        // A record moved under another node's name, and a cloud file gone.
+        let records = remote.bucket + "/records/"
+        try FileManager.default.copyItem(atPath: records + "two.rec", toPath: records + "impostor.rec")
+        try FileManager.default.removeItem(atPath: remote.bucket + "/nodes/two.ddc")
+        run = try check()
+        #expect(run.status == 1, "\(run.output) \(run.stderr)")
+        let problems = run.output.split(separator: "\n").filter { $0.hasPrefix("problem: remote: ") }
+        #expect(problems.count == 3, "\(run.output)")
+        #expect(problems.contains { $0.contains("nodes/one.ddc does not authenticate") && $0.contains("chunk") }, "\(problems)")
+        #expect(problems.contains { $0.contains("the record of node 'impostor' does not authenticate") }, "\(problems)")
+        #expect(problems.contains { $0.contains("nodes/two.ddc is named by a record but is not in") }, "\(problems)")
+        #expect(run.output.contains("3 problems"))
+
+        // JSON, for scripts.
+        let json = try remote.darkdiskB(["check", "--remote", "--json"])
+        let report = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])
+        let remoteReport = try #require(report["remote"] as? [String: Any])
+        #expect((remoteReport["problems"] as? [String])?.count == 3 && (remoteReport["orphans"] as? [String]) == ["nodes/stray.ddc"])
+    }
+}
