@@ -51,6 +51,35 @@ extension DiskManager {
         }
     }
 
+    /// Notes the remote objects `gc` found that no record names, and returns since when each has been seen
+    /// so (now, for one seen for the first time); objects no longer among them are forgotten.
+    public func remoteGarbage(_ unnamed: Set<String>) throws(DarkDiskError) -> [String: Date] {
+        let now = clock.now.timeIntervalSince1970
+        return try write { db in
+            var since: [String: Date] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT key, since FROM remoteGarbage") {
+                let key: String = row["key"]
+                if unnamed.contains(key) {
+                    since[key] = Date(timeIntervalSince1970: row["since"])
+                } else {
+                    try db.execute(sql: "DELETE FROM remoteGarbage WHERE key = ?", arguments: [key])
+                }
+            }
+            for key in unnamed where since[key] == nil {
+                try db.execute(sql: "INSERT INTO remoteGarbage (key, since) VALUES (?, ?)", arguments: [key, now])
+                since[key] = Date(timeIntervalSince1970: now)
+            }
+            return since
+        }
+    }
+
+    /// Forgets remote objects `gc` deleted.
+    public func forgetRemoteGarbage(_ keys: [String]) throws(DarkDiskError) {
+        try write { db in
+            for key in keys { try db.execute(sql: "DELETE FROM remoteGarbage WHERE key = ?", arguments: [key]) }
+        }
+    }
+
     /// Wraps a key with this store's master key, as remote records carry keys.
     public func wrapKey(_ key: SymmetricKey) -> [UInt8] {
         masterKey.wrap(key)

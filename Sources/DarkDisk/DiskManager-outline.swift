@@ -59,13 +59,13 @@ extension DiskManager {
                     stale += dropped
                 }
                 try db.execute(sql: """
-                    INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize, cloudVersion)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT(id) DO UPDATE SET wrappedKey = excluded.wrappedKey, name = excluded.name,
                       parentID = excluded.parentID, cloudETag = excluded.cloudETag, metadataSize = excluded.metadataSize,
-                      thumbnailSize = excluded.thumbnailSize, dataSize = excluded.dataSize
+                      thumbnailSize = excluded.thumbnailSize, dataSize = excluded.dataSize, cloudVersion = excluded.cloudVersion
                     """, arguments: [entry.nodeID.rawValue, Data(entry.wrappedKey), entry.name, entry.parentID, entry.cloudETag,
-                                     created, Int64(entry.metadataSize), Int64(entry.thumbnailSize), Int64(entry.dataSize)])
+                                     created, Int64(entry.metadataSize), Int64(entry.thumbnailSize), Int64(entry.dataSize), entry.cloudVersion])
             }
             return (changed, stale)
         }
@@ -102,6 +102,6 @@ extension DiskManager {
         OutlineEntry(nodeID: try NodeID(row["id"]), name: row["name"], parentID: row["parentID"],
                      metadataSize: UInt64(row["metadataSize"] as Int64), thumbnailSize: UInt64(row["thumbnailSize"] as Int64),
                      dataSize: UInt64(row["dataSize"] as Int64), wrappedKey: Array(row["wrappedKey"] as Data),
-                     cloudETag: row["cloudETag"])
+                     cloudETag: row["cloudETag"], cloudVersion: row["cloudVersion"])
     }
 }

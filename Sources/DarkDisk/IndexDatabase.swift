@@ -227,6 +227,14 @@ enum IndexDatabase {
             // is a rollback and is refused. Kept when the node goes, so a replay after a delete is one too.
             try db.execute(sql: "CREATE TABLE recordGeneration (nodeID TEXT PRIMARY KEY NOT NULL, generation INTEGER NOT NULL)")
         }
+        migrator.registerMigration("v11: cloud file versions") { db in
+            // Which immutable version of its cloud file each node's record names (NULL: the first layout's
+            // one file per node), and the unnamed versions `gc` has seen, since when (deleted after a grace period).
+            try db.execute(sql: """
+                ALTER TABLE node ADD COLUMN cloudVersion TEXT;
+                CREATE TABLE remoteGarbage (key TEXT PRIMARY KEY NOT NULL, since REAL NOT NULL);
+                """)
+        }
         return migrator
     }
 }

@@ -12,9 +12,13 @@ public struct OutlineEntry: Sendable, Equatable, Codable {
     public var wrappedKey: [UInt8]
     /// The ETag of the node's cloud file; a change means the node changed.
     public var cloudETag: String
+    /// Which immutable version of the node's cloud file the record names (32 hex digits); nil for a node
+    /// recorded in the first layout, whose one cloud file is replaced in place.
+    public var cloudVersion: String?
 
     public init(nodeID: NodeID, name: String?, parentID: String?, metadataSize: UInt64, thumbnailSize: UInt64,
-                dataSize: UInt64, wrappedKey: [UInt8], cloudETag: String) {
+                dataSize: UInt64, wrappedKey: [UInt8], cloudETag: String, cloudVersion: String? = nil) {
+        self.cloudVersion = cloudVersion
         self.nodeID = nodeID
         self.name = name
         self.parentID = parentID

@@ -9,7 +9,35 @@ public enum CloudLayout {
     public static let usersPrefix = "users/"
     public static let masterKey = "keys/master.json"
 
-    public static func cloudFile(_ nodeID: NodeID) -> String { "nodes/\(nodeID.rawValue).ddc" }
+    /// A version of a node's cloud file: `nodes/<id>/<version>.ddc`, written once and never replaced (the
+    /// record names the current one); without a version, the first layout's `nodes/<id>.ddc`.
+    public static func cloudFile(_ nodeID: NodeID, version: String?) -> String {
+        version.map { "nodes/\(nodeID.rawValue)/\($0).ddc" } ?? "nodes/\(nodeID.rawValue).ddc"
+    }
+
+    /// The cloud file an outline entry (a record) names.
+    public static func cloudFile(of entry: OutlineEntry) -> String {
+        cloudFile(entry.nodeID, version: entry.cloudVersion)
+    }
+
+    /// A new version name: 32 random hex digits, so two machines writing at once never pick the same.
+    public static func newVersion() -> String {
+        Hex.encode(SecureRandom.bytes(16))
+    }
+
+    /// Whether a version name has the form `newVersion` makes.
+    public static func isVersion(_ text: String) -> Bool {
+        text.utf8.count == 32 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
+    /// The node a cloud-file key belongs to (either layout), if it is one.
+    public static func nodeID(ofCloudFileKey key: String) -> NodeID? {
+        guard key.hasPrefix("nodes/"), key.hasSuffix(".ddc") else { return nil }
+        let parts = key.dropFirst(6).dropLast(4).split(separator: "/", omittingEmptySubsequences: false)
+        if parts.count == 2, !isVersion(String(parts[1])) { return nil }
+        guard parts.count <= 2, let first = parts.first else { return nil }
+        return try? NodeID(String(first))
+    }
     /// A node's sealed record (`NodeRecord.sealed`), what every write makes.
     public static func record(_ nodeID: NodeID) -> String { "records/\(nodeID.rawValue).rec" }
     /// A node's record in the first layout: plain JSON. Read when no sealed record exists; a push replaces it.

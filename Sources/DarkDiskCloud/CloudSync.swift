@@ -37,13 +37,16 @@ public struct CloudSync: Sendable {
         defer { withExtendedLifetime(scratch) {} }
         let header = try FileConversion.encryptCloudFile(metadata: metadata, thumbnail: thumbnail, dataFileAt: dataFile,
                                                          key: key, to: temporary)
-        let info = try await remote.write(CloudLayout.cloudFile(nodeID), fromFile: temporary)
+        // A new, immutable version: a reader of the previous one (If-Match) never sees a mix; `gc` deletes
+        // versions no record names after a grace period.
+        let version = CloudLayout.newVersion()
+        let info = try await remote.write(CloudLayout.cloudFile(nodeID, version: version), fromFile: temporary)
         let generation = max(try manager.recordGeneration(of: nodeID), try await remoteGeneration(of: nodeID)) + 1
         let record = NodeRecord(nodeID: nodeID.rawValue, name: name, parentID: parentID,
                                 metadataSize: header.sectionSizes[CloudFileSection.metadata.rawValue],
                                 thumbnailSize: header.sectionSizes[CloudFileSection.thumbnail.rawValue],
                                 dataSize: header.sectionSizes[CloudFileSection.data.rawValue],
-                                wrappedKey: Hex.encode(wrapped), cloudETag: info.etag, generation: generation)
+                                wrappedKey: Hex.encode(wrapped), cloudETag: info.etag, generation: generation, cloudVersion: version)
         _ = try await remote.write(CloudLayout.record(nodeID), data: try record.sealed(with: manager))
         try manager.noteRecordGenerations([nodeID: generation])
         if try await remote.info(CloudLayout.legacyRecord(nodeID)) != nil {

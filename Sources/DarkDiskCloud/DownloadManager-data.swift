@@ -95,7 +95,7 @@ extension DownloadManager {
             }
             return (entry, try manager.unwrapKey(entry.wrappedKey))
         }
-        let objectKey = CloudLayout.cloudFile(nodeID)
+        let objectKey = CloudLayout.cloudFile(of: entry)
         for attempt in 0..<3 {
             guard let info = try await remote.info(objectKey) else {
                 throw RemoteError(.notFound, "node '\(nodeID)' is in the outline but its cloud file is not in \(remote.url)")

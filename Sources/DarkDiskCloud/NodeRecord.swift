@@ -25,9 +25,13 @@ public struct NodeRecord: Codable, Sendable, Equatable {
     /// Grows by one with every write of the record (sealed records only; nil in a legacy one). A record of
     /// a lower generation than one a store has applied is a rollback.
     public var generation: UInt64?
+    /// The version of the cloud file the record names (`CloudLayout.cloudFile(_:version:)`); nil in a legacy
+    /// record, whose node has the one file `nodes/<id>.ddc`.
+    public var cloudVersion: String?
 
     public init(nodeID: String, name: String?, parentID: String?, metadataSize: UInt64, thumbnailSize: UInt64, dataSize: UInt64,
-                wrappedKey: String, cloudETag: String, generation: UInt64?) {
+                wrappedKey: String, cloudETag: String, generation: UInt64?, cloudVersion: String? = nil) {
+        self.cloudVersion = cloudVersion
         self.version = generation == nil ? 1 : 2
         self.nodeID = nodeID
         self.name = name
@@ -104,6 +108,9 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         guard record.parentID.map({ (try? NodeID($0)) != nil }) ?? true else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' names a parent that is not a node ID")
         }
+        guard record.cloudVersion.map(CloudLayout.isVersion) ?? true else {
+            throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' names a malformed cloud file version")
+        }
         return record
     }
 
@@ -125,6 +132,6 @@ public struct NodeRecord: Codable, Sendable, Equatable {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is malformed")
         }
         return OutlineEntry(nodeID: id, name: name, parentID: parentID, metadataSize: metadataSize,
-                            thumbnailSize: thumbnailSize, dataSize: dataSize, wrappedKey: key, cloudETag: cloudETag)
+                            thumbnailSize: thumbnailSize, dataSize: dataSize, wrappedKey: key, cloudETag: cloudETag, cloudVersion: cloudVersion)
     }
 }

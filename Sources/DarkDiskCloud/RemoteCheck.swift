@@ -35,8 +35,8 @@ extension CloudSync {
     public func checkRemote(progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> RemoteCheckResult {
         var result = RemoteCheckResult()
         let records = try await remote.list(prefix: CloudLayout.recordsPrefix)
+        // For orphans only: an http remote lists one folder level, so named files are looked up one by one.
         let files = try await remote.list(prefix: "nodes/") + remote.list(prefix: "avatars/")
-        let sizes = Dictionary(files.map { ($0.key, $0.size) }, uniquingKeysWith: { first, _ in first })
         var named = Set<String>()
         var chosen: [NodeID: (key: String, sealed: Bool)] = [:]
         for object in records {
@@ -62,7 +62,7 @@ extension CloudSync {
                 result.problems.append(error.message)
                 continue
             }
-            let cloudKey = CloudLayout.cloudFile(nodeID)
+            let cloudKey = CloudLayout.cloudFile(of: entry)
             named.insert(cloudKey)
             toRead.append((cloudKey, key, entry.cloudETag, entry))
         }
@@ -86,7 +86,9 @@ extension CloudSync {
         }
         result.orphans = files.map(\.key).filter { !named.contains($0) }.sorted()
 
-        let total = toRead.reduce(UInt64(0)) { $0 + (sizes[$1.key] ?? 0) }
+        var sizes: [String: UInt64] = [:]
+        for item in toRead { sizes[item.key] = try await remote.info(item.key)?.size }
+        let total = sizes.values.reduce(0, +)
         let started = Date()
         for item in toRead {
             guard let size = sizes[item.key] else {

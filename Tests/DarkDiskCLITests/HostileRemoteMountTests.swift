@@ -51,7 +51,7 @@ import Testing
 
     @Test func anAnswerLongerThanItsRangeIsRefusedAndAskedAgain() async throws {
         let setup = try Setup()
-        try setup.proxy.control(["pad": ["bytes": 4096, "count": 2, "path": "/nodes/one.ddc"]])
+        try setup.proxy.control(["pad": ["bytes": 4096, "count": 2, "path": "/nodes/one/"]])
         let run = try setup.cat("one")
         #expect(run.status == 0 && run.stdout == setup.one, "cat after two padded answers: exit \(run.status), \(run.stderr)")
         #expect(try setup.proxy.stats().pads == 2, "both padded answers were sent")
@@ -60,7 +60,7 @@ import Testing
 
     @Test func aServerThatAlwaysSendsTooMuchIsAnIOErrorAndStoresNothing() async throws {
         let setup = try Setup()
-        try setup.proxy.control(["pad": ["bytes": 1, "count": 1_000_000, "path": "/nodes/one.ddc"]])
+        try setup.proxy.control(["pad": ["bytes": 1, "count": 1_000_000, "path": "/nodes/one/"]])
         let started = Date()
         setup.expectIOError(try setup.cat("one"), of: "one", real: setup.one)
         #expect(Date().timeIntervalSince(started) < 30, "EIO took \(Date().timeIntervalSince(started)) s")
@@ -73,7 +73,7 @@ import Testing
 
     @Test func aCloudFileCutShortOnTheServerIsAnIOErrorNeverWrongBytes() async throws {
         let setup = try Setup()
-        let object = setup.remote.bucket + "/nodes/one.ddc"
+        let object = try setup.remote.cloudPath("one")
         let handle = try #require(FileHandle(forUpdatingAtPath: object))
         try handle.truncate(atOffset: UInt64(try setup.remote.cloudSize("one") / 2))
         try handle.close()
@@ -84,7 +84,7 @@ import Testing
 
     @Test func aCloudFileExtendedOnTheServerIsAnIOErrorAndStoresNothing() async throws {
         let setup = try Setup()
-        let handle = try #require(FileHandle(forUpdatingAtPath: setup.remote.bucket + "/nodes/one.ddc"))
+        let handle = try #require(FileHandle(forUpdatingAtPath: try setup.remote.cloudPath("one")))
         try handle.seekToEnd()
         try handle.write(contentsOf: Data(repeating: 0x5A, count: 4096))
         try handle.close()
@@ -99,8 +99,8 @@ import Testing
     @Test func anotherNodesCloudFileUnderThisNodesNameIsAnIOError() async throws {
         let setup = try Setup()
         let bucket = setup.remote.bucket
-        let swapped = try Data(contentsOf: URL(fileURLWithPath: bucket + "/nodes/two.ddc"))
-        try swapped.write(to: URL(fileURLWithPath: bucket + "/nodes/one.ddc"))
+        let swapped = try Data(contentsOf: URL(fileURLWithPath: try setup.remote.cloudPath("two")))
+        try swapped.write(to: URL(fileURLWithPath: try setup.remote.cloudPath("one")))
         setup.expectIOError(try setup.cat("one"), of: "one", real: setup.one)
         #expect(try Shell.xattr("user.darkdisk.local", setup.path("one")) == "none", "nothing of node two's file is kept as node one's: \(setup.mount.log.suffix(3000))")
         #expect(setup.mount.log.contains("node 'one'"), "the daemon's log names the node: \(setup.mount.log.suffix(2000))")

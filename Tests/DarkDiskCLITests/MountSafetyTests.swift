@@ -110,7 +110,7 @@ import Testing
         defer { Self.abortIfStuck(mountpoint) }
 
         // Every answer for the node stalls after its first 64 KiB: the read waits, holding its page.
-        try proxy.control(["reset_stats": true, "stall": ["after": 65536, "seconds": 300, "count": 1000, "path": "/nodes/slow.ddc"]])
+        try proxy.control(["reset_stats": true, "stall": ["after": 65536, "seconds": 300, "count": 1000, "path": "/nodes/slow/"]])
         let reader = try Background("exec cat \(Shell.quote(mountpoint + "/nodes/slow/data")) > /dev/null", in: remote.b.directory)
         await #expect(Mount.wait(seconds: 30) { ((try? proxy.stats().stalls) ?? 0) > 0 }, "the read reached the stall: \(reader.stderr)")
         // The node changes in the remote and B pulls: the daemon notices within a second.
@@ -177,7 +177,7 @@ import Testing
         try proxy.control(["reset_stats": true, "throttle": 16 << 20])
         let reader = try Background("exec timeout -s KILL 120 cat \(Shell.quote(mountpoint + "/nodes/big/data")) > /dev/null",
                                     in: remote.b.directory)
-        let midway = await Mount.wait(seconds: 60) { ((try? proxy.bytes("/nodes/big.ddc")) ?? 0) >= 12 << 20 }
+        let midway = await Mount.wait(seconds: 60) { ((try? proxy.bytes(remote.cloudObject("big"))) ?? 0) >= 12 << 20 }
         #expect(midway, "the read did not start downloading: \(reader.stderr)")
         #expect(kill(daemon, SIGKILL) == 0)
         let status = await reader.wait(seconds: 30)

@@ -25,14 +25,14 @@ import Testing
 
         /// Every GET of the node's cloud file answers 503 (the server is down) until cleared.
         func down() throws {
-            try proxy.control(["reset_stats": true, "fail": ["status": 503, "count": 1_000_000, "path": "/nodes/one.ddc", "method": "GET"]])
+            try proxy.control(["reset_stats": true, "fail": ["status": 503, "count": 1_000_000, "path": "/nodes/one/", "method": "GET"]])
         }
     }
 
     @Test func aReadWaitsAtMostTheTimeoutInAll() async throws {
         let setup = try Setup()
         // The server takes every request and never answers it (a remote that hangs).
-        try setup.proxy.control(["stall": ["after": 0, "seconds": 600, "count": 1_000_000, "path": "/nodes/one.ddc"]])
+        try setup.proxy.control(["stall": ["after": 0, "seconds": 600, "count": 1_000_000, "path": "/nodes/one/"]])
         let started = Date()
         let cat = try Shell.sh("exec timeout -s KILL 60 cat \(Shell.quote(setup.path))", timeout: 90)
         let seconds = Date().timeIntervalSince(started)

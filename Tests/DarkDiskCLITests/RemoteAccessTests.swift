@@ -42,14 +42,14 @@ import Testing
         let proxy = try FaultProxy(servingRoot: remote.bucket)
         defer { withExtendedLifetime(proxy) {} }
         try remote.join(proxy.url)
-        try proxy.control(["fail": ["status": 403, "count": 1_000_000, "path": "/nodes/n.ddc"]])
+        try proxy.control(["fail": ["status": 403, "count": 1_000_000, "path": "/nodes/n/"]])
         let fetch = try remote.darkdiskB(["fetch", "--node", "n"])
         expectOneLineFailure(fetch, mentioning: "access denied (403)")
         #expect(!fetch.stderr.contains("not in"), "\(fetch.stderr)")
         try proxy.control(["clear": true, "fail": ["status": 403, "count": 1_000_000, "path": "/records/"]])
         expectOneLineFailure(try remote.darkdiskB(["pull"]), mentioning: "access denied (403)")
         let mount = try remote.mountB()
-        try proxy.control(["clear": true, "fail": ["status": 403, "count": 1_000_000, "path": "/nodes/n.ddc"]])
+        try proxy.control(["clear": true, "fail": ["status": 403, "count": 1_000_000, "path": "/nodes/n/"]])
         let cat = try Shell.sh("exec timeout -s KILL 60 cat \(Shell.quote(mount.path + "/nodes/n/data"))", timeout: 90)
         #expect(cat.status != 0 && cat.stderr.contains("Permission denied"), "cat of a node the server refuses: \(cat.stderr)")
     }

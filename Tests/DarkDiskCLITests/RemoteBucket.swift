@@ -63,7 +63,26 @@ final class RemoteBucket {
 
     /// The size of a node's cloud file in the bucket (what a full download moves).
     func cloudSize(_ id: String) throws -> Int {
-        try ((FileManager.default.attributesOfItem(atPath: bucket + "/nodes/\(id).ddc"))[.size] as? NSNumber)?.intValue ?? 0
+        try ((FileManager.default.attributesOfItem(atPath: cloudPath(id)))[.size] as? NSNumber)?.intValue ?? 0
+    }
+
+    /// The newest version of node `id`'s cloud file, as a server path (`/nodes/<id>/<version>.ddc`).
+    func cloudObject(_ id: String) throws -> String { try Self.cloudObject(in: bucket, id) }
+
+    /// That version's file in the bucket folder.
+    func cloudPath(_ id: String) throws -> String { bucket + (try cloudObject(id)) }
+
+    /// The newest version of node `id`'s cloud file in a bucket folder (pushes write a new one each time).
+    static func cloudObject(in bucket: String, _ id: String) throws -> String {
+        let folder = bucket + "/nodes/" + id
+        let versions = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".ddc") }
+        let newest = try versions.max { a, b in
+            let ta = try FileManager.default.attributesOfItem(atPath: folder + "/" + a)[.modificationDate] as? Date ?? .distantPast
+            let tb = try FileManager.default.attributesOfItem(atPath: folder + "/" + b)[.modificationDate] as? Date ?? .distantPast
+            return ta < tb
+        }
+        guard let newest else { throw SetupFailed(message: "no cloud file of node \(id) in \(bucket)") }
+        return "/nodes/\(id)/\(newest)"
     }
 
     /// One pool of B's `darkdisk status --json` (`files`, `size`, `persistentSize`, `cachedSize`, `maxSize`...).

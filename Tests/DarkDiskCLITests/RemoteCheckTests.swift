@@ -25,20 +25,22 @@ import Testing
 
         // One flipped byte deep in a cloud file's data (its modification time kept, so its ETag stays):
         // only reading every chunk finds it.
-        let one = remote.bucket + "/nodes/one.ddc"
+        let one = try remote.cloudPath("one")
+        let oneKey = String(try remote.cloudObject("one").dropFirst())
+        let twoKey = String(try remote.cloudObject("two").dropFirst())
         let flip = try Shell.sh("python3 -c 'import os,sys; p=sys.argv[1]; st=os.stat(p); f=open(p,\"r+b\"); f.seek(200000); b=f.read(1); f.seek(200000); f.write(bytes([b[0]^1])); f.close(); os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))' \(Shell.quote(one))", timeout: 30)
         #expect(flip.status == 0, "could not alter the cloud file: \(flip.stderr)")
         // A record moved under another node's name, and a cloud file gone.
         let records = remote.bucket + "/records/"
         try FileManager.default.copyItem(atPath: records + "two.rec", toPath: records + "impostor.rec")
-        try FileManager.default.removeItem(atPath: remote.bucket + "/nodes/two.ddc")
+        try FileManager.default.removeItem(atPath: remote.bucket + "/" + twoKey)
         run = try check()
         #expect(run.status == 1, "\(run.output) \(run.stderr)")
         let problems = run.output.split(separator: "\n").filter { $0.hasPrefix("problem: remote: ") }
         #expect(problems.count == 3, "\(run.output)")
-        #expect(problems.contains { $0.contains("nodes/one.ddc does not authenticate") && $0.contains("chunk") }, "\(problems)")
+        #expect(problems.contains { $0.contains("\(oneKey) does not authenticate") && $0.contains("chunk") }, "\(problems)")
         #expect(problems.contains { $0.contains("the record of node 'impostor' does not authenticate") }, "\(problems)")
-        #expect(problems.contains { $0.contains("nodes/two.ddc is named by a record but is not in") }, "\(problems)")
+        #expect(problems.contains { $0.contains("\(twoKey) is named by a record but is not in") }, "\(problems)")
         #expect(run.output.contains("3 problems"))
 
         // JSON, for scripts.
@@ -46,5 +48,26 @@ import Testing
         let report = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])
         let remoteReport = try #require(report["remote"] as? [String: Any])
         #expect((remoteReport["problems"] as? [String])?.count == 3 && (remoteReport["orphans"] as? [String]) == ["nodes/stray.ddc"])
+    }
+
+    /// Issue 18 item 2: `darkdisk gc` deletes the versions no record names (after --grace), and then
+    /// `check --remote` finds no orphan.
+    @Test func gcDeletesUnnamedVersions() async throws {
+        let remote = try RemoteBucket()
+        try remote.push("doc", CLIStore.bytes(50_000, seed: 65))
+        try remote.push("doc", CLIStore.bytes(40_000, seed: 66))
+        let versions = try FileManager.default.contentsOfDirectory(atPath: remote.bucket + "/nodes/doc")
+        #expect(versions.count == 2, "each push writes a new version: \(versions)")
+        func a(_ arguments: [String]) throws -> Run { try remote.a.darkdisk(arguments + ["--passphrase-file", remote.passphrase]) }
+        var run = try a(["gc"])
+        #expect(run.status == 0 && run.output.contains("deleted 0 unnamed cloud file versions") && run.output.contains("1 waiting"), "\(run.output) \(run.stderr)")
+        run = try a(["gc", "--grace", "0"])
+        #expect(run.status == 0 && run.output.contains("deleted 1 unnamed cloud file versions"), "\(run.output) \(run.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: remote.bucket + "/nodes/doc").count == 1)
+        run = try a(["check", "--remote"])
+        #expect(run.status == 0 && run.output.contains("0 orphans; healthy"), "\(run.output)")
+        #expect(try a(["export", "--node", "doc"]).stdout == CLIStore.bytes(40_000, seed: 66))
+        let bad = try a(["gc", "--grace", "-1"])
+        #expect(bad.status != 0 && bad.stderrLines.count >= 1)
     }
 }

@@ -16,7 +16,7 @@ import Testing
         try remote.push("big", big)
         try remote.push("small", small, thumbnail: thumbnail, metadata: metadata)
         try remote.push("plain", plain)
-        let bigObject = "/nodes/big.ddc"
+        let bigObject = try remote.cloudObject("big")
         let bigCloudSize = try remote.cloudSize("big")
         let proxy = try FaultProxy(servingRoot: remote.bucket)
         defer { withExtendedLifetime(proxy) {} }

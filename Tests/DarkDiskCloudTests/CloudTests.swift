@@ -33,6 +33,11 @@ import Testing
             return node
         }
 
+        /// The key of the cloud file version node `id`'s record names now, as store A (which pushed it) knows it.
+        func cloudKey(_ id: NodeID) throws -> String {
+            CloudLayout.cloudFile(of: try #require(try a.outlineEntry(id)))
+        }
+
         /// The node's content key, as store B's outline gives it.
         func key(of id: NodeID) throws -> SymmetricKey {
             try b.unwrapKey(try #require(try b.outlineEntry(id)).wrappedKey)
@@ -40,7 +45,7 @@ import Testing
 
         /// The size of the node's cloud file in the remote.
         func cloudFileSize(_ id: NodeID) async throws -> Int {
-            Int(try #require(try await remote.info(CloudLayout.cloudFile(id))).size)
+            Int(try #require(try await remote.info(try cloudKey(id))).size)
         }
 
         /// Store B's downloads through a remote that takes `microseconds` per 64 KiB, in parts of 256 KiB,
@@ -105,7 +110,7 @@ import Testing
         let counting = FaultyRemote(setup.remote)
         let export = try await DownloadManager(manager: setup.b, remote: counting, partSize: partSize).nodeData(NodeID("big"))
         #expect(try plaintext(export) == data)
-        let total = Int(try #require(try await setup.remote.info(CloudLayout.cloudFile(NodeID("big")))).size)
+        let total = Int(try #require(try await setup.remote.info(try setup.cloudKey(NodeID("big")))).size)
         #expect(counting.bytesRead.load(ordering: .relaxed) == total - 6 * Int(partSize), "only the missing bytes cross the wire")
     }
 
@@ -121,7 +126,8 @@ import Testing
         let replacement = setup.directory + "/replacement.ddc"
         _ = try FileConversion.encryptCloudFile(metadata: nil, thumbnail: nil, dataFileAt: setup.file("new", new), key: key, to: replacement)
         let proxy = FaultyRemote(setup.remote)
-        proxy.replaceAfterReads.withLock { $0 = (2, CloudLayout.cloudFile(id), try! Data(contentsOf: URL(fileURLWithPath: replacement))) }
+        let replacedKey = try setup.cloudKey(id)
+        proxy.replaceAfterReads.withLock { $0 = (2, replacedKey, try! Data(contentsOf: URL(fileURLWithPath: replacement))) }
         let export = try await DownloadManager(manager: setup.b, remote: proxy, partSize: 128 * 1024, parallelParts: 1).nodeData(id)
         #expect(try plaintext(export) == new, "never a mix of two versions")
     }
@@ -153,7 +159,7 @@ import Testing
             return try await group.reduce(into: [Data]()) { $0.append($1) }
         }
         #expect(results.count == 20 && results.allSatisfy { $0 == data })
-        let total = Int(try #require(try await setup.remote.info(CloudLayout.cloudFile(NodeID("popular")))).size)
+        let total = Int(try #require(try await setup.remote.info(try setup.cloudKey(NodeID("popular")))).size)
         #expect(counting.bytesRead.load(ordering: .relaxed) == total, "exactly one transfer")
     }
 

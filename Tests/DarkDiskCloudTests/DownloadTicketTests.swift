@@ -84,7 +84,7 @@ import Testing
         await #expect(throws: CancellationError.self) { _ = try await first.value }
         let export = try #require(try await second.value.export)
         #expect(try CloudTests().plaintext(export) == data)
-        let total = Int(try #require(try await setup.remote.info(CloudLayout.cloudFile(id))).size)
+        let total = Int(try #require(try await setup.remote.info(try setup.cloudKey(id))).size)
         #expect(slow.bytesRead.load(ordering: .relaxed) == total, "one transfer, not restarted by the cancel")
     }
 
@@ -115,7 +115,7 @@ import Testing
         let counting = FaultyRemote(setup.remote)
         let export = try await DownloadManager(manager: setup.b, remote: counting).nodeData(id)
         #expect(try CloudTests().plaintext(export) == data)
-        let total = Int(try #require(try await setup.remote.info(CloudLayout.cloudFile(id))).size)
+        let total = Int(try #require(try await setup.remote.info(try setup.cloudKey(id))).size)
         #expect(counting.bytesRead.load(ordering: .relaxed) == total - Int(received), "resumed inside the parts")
     }
 
@@ -131,7 +131,7 @@ import Testing
         #expect(partial.receivedBytes == 1_300_000, "everything before the cut is kept, not just whole parts")
         let counting = FaultyRemote(setup.remote)
         _ = try await DownloadManager(manager: setup.b, remote: counting, partSize: 1 << 20).nodeData(id)
-        let total = Int(try #require(try await setup.remote.info(CloudLayout.cloudFile(id))).size)
+        let total = Int(try #require(try await setup.remote.info(try setup.cloudKey(id))).size)
         #expect(counting.bytesRead.load(ordering: .relaxed) == total - 1_300_000)
     }
 
@@ -149,7 +149,7 @@ import Testing
         async let b = second.nodeData(id)
         let (exportA, exportB) = try await (a, b)
         #expect(try CloudTests().plaintext(exportA) == data && CloudTests().plaintext(exportB) == data)
-        let total = Int(try #require(try await setup.remote.info(CloudLayout.cloudFile(id))).size)
+        let total = Int(try #require(try await setup.remote.info(try setup.cloudKey(id))).size)
         #expect(one.bytesRead.load(ordering: .relaxed) + two.bytesRead.load(ordering: .relaxed) == total,
                 "the second downloader waits for the first (a lock on the node's download) instead of fetching again")
     }

@@ -37,7 +37,7 @@ import Testing
         }
 
         /// The cloud file as nginx serves it (the proxy's path is `/` + this).
-        func cloudFile(_ id: String) throws -> String { CloudLayout.cloudFile(try NodeID(id)) }
+        func cloudFile(_ id: String) throws -> String { try setup.cloudKey(NodeID(id)) }
 
         func cloudFileSize(_ id: String) throws -> Int {
             let attributes = try FileManager.default.attributesOfItem(atPath: setup.remote.root + "/" + cloudFile(id))

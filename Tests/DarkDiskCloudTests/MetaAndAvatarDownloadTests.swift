@@ -71,8 +71,8 @@ import Testing
         }
         await #expect(try setup.b.nodeFile(one, kind: .thumbnail) == nil)
         // Node two's cloud file swapped in for node one's: another node's key, refused at the header.
-        let twoFile = try #require(try await setup.remote.readAll(CloudLayout.cloudFile(two)))
-        _ = try await setup.remote.write(CloudLayout.cloudFile(one), data: twoFile)
+        let twoFile = try #require(try await setup.remote.readAll(try setup.cloudKey(two)))
+        _ = try await setup.remote.write(try setup.cloudKey(one), data: twoFile)
         await #expect(throws: CryptoError.self) {
             _ = try await DownloadManager(manager: setup.b, remote: setup.remote).downloadNodeMeta(one).value
         }

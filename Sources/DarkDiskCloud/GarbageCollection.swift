@@ -1,0 +1,62 @@
+import DarkDisk
+import Foundation
+
+/// What `CloudSync.collectGarbage` did.
+public struct GarbageResult: Sendable, Equatable, Codable {
+    /// Cloud file versions deleted, and their bytes.
+    public var deleted: [String] = []
+    public var deletedBytes: UInt64 = 0
+    /// Unnamed versions still inside their grace period (kept for now).
+    public var waiting = 0
+    /// Nodes whose record could not be read or opened: none of their files is touched.
+    public var skippedNodes: [String] = []
+}
+
+extension CloudSync {
+    /// Deletes the cloud file versions no record names any more (DESIGN §4, `darkdisk gc`), once this store
+    /// has seen them unnamed for `grace` seconds: a reader on another machine that fetched the previous
+    /// record may still be downloading the previous version, and a push writes its cloud file before its
+    /// record. Only darkdisk's own cloud-file keys are candidates; a node whose record does not open keeps
+    /// all its files. The first sightings are kept in the index, so the grace period spans runs.
+    public func collectGarbage(grace: TimeInterval = 3600) async throws -> GarbageResult {
+        var result = GarbageResult()
+        var named = Set<String>()
+        var unreadable = Set<NodeID>()
+        var chosen: [NodeID: (key: String, sealed: Bool)] = [:]
+        for object in try await remote.list(prefix: CloudLayout.recordsPrefix) {
+            guard let name = CloudLayout.recordName(ofKey: object.key) else { continue }
+            if chosen[name.nodeID]?.sealed != true { chosen[name.nodeID] = (object.key, name.sealed) }
+        }
+        for (nodeID, object) in chosen {
+            guard let data = try await remote.readAll(object.key),
+                  let record = try? NodeRecord.read(data, sealed: object.sealed, expected: nodeID, with: manager),
+                  let entry = try? record.outlineEntry() else {
+                unreadable.insert(nodeID)
+                result.skippedNodes.append(nodeID.rawValue)
+                continue
+            }
+            named.insert(CloudLayout.cloudFile(of: entry))
+        }
+        let files = try await remote.list(prefix: "nodes/")
+        let unnamed = files.filter { file in
+            guard let node = CloudLayout.nodeID(ofCloudFileKey: file.key) else { return false }
+            return !named.contains(file.key) && !unreadable.contains(node)
+        }
+        let since = try manager.remoteGarbage(Set(unnamed.map(\.key)))
+        let now = manager.clock.now
+        var gone: [String] = []
+        for file in unnamed.sorted(by: { $0.key < $1.key }) {
+            guard let first = since[file.key], now.timeIntervalSince(first) >= grace else {
+                result.waiting += 1
+                continue
+            }
+            try await remote.delete(file.key)
+            gone.append(file.key)
+            result.deletedBytes += file.size
+        }
+        try manager.forgetRemoteGarbage(gone)
+        result.deleted = gone
+        result.skippedNodes.sort()
+        return result
+    }
+}
