@@ -33,8 +33,9 @@ import Testing
         let names = try fs.children(of: .nodes)
         let listing = manager.indexStatistics - before
         #expect(names.count == stored + listed)
-        // A few statements, whatever the count (the store's own background maintenance may add a few).
-        #expect(listing.statements <= 40, "statements for the listing: \(listing.statements)")
+        // A few statements, whatever the count: far from one per node (20,000). The store's own maintenance
+        // rounds (about 15 statements each, every 2 s) may land in the window, more of them on a loaded machine.
+        #expect(listing.statements <= 200, "statements for the listing: \(listing.statements)")
         #expect(Double(listing.steps) / Double(names.count) <= 50, "SQLite steps per listed node: \(Double(listing.steps) / Double(names.count))")
 
         // Then, for every tenth node (spread over both kinds): `ls -l` looks each name up and stats it;
