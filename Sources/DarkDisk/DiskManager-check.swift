@@ -42,15 +42,7 @@ extension DiskManager {
             do {
                 let reader = try CryptoFileReader(path: path, key: try unwrap(record.wrappedKey))
                 if full {
-                    for section in 0..<reader.header.sectionSizes.count {
-                        var offset: UInt64 = 0
-                        let size = reader.plaintextSize(ofSection: section)
-                        while offset < size {
-                            let count = Int(min(size - offset, 1 << 20))
-                            _ = try reader.read(section: section, offset: offset, count: count)
-                            offset += UInt64(count)
-                        }
-                    }
+                    try reader.authenticateAll()
                     result.authenticated += 1
                 }
             } catch {

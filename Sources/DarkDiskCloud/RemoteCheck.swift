@@ -141,15 +141,7 @@ extension CloudSync {
         do {
             let reader = try CryptoFileReader(path: scratch.path, key: key)
             if let record { try record.checkAgreement(with: reader.header, objectKey: objectKey) }
-            for section in 0..<reader.header.sectionSizes.count {
-                var offset: UInt64 = 0
-                let sectionSize = reader.plaintextSize(ofSection: section)
-                while offset < sectionSize {
-                    let count = Int(min(sectionSize - offset, 1 << 20))
-                    _ = try reader.read(section: section, offset: offset, count: count)
-                    offset += UInt64(count)
-                }
-            }
+            try reader.authenticateAll()
         } catch let error as CryptoError {
             throw RemoteError(.invalidResponse, "\(objectKey) does not authenticate: \(error.message)")
         }
