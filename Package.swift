@@ -44,6 +44,7 @@ let package = Package(
         .target(name: "DarkDiskCloud", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDiskRemote",
             "DarkDisk", "DarkDiskCrypto",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "DarkDiskFS", dependencies: ["DarkDiskSync", "DarkDiskSystem",
             "DarkDisk", "DarkDiskCrypto", "DarkDiskCloud", "CFuse3",

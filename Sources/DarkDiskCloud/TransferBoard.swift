@@ -9,6 +9,7 @@ import Glibc
 /// lists what a mount daemon is downloading: while any transfer runs, a timer rewrites
 /// `StoreLocation.transferBoard/<pid>.json` (by rename, so a reader never sees half a file); when none runs,
 /// or the board stops, the file goes. A reader ignores (and removes) the file of a process that is gone.
+/// The file is named by the process: keep one board per process and store.
 public final class TransferBoard: @unchecked Sendable {
     // @unchecked: the timer source is only touched through its own thread-safe API; the rest is immutable.
     private let downloads: DownloadManager

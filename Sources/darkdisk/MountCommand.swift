@@ -29,11 +29,17 @@ struct MountCommand: ParsableCommand {
     @Option(help: ArgumentHelp("How long a read of a node that is only in the remote waits for its bytes before it fails with an I/O error.", valueName: "SECONDS"))
     var remoteTimeout: Double = 30
 
+    @Option(help: ArgumentHelp("Pull the remote's outline every SECONDS while mounted, so what other machines push appears (0: never; 'darkdisk pull' still works).", valueName: "SECONDS"))
+    var pollInterval: Double = 60
+
     @Option(help: .hidden)
     var readyFd: Int32?
 
     func validate() throws {
         guard remoteTimeout > 0, remoteTimeout <= 86_400 else { throw ValidationError("--remote-timeout must be more than 0 and at most 86400 seconds") }
+        guard pollInterval == 0 || (pollInterval >= 0.5 && pollInterval <= 86_400) else {
+            throw ValidationError("--poll-interval must be 0 (off) or between 0.5 and 86400 seconds")
+        }
     }
 
     func run() throws {
@@ -59,6 +65,10 @@ struct MountCommand: ParsableCommand {
             // `darkdisk status` lists what the daemon is downloading.
             let board = TransferBoard(downloads: downloads)
             defer { board.stop() }
+            // What other machines push appears without a command (the store's own folder needs no polling).
+            let poller = try pollInterval > 0 && !StoreRemote.url(for: manager).isDefault
+                ? RemotePoller(sync: CloudSync(manager: manager, remote: downloads.remote), interval: pollInterval, logger: logger) : nil
+            defer { poller?.stop() }
             let fileSystem = FuseFileSystem(manager: manager, downloads: downloads,
                                             remoteTimeout: .milliseconds(Int64(remoteTimeout * 1000)), logger: logger)
             try fileSystem.run(mountpoint: path, options: mountOptions) {

@@ -121,4 +121,29 @@ import Testing
         #expect(mount.log.contains("dropped the damaged cache copy"))
         await #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data, "downloaded again, never wrong bytes")
     }
+
+    /// Issue 18 item 6: the mount daemon pulls on a timer (--poll-interval), so a node another machine
+    /// pushes appears, and a new version of a node is seen, without a `pull`.
+    @Test func theDaemonPullsOnATimer() async throws {
+        let remote = try RemoteBucket()
+        try remote.push("first", CLIStore.bytes(1000, seed: 1))
+        try remote.join("file://" + remote.bucket)
+        let mount = try remote.mountB(["--poll-interval", "1"])
+        let nodes = mount.path + "/nodes"
+        #expect(try Shell.sh("ls \(Shell.quote(nodes))", timeout: 30).output == "first\n")
+
+        try remote.push("second", CLIStore.bytes(2000, seed: 2))
+        try remote.push("first", CLIStore.bytes(3000, seed: 3))
+        #expect(await Mount.wait(seconds: 20) { (try? Shell.sh("ls \(Shell.quote(nodes))", timeout: 30).output) == "first\nsecond\n" },
+                "the pushed node appears without a pull")
+        #expect(await Mount.wait(seconds: 20) { (try? Shell.sh("stat -c %s \(Shell.quote(nodes + "/first/data"))", timeout: 30).output) == "3000\n" },
+                "the new version's size is seen")
+        #expect(try Shell.sh("cat \(Shell.quote(nodes + "/second/data"))", timeout: 30).stdout == CLIStore.bytes(2000, seed: 2))
+        // One line per round that changed something (the two pushes may land in one round or two).
+        let pulls = mount.log.split(separator: "\n").filter { $0.contains("] pull: ") }
+        #expect(!pulls.isEmpty && pulls.count <= 2, "the daemon says what its pulls changed: \(mount.log.suffix(1500))")
+
+        let bad = try remote.darkdiskB(["mount", remote.b.directory + "/other", "--poll-interval", "0.1"])
+        #expect(bad.status != 0 && bad.stderr.contains("--poll-interval"), "\(bad.stderr)")
+    }
 }

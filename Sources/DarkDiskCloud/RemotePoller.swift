@@ -1,0 +1,45 @@
+import DarkDisk
+import DarkDiskSync
+import Foundation
+import Logging
+
+/// Pulls the remote's outline on a timer (the mount daemon's `--poll-interval`), so that what another
+/// machine pushes appears on the mount without a command. Each round is `CloudSync.pull`; a change is
+/// logged in one line, an outage once (not every round) until a pull succeeds again. A remote that lists
+/// no node while the store knows some is refused by the pull, as from the command line.
+public final class RemotePoller: Sendable {
+    private let task: Locked<Task<Void, Never>?> = Locked(nil)
+
+    /// Starts polling every `interval` seconds (the first round after one interval).
+    public init(sync: CloudSync, interval: Double, logger: Logger) {
+        let task = Task.detached {
+            var failing = false
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
+                if Task.isCancelled { break }
+                do {
+                    let result = try await sync.pull()
+                    if failing { logger.notice("pull: the remote answers again") }
+                    failing = false
+                    if result.added + result.changed + result.deleted > 0 || !result.skipped.isEmpty {
+                        logger.info("pull: \(result.added) new, \(result.changed) changed, \(result.deleted) deleted, \(result.skipped.count) skipped")
+                    }
+                    for line in result.skipped { logger.warning("pull skipped: \(line)") }
+                } catch {
+                    if !failing { logger.warning("pull failed (tried again every \(interval) s): \(error)") }
+                    failing = true
+                }
+            }
+        }
+        self.task.withLock { $0 = task }
+    }
+
+    /// Stops polling (a round in progress finishes its current step).
+    public func stop() {
+        task.withLock { $0?.cancel() }
+    }
+
+    deinit {
+        task.withLock { $0?.cancel() }
+    }
+}
