@@ -262,6 +262,7 @@ extension DiskManager {
                             excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> (removed: [FileRecord], held: UInt64) {
         var locked: [Int: Int32] = [:]
         var vanished: Set<Int> = []
+        var retained: Set<Int> = []
         defer { for fd in locked.values { close(fd) } }
         for (index, record) in records.enumerated() {
             let fd = open(path(of: record), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
@@ -269,7 +270,12 @@ extension DiskManager {
                 if errno == ENOENT { vanished.insert(index) }
                 continue
             }
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 { locked[index] = fd } else { close(fd) }
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 {
+                locked[index] = fd
+            } else {
+                retained.insert(index)
+                close(fd)
+            }
         }
         let removed = try write { db -> (evicted: [FileRecord], vanished: [FileRecord], held: UInt64) in
             func delete(_ record: FileRecord) throws -> Bool {
@@ -283,8 +289,9 @@ extension DiskManager {
             for (index, record) in records.enumerated() where !vanished.contains(index) {
                 guard try excess(db, freed) > (deferred ?? 0) + held else { break }
                 if locked[index] == nil {
-                    // Held (or unreadable): it stays; counted as going when the caller defers held files.
-                    if deferred != nil { held += UInt64(record.storedSize) }
+                    // Held by a retain token: it stays, counted as going when the caller defers held files. One
+                    // that cannot be opened (not a regular file of ours, say) is skipped: it would never be released.
+                    if deferred != nil, retained.contains(index) { held += UInt64(record.storedSize) }
                     continue
                 }
                 if try delete(record) {
