@@ -73,6 +73,21 @@ import Glibc
         #expect(try manager.storedFile(NodeID("a0")) == nil)
     }
 
+    /// A cache file that cannot be opened (replaced by a symbolic link behind the store's back) is not
+    /// "held": no release would ever come for it, so eviction takes the next file instead of waiting.
+    @Test func aFileThatCannotBeOpenedDoesNotHoldUpEviction() async throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let planted = try importFile(manager, "p0")
+        try importFile(manager, "p1")
+        try importFile(manager, "p2")
+        try FileManager.default.removeItem(atPath: planted.path)
+        try FileManager.default.createSymbolicLink(atPath: planted.path, withDestinationPath: "/etc/hostname")
+        try manager.setMaxSize(planted.storedSize * 5 / 2, for: .data)  // 2.5 files
+        #expect(try !isStored(manager, "p1"), "the next file goes in the unopenable one's place")
+        #expect(try isStored(manager, "p2"))
+    }
+
     /// Issue 17 item 12: five held files, the least recently used, released together (in one go, as a client
     /// dropping an array of exports) while the pool is over its max: they go in LRU order, and no newer file
     /// goes in their place, however the releases and the evictions they kick interleave.
