@@ -38,6 +38,18 @@ extension DiskManager {
         }
     }
 
+    /// `recordGeneration(of:)` of every node that has one, in one read (a pull or a check of a whole bucket).
+    public func recordGenerations() throws(DarkDiskError) -> [NodeID: UInt64] {
+        try read { db in
+            var generations: [NodeID: UInt64] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT nodeID, generation FROM recordGeneration") {
+                guard let id = try? NodeID(row["nodeID"] as String) else { continue }
+                generations[id] = UInt64(max(0, row["generation"] as Int64))
+            }
+            return generations
+        }
+    }
+
     /// Remembers that records of these generations were applied (a generation never goes down).
     public func noteRecordGenerations(_ generations: [NodeID: UInt64]) throws(DarkDiskError) {
         guard !generations.isEmpty else { return }

@@ -55,6 +55,17 @@ public enum CloudLayout {
         recordName(ofKey: key)?.nodeID
     }
 
+    /// The record to read for each node a listing of `records/` holds: its sealed one if it has one, else its
+    /// legacy JSON one; by node ID.
+    public static func currentRecords(_ objects: [ObjectInfo]) -> [(nodeID: NodeID, key: String, sealed: Bool)] {
+        var chosen: [NodeID: (key: String, sealed: Bool)] = [:]
+        for object in objects {
+            guard let name = recordName(ofKey: object.key) else { continue }
+            if chosen[name.nodeID]?.sealed != true { chosen[name.nodeID] = (object.key, name.sealed) }
+        }
+        return chosen.map { ($0.key, $0.value.key, $0.value.sealed) }.sorted { $0.nodeID.rawValue < $1.nodeID.rawValue }
+    }
+
     /// The node a record key names and whether it is a sealed record (else a legacy JSON one).
     public static func recordName(ofKey key: String) -> (nodeID: NodeID, sealed: Bool)? {
         guard key.hasPrefix(recordsPrefix) else { return nil }

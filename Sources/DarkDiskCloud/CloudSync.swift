@@ -112,19 +112,15 @@ public struct CloudSync: Sendable {
         if !acceptEmptyRemote, !known.isEmpty, !objects.contains(where: { CloudLayout.nodeID(ofRecordKey: $0.key) != nil }) {
             throw RemoteError(.emptyListing, "\(remote.url) lists no node while this store knows \(known.count); nothing was changed (a wrong or unmounted bucket?)")
         }
-        // One record per node: the sealed one if there is one.
-        var chosen: [NodeID: (key: String, sealed: Bool)] = [:]
-        for object in objects {
-            guard let name = CloudLayout.recordName(ofKey: object.key) else { continue }
-            if chosen[name.nodeID]?.sealed != true { chosen[name.nodeID] = (object.key, name.sealed) }
-        }
         var generations: [NodeID: UInt64] = [:]
-        for (nodeID, object) in chosen.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+        let appliedGenerations = try manager.recordGenerations()
+        for object in CloudLayout.currentRecords(objects) {
+            let nodeID = object.nodeID
             guard let data = try await remote.readAll(object.key) else { continue }
             // A refused record is not a deletion: the node stays as this store knows it.
             seen.insert(nodeID)
             let entry: OutlineEntry
-            let applied = try manager.recordGeneration(of: nodeID)
+            let applied = appliedGenerations[nodeID] ?? 0
             do throws(RemoteError) {
                 let record = try NodeRecord.read(data, sealed: object.sealed, expected: nodeID, with: manager)
                 let generation = record.generation ?? 0

@@ -22,12 +22,8 @@ extension CloudSync {
         var result = GarbageResult()
         var named = Set<String>()
         var unreadable = Set<NodeID>()
-        var chosen: [NodeID: (key: String, sealed: Bool)] = [:]
-        for object in try await remote.list(prefix: CloudLayout.recordsPrefix) {
-            guard let name = CloudLayout.recordName(ofKey: object.key) else { continue }
-            if chosen[name.nodeID]?.sealed != true { chosen[name.nodeID] = (object.key, name.sealed) }
-        }
-        for (nodeID, object) in chosen {
+        for object in CloudLayout.currentRecords(try await remote.list(prefix: CloudLayout.recordsPrefix)) {
+            let nodeID = object.nodeID
             guard let data = try await remote.readAll(object.key),
                   let record = try? NodeRecord.read(data, sealed: object.sealed, expected: nodeID, with: manager),
                   let entry = try? record.outlineEntry() else {

@@ -38,21 +38,18 @@ extension CloudSync {
         // For orphans only: an http remote lists one folder level, so named files are looked up one by one.
         let files = try await remote.list(prefix: "nodes/") + remote.list(prefix: "avatars/")
         var named = Set<String>()
-        var chosen: [NodeID: (key: String, sealed: Bool)] = [:]
-        for object in records {
-            guard let name = CloudLayout.recordName(ofKey: object.key) else { continue }
-            if chosen[name.nodeID]?.sealed != true { chosen[name.nodeID] = (object.key, name.sealed) }
-        }
+        let appliedGenerations = try manager.recordGenerations()
         // What to read: each node's cloud file with its record's key and ETag, each avatar with its key.
         var toRead: [(key: String, fileKey: SymmetricKey, etag: String?, record: OutlineEntry?)] = []
-        for (nodeID, object) in chosen.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+        for object in CloudLayout.currentRecords(records) {
+            let nodeID = object.nodeID
             guard let data = try await remote.readAll(object.key) else { continue }
             result.records += 1
             let entry: OutlineEntry
             let key: SymmetricKey
             do {
                 let record = try NodeRecord.read(data, sealed: object.sealed, expected: nodeID, with: manager)
-                let applied = try manager.recordGeneration(of: nodeID)
+                let applied = appliedGenerations[nodeID] ?? 0
                 guard (record.generation ?? 0) >= applied else {
                     throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is older (generation \(record.generation ?? 0)) than the one this store has applied (generation \(applied)): a rollback")
                 }

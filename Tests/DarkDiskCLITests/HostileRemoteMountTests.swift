@@ -98,7 +98,6 @@ import Testing
 
     @Test func anotherNodesCloudFileUnderThisNodesNameIsAnIOError() async throws {
         let setup = try Setup()
-        let bucket = setup.remote.bucket
         let swapped = try Data(contentsOf: URL(fileURLWithPath: try setup.remote.cloudPath("two")))
         try swapped.write(to: URL(fileURLWithPath: try setup.remote.cloudPath("one")))
         setup.expectIOError(try setup.cat("one"), of: "one", real: setup.one)
