@@ -35,6 +35,7 @@ extension DiskManager {
             for id in ids {
                 try db.execute(sql: "DELETE FROM node WHERE id = ?" + (keepingOutline ? " AND cloudETag IS NULL" : ""), arguments: [id])
                 try db.execute(sql: "DELETE FROM keepPersistent WHERE nodeID = ?", arguments: [id])
+                if !keepingOutline { try db.execute(sql: "DELETE FROM conflictCopy WHERE nodeID = ?", arguments: [id]) }
             }
         }
         // Their partial downloads too, unless a download is writing one right now.

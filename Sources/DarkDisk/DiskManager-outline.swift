@@ -50,13 +50,7 @@ extension DiskManager {
                 if etagChanged { changed.insert(entry.nodeID) }
                 if invalidatingLocalFiles, etagChanged || (previous != nil && previousETag == nil && (previous!["wrappedKey"] as Data) != Data(entry.wrappedKey)) {
                     // Local files were made for another version (or under another key): they are not this node any more.
-                    let dropped = try deleteRows(db, try FileRecord.filter(Column("ownerID") == entry.nodeID.rawValue && Column("kind") != FileKind.avatar.rawValue).fetchAll(db))
-                    // A kept (persistent) file is replaced, never just dropped: its new version is kept too.
-                    for record in dropped where record.mode == .persistent {
-                        try db.execute(sql: "INSERT OR IGNORE INTO keepPersistent (nodeID, kind, since) VALUES (?, ?, ?)",
-                                       arguments: [entry.nodeID.rawValue, record.kind.rawValue, created])
-                    }
-                    stale += dropped
+                    stale += try dropStaleFiles(db, of: entry.nodeID, kinds: [.data, .metadata, .thumbnail], at: created)
                 }
                 try db.execute(sql: """
                     INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize, cloudVersion)
@@ -73,6 +67,26 @@ extension DiskManager {
         // A partial download of the old version can never complete.
         for id in changed { removeIdlePartialDownload(id) }
         return changed
+    }
+
+    /// Deletes the node's local files of `kinds`, which are not its current version any more (a push of
+    /// other content replaced them): a persistent one is replaced, never just dropped (`keptVersionsToReplace`).
+    public func invalidateLocalFiles(of nodeID: NodeID, kinds: Set<FileKind>) throws(DarkDiskError) {
+        guard !kinds.isEmpty else { return }
+        let created = clock.now.timeIntervalSince1970
+        let stale = try write { db in try dropStaleFiles(db, of: nodeID, kinds: kinds, at: created) }
+        finishDeletes(stale, reason: .deleted)
+    }
+
+    /// Deletes the rows of the node's stale files; a kept (persistent) file's new version is to be kept too.
+    private func dropStaleFiles(_ db: Database, of nodeID: NodeID, kinds: Set<FileKind>, at time: Double) throws -> [FileRecord] {
+        let dropped = try deleteRows(db, try FileRecord.filter(Column("ownerID") == nodeID.rawValue
+            && kinds.map(\.rawValue).contains(Column("kind"))).fetchAll(db))
+        for record in dropped where record.mode == .persistent {
+            try db.execute(sql: "INSERT OR IGNORE INTO keepPersistent (nodeID, kind, since) VALUES (?, ?, ?)",
+                           arguments: [nodeID.rawValue, record.kind.rawValue, time])
+        }
+        return dropped
     }
 
     /// Node files that were kept (persistent) when a pull found a new version in the remote and dropped the

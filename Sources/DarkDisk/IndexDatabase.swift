@@ -235,6 +235,14 @@ enum IndexDatabase {
                 CREATE TABLE remoteGarbage (key TEXT PRIMARY KEY NOT NULL, since REAL NOT NULL);
                 """)
         }
+        migrator.registerMigration("v12: conflict copies") { db in
+            // The conflict copies this store made when the remote had changed under a push (DESIGN §4): the
+            // copy's node, the node it copies, its name and when. `status` lists them until the copy is deleted.
+            try db.execute(sql: """
+                CREATE TABLE conflictCopy (nodeID TEXT PRIMARY KEY NOT NULL, originalID TEXT NOT NULL, name TEXT NOT NULL,
+                  createdAt REAL NOT NULL)
+                """)
+        }
         return migrator
     }
 }

@@ -7,10 +7,13 @@ import Foundation
 public struct CloudSync: Sendable {
     public let manager: DiskManager
     public let remote: any Remote
+    /// The machine's name in the conflict copies its pushes make.
+    public let host: String
 
-    public init(manager: DiskManager, remote: any Remote) {
+    public init(manager: DiskManager, remote: any Remote, host: String = ConflictName.localHost) {
         self.manager = manager
         self.remote = remote
+        self.host = host
     }
 
     /// What a pull changed.
@@ -24,56 +27,13 @@ public struct CloudSync: Sendable {
         public var skipped: [String] = []
     }
 
-    /// Encrypts `dataFile` (with optional thumbnail and metadata) into the cloud-file format under the node's
-    /// key, uploads it, then its sealed record (one generation above the newest this store or the bucket
-    /// has; a legacy JSON record of the node goes); then tells the store the upload finished (upload hooks fire).
-    @discardableResult
-    public func push(dataFile: String, nodeID: NodeID, name: String? = nil, parentID: String? = nil,
-                     thumbnail: Data? = nil, metadata: Data? = nil) async throws -> OutlineEntry {
-        let (key, wrapped) = try manager.contentKey(for: nodeID)
-        // Composed in the store's staging folder: an interrupted push leaves it to the orphan sweep.
-        let scratch = try manager.makeScratchFile()
-        let temporary = scratch.path
-        defer { withExtendedLifetime(scratch) {} }
-        let header = try FileConversion.encryptCloudFile(metadata: metadata, thumbnail: thumbnail, dataFileAt: dataFile,
-                                                         key: key, to: temporary)
-        // A new, immutable version: a reader of the previous one (If-Match) never sees a mix; `gc` deletes
-        // versions no record names after a grace period.
-        let version = CloudLayout.newVersion()
-        let info = try await remote.write(CloudLayout.cloudFile(nodeID, version: version), fromFile: temporary)
-        let generation = max(try manager.recordGeneration(of: nodeID), try await remoteGeneration(of: nodeID)) + 1
-        let record = NodeRecord(nodeID: nodeID.rawValue, name: name, parentID: parentID,
-                                metadataSize: header.sectionSizes[CloudFileSection.metadata.rawValue],
-                                thumbnailSize: header.sectionSizes[CloudFileSection.thumbnail.rawValue],
-                                dataSize: header.sectionSizes[CloudFileSection.data.rawValue],
-                                wrappedKey: Hex.encode(wrapped), cloudETag: info.etag, generation: generation, cloudVersion: version)
-        _ = try await remote.write(CloudLayout.record(nodeID), data: try record.sealed(with: manager))
-        try manager.noteRecordGenerations([nodeID: generation])
-        if try await remote.info(CloudLayout.legacyRecord(nodeID)) != nil {
-            try await remote.delete(CloudLayout.legacyRecord(nodeID))
-        }
-        let entry = try record.outlineEntry()
-        try manager.updateOutline(entry, invalidatingLocalFiles: false)
-        for kind in [FileKind.data, .metadata, .thumbnail] { try await manager.didUploadNodeFile(nodeID, kind: kind) }
-        return entry
-    }
-
-    /// The generation of the node's sealed record in the bucket (0: none, or one that does not open, which
-    /// the new record replaces).
-    private func remoteGeneration(of nodeID: NodeID) async throws -> UInt64 {
-        guard let data = try await remote.readAll(CloudLayout.record(nodeID)) else { return 0 }
-        return (try? NodeRecord.open(data, expected: nodeID, with: manager))?.generation ?? 0
-    }
-
     /// Adds or updates an identity of a user in the remote: its avatar (encrypted under a fresh key, which
     /// the user record carries wrapped by the master key), or none. With `display`, or if the user has no
-    /// display identity yet, it becomes the one shown. Returns the updated record.
+    /// display identity yet, it becomes the one shown. Returns the updated record. The record is replaced
+    /// only if it is still the one read (`If-Match`, or `If-None-Match: *` for a new user); when another
+    /// machine changed it in between, its identities are read again and this one merged in.
     @discardableResult
     public func pushUserIdentity(_ userID: UserID, identityID: IdentityID, avatar: Data?, display: Bool = false) async throws -> UserRecord {
-        var record = UserRecord(userID: userID)
-        if let existing = try await remote.readAll(CloudLayout.user(userID)) {
-            record = try UserRecord.decode(existing, expected: userID)
-        }
         var identity = UserRecord.Identity(identityID: identityID.rawValue, avatar: nil)
         let objectKey = CloudLayout.avatar(userID, identityID)
         if let avatar {
@@ -88,12 +48,32 @@ public struct CloudSync: Sendable {
         } else {
             try await remote.delete(objectKey)
         }
-        record.identities.removeAll { $0.identityID == identityID.rawValue }
-        record.identities.append(identity)
-        record.identities.sort { $0.identityID < $1.identityID }
-        if display || record.displayIdentityID == nil { record.displayIdentityID = identityID.rawValue }
-        _ = try await remote.write(CloudLayout.user(userID), data: record.encoded())
-        return record
+        for _ in 0..<8 {
+            var record = UserRecord(userID: userID)
+            let condition: WriteCondition
+            if let object = try await remote.info(CloudLayout.user(userID)) {
+                let existing: Data
+                do { existing = try await remote.read(object.key, range: 0..<object.size, ifMatch: object.etag) } catch {
+                    guard error.code == .changed || error.code == .notFound else { throw error }
+                    continue
+                }
+                record = try UserRecord.decode(existing, expected: userID)
+                condition = .matches(object.etag)
+            } else {
+                condition = .absent
+            }
+            record.identities.removeAll { $0.identityID == identityID.rawValue }
+            record.identities.append(identity)
+            record.identities.sort { $0.identityID < $1.identityID }
+            if display || record.displayIdentityID == nil { record.displayIdentityID = identityID.rawValue }
+            do {
+                _ = try await remote.write(CloudLayout.user(userID), data: record.encoded(), condition: condition)
+                return record
+            } catch {
+                guard error.code == .preconditionFailed else { throw error }
+            }
+        }
+        throw RemoteError(.preconditionFailed, "the record of user '\(userID)' in \(remote.url) kept changing while it was updated; try again")
     }
 
     /// Fetches every record: new nodes appear (no data downloaded), nodes with a new ETag lose their stale

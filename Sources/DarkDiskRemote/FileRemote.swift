@@ -30,7 +30,7 @@ public struct FileRemote: Remote {
             throw RemoteError(.unreachable, "remote folder \(root) cannot be read")
         }
         while let sub = enumerator.nextObject() as? String {
-            guard sub.hasPrefix(prefix), !sub.hasPrefix(".tmp/") else { continue }
+            guard sub.hasPrefix(prefix), !sub.hasPrefix(".tmp/"), !sub.hasPrefix(".locks/") else { continue }
             var st = stat()
             guard stat(base.appendingPathComponent(sub).path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
             result.append(ObjectInfo(key: sub, size: UInt64(st.st_size), etag: Self.etag(st)))
@@ -91,13 +91,63 @@ public struct FileRemote: Remote {
         return try commit(temporary, as: key)
     }
 
-    public func write(_ key: String, data: Data) async throws(RemoteError) -> ObjectInfo {
+    /// Writes through a temporary file and a rename. A conditional write holds the remote's write lock
+    /// (`flock` of `.locks/write`, shared by every process and machine that writes to the folder) from the
+    /// comparison to the rename, so two writers based on the same ETag cannot both land.
+    public func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo {
         try RemoteKey.check(key)
         let temporary = try temporaryPath()
         guard FileManager.default.createFile(atPath: temporary, contents: data) else {
             throw RemoteError(.io, "cannot write \(temporary)")
         }
+        guard condition != .none else { return try commit(temporary, as: key) }
+        let lock = try WriteLock(root: root, shared: shared)
+        defer { lock.release() }
+        var st = stat()
+        let current: String?
+        if stat(path(key), &st) == 0 {
+            current = Self.etag(st)
+        } else if errno == ENOENT || errno == ENOTDIR {
+            current = nil
+        } else {
+            let message = String(cString: strerror(errno))
+            unlink(temporary)
+            throw RemoteError(.io, "cannot stat \(path(key)): \(message)")
+        }
+        let holds: Bool
+        switch condition {
+        case .none: holds = true
+        case .absent: holds = current == nil
+        case .matches(let etag): holds = current == etag
+        }
+        guard holds else {
+            unlink(temporary)
+            throw RemoteError(.preconditionFailed, "\(url): \(key) is not as this write expected (\(condition == .absent ? "it exists" : "it changed or went"))")
+        }
         return try commit(temporary, as: key)
+    }
+
+    /// The lock a conditional write holds from its comparison to its rename.
+    private struct WriteLock {
+        let fd: Int32
+
+        init(root: String, shared: Bool) throws(RemoteError) {
+            let folder = root + "/.locks"
+            mkdir(folder, shared ? 0o755 : 0o700)
+            fd = open(folder + "/write", O_RDWR | O_CREAT | O_CLOEXEC, shared ? 0o644 : 0o600)
+            guard fd >= 0 else {
+                throw RemoteError(.io, "cannot open the write lock of \(root): \(String(cString: strerror(errno)))")
+            }
+            while flock(fd, LOCK_EX) != 0 {
+                guard errno == EINTR else {
+                    let message = String(cString: strerror(errno))
+                    close(fd)
+                    throw RemoteError(.io, "cannot lock \(folder)/write: \(message)")
+                }
+            }
+        }
+
+        func release() { close(fd) }
     }
 
     public func delete(_ key: String) async throws(RemoteError) {

@@ -82,7 +82,7 @@ public struct HTTPRemote: Remote {
         throw RemoteError(.io, "\(url) is an http remote, which is read-only: push to the bucket behind it")
     }
 
-    public func write(_ key: String, data: Data) async throws(RemoteError) -> ObjectInfo {
+    public func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo {
         throw RemoteError(.io, "\(url) is an http remote, which is read-only: push to the bucket behind it")
     }
 

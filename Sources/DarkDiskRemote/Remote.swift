@@ -17,13 +17,19 @@ public protocol Remote: Sendable {
               consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError)
     /// Stores a whole object from a local file, atomically; returns its new info.
     func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo
-    /// Stores a whole small object, atomically.
-    func write(_ key: String, data: Data) async throws(RemoteError) -> ObjectInfo
+    /// Stores a whole small object, atomically, if `condition` holds when it lands; otherwise fails with
+    /// `.preconditionFailed` and leaves the object as it was (DESIGN §4: conditional writes).
+    func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo
     /// Removes an object; a missing object is not an error.
     func delete(_ key: String) async throws(RemoteError)
 }
 
 extension Remote {
+    /// Stores a whole small object, atomically, whatever is there.
+    public func write(_ key: String, data: Data) async throws(RemoteError) -> ObjectInfo {
+        try await write(key, data: data, condition: .none)
+    }
+
     /// Bytes `range` of the object, collected in memory (for records and other small reads).
     public func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?) async throws(RemoteError) -> Data {
         var data = Data()

@@ -14,6 +14,8 @@ public struct RemoteError: DarkDiskFailure, Equatable {
         case unreachable
         /// The object changed (its ETag no longer matches) during a transfer.
         case changed
+        /// A conditional write found the object not as the write expected (already there, changed, or gone).
+        case preconditionFailed
         /// The remote answered something that is not what was asked (wrong length, bad record).
         case invalidResponse
         /// The URL is not a remote darkdisk can use.

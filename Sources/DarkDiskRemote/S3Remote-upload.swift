@@ -7,9 +7,25 @@ import Glibc
 /// Writing objects to an S3 remote: one PUT for data in memory and for files up to the multipart
 /// threshold; above it a multipart upload whose parts stream from the file, several at a time.
 extension S3Remote {
-    public func write(_ key: String, data: Data) async throws(RemoteError) -> ObjectInfo {
+    /// One PUT; a condition is `If-None-Match: *` or `If-Match` with the ETag unquoted (AWS and moto take
+    /// either form, Ceph RGW 16.2 only that one). A 412, a 404 for `If-Match` (the object went) and AWS's
+    /// 409 for a concurrent conditional write are `.preconditionFailed`.
+    public func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo {
         try RemoteKey.check(key)
-        let response = try await perform(.PUT, path: objectPath(key), payload: .data(data))
+        var headers: [(String, String)] = []
+        switch condition {
+        case .none: break
+        case .absent: headers.append(("If-None-Match", "*"))
+        case .matches(let etag): headers.append(("If-Match", etag.replacingOccurrences(of: "\"", with: "")))
+        }
+        let response = try await perform(.PUT, path: objectPath(key), headers: headers, payload: .data(data))
+        if condition != .none {
+            let code = S3XML.parse(response.body)?.text("Code")
+            if response.status == .preconditionFailed || response.status == .conflict
+                || (response.status == .notFound && code != "NoSuchBucket") {
+                throw RemoteError(.preconditionFailed, "\(url): \(key) is not as this write expected (\(condition == .absent ? "it exists" : "it changed or went"))")
+            }
+        }
         return try written(response, key: key, size: UInt64(data.count))
     }
 

@@ -11,6 +11,11 @@ struct PushCommand: AsyncParsableCommand {
             For a node, the store's upload hooks fire afterwards: files imported with --migrate-after-upload \
             become cache files, --delete-after-upload ones are deleted. With --user and --identity, FILE is \
             the identity's avatar image, recorded in the user's record in the remote.
+
+            The record is replaced only if it is still the one this store last saw (pulled or pushed). If \
+            another machine changed the node first, nothing is lost: the node keeps the remote's version, \
+            FILE is uploaded as a new node named 'NAME (conflict HOST YYYY-MM-DD HHMMSS)' in the same \
+            folder, a line on stderr names it, 'darkdisk status' lists it, and push exits with status 3.
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -68,7 +73,11 @@ struct PushCommand: AsyncParsableCommand {
         let sync = CloudSync(manager: manager, remote: try StoreRemote.remote(for: manager))
         switch target {
         case .node(let id, _):
-            try await sync.push(dataFile: file, nodeID: id, name: name, parentID: parent, thumbnail: thumbnailData, metadata: metadataData)
+            let result = try await sync.push(dataFile: file, nodeID: id, name: name, parentID: parent, thumbnail: thumbnailData, metadata: metadataData)
+            if let conflict = result.conflict {
+                FileHandle.standardError.write(Data("darkdisk: node '\(id)' changed in \(url) since this store last saw it; the remote's version kept it, and \(file) was uploaded as node '\(conflict.nodeID)' named '\(conflict.name)'\n".utf8))
+                throw ExitCode(3)
+            }
         case .avatar(let user, let identity?):
             guard name == nil, parent == nil, thumbnailData == nil, metadataData == nil else {
                 throw CLIError("--name, --parent, --thumbnail and --metadata are for nodes, not avatars")

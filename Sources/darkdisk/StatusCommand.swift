@@ -6,10 +6,12 @@ import Foundation
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show each pool's size (all, persistent, cached), limit and default expiration, and the downloads in flight.",
+        abstract: "Show each pool's size (all, persistent, cached), limit and default expiration, the downloads in flight, and conflict copies.",
         discussion: """
             The downloads in flight are those of the store's other processes (a mount daemon, a fetch), each \
-            with its process ID, bytes, rate and time left.
+            with its process ID, bytes, rate and time left. A conflict copy is a node a push made when the \
+            remote had changed since this store last saw the node: the remote's version kept the node, and \
+            the local change is the copy, listed until it is deleted.
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -22,6 +24,7 @@ struct StatusCommand: ParsableCommand {
         let pools = try manager.status()
         let remote = try StoreRemote.url(for: manager)
         let boards = TransferBoard.read(manager.location)
+        let conflicts = try manager.conflictCopies()
         if json {
             struct Report: Encodable {
                 let store: String
@@ -31,6 +34,8 @@ struct StatusCommand: ParsableCommand {
                 let remoteIsDefault: Bool
                 let pools: [Pool]
                 let transfers: [Transfer]
+                let conflicts: [Conflict]
+                struct Conflict: Encodable { let nodeID: String; let originalID: String; let name: String; let createdAt: Double }
                 struct Transfer: Encodable {
                     let pid: Int32; let kind: String; let ownerID: String; let identityID: String?
                     let completedBytes: UInt64; let totalBytes: UInt64; let resumedBytes: UInt64
@@ -50,7 +55,9 @@ struct StatusCommand: ParsableCommand {
                 .init(pid: board.pid, kind: $0.kind.rawValue, ownerID: $0.ownerID, identityID: $0.identityID,
                       completedBytes: $0.completedBytes, totalBytes: $0.totalBytes, resumedBytes: $0.resumedBytes,
                       throughput: $0.throughput, estimatedSecondsRemaining: $0.progress.estimatedTimeRemaining, requests: $0.requests)
-            } })
+            } }, conflicts: conflicts.map {
+                .init(nodeID: $0.nodeID.rawValue, originalID: $0.originalID.rawValue, name: $0.name, createdAt: $0.createdAt.timeIntervalSince1970)
+            })
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             print(String(decoding: try encoder.encode(report), as: UTF8.self))
@@ -74,6 +81,10 @@ struct StatusCommand: ParsableCommand {
         for board in boards {
             print("downloading (process \(board.pid)):")
             for transfer in board.transfers { print("  " + Self.describe(transfer)) }
+        }
+        if !conflicts.isEmpty {
+            print("conflict copies (the remote kept the node; the local change is the copy):")
+            for copy in conflicts { print("  node \(copy.nodeID) '\(copy.name)', a copy of node \(copy.originalID)") }
         }
     }
 

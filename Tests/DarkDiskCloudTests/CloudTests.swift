@@ -77,7 +77,7 @@ import Testing
         let data = Self.bytes(3_000_000, seed: 1)
         let entry = try await CloudSync(manager: setup.a, remote: setup.remote)
             .push(dataFile: setup.file("d", data), nodeID: NodeID("n1"), name: "photo.jpg", thumbnail: Data("thumb".utf8), metadata: Data("{}".utf8))
-        #expect(entry.dataSize == 3_000_000 && entry.thumbnailSize == 5 && entry.metadataSize == 2)
+        #expect(entry.entry.dataSize == 3_000_000 && entry.entry.thumbnailSize == 5 && entry.entry.metadataSize == 2)
 
         let result = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(result.added == 1)

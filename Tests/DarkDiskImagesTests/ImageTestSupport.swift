@@ -63,7 +63,7 @@ final class CountingRemote: Remote, Sendable {
         return try await inner.info(key)
     }
     func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo { try await inner.write(key, fromFile: path) }
-    func write(_ key: String, data: Data) async throws(RemoteError) -> ObjectInfo { try await inner.write(key, data: data) }
+    func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo { try await inner.write(key, data: data, condition: condition) }
     func delete(_ key: String) async throws(RemoteError) { try await inner.delete(key) }
 
     func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?,

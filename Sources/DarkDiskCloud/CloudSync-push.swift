@@ -1,0 +1,188 @@
+import DarkDisk
+import DarkDiskCrypto
+import Foundation
+
+/// Push: a node's content as a new immutable cloud file version, then its sealed record, written only if
+/// the bucket's record is still the one this store last saw (DESIGN §4). When it is not, nothing is lost:
+/// the remote's version keeps the node and the local change becomes a conflict copy beside it.
+extension CloudSync {
+    /// What a push did.
+    public struct PushResult: Sendable, Equatable {
+        /// The entry that was uploaded: the node's, or the conflict copy's if there was a conflict.
+        public var entry: OutlineEntry
+        /// Set when the remote had changed: the local change was uploaded as this new node instead.
+        public var conflict: ConflictCopy?
+    }
+
+    /// Encrypts `dataFile` (with optional thumbnail and metadata) into the cloud-file format under the node's
+    /// key, uploads it as a new version, then writes the node's sealed record (one generation above the one
+    /// this store applied) on condition that the bucket's record is still the one that generation names
+    /// (`If-Match`, or `If-None-Match: *` for a new node). If another machine's record came first, the
+    /// node takes the remote's version in this store and the file is pushed again as a new node named
+    /// `NAME (conflict HOST YYYY-MM-DD HHMMSS)` in the same folder (`PushResult.conflict`, listed by
+    /// `DiskManager.conflictCopies()`). Then the store hears that the upload finished (upload hooks fire).
+    @discardableResult
+    public func push(dataFile: String, nodeID: NodeID, name: String? = nil, parentID: String? = nil,
+                     thumbnail: Data? = nil, metadata: Data? = nil) async throws -> PushResult {
+        let content = Content(dataFile: dataFile, thumbnail: thumbnail, metadata: metadata)
+        // Local files of the node that are not what is pushed are its old version from now on.
+        let stale = try staleLocalKinds(of: nodeID, content)
+        switch try await upload(content, nodeID: nodeID, name: name, parentID: parentID) {
+        case .pushed(let entry):
+            try manager.invalidateLocalFiles(of: nodeID, kinds: stale)
+            for kind in [FileKind.data, .metadata, .thumbnail] { try await manager.didUploadNodeFile(nodeID, kind: kind) }
+            return PushResult(entry: entry, conflict: nil)
+        case .conflict(let remoteRecord):
+            // The remote's version is the node's now, here too; the local change goes up as a new node.
+            if let remoteRecord { try apply(remoteRecord) }
+            let copyID = try NodeID(UUID().uuidString.lowercased())
+            // To the second, as the name says it (and as the index keeps it).
+            let now = Date(timeIntervalSince1970: manager.clock.now.timeIntervalSince1970.rounded(.down))
+            let copyName = ConflictName.make(original: name ?? remoteRecord?.name ?? nodeID.rawValue, host: host, date: now)
+            guard case .pushed(let entry) = try await upload(content, nodeID: copyID, name: copyName,
+                                                              parentID: parentID ?? remoteRecord?.parentID) else {
+                throw RemoteError(.preconditionFailed, "\(remote.url): the conflict copy of node '\(nodeID)' (a new node, '\(copyID)') met a record already there")
+            }
+            let copy = ConflictCopy(nodeID: copyID, originalID: nodeID, name: copyName, createdAt: now)
+            try manager.noteConflictCopy(copy)
+            return PushResult(entry: entry, conflict: copy)
+        }
+    }
+
+    /// What a node's cloud file is made of.
+    struct Content {
+        var dataFile: String
+        var thumbnail: Data?
+        var metadata: Data?
+    }
+
+    /// The kinds of the node's local files whose plaintext differs from `content` (data compared a MiB at a
+    /// time; a file that does not decrypt counts as different).
+    private func staleLocalKinds(of nodeID: NodeID, _ content: Content) throws -> Set<FileKind> {
+        var stale = Set<FileKind>()
+        for kind in [FileKind.data, .metadata, .thumbnail] {
+            guard let export = try manager.nodeFile(nodeID, kind: kind) else { continue }
+            let same: Bool
+            switch kind {
+            case .metadata: same = (try? Self.plaintext(of: export)) == content.metadata
+            case .thumbnail: same = (try? Self.plaintext(of: export)) == content.thumbnail
+            default: same = (try? Self.plaintext(of: export, equalsFileAt: content.dataFile)) ?? false
+            }
+            if !same { stale.insert(kind) }
+        }
+        return stale
+    }
+
+    private static func plaintext(of export: DiskExport) throws -> Data {
+        let reader = try export.reader()
+        return Data(try reader.read(section: reader.dataSection, offset: 0, count: Int(reader.plaintextSize(ofSection: reader.dataSection))))
+    }
+
+    private static func plaintext(of export: DiskExport, equalsFileAt path: String) throws -> Bool {
+        let reader = try export.reader()
+        let size = reader.plaintextSize(ofSection: reader.dataSection)
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        var offset: UInt64 = 0
+        while offset < size {
+            let count = Int(min(1 << 20, size - offset))
+            let local = try reader.read(section: reader.dataSection, offset: offset, count: count)
+            guard let pushed = try handle.read(upToCount: count), pushed.elementsEqual(local) else { return false }
+            offset += UInt64(count)
+        }
+        return (try handle.read(upToCount: 1))?.isEmpty ?? true
+    }
+
+    enum UploadOutcome {
+        case pushed(OutlineEntry)
+        /// Another writer's record came first; the record now in the bucket (nil: it went, or it is legacy).
+        case conflict(NodeRecord?)
+    }
+
+    /// One attempt: the cloud file as a new version, then the record on condition. A record that does not
+    /// authenticate is never overwritten (it may be another key's, or a tampering to look at).
+    private func upload(_ content: Content, nodeID: NodeID, name: String?, parentID: String?) async throws -> UploadOutcome {
+        let (key, wrapped) = try manager.contentKey(for: nodeID)
+        // Composed in the store's staging folder: an interrupted push leaves it to the orphan sweep.
+        let scratch = try manager.makeScratchFile()
+        defer { withExtendedLifetime(scratch) {} }
+        let header = try FileConversion.encryptCloudFile(metadata: content.metadata, thumbnail: content.thumbnail,
+                                                         dataFileAt: content.dataFile, key: key, to: scratch.path)
+        // A new, immutable version: a reader of the previous one (If-Match) never sees a mix; `gc` deletes
+        // versions no record names after a grace period.
+        let version = CloudLayout.newVersion()
+        let cloudKey = CloudLayout.cloudFile(nodeID, version: version)
+        let info = try await remote.write(cloudKey, fromFile: scratch.path)
+        let applied = try manager.recordGeneration(of: nodeID)
+        let condition: WriteCondition
+        if let current = try await currentRecord(of: nodeID) {
+            guard let record = current.record else {
+                try? await remote.delete(cloudKey)
+                throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' in \(remote.url) does not authenticate; it was not overwritten (see 'darkdisk check --remote')")
+            }
+            // Newer than what this store saw: another machine's change came first.
+            guard record.generation ?? 0 <= applied else {
+                try? await remote.delete(cloudKey)
+                return .conflict(record)
+            }
+            condition = .matches(current.object.etag)
+        } else {
+            condition = .absent
+        }
+        let record = NodeRecord(nodeID: nodeID.rawValue, name: name, parentID: parentID,
+                                metadataSize: header.sectionSizes[CloudFileSection.metadata.rawValue],
+                                thumbnailSize: header.sectionSizes[CloudFileSection.thumbnail.rawValue],
+                                dataSize: header.sectionSizes[CloudFileSection.data.rawValue],
+                                wrappedKey: Hex.encode(wrapped), cloudETag: info.etag, generation: applied + 1, cloudVersion: version)
+        let sealed = try record.sealed(with: manager)
+        var lostRace = false
+        do {
+            _ = try await remote.write(CloudLayout.record(nodeID), data: sealed, condition: condition)
+        } catch {
+            guard error.code == .preconditionFailed else { throw error }
+            lostRace = true
+        }
+        if lostRace {
+            // Lost the race, unless it was this write landing before a retry: then the bucket holds our record.
+            let now = try await currentRecord(of: nodeID)
+            if now?.record?.cloudVersion != version {
+                try? await remote.delete(cloudKey)
+                return .conflict(now?.record)
+            }
+        }
+        try manager.noteRecordGenerations([nodeID: applied + 1])
+        if try await remote.info(CloudLayout.legacyRecord(nodeID)) != nil {
+            try await remote.delete(CloudLayout.legacyRecord(nodeID))
+        }
+        let entry = try record.outlineEntry()
+        try manager.updateOutline(entry, invalidatingLocalFiles: false)
+        return .pushed(entry)
+    }
+
+    /// The node's sealed record as the bucket holds it now: its object (for `If-Match`) and the record, nil
+    /// if it does not open; nil if there is none.
+    func currentRecord(of nodeID: NodeID) async throws(RemoteError) -> (object: ObjectInfo, record: NodeRecord?)? {
+        let key = CloudLayout.record(nodeID)
+        for _ in 0..<5 {
+            guard let object = try await remote.info(key) else { return nil }
+            let data: Data
+            do {
+                data = try await remote.read(key, range: 0..<object.size, ifMatch: object.etag)
+            } catch {
+                // Replaced or deleted between the HEAD and the GET: look again.
+                guard error.code == .changed || error.code == .notFound else { throw error }
+                continue
+            }
+            return (object, try? NodeRecord.open(data, expected: nodeID, with: manager))
+        }
+        throw RemoteError(.changed, "the record of node '\(nodeID)' in \(remote.url) keeps changing; try again")
+    }
+
+    /// Takes a record from the bucket as this store's knowledge of its node (what a pull does for one node).
+    func apply(_ record: NodeRecord) throws {
+        guard let generation = record.generation, let id = try? NodeID(record.nodeID) else { return }
+        guard generation >= (try manager.recordGeneration(of: id)) else { return }
+        try manager.updateOutline(try record.outlineEntry())
+        try manager.noteRecordGenerations([id: generation])
+    }
+}
