@@ -36,6 +36,8 @@ extension DiskManager {
                 try db.execute(sql: "DELETE FROM node WHERE id = ?" + (keepingOutline ? " AND cloudETag IS NULL" : ""), arguments: [id])
                 try db.execute(sql: "DELETE FROM keepPersistent WHERE nodeID = ?", arguments: [id])
                 if !keepingOutline { try db.execute(sql: "DELETE FROM conflictCopy WHERE nodeID = ?", arguments: [id]) }
+                // A change of files that are gone has nothing left to upload.
+                try db.execute(sql: "DELETE FROM uploadQueue WHERE nodeID = ?", arguments: [id])
             }
         }
         // Their partial downloads too, unless a download is writing one right now.

@@ -97,6 +97,12 @@ extension DiskManager {
         guard record.mode == .cache else { return false }
         var expiration = record.expiration
         if expiration == 0 { expiration = try settings(for: record.pool).defaultExpiration }
-        return expiration > 0 && record.modified + expiration <= now
+        guard expiration > 0 && record.modified + expiration <= now else { return false }
+        // A file queued for upload may be the only copy: it does not expire before it is uploaded.
+        guard record.kind != .avatar else { return true }
+        let queued = try read { db in
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM uploadQueue WHERE nodeID = ?", arguments: [record.ownerID]) ?? false
+        }
+        return !queued
     }
 }

@@ -145,15 +145,17 @@ extension DiskManager {
         let now = clock.now.timeIntervalSince1970
         let expired = try read { db -> [FileRecord] in
             var result: [FileRecord] = []
+            // A file queued for upload may be the only copy: it never expires before it is uploaded.
+            let queued = " AND NOT (kind != 'avatar' AND ownerID IN (SELECT nodeID FROM uploadQueue))"
             for pool in Pool.allCases {
                 result += try FileRecord.fetchAll(db, sql: """
                     SELECT * FROM file WHERE pool = ? AND mode = 'cache' AND expiration > 0 AND modified + expiration <= ?
-                    """, arguments: [pool.rawValue, now])
+                    """ + queued, arguments: [pool.rawValue, now])
                 let poolDefault = try Self.settings(db, pool: pool).defaultExpiration
                 if poolDefault > 0 {
                     result += try FileRecord.fetchAll(db, sql: """
                         SELECT * FROM file WHERE pool = ? AND mode = 'cache' AND expiration = 0 AND modified <= ?
-                        """, arguments: [pool.rawValue, now - poolDefault])
+                        """ + queued, arguments: [pool.rawValue, now - poolDefault])
                 }
             }
             return result
@@ -227,7 +229,8 @@ extension DiskManager {
                 guard excess > deferred else { return (0, []) }
                 return (excess - deferred, try FileRecord.fetchAll(db, sql: """
                     SELECT * FROM file WHERE pool IN (\(poolList)) AND mode = 'cache' AND (lastAccess, id) > (?, ?)
-                    AND storedSize > ? ORDER BY lastAccess, id LIMIT 64
+                    AND storedSize > ? AND NOT (kind != 'avatar' AND ownerID IN (SELECT nodeID FROM uploadQueue))
+                    ORDER BY lastAccess, id LIMIT 64
                     """, arguments: [cursor.lastAccess, cursor.id, largerThan.map { Int64(clamping: $0) } ?? -1]))
             }
             guard needed > 0, !batch.isEmpty else { break }

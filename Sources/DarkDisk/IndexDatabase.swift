@@ -243,6 +243,18 @@ enum IndexDatabase {
                   createdAt REAL NOT NULL)
                 """)
         }
+        migrator.registerMigration("v13: upload queue") { db in
+            // Local changes meant for the remote (DESIGN §4), one row per node: the record's name and parent
+            // to write (NULL: as the outline has them), the state (pending, uploading, failed), the process
+            // uploading it, the cloud file version it is uploading (so a record found after a crash is known
+            // as its own), attempts and the last error. `sequence` grows with every change queued, so an
+            // upload that finishes only clears the row if no newer change came meanwhile.
+            try db.execute(sql: """
+                CREATE TABLE uploadQueue (nodeID TEXT PRIMARY KEY NOT NULL, name TEXT, parentID TEXT, queuedAt REAL NOT NULL,
+                  state TEXT NOT NULL DEFAULT 'pending', claimedBy INTEGER, version TEXT, attempts INTEGER NOT NULL DEFAULT 0,
+                  lastError TEXT, sequence INTEGER NOT NULL)
+                """)
+        }
         return migrator
     }
 }

@@ -1,5 +1,6 @@
 import DarkDisk
 import DarkDiskCrypto
+import DarkDiskSync
 import Foundation
 
 /// Push: a node's content as a new immutable cloud file version, then its sealed record, written only if
@@ -24,41 +25,38 @@ extension CloudSync {
     @discardableResult
     public func push(dataFile: String, nodeID: NodeID, name: String? = nil, parentID: String? = nil,
                      thumbnail: Data? = nil, metadata: Data? = nil) async throws -> PushResult {
-        let content = Content(dataFile: dataFile, thumbnail: thumbnail, metadata: metadata)
+        let content = Content(data: .plaintextFile(dataFile), thumbnail: thumbnail, metadata: metadata)
         // Local files of the node that are not what is pushed are its old version from now on.
         let stale = try staleLocalKinds(of: nodeID, content)
         switch try await upload(content, nodeID: nodeID, name: name, parentID: parentID) {
         case .pushed(let entry):
             try manager.invalidateLocalFiles(of: nodeID, kinds: stale)
-            for kind in [FileKind.data, .metadata, .thumbnail] { try await manager.didUploadNodeFile(nodeID, kind: kind) }
+            try await didUpload(nodeID)
             return PushResult(entry: entry, conflict: nil)
         case .conflict(let remoteRecord):
             // The remote's version is the node's now, here too; the local change goes up as a new node.
             if let remoteRecord { try apply(remoteRecord) }
-            let copyID = try NodeID(UUID().uuidString.lowercased())
-            // To the second, as the name says it (and as the index keeps it).
-            let now = Date(timeIntervalSince1970: manager.clock.now.timeIntervalSince1970.rounded(.down))
-            let copyName = ConflictName.make(original: name ?? remoteRecord?.name ?? nodeID.rawValue, host: host, date: now)
-            guard case .pushed(let entry) = try await upload(content, nodeID: copyID, name: copyName,
-                                                              parentID: parentID ?? remoteRecord?.parentID) else {
-                throw RemoteError(.preconditionFailed, "\(remote.url): the conflict copy of node '\(nodeID)' (a new node, '\(copyID)') met a record already there")
-            }
-            let copy = ConflictCopy(nodeID: copyID, originalID: nodeID, name: copyName, createdAt: now)
-            try manager.noteConflictCopy(copy)
-            return PushResult(entry: entry, conflict: copy)
+            return try await uploadConflictCopy(content, of: nodeID, name: name ?? remoteRecord?.name,
+                                                parentID: parentID ?? remoteRecord?.parentID)
         }
     }
 
     /// What a node's cloud file is made of.
     struct Content {
-        var dataFile: String
+        enum Source {
+            /// A plaintext file (`push(dataFile:)`).
+            case plaintextFile(String)
+            /// A file the store holds, re-encrypted in memory (an upload from the queue).
+            case stored(DiskExport)
+        }
+        var data: Source
         var thumbnail: Data?
         var metadata: Data?
     }
 
     /// The kinds of the node's local files whose plaintext differs from `content` (data compared a MiB at a
     /// time; a file that does not decrypt counts as different).
-    private func staleLocalKinds(of nodeID: NodeID, _ content: Content) throws -> Set<FileKind> {
+    func staleLocalKinds(of nodeID: NodeID, _ content: Content) throws -> Set<FileKind> {
         var stale = Set<FileKind>()
         for kind in [FileKind.data, .metadata, .thumbnail] {
             guard let export = try manager.nodeFile(nodeID, kind: kind) else { continue }
@@ -66,14 +64,16 @@ extension CloudSync {
             switch kind {
             case .metadata: same = (try? Self.plaintext(of: export)) == content.metadata
             case .thumbnail: same = (try? Self.plaintext(of: export)) == content.thumbnail
-            default: same = (try? Self.plaintext(of: export, equalsFileAt: content.dataFile)) ?? false
+            default:
+                guard case .plaintextFile(let path) = content.data else { continue }
+                same = (try? Self.plaintext(of: export, equalsFileAt: path)) ?? false
             }
             if !same { stale.insert(kind) }
         }
         return stale
     }
 
-    private static func plaintext(of export: DiskExport) throws -> Data {
+    static func plaintext(of export: DiskExport) throws -> Data {
         let reader = try export.reader()
         return Data(try reader.read(section: reader.dataSection, offset: 0, count: Int(reader.plaintextSize(ofSection: reader.dataSection))))
     }
@@ -101,18 +101,33 @@ extension CloudSync {
 
     /// One attempt: the cloud file as a new version, then the record on condition. A record that does not
     /// authenticate is never overwritten (it may be another key's, or a tampering to look at).
-    private func upload(_ content: Content, nodeID: NodeID, name: String?, parentID: String?) async throws -> UploadOutcome {
+    /// `beforeRecord` learns the version uploaded before the record naming it is written (the queue keeps it,
+    /// so that after a crash the record is known as this upload's own).
+    func upload(_ content: Content, nodeID: NodeID, name: String?, parentID: String?,
+                beforeRecord: (String) throws -> Void = { _ in }) async throws -> UploadOutcome {
         let (key, wrapped) = try manager.contentKey(for: nodeID)
         // Composed in the store's staging folder: an interrupted push leaves it to the orphan sweep.
         let scratch = try manager.makeScratchFile()
         defer { withExtendedLifetime(scratch) {} }
-        let header = try FileConversion.encryptCloudFile(metadata: content.metadata, thumbnail: content.thumbnail,
-                                                         dataFileAt: content.dataFile, key: key, to: scratch.path)
+        let header: CryptoFileHeader
+        switch content.data {
+        case .plaintextFile(let path):
+            header = try FileConversion.encryptCloudFile(metadata: content.metadata, thumbnail: content.thumbnail,
+                                                         dataFileAt: path, key: key, to: scratch.path)
+        case .stored(let export):
+            let source = try export.reader()
+            let path = scratch.path
+            let (metadata, thumbnail) = (content.metadata, content.thumbnail)
+            header = try await BlockingPool.shared.run { () throws(CryptoError) in
+                try FileConversion.encryptCloudFile(metadata: metadata, thumbnail: thumbnail, dataFrom: source, key: key, to: path)
+            }
+        }
         // A new, immutable version: a reader of the previous one (If-Match) never sees a mix; `gc` deletes
         // versions no record names after a grace period.
         let version = CloudLayout.newVersion()
         let cloudKey = CloudLayout.cloudFile(nodeID, version: version)
         let info = try await remote.write(cloudKey, fromFile: scratch.path)
+        try beforeRecord(version)
         let applied = try manager.recordGeneration(of: nodeID)
         let condition: WriteCondition
         if let current = try await currentRecord(of: nodeID) {

@@ -59,6 +59,30 @@ public enum FileConversion {
         }
     }
 
+    /// `encryptCloudFile` whose data section is the data section of another encrypted file, re-encrypted a
+    /// MiB at a time under `key` (the plaintext is only ever in memory): how an upload composes a cloud file
+    /// from the files a store holds.
+    public static func encryptCloudFile(metadata: Data?, thumbnail: Data?, dataFrom source: CryptoFileReader, key: SymmetricKey,
+                                        to path: String, chunkSize: UInt32 = CryptoFormat.defaultChunkSize) throws(CryptoError) -> CryptoFileHeader {
+        try writeFile(at: path, key: key, format: .cloudFile, chunkSize: chunkSize) { writer throws(CryptoError) in
+            if let metadata { try writer.append(metadata) }
+            try writer.endSection()
+            if let thumbnail { try writer.append(thumbnail) }
+            try writer.endSection()
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 16)
+            defer { buffer.deallocate() }
+            let section = source.dataSection
+            let size = source.plaintextSize(ofSection: section)
+            var offset: UInt64 = 0
+            while offset < size {
+                let count = try source.read(section: section, offset: offset, count: blockSize, into: buffer)
+                guard count > 0 else { throw CryptoError(.truncated, "the data of the file being uploaded ends at \(offset) of \(size) bytes") }
+                try writer.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                offset += UInt64(count)
+            }
+        }
+    }
+
     /// Decrypts `section` (`nil`: the data section) of the file at `path` into memory.
     public static func decryptIntoMemory(path: String, key: SymmetricKey, section: Int? = nil) throws(CryptoError) -> Data {
         let reader = try CryptoFileReader(path: path, key: key)

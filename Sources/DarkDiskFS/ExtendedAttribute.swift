@@ -15,6 +15,8 @@ package enum ExtendedAttribute: Hashable, Sendable {
     case expiration
     /// `user.darkdisk.local` of a file: how much of it is on this machine (read-only).
     case local
+    /// `user.darkdisk.sync` of a file: where its node stands with the remote (read-only).
+    case sync
     /// `user.darkdisk.pool.<pool>.<field>` of the mount root.
     case pool(Pool, PoolField)
 
@@ -48,12 +50,29 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case full
     }
 
+    /// Where a file's node stands with the remote (`user.darkdisk.sync`).
+    enum SyncState: String, Sendable {
+        /// The remote has the node as this store knows it.
+        case synced
+        /// A local change waits in the upload queue.
+        case pending
+        /// A process is uploading the node's change.
+        case uploading
+        /// The last upload of the change failed; it stays queued.
+        case failed
+        /// The node is a conflict copy this store made (the remote had changed under its change).
+        case conflict
+        /// The node is only in this store and not queued (imported, never pushed).
+        case local
+    }
+
     /// A value read from the store, to be shown as an attribute's text.
     enum Value: Equatable, Sendable {
         case flag(Bool)
         case seconds(Double)
         case bytes(UInt64)
         case locality(Locality)
+        case sync(SyncState)
 
         /// The text `getfattr` shows (no trailing newline or NUL).
         var text: String {
@@ -62,6 +81,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
             case .seconds(let seconds): String(ExtendedAttribute.wholeSeconds(seconds))
             case .bytes(let bytes): String(bytes)
             case .locality(let locality): locality.rawValue
+            case .sync(let state): state.rawValue
             }
         }
     }
@@ -126,7 +146,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
     /// The attributes an inode of this kind lists and answers.
     static func names(for holder: Holder) -> [ExtendedAttribute] {
         switch holder {
-        case .file: [.persistent, .expiration, .local]
+        case .file: [.persistent, .expiration, .local, .sync]
         case .root: Pool.allCases.flatMap { pool in PoolField.allCases.map { ExtendedAttribute.pool(pool, $0) } }
         }
     }
@@ -144,6 +164,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case .persistent: Self.prefix + "persistent"
         case .expiration: Self.prefix + "expiration"
         case .local: Self.prefix + "local"
+        case .sync: Self.prefix + "sync"
         case .pool(let pool, let field): Self.prefix + "pool.\(pool.rawValue).\(field.rawValue)"
         }
     }
@@ -151,7 +172,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
     /// What carries the attribute.
     var holder: Holder {
         switch self {
-        case .persistent, .expiration, .local: .file
+        case .persistent, .expiration, .local, .sync: .file
         case .pool: .root
         }
     }
@@ -160,7 +181,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
     package var isWritable: Bool {
         switch self {
         case .persistent, .expiration: true
-        case .local: false
+        case .local, .sync: false
         case .pool(_, let field): field == .maxSize || field == .defaultExpiration
         }
     }
@@ -192,7 +213,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
             return .maxSize(pool, UInt64(bytes))
         case .pool(let pool, .defaultExpiration):
             return .defaultExpiration(pool, try Self.integer(value, for: name))
-        case .local, .pool:
+        case .local, .sync, .pool:
             throw Failure(.readOnly, "\(name) is read-only")
         }
     }

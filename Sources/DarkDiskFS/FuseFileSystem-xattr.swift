@@ -110,6 +110,21 @@ extension FuseFileSystem {
             if let running = downloads?.receivedBytes(ofRunningDownload: id), running > 0 { return .locality(.partial) }
             guard let partial = try manager.partialDownload(id), partial.receivedBytes > 0 else { return .locality(.absent) }
             return .locality(.partial)
+        case .sync:
+            let id: NodeID
+            switch entry {
+            case .nodeFile(let node, _), .thumb(let node): id = node
+            default: return .sync(.synced)  // avatars: pushed by their own command, never queued
+            }
+            if let queued = try manager.queuedUpload(id) {
+                switch queued.state {
+                case .pending: return .sync(.pending)
+                case .uploading: return .sync(.uploading)
+                case .failed: return .sync(.failed)
+                }
+            }
+            if try manager.conflictCopies().contains(where: { $0.nodeID == id }) { return .sync(.conflict) }
+            return .sync(try manager.outlineEntry(id) == nil ? .local : .synced)
         case .pool(let pool, let field):
             switch field {
             case .maxSize: return .bytes(try manager.settings(for: pool).maxSize)

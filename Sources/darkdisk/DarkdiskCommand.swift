@@ -19,7 +19,7 @@ struct DarkdiskCommand: ParsableCommand {
         subcommands: [InitCommand.self, ImportCommand.self, ExportCommand.self, MountCommand.self,
                       UnmountCommand.self, PushCommand.self, PullCommand.self, FetchCommand.self,
                       PersistCommand.self, DeleteCommand.self, StatusCommand.self, ConfigCommand.self,
-                      CheckCommand.self, GcCommand.self, ThumbnailCommand.self, AvatarCommand.self, RemoteCommand.self, PassphraseCommand.self])
+                      CheckCommand.self, GcCommand.self, SyncCommand.self, ThumbnailCommand.self, AvatarCommand.self, RemoteCommand.self, PassphraseCommand.self])
 
     /// Parses, runs, and turns every failure into one line on stderr and a non-zero exit.
     /// Synchronous commands (mount above all) run on the main thread, whose signal mask libfuse's threads

@@ -69,6 +69,10 @@ struct MountCommand: ParsableCommand {
             let poller = try pollInterval > 0 && !StoreRemote.url(for: manager).isDefault
                 ? RemotePoller(sync: CloudSync(manager: manager, remote: downloads.remote), interval: pollInterval, logger: logger) : nil
             defer { poller?.stop() }
+            // The upload queue drains in the background (and a pull follows the daemon's own uploads).
+            let uploader = QueueUploader(sync: CloudSync(manager: manager, remote: downloads.remote),
+                                         pullAfterUploads: try !StoreRemote.url(for: manager).isDefault, logger: logger)
+            defer { uploader.stop() }
             let fileSystem = FuseFileSystem(manager: manager, downloads: downloads,
                                             remoteTimeout: .milliseconds(Int64(remoteTimeout * 1000)), logger: logger)
             try fileSystem.run(mountpoint: path, options: mountOptions) {

@@ -21,6 +21,20 @@ final class ProgressBar: Sendable {
         FileHandle.standardError.write(Data(line.utf8))
     }
 
+    /// A bar of items: "[####      ] 40% 4/10 nodes".
+    func show(done: Int, of total: Int, _ what: String) {
+        guard state.withLock({ state in
+            if state.finished { return false }
+            state.shown = true
+            return true
+        }) else { return }
+        let width = 30
+        let fraction = total == 0 ? 1 : Double(done) / Double(total)
+        let filled = Int(fraction * Double(width))
+        let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+        FileHandle.standardError.write(Data("\r[\(bar)] \(Int(fraction * 100))% \(done)/\(total) \(what)   ".utf8))
+    }
+
     func finish() {
         let shown = state.withLock { state in
             defer { state.finished = true }

@@ -6,10 +6,11 @@ import Foundation
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show each pool's size (all, persistent, cached), limit and default expiration, the downloads in flight, and conflict copies.",
+        abstract: "Show each pool's size (all, persistent, cached), limit and default expiration, the downloads in flight, the upload queue and conflict copies.",
         discussion: """
             The downloads in flight are those of the store's other processes (a mount daemon, a fetch), each \
-            with its process ID, bytes, rate and time left. A conflict copy is a node a push made when the \
+            with its process ID, bytes, rate and time left. The upload queue lists each change waiting for \
+            the remote: pending, uploading (by which process) or failed (with the last error). A conflict copy is a node a push made when the \
             remote had changed since this store last saw the node: the remote's version kept the node, and \
             the local change is the copy, listed until it is deleted.
             """)
@@ -25,6 +26,7 @@ struct StatusCommand: ParsableCommand {
         let remote = try StoreRemote.url(for: manager)
         let boards = TransferBoard.read(manager.location)
         let conflicts = try manager.conflictCopies()
+        let queue = try manager.uploadQueue()
         if json {
             struct Report: Encodable {
                 let store: String
@@ -35,6 +37,10 @@ struct StatusCommand: ParsableCommand {
                 let pools: [Pool]
                 let transfers: [Transfer]
                 let conflicts: [Conflict]
+                let uploads: [Upload]
+                struct Upload: Encodable {
+                    let nodeID: String; let state: String; let queuedAt: Double; let attempts: Int; let lastError: String?; let pid: Int32?
+                }
                 struct Conflict: Encodable { let nodeID: String; let originalID: String; let name: String; let createdAt: Double }
                 struct Transfer: Encodable {
                     let pid: Int32; let kind: String; let ownerID: String; let identityID: String?
@@ -57,6 +63,9 @@ struct StatusCommand: ParsableCommand {
                       throughput: $0.throughput, estimatedSecondsRemaining: $0.progress.estimatedTimeRemaining, requests: $0.requests)
             } }, conflicts: conflicts.map {
                 .init(nodeID: $0.nodeID.rawValue, originalID: $0.originalID.rawValue, name: $0.name, createdAt: $0.createdAt.timeIntervalSince1970)
+            }, uploads: queue.map {
+                .init(nodeID: $0.nodeID.rawValue, state: $0.state.rawValue, queuedAt: $0.queuedAt.timeIntervalSince1970,
+                      attempts: $0.attempts, lastError: $0.lastError, pid: $0.state == .uploading ? $0.claimedBy : nil)
             })
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -81,6 +90,16 @@ struct StatusCommand: ParsableCommand {
         for board in boards {
             print("downloading (process \(board.pid)):")
             for transfer in board.transfers { print("  " + Self.describe(transfer)) }
+        }
+        if !queue.isEmpty {
+            let counts = Dictionary(grouping: queue, by: \.state).mapValues(\.count)
+            print("upload queue: \(counts[.pending] ?? 0) pending, \(counts[.uploading] ?? 0) uploading, \(counts[.failed] ?? 0) failed")
+            for queued in queue {
+                var line = "  node \(queued.nodeID): \(queued.state.rawValue)"
+                if queued.state == .uploading, let pid = queued.claimedBy { line += " (process \(pid))" }
+                if let error = queued.lastError { line += " after \(queued.attempts) attempt\(queued.attempts == 1 ? "" : "s"): \(error)" }
+                print(line)
+            }
         }
         if !conflicts.isEmpty {
             print("conflict copies (the remote kept the node; the local change is the copy):")

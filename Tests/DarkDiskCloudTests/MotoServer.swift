@@ -27,6 +27,26 @@ final class MotoServer {
     var endpoint: String { "http://127.0.0.1:\(port)" }
     var log: String { (try? String(contentsOfFile: directory + "/moto.log", encoding: .utf8)) ?? "" }
 
+    /// moto's own server (`python3 -m moto.server`), with one change: conditional requests (`If-Match`,
+    /// `If-None-Match`) are handled one at a time. moto checks a condition and then stores the object in
+    /// two steps on its request threads, so two writers based on one ETag could both land, which AWS S3
+    /// (and Ceph RGW) never allow; serialising them gives moto the atomicity the tests rely on.
+    static let launcher = """
+        import os, sys, threading
+        from werkzeug.serving import run_simple
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+        host, port = sys.argv[1], int(sys.argv[2])
+        os.environ.setdefault("MOTO_PORT", str(port))
+        app = DomainDispatcherApplication(create_backend_app)
+        lock = threading.Lock()
+        def serve(environ, start_response):
+            if "HTTP_IF_MATCH" in environ or "HTTP_IF_NONE_MATCH" in environ:
+                with lock:
+                    return list(app(environ, start_response))
+            return app(environ, start_response)
+        run_simple(host, port, serve, threaded=True)
+        """
+
     init() throws {
         directory = NSTemporaryDirectory() + "darkdisk-moto-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -36,7 +56,7 @@ final class MotoServer {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 1, directory + "/moto.log", O_WRONLY | O_CREAT, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let args = ["python3", "-m", "moto.server", "-H", "127.0.0.1", "-p", String(port)]
+        let args = ["python3", "-c", Self.launcher, "127.0.0.1", String(port)]
         let argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }
         var child: pid_t = 0

@@ -7,12 +7,12 @@ import Testing
 /// `ExtendedAttribute` on its own: names, writability and the value syntax, without a mount.
 @Suite struct ExtendedAttributeTests {
     @Test func everyNameParsesBackToItsAttribute() {
-        #expect(ExtendedAttribute.all.count == 3 + 3 * 5)
+        #expect(ExtendedAttribute.all.count == 4 + 3 * 5)
         for attribute in ExtendedAttribute.all {
             #expect(ExtendedAttribute(name: Array(attribute.name.utf8)) == attribute, "\(attribute.name)")
         }
         #expect(ExtendedAttribute(name: Array("user.darkdisk.pool.thumbnails.cached_size".utf8)) == .pool(.thumbnails, .cachedSize))
-        #expect(ExtendedAttribute.names(for: .file).map(\.name) == ["user.darkdisk.persistent", "user.darkdisk.expiration", "user.darkdisk.local"])
+        #expect(ExtendedAttribute.names(for: .file).map(\.name) == ["user.darkdisk.persistent", "user.darkdisk.expiration", "user.darkdisk.local", "user.darkdisk.sync"])
         #expect(ExtendedAttribute.names(for: .root).allSatisfy { $0.holder == .root })
         #expect(ExtendedAttribute.names(for: .file).allSatisfy { $0.holder == .file })
         #expect(ExtendedAttribute.all.filter(\.isWritable).map(\.name).sorted() == [

@@ -1,0 +1,102 @@
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The upload queue (DESIGN §4): local changes meant for the remote, kept in the index so they survive a
+/// restart or `kill -9`. A queued node's files are never evicted nor expired (they may be the only copy).
+/// Any process may upload; a row is claimed by one process at a time, and a claim of a process that died
+/// is taken over.
+extension DiskManager {
+    /// Queues the node's stored files for upload, with the name and parent its record gets (nil: as the
+    /// outline has them). Queuing a node that is already queued replaces that change with this one.
+    public func queueUpload(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) throws(DarkDiskError) {
+        let now = clock.now.timeIntervalSince1970
+        try write { db in
+            let sequence = (try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM uploadQueue") ?? 0) + 1
+            try db.execute(sql: """
+                INSERT INTO uploadQueue (nodeID, name, parentID, queuedAt, state, sequence) VALUES (?, ?, ?, ?, 'pending', ?)
+                ON CONFLICT(nodeID) DO UPDATE SET name = excluded.name, parentID = excluded.parentID, queuedAt = excluded.queuedAt,
+                  sequence = excluded.sequence, state = CASE WHEN state = 'uploading' THEN state ELSE 'pending' END,
+                  attempts = 0, lastError = NULL
+                """, arguments: [nodeID.rawValue, name, parentID, now, sequence])
+        }
+    }
+
+    /// Every queued change, oldest first.
+    public func uploadQueue() throws(DarkDiskError) -> [QueuedUpload] {
+        try read { db in try Row.fetchAll(db, sql: "SELECT * FROM uploadQueue ORDER BY queuedAt, sequence").compactMap(Self.queued(from:)) }
+    }
+
+    /// The node's queued change, if any.
+    public func queuedUpload(_ nodeID: NodeID) throws(DarkDiskError) -> QueuedUpload? {
+        try read { db in try Row.fetchOne(db, sql: "SELECT * FROM uploadQueue WHERE nodeID = ?", arguments: [nodeID.rawValue]).flatMap(Self.queued(from:)) }
+    }
+
+    /// Claims the node's queued change for process `me` (this one unless said otherwise): one that is pending
+    /// or failed, or that a process which is no longer running was uploading. Nil if there is none, or
+    /// another live process has it.
+    public func claimUpload(_ nodeID: NodeID, for me: Int32 = getpid()) throws(DarkDiskError) -> QueuedUpload? {
+        return try write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM uploadQueue WHERE nodeID = ?", arguments: [nodeID.rawValue]),
+                  let queued = Self.queued(from: row) else { return nil }
+            if queued.state == .uploading, let owner = queued.claimedBy, owner != me, Self.isRunning(owner) { return nil }
+            try db.execute(sql: "UPDATE uploadQueue SET state = 'uploading', claimedBy = ? WHERE nodeID = ?",
+                           arguments: [me, nodeID.rawValue])
+            return Self.queued(from: try Row.fetchOne(db, sql: "SELECT * FROM uploadQueue WHERE nodeID = ?", arguments: [nodeID.rawValue])!)
+        }
+    }
+
+    /// Remembers the cloud file version a claimed upload is writing, before it writes its record.
+    public func noteUploadVersion(_ nodeID: NodeID, version: String) throws(DarkDiskError) {
+        try write { db in
+            try db.execute(sql: "UPDATE uploadQueue SET version = ? WHERE nodeID = ?", arguments: [version, nodeID.rawValue])
+        }
+    }
+
+    /// The change `sequence` reached the remote: its row goes, unless a newer change was queued meanwhile
+    /// (that one stays pending).
+    public func finishUpload(_ nodeID: NodeID, sequence: Int64) throws(DarkDiskError) {
+        try write { db in
+            try db.execute(sql: "DELETE FROM uploadQueue WHERE nodeID = ? AND sequence = ?", arguments: [nodeID.rawValue, sequence])
+            try db.execute(sql: "UPDATE uploadQueue SET state = 'pending', claimedBy = NULL, version = NULL WHERE nodeID = ?",
+                           arguments: [nodeID.rawValue])
+        }
+    }
+
+    /// An attempt failed: the row is `failed` with the error, for the next drain (or `pending` again if a
+    /// newer change was queued meanwhile).
+    public func failUpload(_ nodeID: NodeID, sequence: Int64, error: String) throws(DarkDiskError) {
+        try write { db in
+            try db.execute(sql: """
+                UPDATE uploadQueue SET state = CASE WHEN sequence = ? THEN 'failed' ELSE 'pending' END, claimedBy = NULL,
+                  version = NULL, attempts = attempts + 1, lastError = ? WHERE nodeID = ?
+                """, arguments: [sequence, error, nodeID.rawValue])
+        }
+    }
+
+    /// Gives a claimed change back (an uploader stopping): pending again.
+    public func releaseUpload(_ nodeID: NodeID) throws(DarkDiskError) {
+        try write { db in
+            try db.execute(sql: "UPDATE uploadQueue SET state = 'pending', claimedBy = NULL WHERE nodeID = ? AND state = 'uploading'",
+                           arguments: [nodeID.rawValue])
+        }
+    }
+
+    /// Drops the node's queued change without uploading it (the node was deleted).
+    public func dequeueUpload(_ nodeID: NodeID) throws(DarkDiskError) {
+        try write { db in try db.execute(sql: "DELETE FROM uploadQueue WHERE nodeID = ?", arguments: [nodeID.rawValue]) }
+    }
+
+    static func isRunning(_ pid: Int32) -> Bool {
+        kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    private static func queued(from row: Row) -> QueuedUpload? {
+        guard let id = try? NodeID(row["nodeID"] as String), let state = QueuedUpload.State(rawValue: row["state"]) else { return nil }
+        return QueuedUpload(nodeID: id, name: row["name"], parentID: row["parentID"], queuedAt: Date(timeIntervalSince1970: row["queuedAt"]),
+                            state: state, claimedBy: (row["claimedBy"] as Int64?).map { Int32(truncatingIfNeeded: $0) },
+                            version: row["version"], attempts: row["attempts"], lastError: row["lastError"], sequence: row["sequence"])
+    }
+}

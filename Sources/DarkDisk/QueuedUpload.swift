@@ -1,0 +1,28 @@
+import Foundation
+
+/// A local change of a node waiting to reach the remote (DESIGN §4), as the index's upload queue holds it.
+public struct QueuedUpload: Sendable, Equatable {
+    public enum State: String, Sendable {
+        /// Waiting for an uploader.
+        case pending
+        /// A process (`claimedBy`) is uploading it.
+        case uploading
+        /// The last attempt failed (`lastError`); the next drain tries again.
+        case failed
+    }
+
+    public let nodeID: NodeID
+    /// The name and parent the node's record gets; nil: as the outline has them.
+    public let name: String?
+    public let parentID: String?
+    public let queuedAt: Date
+    public let state: State
+    /// The process uploading it, while `uploading`.
+    public let claimedBy: Int32?
+    /// The cloud file version being uploaded (a record naming it after a crash is this upload's own).
+    public let version: String?
+    public let attempts: Int
+    public let lastError: String?
+    /// Grows with every change queued for the node: an upload clears only the change it uploaded.
+    public let sequence: Int64
+}

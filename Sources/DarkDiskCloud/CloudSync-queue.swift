@@ -1,0 +1,181 @@
+import DarkDisk
+import DarkDiskCrypto
+import DarkDiskSystem
+import Foundation
+
+/// Uploads from the store's durable queue (DESIGN §4): the cloud file is composed from the encrypted files
+/// the store holds (re-encrypted in memory under the node's key; no plaintext on disk), uploaded as a new
+/// version, then the record is written on condition, as `push` does. Upload hooks
+/// (`migrateToCacheAfterUpload`, `deleteAfterUpload`) act once the record landed.
+extension CloudSync {
+    /// What draining the queue did.
+    public struct DrainResult: Sendable, Equatable {
+        /// Nodes whose change reached the remote on the node itself.
+        public var uploaded: [NodeID] = []
+        /// Changes that met a newer remote version and went up as conflict copies.
+        public var conflicts: [ConflictCopy] = []
+        /// Changes whose upload failed, with the error (they stay queued, `failed`).
+        public var failed: [(nodeID: NodeID, error: String)] = []
+        /// Changes another running process is uploading (left to it).
+        public var busy: [NodeID] = []
+
+        public init() {}
+
+        public static func == (a: DrainResult, b: DrainResult) -> Bool {
+            a.uploaded == b.uploaded && a.conflicts == b.conflicts && a.busy == b.busy
+                && a.failed.map(\.nodeID) == b.failed.map(\.nodeID) && a.failed.map(\.error) == b.failed.map(\.error)
+        }
+    }
+
+    /// Makes `dataFile` (and a thumbnail and metadata, when given) the node's content in the store and queues
+    /// it for upload: what `darkdisk push FILE --node ID` does before it waits for the upload. A section the
+    /// store already holds with the same bytes is kept as it is (with its upload hooks); a new one is stored
+    /// persistently (it may be the only copy until uploaded) and moves to the cache pool once uploaded, unless
+    /// the node's data was kept persistently already. Thumbnail and metadata not given stay as stored.
+    public func queuePush(dataFile: String, nodeID: NodeID, name: String? = nil, parentID: String? = nil,
+                          thumbnail: Data? = nil, metadata: Data? = nil) async throws {
+        let content = Content(data: .plaintextFile(dataFile), thumbnail: thumbnail, metadata: metadata)
+        let stale = try staleLocalKinds(of: nodeID, content)
+        let keptBefore = try manager.storedFiles(nodeID).contains { $0.kind == .data && $0.mode == .persistent }
+        func store(_ source: DiskImport, _ kind: FileKind) async throws {
+            var source = source
+            source.storePersistently = true
+            source.migrateToCacheAfterUpload = !keptBefore
+            try await manager.importNodeFile(source, nodeID: nodeID, kind: kind)
+        }
+        let stored = Set(try manager.storedFiles(nodeID).map(\.kind))
+        if stale.contains(.data) || !stored.contains(.data) {
+            try await store(DiskImport(cleartextFilePath: dataFile), .data)
+        }
+        if let thumbnail, stale.contains(.thumbnail) || !stored.contains(.thumbnail) {
+            try await store(DiskImport(cleartextData: thumbnail), .thumbnail)
+        }
+        if let metadata, stale.contains(.metadata) || !stored.contains(.metadata) {
+            try await store(DiskImport(cleartextData: metadata), .metadata)
+        }
+        try manager.queueUpload(nodeID, name: name, parentID: parentID)
+    }
+
+    /// Uploads every queued change this process can claim, oldest first; with `waitForOthers`, then waits
+    /// until the changes other processes were uploading are done too (or failed). `progress` hears
+    /// (changes done, changes in all) after each.
+    public func drainQueue(waitForOthers: Bool = false,
+                           progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> DrainResult {
+        var result = DrainResult()
+        let queue = try manager.uploadQueue()
+        progress?(0, queue.count)
+        for (index, queued) in queue.enumerated() {
+            try Task.checkCancellation()
+            do {
+                if let outcome = try await uploadQueued(queued.nodeID) {
+                    if let conflict = outcome.conflict { result.conflicts.append(conflict) } else { result.uploaded.append(queued.nodeID) }
+                } else if try manager.queuedUpload(queued.nodeID) != nil {
+                    result.busy.append(queued.nodeID)
+                }
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                result.failed.append((queued.nodeID, Self.describe(error)))
+            }
+            progress?(index + 1, queue.count)
+        }
+        if waitForOthers {
+            while !result.busy.isEmpty {
+                try await Task.sleep(for: .milliseconds(100))
+                var still: [NodeID] = []
+                for id in result.busy {
+                    guard let queued = try manager.queuedUpload(id) else { result.uploaded.append(id); continue }
+                    switch queued.state {
+                    case .uploading: still.append(id)
+                    case .failed: result.failed.append((id, queued.lastError ?? "the upload failed"))
+                    case .pending:
+                        // Given back (its uploader stopped) or changed again: upload it here.
+                        if let outcome = try await uploadQueued(id) {
+                            if let conflict = outcome.conflict { result.conflicts.append(conflict) } else { result.uploaded.append(id) }
+                        } else {
+                            still.append(id)
+                        }
+                    }
+                }
+                result.busy = still
+            }
+        }
+        return result
+    }
+
+    /// Uploads the node's queued change if this process can claim it (nil: nothing queued, or another
+    /// running process is uploading it). A failure leaves the change queued as `failed` with its error.
+    @discardableResult
+    public func uploadQueued(_ nodeID: NodeID) async throws -> PushResult? {
+        guard let queued = try manager.claimUpload(nodeID) else { return nil }
+        do {
+            let result = try await upload(queued)
+            try manager.finishUpload(nodeID, sequence: queued.sequence)
+            return result
+        } catch is CancellationError {
+            try? manager.releaseUpload(nodeID)
+            throw CancellationError()
+        } catch {
+            try? manager.failUpload(nodeID, sequence: queued.sequence, error: Self.describe(error))
+            throw error
+        }
+    }
+
+    private func upload(_ queued: QueuedUpload) async throws -> PushResult {
+        let nodeID = queued.nodeID
+        guard let data = try await manager.nodeFile(nodeID, kind: .data) else {
+            throw RemoteError(.io, "node '\(nodeID)' has no data stored locally to upload")
+        }
+        let known = try manager.outlineEntry(nodeID)
+        let name = queued.name ?? known?.name
+        let parentID = queued.parentID ?? known?.parentID
+        // A crash after the record landed and before the queue heard of it: the record names our version.
+        if let version = queued.version, let current = try await currentRecord(of: nodeID),
+           let record = current.record, record.cloudVersion == version {
+            try apply(record)
+            try await didUpload(nodeID)
+            return PushResult(entry: try record.outlineEntry(), conflict: nil)
+        }
+        let thumbnail = try await manager.nodeFile(nodeID, kind: .thumbnail)
+        let metadata = try await manager.nodeFile(nodeID, kind: .metadata)
+        let content = Content(data: .stored(data), thumbnail: try thumbnail.map(Self.plaintext(of:)),
+                              metadata: try metadata.map(Self.plaintext(of:)))
+        let outcome = try await upload(content, nodeID: nodeID, name: name, parentID: parentID) { version in
+            try manager.noteUploadVersion(nodeID, version: version)
+        }
+        switch outcome {
+        case .pushed(let entry):
+            try await didUpload(nodeID)
+            return PushResult(entry: entry, conflict: nil)
+        case .conflict(let remoteRecord):
+            // The copy goes up first, from the files still held here; then the node takes the remote's version.
+            let copy = try await uploadConflictCopy(content, of: nodeID, name: name ?? remoteRecord?.name,
+                                                    parentID: parentID ?? remoteRecord?.parentID)
+            if let remoteRecord { try apply(remoteRecord) }
+            return copy
+        }
+    }
+
+    /// Uploads `content` as a new node beside `nodeID`, named as its conflict copy, and notes it.
+    func uploadConflictCopy(_ content: Content, of nodeID: NodeID, name: String?, parentID: String?) async throws -> PushResult {
+        // To the second, as the name says it (and as the index keeps it).
+        let now = Date(timeIntervalSince1970: manager.clock.now.timeIntervalSince1970.rounded(.down))
+        let copyID = try NodeID(UUID().uuidString.lowercased())
+        let copyName = ConflictName.make(original: name ?? nodeID.rawValue, host: host, date: now)
+        guard case .pushed(let entry) = try await upload(content, nodeID: copyID, name: copyName, parentID: parentID) else {
+            throw RemoteError(.preconditionFailed, "\(remote.url): the conflict copy of node '\(nodeID)' (a new node, '\(copyID)') met a record already there")
+        }
+        let copy = ConflictCopy(nodeID: copyID, originalID: nodeID, name: copyName, createdAt: now)
+        try manager.noteConflictCopy(copy)
+        return PushResult(entry: entry, conflict: copy)
+    }
+
+    /// The upload hooks of every file of the node.
+    func didUpload(_ nodeID: NodeID) async throws {
+        for kind in [FileKind.data, .metadata, .thumbnail] { try await manager.didUploadNodeFile(nodeID, kind: kind) }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        (error as? any DarkDiskFailure)?.message ?? "\(error)"
+    }
+}

@@ -1,0 +1,58 @@
+import DarkDisk
+import DarkDiskSync
+import Foundation
+import Logging
+
+/// Drains the store's upload queue in the background (the mount daemon's half of DESIGN §4): it looks at the
+/// queue every `checkInterval` seconds (one index read), uploads what it can claim, and pulls right after
+/// its own uploads so the outline shows what the remote now holds. A failing round is logged once and
+/// retried with backoff (doubling up to a minute) until an upload succeeds again.
+public final class QueueUploader: Sendable {
+    private let task: Locked<Task<Void, Never>?> = Locked(nil)
+
+    public init(sync: CloudSync, checkInterval: Double = 1, pullAfterUploads: Bool = true, logger: Logger) {
+        let task = Task.detached {
+            var backoff = checkInterval
+            var failing = false
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(Int(backoff * 1000)))
+                if Task.isCancelled { break }
+                do {
+                    let waiting = try sync.manager.uploadQueue().filter { $0.state != .uploading }
+                    guard !waiting.isEmpty else { continue }
+                    let result = try await sync.drainQueue()
+                    for conflict in result.conflicts {
+                        logger.warning("upload: node \(conflict.originalID) changed in the remote; this store's change is node \(conflict.nodeID) '\(conflict.name)'")
+                    }
+                    if !result.uploaded.isEmpty || !result.conflicts.isEmpty {
+                        logger.info("upload: \(result.uploaded.count) uploaded, \(result.conflicts.count) as conflict copies")
+                        if pullAfterUploads { _ = try? await sync.pull() }
+                    }
+                    if let first = result.failed.first {
+                        if !failing { logger.warning("upload failed (retried with backoff): node \(first.nodeID): \(first.error)") }
+                        failing = true
+                        backoff = min(60, backoff * 2)
+                    } else {
+                        if failing { logger.notice("upload: the queue drains again") }
+                        failing = false
+                        backoff = checkInterval
+                    }
+                } catch {
+                    if !failing { logger.warning("upload: \(error)") }
+                    failing = true
+                    backoff = min(60, backoff * 2)
+                }
+            }
+        }
+        self.task.withLock { $0 = task }
+    }
+
+    /// Stops draining; an upload in progress stops at its next step and its change stays queued.
+    public func stop() {
+        task.withLock { $0?.cancel() }
+    }
+
+    deinit {
+        task.withLock { $0?.cancel() }
+    }
+}

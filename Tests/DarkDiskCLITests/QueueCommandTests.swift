@@ -1,0 +1,63 @@
+import DarkDiskTestSupport
+import Foundation
+import Testing
+
+/// Issue 18 item 4 at the command line: `push` queues and waits (or not, with `--no-wait`), `push --node`
+/// without FILE uploads what the store holds, `sync` drains the queue, `status` shows it, and a mount's
+/// daemon drains it in the background and says where each file stands in `user.darkdisk.sync`.
+@Suite(.processSlots) struct QueueCommandTests {
+    @Test func pushQueuesSyncDrainsAndStatusShowsTheQueue() async throws {
+        let remote = try RemoteBucket()
+        let store = remote.a
+        let pass = ["--passphrase-file", remote.passphrase]
+        let data = CLIStore.bytes(400_000, seed: 41)
+
+        let queued = try await store.darkdisk(["push", try store.file("later", data), "--node", "later", "--name", "later.bin", "--no-wait"] + pass)
+        #expect(queued.status == 0, "\(queued.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: remote.bucket + "/records/later.rec"))
+        let status = try await store.darkdisk(["status"] + pass)
+        #expect(status.output.contains("upload queue: 1 pending, 0 uploading, 0 failed"), "\(status.output)")
+        #expect(status.output.contains("node later: pending"))
+
+        let sync = try await store.darkdisk(["sync"] + pass)
+        #expect(sync.status == 0, "\(sync.stderr)")
+        #expect(sync.output.contains("uploaded 1 changes"), "\(sync.output)")
+        #expect(FileManager.default.fileExists(atPath: remote.bucket + "/records/later.rec"))
+        #expect(!(try await store.darkdisk(["status"] + pass)).output.contains("upload queue"))
+
+        // B reads what A uploaded.
+        try remote.join("file://" + remote.bucket)
+        let out = remote.b.directory + "/later.out"
+        #expect(try remote.darkdiskB(["export", "--node", "later", "--output", out]).status == 0)
+        #expect(FileManager.default.contents(atPath: out) == data)
+
+        // Without FILE: what the store holds goes up (here, an imported file); a node with nothing stored is refused.
+        let imported = CLIStore.bytes(5_000, seed: 42)
+        #expect(try await store.darkdisk(["import", try store.file("imp", imported), "--node", "imported"] + pass).status == 0)
+        let push = try await store.darkdisk(["push", "--node", "imported", "--name", "imported.bin"] + pass)
+        #expect(push.status == 0, "\(push.stderr)")
+        #expect(FileManager.default.fileExists(atPath: remote.bucket + "/records/imported.rec"))
+        expectOneLineFailure(try await store.darkdisk(["push", "--node", "nothing"] + pass), mentioning: "no data stored locally")
+    }
+
+    @Test func aMountsDaemonUploadsTheQueueInTheBackground() async throws {
+        let remote = try RemoteBucket()
+        try remote.push("seed", Data("seed".utf8))
+        try remote.join("file://" + remote.bucket)
+        let mount = try remote.mountB(["--poll-interval", "0"])
+        defer { withExtendedLifetime(mount) {} }
+        let data = CLIStore.bytes(300_000, seed: 43)
+        let push = try await remote.b.darkdisk(["push", try remote.b.file("bg", data), "--node", "bg", "--no-wait", "--passphrase-file", remote.passphrase])
+        #expect(push.status == 0, "\(push.stderr)")
+        // The daemon notices within seconds, uploads, and pulls; the file then says it is synced.
+        var state = ""
+        for _ in 0..<100 {
+            state = (try? await Shell.sh("getfattr --only-values -n user.darkdisk.sync \(Shell.quote(mount.path + "/nodes/bg/data"))").output) ?? ""
+            if state == "synced" { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(state == "synced")
+        #expect(FileManager.default.fileExists(atPath: remote.bucket + "/records/bg.rec"))
+        #expect(try await Shell.sh("getfattr --only-values -n user.darkdisk.sync \(Shell.quote(mount.path + "/nodes/seed/data"))").output == "synced")
+    }
+}
