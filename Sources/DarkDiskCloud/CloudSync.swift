@@ -122,7 +122,10 @@ public struct CloudSync: Sendable {
             try manager.updateOutline(entry)
         }
         try manager.noteRecordGenerations(generations)
-        let gone = known.keys.filter { !seen.contains($0) }
+        // A node with a change still queued here keeps it: the upload brings the node back (a local change
+        // is never dropped by a remote delete).
+        let queued = Set(try manager.uploadQueue().map(\.nodeID))
+        let gone = known.keys.filter { !seen.contains($0) && !queued.contains($0) }
         if !gone.isEmpty {
             try await manager.deleteNodes(Array(gone))
             result.deleted = gone.count

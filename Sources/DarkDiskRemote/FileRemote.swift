@@ -150,8 +150,19 @@ public struct FileRemote: Remote {
         func release() { close(fd) }
     }
 
-    public func delete(_ key: String) async throws(RemoteError) {
+    public func delete(_ key: String, condition: WriteCondition) async throws(RemoteError) {
         try RemoteKey.check(key)
+        guard condition != .absent else { throw RemoteError(.invalidURL, "a delete cannot be conditioned on the object being absent") }
+        var lock: WriteLock?
+        if case .matches(let etag) = condition {
+            lock = try WriteLock(root: root, shared: shared)
+            var st = stat()
+            guard stat(path(key), &st) == 0, Self.etag(st) == etag else {
+                lock?.release()
+                throw RemoteError(.preconditionFailed, "\(url): \(key) is not as this delete expected (it changed or went)")
+            }
+        }
+        defer { lock?.release() }
         if unlink(path(key)) != 0 && errno != ENOENT {
             throw RemoteError(.io, "cannot delete \(path(key)): \(String(cString: strerror(errno)))")
         }

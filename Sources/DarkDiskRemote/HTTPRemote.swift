@@ -86,7 +86,7 @@ public struct HTTPRemote: Remote {
         throw RemoteError(.io, "\(url) is an http remote, which is read-only: push to the bucket behind it")
     }
 
-    public func delete(_ key: String) async throws(RemoteError) {
+    public func delete(_ key: String, condition: WriteCondition) async throws(RemoteError) {
         throw RemoteError(.io, "\(url) is an http remote, which is read-only")
     }
 

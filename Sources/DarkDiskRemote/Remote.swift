@@ -20,11 +20,17 @@ public protocol Remote: Sendable {
     /// Stores a whole small object, atomically, if `condition` holds when it lands; otherwise fails with
     /// `.preconditionFailed` and leaves the object as it was (DESIGN §4: conditional writes).
     func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo
-    /// Removes an object; a missing object is not an error.
-    func delete(_ key: String) async throws(RemoteError)
+    /// Removes an object; a missing object is not an error. With `.matches(ETAG)`, only if the object is still
+    /// that one (else `.preconditionFailed`, and it stays); `.absent` is refused as a condition of a delete.
+    func delete(_ key: String, condition: WriteCondition) async throws(RemoteError)
 }
 
 extension Remote {
+    /// Removes an object whatever it holds; a missing object is not an error.
+    public func delete(_ key: String) async throws(RemoteError) {
+        try await delete(key, condition: .none)
+    }
+
     /// Stores a whole small object, atomically, whatever is there.
     public func write(_ key: String, data: Data) async throws(RemoteError) -> ObjectInfo {
         try await write(key, data: data, condition: .none)

@@ -68,10 +68,21 @@ extension S3Remote {
         }, consume: consume)
     }
 
-    /// DELETE; S3 answers 204 whether or not the object existed, some servers 404 for a missing key.
-    public func delete(_ key: String) async throws(RemoteError) {
+    /// DELETE; S3 answers 204 whether or not the object existed, some servers 404 for a missing key. A
+    /// `.matches` condition is `If-Match` with the ETag unquoted; a 412, or a 404 to it, is `.preconditionFailed`.
+    public func delete(_ key: String, condition: WriteCondition) async throws(RemoteError) {
         try RemoteKey.check(key)
-        let response = try await perform(.DELETE, path: objectPath(key))
+        var headers: [(String, String)] = []
+        switch condition {
+        case .none: break
+        case .absent: throw RemoteError(.invalidURL, "a delete cannot be conditioned on the object being absent")
+        case .matches(let etag): headers.append(("If-Match", etag.replacingOccurrences(of: "\"", with: "")))
+        }
+        let response = try await perform(.DELETE, path: objectPath(key), headers: headers)
+        if !headers.isEmpty, response.status == .preconditionFailed
+            || (response.status == .notFound && S3XML.parse(response.body)?.text("Code") != "NoSuchBucket") {
+            throw RemoteError(.preconditionFailed, "\(url): \(key) is not as this delete expected (it changed or went)")
+        }
         switch response.status {
         case .noContent, .ok:
             return

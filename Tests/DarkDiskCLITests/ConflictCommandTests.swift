@@ -38,4 +38,22 @@ import Testing
         #expect(FileManager.default.contents(atPath: out) == Data("B's plan".utf8))
         #expect(try remote.darkdiskB(["check", "--remote"]).status == 0)
     }
+
+    /// `delete --node ID --remote` deletes the node everywhere, unless it changed since this store saw it.
+    @Test func deleteRemoteReachesTheOtherStoreConditionally() async throws {
+        let remote = try RemoteBucket()
+        try remote.push("old", Data("old".utf8))
+        try remote.push("busy", Data("busy 1".utf8))
+        try remote.join("file://" + remote.bucket)
+        let delete = try remote.darkdiskB(["delete", "--node", "old", "--remote"])
+        #expect(delete.status == 0, "\(delete.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: remote.bucket + "/records/old.rec"))
+        let pull = try await remote.a.darkdisk(["pull", "--passphrase-file", remote.passphrase])
+        #expect(pull.status == 0 && pull.output.contains("1 deleted"), "\(pull.output)")
+
+        try remote.push("busy", Data("busy 2".utf8))
+        expectOneLineFailure(try remote.darkdiskB(["delete", "--node", "busy", "--remote"]), mentioning: "changed")
+        #expect(FileManager.default.fileExists(atPath: remote.bucket + "/records/busy.rec"))
+        expectOneLineFailure(try remote.darkdiskB(["delete", "--node", "busy", "--remote", "--kind", "data"]), mentioning: "--remote deletes a whole node")
+    }
 }

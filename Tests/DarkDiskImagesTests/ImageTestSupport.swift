@@ -64,7 +64,7 @@ final class CountingRemote: Remote, Sendable {
     }
     func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo { try await inner.write(key, fromFile: path) }
     func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo { try await inner.write(key, data: data, condition: condition) }
-    func delete(_ key: String) async throws(RemoteError) { try await inner.delete(key) }
+    func delete(_ key: String, condition: WriteCondition) async throws(RemoteError) { try await inner.delete(key, condition: condition) }
 
     func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?,
               consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
