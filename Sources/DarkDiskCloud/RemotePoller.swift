@@ -6,14 +6,17 @@ import Logging
 /// Pulls the remote's outline on a timer (the mount daemon's `--poll-interval`), so that what another
 /// machine pushes appears on the mount without a command. Each round is `CloudSync.pull`; a change is
 /// logged in one line, an outage once (not every round) until a pull succeeds again. A remote that lists
-/// no node while the store knows some is refused by the pull, as from the command line.
+/// no node while the store knows some is refused by the pull, as from the command line. Every
+/// `gcInterval` seconds a round also runs `collectGarbage(grace:)` (as `darkdisk gc` does), so cloud file
+/// versions no record names go without a command.
 public final class RemotePoller: Sendable {
     private let task: Locked<Task<Void, Never>?> = Locked(nil)
 
     /// Starts polling every `interval` seconds (the first round after one interval).
-    public init(sync: CloudSync, interval: Double, logger: Logger) {
+    public init(sync: CloudSync, interval: Double, gcInterval: Double = 3600, gcGrace: Double = 3600, logger: Logger) {
         let task = Task.detached {
             var failing = false
+            var lastGC: ContinuousClock.Instant?
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
                 if Task.isCancelled { break }
@@ -25,6 +28,13 @@ public final class RemotePoller: Sendable {
                         logger.info("pull: \(result.added) new, \(result.changed) changed, \(result.deleted) deleted, \(result.skipped.count) skipped")
                     }
                     for line in result.skipped { logger.warning("pull skipped: \(line)") }
+                    if lastGC.map({ ContinuousClock.now - $0 >= .milliseconds(Int(gcInterval * 1000)) }) ?? true {
+                        lastGC = ContinuousClock.now
+                        let garbage = try await sync.collectGarbage(grace: gcGrace)
+                        if !garbage.deleted.isEmpty {
+                            logger.info("gc: deleted \(garbage.deleted.count) unnamed cloud file versions (\(garbage.deletedBytes) bytes)")
+                        }
+                    }
                 } catch {
                     if !failing { logger.warning("pull failed (tried again every \(interval) s): \(error)") }
                     failing = true

@@ -2,6 +2,7 @@ import DarkDisk
 import DarkDiskCloud
 import DarkDiskTestSupport
 import Foundation
+import Logging
 import Testing
 
 /// Issue 18 item 2: every upload writes a new, immutable version of the node's cloud file, which the record
@@ -49,6 +50,26 @@ import Testing
         #expect(try await setup.remote.info("nodes/README") != nil, "only darkdisk's cloud files are candidates")
         let again = try await DownloadManager(manager: setup.b, remote: setup.remote).downloadNodeData(node, options: DownloadOptions(cacheToDiskManager: true, policy: .remote)).value
         #expect(try CloudTests().plaintext(try #require(again.export)) == second, "the current version reads after gc")
+    }
+
+    /// The mount daemon's poller collects garbage too (issue 18 item 2, "and by the mount daemon").
+    @Test func thePollerCollectsUnnamedVersions() async throws {
+        let setup = try CloudTests.Setup()
+        let syncA = CloudSync(manager: setup.a, remote: setup.remote)
+        let node = try NodeID("polled")
+        try await syncA.push(dataFile: setup.file("v1", CloudTests.bytes(10_000, seed: 7)), nodeID: node)
+        let firstKey = try setup.cloudKey(node)
+        try await syncA.push(dataFile: setup.file("v2", CloudTests.bytes(10_000, seed: 8)), nodeID: node)
+        let poller = RemotePoller(sync: CloudSync(manager: setup.b, remote: setup.remote), interval: 0.02, gcInterval: 0, gcGrace: 0,
+                                  logger: Logger(label: "test"))
+        defer { poller.stop() }
+        var gone = false
+        for _ in 0..<200 where !gone {
+            try await Task.sleep(for: .milliseconds(20))
+            gone = try await setup.remote.info(firstKey) == nil
+        }
+        #expect(gone, "the poller did not delete the unnamed version")
+        #expect(try await setup.remote.info(try setup.cloudKey(node)) != nil)
     }
 
     /// The grace period spans runs: the first sighting is kept in the store.
