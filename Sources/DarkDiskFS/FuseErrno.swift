@@ -35,7 +35,7 @@ enum FuseErrno {
             case .notFound, .unknownNode: return ENOENT
             case .accessDenied: return EACCES
             case .notLocal: return EREMOTE
-            case .unreachable, .changed, .invalidResponse, .invalidURL, .io, .emptyListing, .preconditionFailed: return EIO
+            case .unreachable, .changed, .invalidResponse, .invalidURL, .io, .emptyListing, .preconditionFailed, .foreignKey: return EIO
             }
         case let error as CryptoError:
             switch error.code {

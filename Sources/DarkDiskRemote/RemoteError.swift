@@ -14,6 +14,8 @@ public struct RemoteError: DarkDiskFailure, Equatable {
         case unreachable
         /// The object changed (its ETag no longer matches) during a transfer.
         case changed
+        /// The remote belongs to another store (another master key), or needs a passphrase to tell.
+        case foreignKey
         /// A conditional write found the object not as the write expected (already there, changed, or gone).
         case preconditionFailed
         /// The remote answered something that is not what was asked (wrong length, bad record).

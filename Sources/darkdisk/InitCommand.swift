@@ -22,29 +22,17 @@ struct InitCommand: AsyncParsableCommand {
     func run() async throws {
         let location = storeOptions.location
         let passphrase = try storeOptions.passphrase()
-        guard !DiskManager.exists(at: location) else {
-            throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
-        }
-        var remoteKeyFile: Data?
-        var attached: (any Remote)?
+        let manager: DiskManager
+        var joinedKey = false
         if let remote {
-            let target = try RemoteURL.remote(remote)
-            let contents = try await RemoteMembership.contents(of: target)
-            try RemoteMembership.refuseNewKey(for: target, holding: contents, keyPath: location.keyPath)
-            if contents.keyFile != nil && passphrase == nil {
-                throw CLIError("\(remote) keeps a passphrase-protected key: pass the same --passphrase-file as the machine that made it, to join it (a new key could read none of its nodes)")
+            (manager, joinedKey) = try await StoreRemote.createStore(at: location, remote: remote, passphrase: passphrase, logger: CLILog.cli)
+        } else {
+            guard !DiskManager.exists(at: location) else {
+                throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
             }
-            remoteKeyFile = contents.keyFile
-            attached = target
+            manager = try DiskManager.create(at: location, passphrase: passphrase, logger: CLILog.cli)
         }
-        let manager = try DiskManager.create(at: location, passphrase: passphrase, adoptingKeyFile: remoteKeyFile, logger: CLILog.cli)
-        if let remote, let attached {
-            try manager.setText(remote, for: StoreRemote.settingKey)
-            if remoteKeyFile == nil, passphrase != nil {
-                _ = try await attached.write(CloudLayout.masterKey, data: MasterKeyFile.contents(at: location.keyPath))
-            }
-        }
-        let joined = remoteKeyFile != nil ? " (joined the remote's key)" : ""
+        let joined = joinedKey ? " (joined the remote's key)" : ""
         print("created store\(joined): data \(manager.location.dataDirectory), cache \(manager.location.cacheDirectory), key \(manager.location.keyPath)")
     }
 }

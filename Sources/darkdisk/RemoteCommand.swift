@@ -43,14 +43,7 @@ struct RemoteCommand: ParsableCommand {
 
         func run() async throws {
             let manager = try storeOptions.open()
-            let remote = try RemoteURL.remote(url)
-            let contents = try await RemoteMembership.contents(of: remote)
-            let passphrase = try storeOptions.passphrase()
-            try await RemoteMembership.checkSameKey(manager, remote: remote, holding: contents, passphrase: passphrase)
-            if contents.keyFile == nil, try MasterKeyFile.needsPassphrase(at: manager.location.keyPath), !url.hasPrefix("http") {
-                _ = try await remote.write(CloudLayout.masterKey, data: MasterKeyFile.contents(at: manager.location.keyPath))
-            }
-            try manager.setText(url, for: StoreRemote.settingKey)
+            try await StoreRemote.attach(manager, to: url, passphrase: try storeOptions.passphrase())
             print("remote set to \(url)")
         }
     }

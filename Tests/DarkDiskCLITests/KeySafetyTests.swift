@@ -35,7 +35,7 @@ import Testing
         let url = "file://" + remote.bucket
         let other = try CLIStore()
         // The remote keeps a passphrase-protected key: joining needs the passphrase.
-        await expectOneLineFailure(try other.darkdisk(["init", "--remote", url]), mentioning: "pass the same --passphrase-file")
+        await expectOneLineFailure(try other.darkdisk(["init", "--remote", url]), mentioning: "pass --passphrase-file")
         #expect(!FileManager.default.fileExists(atPath: other.storePath + "/config/master.key"))
         // The key file gone from the remote, records still there: refused, with or without a passphrase.
         let keyFile = remote.bucket + "/keys/master.json"

@@ -1,5 +1,4 @@
 import DarkDisk
-import DarkDiskCloud
 import Foundation
 
 /// Whether a store may attach to a remote: a remote that holds another store's nodes is read only with
@@ -26,7 +25,7 @@ enum RemoteMembership {
     /// since the new store's random key could read none of them.
     static func refuseNewKey(for remote: any Remote, holding contents: Contents, keyPath: String) throws {
         guard contents.keyFile == nil, !(contents.records.isEmpty && contents.users == 0) else { return }
-        throw CLIError("\(remote.url) already holds \(contents.records.count) nodes and \(contents.users) users under another store's key, and no passphrase-protected key to join (keys/master.json): a new key could read none of them; copy that store's key file to \(keyPath) and run 'darkdisk remote set \(remote.url)'")
+        throw RemoteError(.foreignKey, "\(remote.url) already holds \(contents.records.count) nodes and \(contents.users) users under another store's key, and no passphrase-protected key to join (keys/master.json): a new key could read none of them; copy that store's key file to \(keyPath) and run 'darkdisk remote set \(remote.url)'")
     }
 
     /// `remote set`: the remote's key file (unwrapped with the store's passphrase) must be this store's key,
@@ -34,18 +33,18 @@ enum RemoteMembership {
     static func checkSameKey(_ manager: DiskManager, remote: any Remote, holding contents: Contents, passphrase: [UInt8]?) async throws {
         if let keyFile = contents.keyFile {
             guard let passphrase else {
-                throw CLIError("\(remote.url) keeps a passphrase-protected key: pass the store's --passphrase-file so it can be compared with this store's key")
+                throw RemoteError(.foreignKey, "\(remote.url) keeps a passphrase-protected key: pass the store's --passphrase-file so it can be compared with this store's key")
             }
             guard let key = try? MasterKeyFile.unwrap(keyFile, passphrase: passphrase) else {
-                throw CLIError("\(remote.url) holds another store's key (this store's passphrase does not open it)")
+                throw RemoteError(.foreignKey, "\(remote.url) holds another store's key (this store's passphrase does not open it)")
             }
-            guard manager.isMasterKey(key) else { throw CLIError("\(remote.url) holds another store's key") }
+            guard manager.isMasterKey(key) else { throw RemoteError(.foreignKey, "\(remote.url) holds another store's key") }
         }
         // One record is enough to tell whose nodes these are: they all wrap their keys with one master key.
         if let first = contents.records.first, let name = CloudLayout.recordName(ofKey: first.key),
            let data = try await remote.readAll(first.key) {
             let id = name.nodeID
-            let refused = CLIError("\(remote.url) holds nodes sealed under another store's key (node '\(id)' does not open with this store's key)")
+            let refused = RemoteError(.foreignKey, "\(remote.url) holds nodes sealed under another store's key (node '\(id)' does not open with this store's key)")
             let record: NodeRecord
             do { record = try NodeRecord.read(data, sealed: name.sealed, expected: id, with: manager) } catch {
                 if name.sealed { throw refused }
