@@ -64,20 +64,20 @@ import Glibc
                 kind = "import"
                 let id = "import-\(random.next() % 4)"
                 let mode = random.next() % 2 == 0 ? ["--persistent"] : []
-                killedMidway += await killMidway(["import", b.directory + "/" + id, "--node", id] + mode + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
+                killedMidway += await KillMidway.run(["import", b.directory + "/" + id, "--node", id] + mode + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
             case 1:
                 kind = "download"
                 let id = "remote-\(random.next() % 3)"
                 _ = try await b.darkdisk(["delete", "--node", id])
-                killedMidway += await killMidway(["fetch", "--node", id, "--part-size", "1048576"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
+                killedMidway += await KillMidway.run(["fetch", "--node", id, "--part-size", "1048576"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
             case 2:
                 kind = "migration"
                 let id = ["import-0", "import-1", "remote-0", "remote-1", "held"][Int(random.next() % 5)]
-                killedMidway += await killMidway(["persist", "--node", id, random.next() % 2 == 0 ? "on" : "off"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
+                killedMidway += await KillMidway.run(["persist", "--node", id, random.next() % 2 == 0 ? "on" : "off"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
             case 3:
                 kind = "eviction"
                 _ = try await b.darkdisk(["config", "set", "pool.data.max_size", "1G"])
-                killedMidway += await killMidway(["config", "set", "pool.data.max_size", "0"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
+                killedMidway += await KillMidway.run(["config", "set", "pool.data.max_size", "0"] + pass, at: fraction, of: &runtimes[kind]!, in: b.directory)
             default:
                 kind = "daemon"
                 let mount = try Mount(b)
@@ -109,18 +109,5 @@ import Glibc
         withExtendedLifetime(holder) {}
         #expect(Self.rounds < 10 || killedMidway > Self.rounds / 4, "most kills came after the work was done: \(killedMidway)")
         print("fault run: \(Self.rounds) rounds, \(killedMidway) killed in the middle: \(kinds.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
-    }
-
-    /// Starts `darkdisk ARGS` and kills it with SIGKILL at `fraction` of `runtime` seconds; 1 if it was
-    /// still running then. A command that finished first sets `runtime` to how long it took.
-    private func killMidway(_ arguments: [String], at fraction: Double, of runtime: inout Double, in directory: String) async -> Int {
-        let started = Date()
-        guard let process = try? Background("exec " + ([Shell.darkdisk] + arguments).map(Shell.quote).joined(separator: " ") + " > /dev/null",
-                                            in: directory) else { return 0 }
-        if await process.wait(seconds: fraction * runtime) != nil {
-            runtime = Date().timeIntervalSince(started)
-            return 0
-        }
-        return 1
     }
 }
