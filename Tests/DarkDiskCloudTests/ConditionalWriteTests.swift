@@ -9,27 +9,32 @@ import Testing
 /// one a change was based on, on `file://` (lock and compare) and on S3 (moto's server); a push that loses
 /// the race keeps the remote's version on the node and uploads the local change as a conflict copy.
 @Suite struct ConditionalWriteTests {
+    /// The remotes every test here runs on: `file://`, moto's S3 and Ceph's RADOS Gateway.
     enum Kind: String, CaseIterable, CustomTestStringConvertible {
-        case file, s3
+        case file, s3, rgw
         var testDescription: String { rawValue }
     }
 
-    /// Two stores sharing a key and a remote of `kind` (the moto server stays up while the value lives).
+    /// Two stores sharing a key and a remote of `kind` (its server stays up while the value lives).
     struct Bucket {
         let setup: CloudTests.Setup
         let remote: any Remote
-        let moto: MotoServer?
+        let server: AnyObject?
 
         init(_ kind: Kind) async throws {
             setup = try CloudTests.Setup()
             switch kind {
             case .file:
                 remote = setup.remote
-                moto = nil
+                server = nil
             case .s3:
-                let server = try MotoServer()
-                remote = try await server.remote(prefix: "shared", credentials: MotoServer.anyCredentials)
-                moto = server
+                let moto = try MotoServer()
+                remote = try await moto.remote(prefix: "shared", credentials: MotoServer.anyCredentials)
+                server = moto
+            case .rgw:
+                let ceph = try CephServer()
+                remote = try await ceph.remote(prefix: "shared")
+                server = ceph
             }
         }
 
