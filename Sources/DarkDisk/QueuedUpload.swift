@@ -25,4 +25,10 @@ public struct QueuedUpload: Sendable, Equatable {
     public let lastError: String?
     /// Grows with every change queued for the node: an upload clears only the change it uploaded.
     public let sequence: Int64
+
+    /// Whether a running process is uploading it now (a claim of a process that died is free to take).
+    public var isBeingUploaded: Bool {
+        guard state == .uploading, let claimedBy else { return false }
+        return DiskManager.isRunning(claimedBy)
+    }
 }

@@ -18,7 +18,8 @@ public final class QueueUploader: Sendable {
                 try? await Task.sleep(for: .milliseconds(Int(backoff * 1000)))
                 if Task.isCancelled { break }
                 do {
-                    let waiting = try sync.manager.uploadQueue().filter { $0.state != .uploading }
+                    // Including changes whose uploader died (a daemon killed mid-upload and started again).
+                    let waiting = try sync.manager.uploadQueue().filter { !$0.isBeingUploaded }
                     guard !waiting.isEmpty else { continue }
                     let result = try await sync.drainQueue()
                     for conflict in result.conflicts {

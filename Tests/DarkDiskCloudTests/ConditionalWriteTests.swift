@@ -9,10 +9,16 @@ import Testing
 /// one a change was based on, on `file://` (lock and compare) and on S3 (moto's server); a push that loses
 /// the race keeps the remote's version on the node and uploads the local change as a conflict copy.
 @Suite struct ConditionalWriteTests {
-    /// The remotes every test here runs on: `file://`, moto's S3 and Ceph's RADOS Gateway.
+    /// The remotes the tests here run on: `file://`, moto's S3, and Ceph's RADOS Gateway when
+    /// `DARKDISK_TEST_RGW` is set (`Scripts/test --long`): in the full suite on two cores a cluster once
+    /// failed to start within two minutes, so the suite leaves it out.
     enum Kind: String, CaseIterable, CustomTestStringConvertible {
         case file, s3, rgw
         var testDescription: String { rawValue }
+
+        static var allCases: [Kind] {
+            ProcessInfo.processInfo.environment["DARKDISK_TEST_RGW"] == nil ? [.file, .s3] : [.file, .s3, .rgw]
+        }
     }
 
     /// Two stores sharing a key and a remote of `kind` (its server stays up while the value lives).

@@ -3,6 +3,7 @@ import DarkDiskCloud
 import DarkDiskCrypto
 import DarkDiskTestSupport
 import Foundation
+import Logging
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -106,6 +107,26 @@ import Glibc
         kill(child, SIGKILL)
         _ = await ChildProcess.exitStatus(child)
         #expect(try setup.a.claimUpload(id)?.claimedBy == getpid())
+    }
+
+    /// The mount daemon's uploader takes over a change whose uploader died (a daemon killed mid-upload).
+    @Test func theBackgroundUploaderTakesOverADeadUploadersChange() async throws {
+        let setup = try CloudTests.Setup()
+        let sync = CloudSync(manager: setup.a, remote: setup.remote)
+        let id = try NodeID("resumed")
+        try await sync.queuePush(dataFile: setup.file("p", bytes(50_000, 4)), nodeID: id)
+        let child = try ChildProcess.spawn("/bin/true", [])
+        _ = await ChildProcess.exitStatus(child)
+        #expect(try setup.a.claimUpload(id, for: child)?.state == .uploading)
+        let uploader = QueueUploader(sync: sync, checkInterval: 0.05, pullAfterUploads: false, logger: Logger(label: "test"))
+        defer { uploader.stop() }
+        var drained = false
+        for _ in 0..<300 where !drained {
+            try await Task.sleep(for: .milliseconds(50))
+            drained = try setup.a.uploadQueue().isEmpty
+        }
+        #expect(drained, "the uploader left a dead process' change queued")
+        #expect(try await setup.remote.info(CloudLayout.record(id)) != nil)
     }
 
     /// A queued change based on a record older than the bucket's: the node takes the remote's version,

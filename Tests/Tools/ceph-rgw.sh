@@ -60,7 +60,7 @@ id=$(timeout 30 ceph -c "$conf" osd new "$uuid")
 ceph-osd -c "$conf" -i "$id" --mkfs --osd-uuid "$uuid" 2>/dev/null
 ceph-osd -c "$conf" -i "$id" -f >>"$dir/log/daemons.out" 2>&1 </dev/null & echo $! >> "$dir/pids"
 radosgw -c "$conf" -n client.rgw.a -f >>"$dir/log/daemons.out" 2>&1 </dev/null & echo $! >> "$dir/pids"
-radosgw-admin -c "$conf" user create --uid=darkdisk --display-name=darkdisk --access-key=darkdisk --secret-key=darkdisk >/dev/null
+timeout 60 radosgw-admin -c "$conf" user create --uid=darkdisk --display-name=darkdisk --access-key=darkdisk --secret-key=darkdisk >/dev/null
 for _ in $(seq 300); do
   if curl -s -o /dev/null "http://127.0.0.1:$rgwport/"; then echo ready; exit 0; fi
   sleep 0.1
