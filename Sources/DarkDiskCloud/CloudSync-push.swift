@@ -74,8 +74,7 @@ extension CloudSync {
     }
 
     static func plaintext(of export: DiskExport) throws -> Data {
-        let reader = try export.reader()
-        return Data(try reader.read(section: reader.dataSection, offset: 0, count: Int(reader.plaintextSize(ofSection: reader.dataSection))))
+        try withExtendedLifetime(export) { try FileConversion.decryptIntoMemory(path: export.cryptoFile.path, key: export.cryptoFile.key) }
     }
 
     private static func plaintext(of export: DiskExport, equalsFileAt path: String) throws -> Bool {

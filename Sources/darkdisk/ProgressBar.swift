@@ -8,11 +8,7 @@ final class ProgressBar: Sendable {
     private let state = Locked((shown: false, finished: false))
 
     func show(_ progress: DownloadProgress) {
-        guard state.withLock({ state in
-            if state.finished { return false }
-            state.shown = true
-            return true
-        }) else { return }
+        guard begin() else { return }
         let width = 30
         let filled = Int(progress.fractionCompleted * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
@@ -23,16 +19,21 @@ final class ProgressBar: Sendable {
 
     /// A bar of items: "[####      ] 40% 4/10 nodes".
     func show(done: Int, of total: Int, _ what: String) {
-        guard state.withLock({ state in
-            if state.finished { return false }
-            state.shown = true
-            return true
-        }) else { return }
+        guard begin() else { return }
         let width = 30
         let fraction = total == 0 ? 1 : Double(done) / Double(total)
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
         FileHandle.standardError.write(Data("\r[\(bar)] \(Int(fraction * 100))% \(done)/\(total) \(what)   ".utf8))
+    }
+
+    /// Marks the bar shown; false once it was finished (nothing more is drawn).
+    private func begin() -> Bool {
+        state.withLock { state in
+            if state.finished { return false }
+            state.shown = true
+            return true
+        }
     }
 
     func finish() {
