@@ -129,15 +129,22 @@ extension CloudSync {
         try beforeRecord(version)
         let applied = try manager.recordGeneration(of: nodeID)
         let condition: WriteCondition
+        var generation = applied + 1
         if let current = try await currentRecord(of: nodeID) {
-            guard let record = current.record else {
+            switch current.state {
+            case nil:
                 try? await remote.delete(cloudKey)
                 throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' in \(remote.url) does not authenticate; it was not overwritten (see 'darkdisk check --remote')")
-            }
-            // Newer than what this store saw: another machine's change came first.
-            guard record.generation ?? 0 <= applied else {
-                try? await remote.delete(cloudKey)
-                return .conflict(record)
+            case .record(let record)?:
+                // Newer than what this store saw: another machine's change came first.
+                guard record.generation ?? 0 <= applied else {
+                    try? await remote.delete(cloudKey)
+                    return .conflict(record)
+                }
+            case .tombstone(let tombstone)?:
+                // Deleted elsewhere: a local change is never dropped by a remote delete, so it brings the
+                // node back, above the tombstone's generation.
+                generation = max(applied, tombstone.generation) + 1
             }
             condition = .matches(current.object.etag)
         } else {
@@ -147,7 +154,7 @@ extension CloudSync {
                                 metadataSize: header.sectionSizes[CloudFileSection.metadata.rawValue],
                                 thumbnailSize: header.sectionSizes[CloudFileSection.thumbnail.rawValue],
                                 dataSize: header.sectionSizes[CloudFileSection.data.rawValue],
-                                wrappedKey: Hex.encode(wrapped), cloudETag: info.etag, generation: applied + 1, cloudVersion: version)
+                                wrappedKey: Hex.encode(wrapped), cloudETag: info.etag, generation: generation, cloudVersion: version)
         let sealed = try record.sealed(with: manager)
         var lostRace = false
         do {
@@ -159,12 +166,12 @@ extension CloudSync {
         if lostRace {
             // Lost the race, unless it was this write landing before a retry: then the bucket holds our record.
             let now = try await currentRecord(of: nodeID)
-            if now?.record?.cloudVersion != version {
+            if now?.state?.record?.cloudVersion != version {
                 try? await remote.delete(cloudKey)
-                return .conflict(now?.record)
+                return .conflict(now?.state?.record)
             }
         }
-        try manager.noteRecordGenerations([nodeID: applied + 1])
+        try manager.noteRecordGenerations([nodeID: generation])
         if try await remote.info(CloudLayout.legacyRecord(nodeID)) != nil {
             try await remote.delete(CloudLayout.legacyRecord(nodeID))
         }
@@ -173,9 +180,9 @@ extension CloudSync {
         return .pushed(entry)
     }
 
-    /// The node's sealed record as the bucket holds it now: its object (for `If-Match`) and the record, nil
-    /// if it does not open; nil if there is none.
-    func currentRecord(of nodeID: NodeID) async throws(RemoteError) -> (object: ObjectInfo, record: NodeRecord?)? {
+    /// The node's sealed record object as the bucket holds it now: its object (for `If-Match`) and what it
+    /// holds (a record or a tombstone), nil if it does not open; nil if there is none.
+    func currentRecord(of nodeID: NodeID) async throws(RemoteError) -> (object: ObjectInfo, state: RecordObject?)? {
         let key = CloudLayout.record(nodeID)
         for _ in 0..<5 {
             guard let object = try await remote.info(key) else { return nil }
@@ -187,7 +194,7 @@ extension CloudSync {
                 guard error.code == .changed || error.code == .notFound else { throw error }
                 continue
             }
-            return (object, try? NodeRecord.open(data, expected: nodeID, with: manager))
+            return (object, try? RecordObject.read(data, sealed: true, expected: nodeID, with: manager))
         }
         throw RemoteError(.changed, "the record of node '\(nodeID)' in \(remote.url) keeps changing; try again")
     }

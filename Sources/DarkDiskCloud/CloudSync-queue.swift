@@ -131,7 +131,7 @@ extension CloudSync {
         let parentID = queued.parentID ?? known?.parentID
         // A crash after the record landed and before the queue heard of it: the record names our version.
         if let version = queued.version, let current = try await currentRecord(of: nodeID),
-           let record = current.record, record.cloudVersion == version {
+           let record = current.state?.record, record.cloudVersion == version {
             try apply(record)
             try await didUpload(nodeID)
             return PushResult(entry: try record.outlineEntry(), conflict: nil)

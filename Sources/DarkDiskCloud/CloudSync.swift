@@ -77,7 +77,7 @@ public struct CloudSync: Sendable {
     }
 
     /// Fetches every record: new nodes appear (no data downloaded), nodes with a new ETag lose their stale
-    /// local copies, nodes gone from the remote are deleted locally. A node's sealed record is read in
+    /// local copies, nodes gone from the remote or whose record is a tombstone are deleted locally. A node's sealed record is read in
     /// preference to a legacy JSON one. A record that does not authenticate, is malformed, or is older (a
     /// lower generation; a legacy record after a sealed one) than one this store applied is refused and
     /// reported in `skipped`, and the node keeps what the store had. A remote that cannot be listed fails the
@@ -97,22 +97,25 @@ public struct CloudSync: Sendable {
         for object in CloudLayout.currentRecords(objects) {
             let nodeID = object.nodeID
             guard let data = try await remote.readAll(object.key) else { continue }
-            // A refused record is not a deletion: the node stays as this store knows it.
-            seen.insert(nodeID)
             let entry: OutlineEntry
             let applied = appliedGenerations[nodeID] ?? 0
             do throws(RemoteError) {
-                let record = try NodeRecord.read(data, sealed: object.sealed, expected: nodeID, with: manager)
-                let generation = record.generation ?? 0
+                let read = try RecordObject.read(data, sealed: object.sealed, expected: nodeID, with: manager)
+                let generation = read.generation
                 guard generation >= applied else {
                     throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is older (generation \(generation)) than the one this store has applied (generation \(applied)): a rollback, refused")
                 }
-                entry = try record.outlineEntry()
                 if generation > 0 { generations[nodeID] = generation }
+                // A tombstone: the node is deleted (below, with the nodes gone from the listing).
+                guard let record = read.record else { continue }
+                entry = try record.outlineEntry()
             } catch {
+                // A refused record is not a deletion: the node stays as this store knows it.
+                seen.insert(nodeID)
                 result.skipped.append(error.message)
                 continue
             }
+            seen.insert(nodeID)
             if let old = known[nodeID] {
                 if old.cloudETag != entry.cloudETag { result.changed += 1 } else { result.unchanged += 1 }
                 if old == entry { continue }

@@ -10,6 +10,8 @@ public struct GarbageResult: Sendable, Equatable, Codable {
     public var waiting = 0
     /// Nodes whose record could not be read or opened: none of their files is touched.
     public var skippedNodes: [String] = []
+    /// Multipart uploads of cloud files left unfinished (an uploader killed mid-upload) that were aborted.
+    public var abortedUploads = 0
 }
 
 extension CloudSync {
@@ -18,15 +20,26 @@ extension CloudSync {
     /// record may still be downloading the previous version, and a push writes its cloud file before its
     /// record. Only darkdisk's own cloud-file keys are candidates; a node whose record does not open keeps
     /// all its files. The first sightings are kept in the index, so the grace period spans runs.
-    public func collectGarbage(grace: TimeInterval = 3600) async throws -> GarbageResult {
+    ///
+    /// It also aborts multipart uploads of cloud files started more than `uploadGrace` seconds ago and never
+    /// finished (an uploader killed mid-upload leaves their parts, billed and unlisted; a day by default, as
+    /// rclone's `cleanup`, since a live upload of a large file may take hours).
+    public func collectGarbage(grace: TimeInterval = 3600, uploadGrace: TimeInterval = 86_400) async throws -> GarbageResult {
         var result = GarbageResult()
+        result.abortedUploads = try await remote.abortUnfinishedUploads(prefix: "nodes/", startedBefore: manager.clock.now.addingTimeInterval(-uploadGrace))
         var named = Set<String>()
         var unreadable = Set<NodeID>()
         for object in CloudLayout.currentRecords(try await remote.list(prefix: CloudLayout.recordsPrefix)) {
             let nodeID = object.nodeID
             guard let data = try await remote.readAll(object.key),
-                  let record = try? NodeRecord.read(data, sealed: object.sealed, expected: nodeID, with: manager),
-                  let entry = try? record.outlineEntry() else {
+                  let read = try? RecordObject.read(data, sealed: object.sealed, expected: nodeID, with: manager) else {
+                unreadable.insert(nodeID)
+                result.skippedNodes.append(nodeID.rawValue)
+                continue
+            }
+            // A deleted node's tombstone names no version: all its versions are garbage after the grace.
+            guard let record = read.record else { continue }
+            guard let entry = try? record.outlineEntry() else {
                 unreadable.insert(nodeID)
                 result.skippedNodes.append(nodeID.rawValue)
                 continue

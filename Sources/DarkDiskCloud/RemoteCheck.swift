@@ -48,11 +48,13 @@ extension CloudSync {
             let entry: OutlineEntry
             let key: SymmetricKey
             do {
-                let record = try NodeRecord.read(data, sealed: object.sealed, expected: nodeID, with: manager)
+                let read = try RecordObject.read(data, sealed: object.sealed, expected: nodeID, with: manager)
                 let applied = appliedGenerations[nodeID] ?? 0
-                guard (record.generation ?? 0) >= applied else {
-                    throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is older (generation \(record.generation ?? 0)) than the one this store has applied (generation \(applied)): a rollback")
+                guard read.generation >= applied else {
+                    throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is older (generation \(read.generation)) than the one this store has applied (generation \(applied)): a rollback")
                 }
+                // A deleted node's tombstone names no file: its versions are orphans until `gc`.
+                guard let record = read.record else { continue }
                 entry = try record.outlineEntry()
                 key = try manager.unwrapKey(entry.wrappedKey)
             } catch let error as any DarkDiskFailure {

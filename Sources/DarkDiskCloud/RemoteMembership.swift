@@ -45,12 +45,15 @@ enum RemoteMembership {
            let data = try await remote.readAll(first.key) {
             let id = name.nodeID
             let refused = RemoteError(.foreignKey, "\(remote.url) holds nodes sealed under another store's key (node '\(id)' does not open with this store's key)")
-            let record: NodeRecord
-            do { record = try NodeRecord.read(data, sealed: name.sealed, expected: id, with: manager) } catch {
+            let read: RecordObject
+            do { read = try RecordObject.read(data, sealed: name.sealed, expected: id, with: manager) } catch {
                 if name.sealed { throw refused }
                 throw error
             }
-            do { _ = try manager.unwrapKey(try record.outlineEntry().wrappedKey) } catch { throw refused }
+            // A tombstone that opens was sealed under this key; a record's node key must unwrap with it too.
+            if let record = read.record {
+                do { _ = try manager.unwrapKey(try record.outlineEntry().wrappedKey) } catch { throw refused }
+            }
         }
     }
 }

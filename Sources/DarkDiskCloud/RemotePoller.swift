@@ -34,6 +34,7 @@ public final class RemotePoller: Sendable {
                         if !garbage.deleted.isEmpty {
                             logger.info("gc: deleted \(garbage.deleted.count) unnamed cloud file versions (\(garbage.deletedBytes) bytes)")
                         }
+                        if garbage.abortedUploads > 0 { logger.info("gc: aborted \(garbage.abortedUploads) unfinished uploads") }
                     }
                 } catch {
                     if !failing { logger.warning("pull failed (tried again every \(interval) s): \(error)") }

@@ -23,9 +23,15 @@ public protocol Remote: Sendable {
     /// Removes an object; a missing object is not an error. With `.matches(ETAG)`, only if the object is still
     /// that one (else `.preconditionFailed`, and it stays); `.absent` is refused as a condition of a delete.
     func delete(_ key: String, condition: WriteCondition) async throws(RemoteError)
+    /// Aborts the multipart uploads under `prefix` that were started before `date` and never completed or
+    /// aborted (a `kill -9` mid-upload leaves them, billed and invisible to listings); returns how many.
+    /// Remotes without multipart uploads have none.
+    func abortUnfinishedUploads(prefix: String, startedBefore date: Date) async throws(RemoteError) -> Int
 }
 
 extension Remote {
+    public func abortUnfinishedUploads(prefix: String, startedBefore date: Date) async throws(RemoteError) -> Int { 0 }
+
     /// Removes an object whatever it holds; a missing object is not an error.
     public func delete(_ key: String) async throws(RemoteError) {
         try await delete(key, condition: .none)

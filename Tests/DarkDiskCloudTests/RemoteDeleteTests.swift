@@ -1,16 +1,25 @@
 import DarkDisk
 import DarkDiskCloud
+import DarkDiskSync
 import DarkDiskTestSupport
 import Foundation
 import Testing
 
-/// Deletes reach the remote conditionally (issue 18 item 5): a record goes only if it is still the one the
-/// deleting store last saw, and a pull never drops a local change that is still queued.
+/// Deletes reach the remote conditionally (issue 18 item 5): a delete replaces the node's record with a
+/// sealed tombstone only if the record is still the one the deleting store last saw, and a pull never drops
+/// a local change that is still queued.
 @Suite struct RemoteDeleteTests {
     typealias Kind = ConditionalWriteTests.Kind
-    /// Not Ceph RGW: RGW 16.2 ignores `If-Match` on DELETE (measured: a delete based on a replaced version
-    /// went through), so a conditional delete there needs another design (a conditional tombstone record).
+    /// The remote's own conditional DELETE, not on Ceph RGW: RGW 16.2 ignores `If-Match` on DELETE
+    /// (measured: a delete based on a replaced version went through), which is why a node's delete is a
+    /// conditional write of a tombstone instead.
     static let kinds: [Kind] = [.file, .s3]
+
+    /// What the bucket holds for a node's record now, as a store reads it.
+    static func recordObject(_ id: NodeID, in bucket: ConditionalWriteTests.Bucket, with manager: DiskManager) async throws -> RecordObject? {
+        guard let data = try await bucket.remote.readAll(CloudLayout.record(id)) else { return nil }
+        return try RecordObject.read(data, sealed: true, expected: id, with: manager)
+    }
 
     @Test(arguments: Self.kinds) func conditionalDeletesHonourTheirCondition(_ kind: Kind) async throws {
         let bucket = try await ConditionalWriteTests.Bucket(kind)
@@ -28,7 +37,7 @@ import Testing
         #expect(try await remote.info("records/d.rec") == nil)
     }
 
-    @Test(arguments: Self.kinds) func aDeleteReachesTheOtherStoreUnlessTheNodeChangedMeanwhile(_ kind: Kind) async throws {
+    @Test(arguments: Kind.allCases) func aDeleteReachesTheOtherStoreUnlessTheNodeChangedMeanwhile(_ kind: Kind) async throws {
         let bucket = try await ConditionalWriteTests.Bucket(kind)
         let (a, b) = (bucket.setup.a, bucket.setup.b)
         let gone = try NodeID("gone")
@@ -38,7 +47,12 @@ import Testing
         }
         _ = try await bucket.sync(b).pull()
         try await bucket.sync(b).deleteNode(gone)
-        #expect(try await bucket.remote.info(CloudLayout.record(gone)) == nil)
+        // The record is now a tombstone of the next generation, sealed: it names no file and no name.
+        let object = try await Self.recordObject(gone, in: bucket, with: a)
+        guard case .tombstone(let tombstone)? = object else { Issue.record("no tombstone: \(String(describing: object))"); return }
+        #expect(tombstone.generation == 2)
+        let raw = try #require(try await bucket.remote.readAll(CloudLayout.record(gone)))
+        #expect(raw.range(of: Data("gone".utf8)) == nil && raw.range(of: Data("tombstone".utf8)) == nil)
         #expect(try b.outlineEntry(gone) == nil)
         let pulled = try await bucket.sync(a).pull()
         #expect(pulled.deleted == 1)
@@ -77,5 +91,94 @@ import Testing
         _ = try await bucket.sync(a).pull()
         #expect(try await bucket.content(id, on: a) == Data("B's edit".utf8))
         #expect(try a.outlineEntry(id)?.name == "edited.txt")
+    }
+
+    /// The other store deletes a node between this store's read of the record and its write of the
+    /// tombstone: the conditional write is refused (on RGW too, which ignores `If-Match` on DELETE), so the
+    /// change is never deleted unseen.
+    @Test(arguments: Kind.allCases) func aDeleteRacingAnEditIsRefusedByTheServer(_ kind: Kind) async throws {
+        let bucket = try await ConditionalWriteTests.Bucket(kind)
+        let (a, b) = (bucket.setup.a, bucket.setup.b)
+        let id = try NodeID("raced")
+        try await bucket.sync(a).push(dataFile: bucket.setup.file("v1", Data("one".utf8)), nodeID: id)
+        _ = try await bucket.sync(b).pull()
+        // A's edit lands right before B's tombstone write, after B read the record.
+        let (syncA, edit) = (bucket.sync(a), try bucket.setup.file("v2", Data("two".utf8)))
+        let racing = RacingRemote(bucket.remote) {
+            try await syncA.push(dataFile: edit, nodeID: id)
+        }
+        do {
+            try await CloudSync(manager: b, remote: racing, host: "machine-b").deleteNode(id)
+            Issue.record("a delete based on a replaced record went through")
+        } catch let error as RemoteError {
+            #expect(error.code == .preconditionFailed && error.message.contains("changed"), "\(error)")
+        }
+        #expect(racing.raced)
+        #expect(try await Self.recordObject(id, in: bucket, with: a)?.record?.generation == 2)
+        #expect(try b.outlineEntry(id) != nil, "nothing was deleted here either")
+        _ = try await bucket.sync(b).pull()
+        #expect(try await bucket.content(id, on: b) == Data("two".utf8))
+    }
+
+    /// A bucket writer puts a node's record back after its delete: every store that saw the tombstone
+    /// refuses it as a rollback (one line), and the node stays deleted. `check --remote` agrees, and `gc`
+    /// deletes the deleted node's cloud file once its grace is over.
+    @Test func aReplayedRecordOfADeletedNodeIsARefusedRollback() async throws {
+        let bucket = try await ConditionalWriteTests.Bucket(.file)
+        let (a, b) = (bucket.setup.a, bucket.setup.b)
+        let id = try NodeID("deleted")
+        try await bucket.sync(a).push(dataFile: bucket.setup.file("v1", Data("secret".utf8)), nodeID: id)
+        try await bucket.sync(a).push(dataFile: bucket.setup.file("other", Data("other".utf8)), nodeID: NodeID("other"))
+        let old = try #require(try await bucket.remote.readAll(CloudLayout.record(id)))
+        _ = try await bucket.sync(b).pull()
+        try await bucket.sync(a).deleteNode(id)
+        #expect(try await bucket.sync(b).pull().deleted == 1)
+
+        _ = try await bucket.remote.write(CloudLayout.record(id), data: old)
+        for store in [a, b] {
+            let pulled = try await bucket.sync(store).pull()
+            #expect(pulled.added == 0 && pulled.skipped.count == 1 && pulled.skipped[0].contains("rollback"), "\(pulled)")
+            #expect(try store.outlineEntry(id) == nil)
+            let check = try await bucket.sync(store).checkRemote()
+            #expect(check.problems.count == 1 && check.problems[0].contains("rollback"), "\(check.problems)")
+        }
+
+        // With the tombstone back, the check is clean; gc then takes the deleted node's cloud file.
+        _ = try await bucket.remote.write(CloudLayout.record(id), data: try NodeTombstone(nodeID: id, generation: 2, deletedAt: Date()).sealed(with: a))
+        #expect(try await bucket.sync(b).checkRemote().problems.isEmpty)
+        #expect(try await bucket.remote.list(prefix: "nodes/\(id.rawValue)/").count == 1)
+        _ = try await bucket.sync(b).collectGarbage(grace: 0)
+        #expect(try await bucket.remote.list(prefix: "nodes/\(id.rawValue)/").isEmpty)
+        #expect(try await bucket.remote.list(prefix: "nodes/other/").count == 1)
+    }
+}
+
+/// A remote that runs `race` once, right before the first conditional write of a record: another machine's
+/// write landing between a store's read of the record and its own write.
+final class RacingRemote: Remote, Sendable {
+    let inner: any Remote
+    private let race: @Sendable () async throws -> Void
+    private let done = Locked(false)
+    var raced: Bool { done.withLock { $0 } }
+
+    init(_ inner: any Remote, race: @escaping @Sendable () async throws -> Void) {
+        self.inner = inner
+        self.race = race
+    }
+
+    var url: String { inner.url }
+    func list(prefix: String) async throws(RemoteError) -> [ObjectInfo] { try await inner.list(prefix: prefix) }
+    func info(_ key: String) async throws(RemoteError) -> ObjectInfo? { try await inner.info(key) }
+    func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?,
+              consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
+        try await inner.read(key, range: range, ifMatch: etag, consume: consume)
+    }
+    func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo { try await inner.write(key, fromFile: path) }
+    func delete(_ key: String, condition: WriteCondition) async throws(RemoteError) { try await inner.delete(key, condition: condition) }
+    func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo {
+        if key.hasPrefix(CloudLayout.recordsPrefix), case .matches = condition, done.withLock({ let first = !$0; $0 = true; return first }) {
+            do { try await race() } catch { throw RemoteError(.io, "the race failed: \(error)") }
+        }
+        return try await inner.write(key, data: data, condition: condition)
     }
 }

@@ -7,7 +7,8 @@ import Testing
 
 /// The s3 remote: its Signature V4 against AWS' published examples, then every operation against moto's
 /// real S3 server, with authentication on where the test allows it (see `MotoServer`): moto then checks each
-/// signature with botocore's signer.
+/// signature with botocore's signer; and against Ceph's RADOS Gateway too with `DARKDISK_TEST_RGW`
+/// (`S3TestServer`, `Scripts/test --long`).
 @Suite struct S3RemoteTests {
     static let example = S3Credentials(accessKeyID: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
     static let may24 = Date(timeIntervalSince1970: 1_369_353_600)  // 2013-05-24T00:00:00Z
@@ -92,9 +93,9 @@ import Testing
         #expect(failure("s3:///p", [:])?.message.contains("bucket") == true, "a bad URL is reported before missing credentials")
     }
 
-    @Test func objectsRoundTripOnMoto() async throws {
-        let moto = try MotoServer()
-        let credentials = MotoServer.anyCredentials
+    @Test(arguments: S3TestServer.kinds) func objectsRoundTrip(_ kind: ConditionalWriteTests.Kind) async throws {
+        let moto = try S3TestServer(kind)
+        let credentials = moto.anyCredentials
         let s3 = try await moto.remote(prefix: "team/a", credentials: credentials, listPageSize: 7)
         let data = CloudTests.bytes(300_000, seed: 31)
         let written = try await s3.write("nodes/one.ddc", data: data)
@@ -151,8 +152,8 @@ import Testing
         await #expect(throws: RemoteError.self) { _ = try await s3.info("../outside") }
     }
 
-    @Test func largeFilesUploadInParts() async throws {
-        let moto = try MotoServer()
+    @Test(arguments: S3TestServer.kinds) func largeFilesUploadInParts(_ kind: ConditionalWriteTests.Kind) async throws {
+        let moto = try S3TestServer(kind)
         let credentials = try await moto.authenticated()
         let s3 = try await moto.remote(credentials: credentials, partSize: 8 << 20)
         let directory = NSTemporaryDirectory() + "darkdisk-s3-" + UUID().uuidString
@@ -180,9 +181,9 @@ import Testing
 
     /// Parts below S3's 5 MiB minimum make CompleteMultipartUpload fail: the error is clear, the upload is
     /// aborted (no parts left in the bucket) and no object appears.
-    @Test func aFailedMultipartUploadIsAborted() async throws {
-        let moto = try MotoServer()
-        let s3 = try await moto.remote(credentials: MotoServer.anyCredentials, partSize: 1 << 20)
+    @Test(arguments: S3TestServer.kinds) func aFailedMultipartUploadIsAborted(_ kind: ConditionalWriteTests.Kind) async throws {
+        let moto = try S3TestServer(kind)
+        let s3 = try await moto.remote(credentials: moto.anyCredentials, partSize: 1 << 20)
         let directory = NSTemporaryDirectory() + "darkdisk-s3-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -193,7 +194,7 @@ import Testing
         } catch {
             #expect(error.code == .invalidResponse && error.message.contains("EntityTooSmall"), "\(error)")
         }
-        #expect(try await moto.multipartUploadsInProgress() == 0)
+        #expect(try await moto.unfinishedUploads() == 0)
         #expect(try await s3.info("nodes/small-parts.ddc") == nil)
         do {
             _ = try await s3.write("nodes/none.ddc", fromFile: directory + "/missing")
@@ -201,9 +202,9 @@ import Testing
         } catch { #expect(error.code == .io) }
     }
 
-    @Test func pushOnOneStorePullAndReadOnAnotherThroughS3() async throws {
-        let moto = try MotoServer()
-        let s3 = try await moto.remote(prefix: "stores/shared", credentials: MotoServer.anyCredentials)
+    @Test(arguments: S3TestServer.kinds) func pushOnOneStorePullAndReadOnAnotherThroughS3(_ kind: ConditionalWriteTests.Kind) async throws {
+        let moto = try S3TestServer(kind)
+        let s3 = try await moto.remote(prefix: "stores/shared", credentials: moto.anyCredentials)
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(3_000_000, seed: 33)
         try await CloudSync(manager: setup.a, remote: s3).push(dataFile: setup.file("d", data), nodeID: NodeID("photo"), name: "photo.jpg",
@@ -230,8 +231,8 @@ import Testing
         #expect(try setup.b.outline().count == 2)
     }
 
-    @Test func badBucketsAndCredentialsFailClearly() async throws {
-        let moto = try MotoServer()
+    @Test(arguments: S3TestServer.kinds) func badBucketsAndCredentialsFailClearly(_ kind: ConditionalWriteTests.Kind) async throws {
+        let moto = try S3TestServer(kind)
         let credentials = try await moto.authenticated()
         let s3 = try await moto.remote(credentials: credentials)
 

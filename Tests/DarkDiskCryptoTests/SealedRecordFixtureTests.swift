@@ -10,6 +10,10 @@ struct SealedRecordFixtureTests {
     static let masterKeyFile = "v1-master-key.hex"
     static let sealedRecord = "v1-sealed-record.rec"
     static let sealedPlaintext = "v1-sealed-record.json"
+    static let sealedTombstone = "v1-sealed-tombstone.rec"
+    static let tombstonePlaintext = "v1-sealed-tombstone.json"
+    /// The documented context of node "fixture-node"'s tombstone: "darkdisk node tombstone 1", a NUL, the node ID.
+    static let tombstoneContext = Array("darkdisk node tombstone 1".utf8) + [0] + Array("fixture-node".utf8)
     /// The documented context of node "fixture-node"'s record: "darkdisk node record 2", a NUL, the node ID.
     static let context = Array("darkdisk node record 2".utf8) + [0] + Array("fixture-node".utf8)
 
@@ -56,6 +60,35 @@ struct SealedRecordFixtureTests {
         // What a record holds (FORMAT.md): version 2 and a generation.
         let json = try #require(try JSONSerialization.jsonObject(with: Data(expected)) as? [String: Any])
         #expect(json["version"] as? Int == 2 && json["generation"] as? Int == 3 && json["nodeID"] as? String == "fixture-node")
+    }
+
+    /// A deleted node's tombstone (FORMAT.md, "Node tombstone"): opens under its own context only, so it is
+    /// never read as a record, and a record never as a tombstone.
+    @Test func frozenTombstoneOpensOnlyAsATombstone() throws {
+        let master = try Self.masterKey()
+        let recordKey = try master.derived(for: "darkdisk record key v1")
+        let sealed = try FileBytes.read(FixtureTests.bundled(Self.sealedTombstone))
+        let expected = try FileBytes.read(FixtureTests.bundled(Self.tombstonePlaintext))
+        #expect(ReferenceDecoder.openSealed(sealed, key: recordKey.bytes, context: Self.tombstoneContext) == expected, "the reference decoder opens it")
+        #expect(try SealedMessage.open(sealed, key: recordKey, context: Self.tombstoneContext) == expected)
+        #expect(throws: CryptoError.self) { _ = try SealedMessage.open(sealed, key: recordKey, context: Self.context) }
+        let record = try FileBytes.read(FixtureTests.bundled(Self.sealedRecord))
+        #expect(throws: CryptoError.self) { _ = try SealedMessage.open(record, key: recordKey, context: Self.tombstoneContext) }
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(expected)) as? [String: Any])
+        #expect(json["version"] as? Int == 1 && json["generation"] as? Int == 4 && json["nodeID"] as? String == "fixture-node")
+        #expect(json["deletedAt"] as? Double == 1_764_000_000)
+    }
+
+    /// Writes the tombstone fixture with the frozen master key; run once (DARKDISK_WRITE_TOMBSTONE_FIXTURE=1).
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["DARKDISK_WRITE_TOMBSTONE_FIXTURE"] == "1"))
+    func writeTombstoneFixture() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        let master = try Self.masterKey()
+        let plaintext = Array(#"{"deletedAt":1764000000,"generation":4,"nodeID":"fixture-node","version":1}"#.utf8)
+        try FileBytes.write(plaintext, to: path(Self.tombstonePlaintext))
+        try FileBytes.write(try SealedMessage.seal(plaintext, key: master.derived(for: "darkdisk record key v1"), context: Self.tombstoneContext),
+                            to: path(Self.sealedTombstone))
     }
 
     /// Writes the sealed-record fixture; run once (DARKDISK_WRITE_SEALED_FIXTURE=1) and never again.
