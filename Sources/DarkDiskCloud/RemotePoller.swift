@@ -5,7 +5,8 @@ import Logging
 
 /// Pulls the remote's outline on a timer (the mount daemon's `--poll-interval`), so that what another
 /// machine pushes appears on the mount without a command. Each round is `CloudSync.pull`; a change is
-/// logged in one line, an outage once (not every round) until a pull succeeds again. A remote that lists
+/// logged in one line, an outage once (not every round) until a pull succeeds again, and a refused record
+/// once for as long as the bucket keeps it refused. A remote that lists
 /// no node while the store knows some is refused by the pull, as from the command line. Every
 /// `gcInterval` seconds a round also runs `collectGarbage(grace:)` (as `darkdisk gc` does), so cloud file
 /// versions no record names go without a command.
@@ -17,6 +18,8 @@ public final class RemotePoller: Sendable {
         let task = Task.detached {
             var failing = false
             var lastGC: ContinuousClock.Instant?
+            // A refused record stays refused round after round: each is logged when first seen, not every round.
+            var refused = Set<String>()
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
                 if Task.isCancelled { break }
@@ -24,10 +27,12 @@ public final class RemotePoller: Sendable {
                     let result = try await sync.pull()
                     if failing { logger.notice("pull: the remote answers again") }
                     failing = false
-                    if result.added + result.changed + result.deleted > 0 || !result.skipped.isEmpty {
+                    let newlyRefused = result.skipped.filter { !refused.contains($0) }
+                    if result.added + result.changed + result.deleted > 0 || !newlyRefused.isEmpty {
                         logger.info("pull: \(result.added) new, \(result.changed) changed, \(result.deleted) deleted, \(result.skipped.count) skipped")
                     }
-                    for line in result.skipped { logger.warning("pull skipped: \(line)") }
+                    for line in newlyRefused { logger.warning("pull skipped: \(line)") }
+                    refused = Set(result.skipped)
                     if lastGC.map({ ContinuousClock.now - $0 >= .milliseconds(Int(gcInterval * 1000)) }) ?? true {
                         lastGC = ContinuousClock.now
                         let garbage = try await sync.collectGarbage(grace: gcGrace)

@@ -96,10 +96,12 @@ import Glibc
             linesSinceTampering.filter { $0.contains("pull skipped: the record of node '\(id)' ") }
         }
 
-        /// Waits until the poller has refused the record of every node in `reasons` in at least two rounds
-        /// (the first may have come while the tampering was under way), at most 15 s.
+        /// Waits until the poller has refused the record of every node in `reasons` (at most 15 s), then for
+        /// two more rounds (the poll interval is 1 s), in which a record still refused is not logged again.
         func waitForRefusals(_ reasons: [String: String]) async -> Bool {
-            await Mount.wait(seconds: 15) { reasons.keys.allSatisfy { self.refusals(of: $0).count >= 2 } }
+            guard await Mount.wait(seconds: 15, until: { reasons.keys.allSatisfy { !self.refusals(of: $0).isEmpty } }) else { return false }
+            try? await Task.sleep(nanoseconds: 2_500_000_000)
+            return true
         }
 
         /// What the daemon logged since the tampering says each refused record in one line, with why, and
@@ -111,6 +113,7 @@ import Glibc
                 // Without the timestamp, every refusal of this record is the same one line.
                 let messages = Set(refusals(of: id).map { $0[$0.range(of: "pull skipped: ")!.lowerBound...] })
                 #expect(messages.count == 1, "one message for node '\(id)': \(messages)", sourceLocation: sourceLocation)
+                #expect(refusals(of: id).count == 1, "refused in one line, not one per round: \(log)", sourceLocation: sourceLocation)
                 #expect(messages.allSatisfy { $0.contains(reason) }, "the refusal of node '\(id)' says \(reason): \(messages)",
                         sourceLocation: sourceLocation)
             }
