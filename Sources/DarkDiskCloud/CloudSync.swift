@@ -80,7 +80,8 @@ public struct CloudSync: Sendable {
     /// local copies, nodes gone from the remote or whose record is a tombstone are deleted locally. A node's sealed record is read in
     /// preference to a legacy JSON one. A record that does not authenticate, is malformed, or is older (a
     /// lower generation; a legacy record after a sealed one) than one this store applied is refused and
-    /// reported in `skipped`, and the node keeps what the store had. A remote that cannot be listed fails the
+    /// reported in `skipped`, and the node keeps what the store had; so is the plain absence of a sealed
+    /// record this store applied (a delete leaves a tombstone), unless `acceptEmptyRemote`. A remote that cannot be listed fails the
     /// pull before anything changes: "unreachable" is never taken for "deleted". Nor is a remote that lists no
     /// node at all while the store knows some (an unmounted or wrong bucket folder looks like that), unless
     /// `acceptEmptyRemote`.
@@ -128,7 +129,18 @@ public struct CloudSync: Sendable {
         // A node with a change still queued here keeps it: the upload brings the node back (a local change
         // is never dropped by a remote delete).
         let queued = Set(try manager.uploadQueue().map(\.nodeID))
-        let gone = known.keys.filter { !seen.contains($0) && !queued.contains($0) }
+        var gone: [NodeID] = []
+        for nodeID in known.keys.sorted(by: { $0.rawValue < $1.rawValue }) where !seen.contains(nodeID) && !queued.contains(nodeID) {
+            // A delete leaves a tombstone (a tombstone is not `seen`, so its node is here with its generation
+            // noted). A sealed record this store applied that is simply gone is a bucket writer's deletion,
+            // or a wiped bucket: refused like any tampering, unless the caller accepts an emptied remote.
+            let applied = appliedGenerations[nodeID] ?? 0
+            if applied > 0, generations[nodeID] == nil, !acceptEmptyRemote {
+                result.skipped.append("the record of node '\(nodeID)' is gone from \(remote.url) without a tombstone (this store applied generation \(applied)): not taken as a delete, the node is kept")
+                continue
+            }
+            gone.append(nodeID)
+        }
         if !gone.isEmpty {
             try await manager.deleteNodes(Array(gone))
             result.deleted = gone.count

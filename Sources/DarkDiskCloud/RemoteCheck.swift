@@ -65,6 +65,14 @@ extension CloudSync {
             named.insert(cloudKey)
             toRead.append((cloudKey, key, entry.cloudETag, entry))
         }
+        // A sealed record this store applied that is simply gone: a delete would have left a tombstone.
+        let listed = Set(CloudLayout.currentRecords(records).map(\.nodeID))
+        for entry in try manager.outline() where !listed.contains(entry.nodeID) {
+            let applied = appliedGenerations[entry.nodeID] ?? 0
+            if applied > 0 {
+                result.problems.append("the record of node '\(entry.nodeID)' is gone from \(remote.url) without a tombstone (this store applied generation \(applied))")
+            }
+        }
         for object in try await remote.list(prefix: CloudLayout.usersPrefix) {
             guard let userID = CloudLayout.userID(ofRecordKey: object.key), let data = try await remote.readAll(object.key) else { continue }
             result.records += 1

@@ -174,6 +174,7 @@ import Glibc
     }
 
     static let doesNotOpen = "does not authenticate"
+    static let vanished = "without a tombstone"
     static let rollback = "is older (generation 1) than the one this store has applied (generation 2): a rollback"
 
     /// (a) x's and y's record objects swapped: each is sealed for the other node's name, so neither opens.
@@ -222,6 +223,20 @@ import Glibc
         #expect(pull.status == 1 && pull.stderrLines.count == 1 && pull.stderr.hasPrefix("darkdisk: skipped: the record of node 'x' ")
                 && pull.stderr.contains(Self.rollback), "darkdisk pull: exit \(pull.status): \(pull.stderr)")
         try setup.expectStillServing()
+        try await setup.expectRestoredBucketWorks()
+    }
+
+    /// (d) y's record deleted from the bucket: a delete leaves a sealed tombstone, so a record B applied that
+    /// is simply gone is a bucket writer's doing (or a wiped bucket), refused like the others: y stays.
+    @Test func aDeletedRecordIsRefusedAndTheMountKeepsServing() async throws {
+        let setup = try await Setup()
+        let reasons = ["y": Self.vanished]
+        setup.markTampering()
+        try FileManager.default.removeItem(atPath: setup.recordPath("y"))
+        #expect(await setup.waitForRefusals(reasons), "the poller refuses y's missing record: \(setup.mount.log.suffix(2000))")
+        setup.expectRefusalsLogged(reasons)
+        try setup.expectStillServing()
+        try setup.expectCheckRemoteRefuses(reasons)
         try await setup.expectRestoredBucketWorks()
     }
 }

@@ -28,8 +28,7 @@ import Testing
 
         // Another machine pushes a new version; this one pulls while the mount runs.
         await #expect(try a.darkdisk(["push", try a.file("v2", second), "--node", "doc", "--passphrase-file", passphrase]).status == 0)
-        try await a.darkdisk(["delete", "--node", "other", "--passphrase-file", passphrase])
-        try FileManager.default.removeItem(atPath: bucket + "/records/other.rec")
+        await #expect(try a.darkdisk(["delete", "--node", "other", "--remote", "--passphrase-file", passphrase]).status == 0)
         await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).output.contains("1 changed, 1 deleted"))
         await #expect(Mount.wait { (try? Shell.sh("stat -c %s \(Shell.quote(data))").output) == "1234567\n" }, "the new size is seen")
         await #expect(try Shell.sh("cat \(Shell.quote(data))").stdout == second, "the new bytes, not the kernel's cached old ones")

@@ -32,14 +32,14 @@ final class CephServer {
         let output = directory + "/start.log"
         let pid = try ChildProcess.spawn("/bin/bash", [Self.script, directory + "/cluster", String(monitorPort), String(port)],
                                          stdout: output, stderr: output)
-        let status = ChildProcess.wait(pid, seconds: 120)
+        let status = ChildProcess.wait(pid, seconds: 240)
         pids = ((try? String(contentsOfFile: directory + "/cluster/pids", encoding: .utf8)) ?? "")
             .split(separator: "\n").compactMap { pid_t($0) }
         guard status == 0 else {
             if status == nil { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
             let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
             stop()
-            throw MotoServer.Failed(message: "the Ceph cluster did not start (\(status.map { "exit \($0)" } ?? "no answer in 120 s")): \(log.suffix(800))")
+            throw MotoServer.Failed(message: "the Ceph cluster did not start (\(status.map { "exit \($0)" } ?? "no answer in 240 s")): \(log.suffix(800))")
         }
     }
 

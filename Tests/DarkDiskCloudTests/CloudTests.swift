@@ -175,7 +175,7 @@ import Testing
 
         // A new version of "keep" invalidates B's local copy; the next read gets the new bytes.
         try await syncA.push(dataFile: setup.file("1b", Data("one, changed".utf8)), nodeID: NodeID("keep"))
-        try await setup.remote.delete(CloudLayout.record(NodeID("gone")))
+        try await syncA.deleteNode(NodeID("gone"))
         let result = try await syncB.pull()
         #expect(result.changed == 1 && result.deleted == 1)
         await #expect(try setup.b.nodeFile(NodeID("keep")) == nil, "the stale copy is gone")

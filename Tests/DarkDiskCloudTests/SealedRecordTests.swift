@@ -85,10 +85,16 @@ import Testing
         #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("generation 0") && pulled.skipped[0].contains("rollback"))
         #expect(try setup.b.outlineEntry(secret) == second)
 
-        // Deleted from the bucket, then replayed: the store remembers the generation it applied.
+        // Deleted from the bucket by its writer (no tombstone): refused too, the node is kept.
         try await setup.remote.delete(CloudLayout.legacyRecord(secret))
         pulled = try await syncB.pull()
-        #expect(pulled.deleted == 1)
+        #expect(pulled.deleted == 0 && pulled.skipped.count == 1 && pulled.skipped[0].contains("without a tombstone"), "\(pulled)")
+        #expect(try setup.b.outlineEntry(secret) == second)
+
+        // Deleted with a tombstone (what a delete writes), then replayed: the store remembers the generation.
+        _ = try await setup.remote.write(CloudLayout.record(secret), data: try NodeTombstone(nodeID: secret, generation: 3, deletedAt: Date()).sealed(with: setup.a))
+        pulled = try await syncB.pull()
+        #expect(pulled.deleted == 1 && pulled.skipped.isEmpty, "\(pulled)")
         #expect(try setup.b.outlineEntry(secret) == nil)
         _ = try await setup.remote.write(CloudLayout.record(secret), data: secretRecord)
         pulled = try await syncB.pull()

@@ -9,9 +9,9 @@ import Testing
 /// delete one everywhere, or pull). At the end, after both sync and pull: `check --remote` passes on both,
 /// both list the same nodes with the same bytes, every push that exited 0 landed and every push that exited
 /// 3 left a conflict copy holding exactly its bytes: nothing lost, counted. Over `file://`, moto, and Ceph
-/// RGW with `DARKDISK_TEST_RGW`. Rounds: `DARKDISK_TWO_PROCESS_ROUNDS` (`Scripts/test --long` runs 100).
+/// RGW with `DARKDISK_TEST_RGW`. Rounds: `DARKDISK_TWO_PROCESS_ROUNDS`, default 100.
 @Suite struct TwoProcessSyncTests {
-    static let rounds = Int(ProcessInfo.processInfo.environment["DARKDISK_TWO_PROCESS_ROUNDS"] ?? "") ?? 20
+    static let rounds = Int(ProcessInfo.processInfo.environment["DARKDISK_TWO_PROCESS_ROUNDS"] ?? "") ?? 100
 
     /// One `darkdisk` process's outcome.
     struct Run { let status: Int32; let output: String }
@@ -28,6 +28,7 @@ import Testing
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let passphraseFile = directory + "/passphrase"
             try Data(passphrase.utf8).write(to: URL(fileURLWithPath: passphraseFile))
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passphraseFile)
             environment["DARKDISK_PASSPHRASE_FILE"] = passphraseFile
             environment.removeValue(forKey: "DARKDISK_STORE")
             switch kind {

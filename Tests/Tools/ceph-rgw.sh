@@ -56,11 +56,16 @@ monmaptool --create --addv a [v1:127.0.0.1:$monport] --fsid "$fsid" "$dir/monmap
 ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/keyring"
 ceph-mon -c "$conf" -i a -f >>"$dir/log/daemons.out" 2>&1 </dev/null & echo $! > "$dir/pids"
 uuid=$(cat /proc/sys/kernel/random/uuid)
-id=$(timeout 30 ceph -c "$conf" osd new "$uuid")
+id=$(timeout 60 ceph -c "$conf" osd new "$uuid") || { echo "ceph osd new failed or hung (exit $?)" >&2; exit 1; }
 ceph-osd -c "$conf" -i "$id" --mkfs --osd-uuid "$uuid" 2>/dev/null
 ceph-osd -c "$conf" -i "$id" -f >>"$dir/log/daemons.out" 2>&1 </dev/null & echo $! >> "$dir/pids"
 radosgw -c "$conf" -n client.rgw.a -f >>"$dir/log/daemons.out" 2>&1 </dev/null & echo $! >> "$dir/pids"
-timeout 60 radosgw-admin -c "$conf" user create --uid=darkdisk --display-name=darkdisk --access-key=darkdisk --secret-key=darkdisk >/dev/null
+# radosgw-admin has hung (not just been slow) on a loaded machine: bounded, and tried again.
+for attempt in 1 2 3; do
+  timeout 45 radosgw-admin -c "$conf" user create --uid=darkdisk --display-name=darkdisk --access-key=darkdisk --secret-key=darkdisk >/dev/null 2>&1 && break
+  timeout 20 radosgw-admin -c "$conf" user info --uid=darkdisk >/dev/null 2>&1 && break
+  [ "$attempt" -eq 3 ] && { echo "radosgw-admin could not create the user in 3 tries" >&2; exit 1; }
+done
 for _ in $(seq 300); do
   if curl -s -o /dev/null "http://127.0.0.1:$rgwport/"; then echo ready; exit 0; fi
   sleep 0.1
