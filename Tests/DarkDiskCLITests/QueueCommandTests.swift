@@ -38,6 +38,10 @@ import Testing
         #expect(push.status == 0, "\(push.stderr)")
         #expect(FileManager.default.fileExists(atPath: remote.bucket + "/records/imported.rec"))
         expectOneLineFailure(try await store.darkdisk(["push", "--node", "nothing"] + pass), mentioning: "no data stored locally")
+        // A thumbnail or metadata without FILE is refused before anything is queued.
+        let thumbnail = try store.file("thumb", Data("thumb".utf8))
+        expectOneLineFailure(try await store.darkdisk(["push", "--node", "imported", "--thumbnail", thumbnail] + pass), mentioning: "go with FILE")
+        #expect(!(try await store.darkdisk(["status"] + pass)).output.contains("upload queue"))
     }
 
     @Test func aMountsDaemonUploadsTheQueueInTheBackground() async throws {
@@ -59,5 +63,55 @@ import Testing
         #expect(state == "synced")
         #expect(FileManager.default.fileExists(atPath: remote.bucket + "/records/bg.rec"))
         #expect(try await Shell.sh("getfattr --only-values -n user.darkdisk.sync \(Shell.quote(mount.path + "/nodes/seed/data"))").output == "synced")
+    }
+
+    /// `user.darkdisk.sync` through a mount says `failed` while uploads fail (the bucket's `nodes` folder
+    /// replaced by a file), `synced` once the daemon's retry lands, and `conflict` on the copy a conflicting
+    /// push made.
+    @Test func theSyncAttributeSaysFailedThenSyncedAndConflict() async throws {
+        let remote = try RemoteBucket()
+        try remote.push("seed", Data("seed".utf8))
+        try remote.join("file://" + remote.bucket)
+        let mount = try remote.mountB(["--poll-interval", "0"])
+        defer { withExtendedLifetime(mount) {} }
+        func state(_ id: String) async -> String {
+            (try? await Shell.sh("getfattr --only-values -n user.darkdisk.sync \(Shell.quote(mount.path + "/nodes/\(id)/data"))").output) ?? ""
+        }
+        func wait(_ id: String, for expected: String, seconds: Int) async -> String {
+            var last = ""
+            for _ in 0..<(seconds * 10) {
+                last = await state(id)
+                if last == expected { break }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            return last
+        }
+
+        let nodes = remote.bucket + "/nodes"
+        try FileManager.default.moveItem(atPath: nodes, toPath: nodes + ".aside")
+        _ = FileManager.default.createFile(atPath: nodes, contents: Data("in the way".utf8))
+        let push = try await remote.b.darkdisk(["push", try remote.b.file("bg", Data("queued".utf8)), "--node", "bg", "--no-wait",
+                                                "--passphrase-file", remote.passphrase])
+        #expect(push.status == 0, "\(push.stderr)")
+        #expect(await wait("bg", for: "failed", seconds: 20) == "failed")
+        let status = try remote.darkdiskB(["status"])
+        #expect(status.output.contains("node bg: failed"), "\(status.output)")
+        try FileManager.default.removeItem(atPath: nodes)
+        try FileManager.default.moveItem(atPath: nodes + ".aside", toPath: nodes)
+        // The daemon's backoff is at most a minute.
+        #expect(await wait("bg", for: "synced", seconds: 70) == "synced")
+
+        // A pushes a new `seed` after B pulled; B's push of its own `seed` makes a conflict copy.
+        try remote.push("seed", Data("A's seed".utf8))
+        let conflicting = try await remote.b.darkdisk(["push", try remote.b.file("mine", Data("B's seed".utf8)), "--node", "seed",
+                                                       "--passphrase-file", remote.passphrase])
+        #expect(conflicting.status == 3, "\(conflicting.output) \(conflicting.stderr)")
+        let listed = try await Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output.split(separator: "\n").map(String.init)
+        let copies = listed.filter { !["seed", "bg"].contains($0) }
+        #expect(copies.count == 1, "\(listed)")
+        if let copy = copies.first {
+            #expect(await wait(copy, for: "conflict", seconds: 10) == "conflict")
+        }
+        #expect(await state("seed") == "synced")
     }
 }
