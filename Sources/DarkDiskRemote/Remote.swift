@@ -52,10 +52,18 @@ extension Remote {
         return data
     }
 
-    /// Reads a whole small object.
+    /// Reads a whole small object, as one version of it: replaced between its HEAD and its GET (another
+    /// machine writing it), it is read again; gone meanwhile, it is nil.
     public func readAll(_ key: String) async throws(RemoteError) -> Data? {
-        guard let info = try await info(key) else { return nil }
-        return try await read(key, range: 0..<info.size, ifMatch: info.etag)
+        for _ in 0..<5 {
+            guard let info = try await info(key) else { return nil }
+            do {
+                return try await read(key, range: 0..<info.size, ifMatch: info.etag)
+            } catch {
+                guard error.code == .changed || error.code == .notFound else { throw error }
+            }
+        }
+        throw RemoteError(.changed, "\(url): \(key) kept changing while it was read; try again")
     }
 }
 

@@ -45,9 +45,13 @@ import Testing
         try remote.push("old", Data("old".utf8))
         try remote.push("busy", Data("busy 1".utf8))
         try remote.join("file://" + remote.bucket)
+        let before = FileManager.default.contents(atPath: remote.bucket + "/records/old.rec")
         let delete = try remote.darkdiskB(["delete", "--node", "old", "--remote"])
         #expect(delete.status == 0, "\(delete.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: remote.bucket + "/records/old.rec"))
+        // The record is now the node's sealed tombstone: another object, naming nothing readable.
+        let tombstone = FileManager.default.contents(atPath: remote.bucket + "/records/old.rec")
+        #expect(tombstone != nil && tombstone != before)
+        #expect(tombstone.map { $0.range(of: Data("old".utf8)) == nil } == true)
         let pull = try await remote.a.darkdisk(["pull", "--passphrase-file", remote.passphrase])
         #expect(pull.status == 0 && pull.output.contains("1 deleted"), "\(pull.output)")
 

@@ -1,5 +1,5 @@
 import Foundation
-import DarkDiskSync
+import DarkDiskTestSupport
 import Testing
 
 /// A limit on how many tests that run programs (the CLI, mounts, servers) run at once. Their waits for
@@ -17,43 +17,11 @@ struct ProcessSlots: SuiteTrait, TestTrait, TestScoping {
         try await function()
     }
 
-    private static let gate = AsyncGate(slots: max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
+    /// Shared with the other test targets' program-running tests (the same process runs them all).
+    private static var gate: AsyncGate { AsyncGate.processSlots }
 }
 
 extension Trait where Self == ProcessSlots {
     /// The suite's tests run programs: at most one per core at a time (see `ProcessSlots`).
     static var processSlots: ProcessSlots { ProcessSlots() }
-}
-
-/// A counting semaphore whose waiters suspend.
-final class AsyncGate: Sendable {
-    private struct State {
-        var free: Int
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state: Locked<State>
-
-    init(slots: Int) {
-        state = Locked(State(free: slots))
-    }
-
-    func acquire() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let granted = state.withLock { state -> Bool in
-                guard state.free == 0 else { state.free -= 1; return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if granted { continuation.resume() }
-        }
-    }
-
-    func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard !state.waiters.isEmpty else { state.free += 1; return nil }
-            return state.waiters.removeFirst()
-        }
-        next?.resume()
-    }
 }

@@ -114,6 +114,17 @@ import Testing
         #expect(counting.bytesRead.load(ordering: .relaxed) == total - 6 * Int(partSize), "only the missing bytes cross the wire")
     }
 
+    /// A small object replaced between `readAll`'s HEAD and its GET (another machine writing a record while a
+    /// pull reads it) is read again, whole and new, instead of failing the pull with "changed".
+    @Test func readAllReadsAnObjectReplacedMidwayAgain() async throws {
+        let setup = try Setup()
+        _ = try await setup.remote.write("records/r.rec", data: Data("first".utf8))
+        let racing = FaultyRemote(setup.remote)
+        racing.replaceAfterReads.withLock { $0 = (0, "records/r.rec", Data("second, longer".utf8)) }
+        #expect(try await racing.readAll("records/r.rec") == Data("second, longer".utf8))
+        #expect(racing.reads.load(ordering: .relaxed) == 2, "read once more")
+    }
+
     @Test func etagChangeMidDownloadRestartsFromZero() async throws {
         let setup = try Setup()
         let old = Self.bytes(2_000_000, seed: 3)

@@ -9,9 +9,9 @@ import Testing
 /// delete one everywhere, or pull). At the end, after both sync and pull: `check --remote` passes on both,
 /// both list the same nodes with the same bytes, every push that exited 0 landed and every push that exited
 /// 3 left a conflict copy holding exactly its bytes: nothing lost, counted. Over `file://`, moto, and Ceph
-/// RGW with `DARKDISK_TEST_RGW`. Rounds: `DARKDISK_TWO_PROCESS_ROUNDS`, default 100.
+/// RGW with `DARKDISK_TEST_RGW`. Rounds: `DARKDISK_TWO_PROCESS_ROUNDS`, default 40 (`Scripts/test --long` runs 100).
 @Suite struct TwoProcessSyncTests {
-    static let rounds = Int(ProcessInfo.processInfo.environment["DARKDISK_TWO_PROCESS_ROUNDS"] ?? "") ?? 100
+    static let rounds = Int(ProcessInfo.processInfo.environment["DARKDISK_TWO_PROCESS_ROUNDS"] ?? "") ?? 40
 
     /// One `darkdisk` process's outcome.
     struct Run { let status: Int32; let output: String }
@@ -71,6 +71,10 @@ import Testing
     }
 
     @Test(arguments: ConditionalWriteTests.Kind.allCases) func twoProcessesEditingTheSameNodesLoseNothing(_ kind: ConditionalWriteTests.Kind) async throws {
+        // It runs programs: one of the slots the CLI tests share (AsyncGate.processSlots), so that they and it
+        // do not starve each other of the two cores.
+        await AsyncGate.processSlots.acquire()
+        defer { AsyncGate.processSlots.release() }
         let machines = try await Machines(kind)
         let initA = try await machines.darkdisk("a", ["init", "--remote", machines.url])
         try #require(initA.status == 0, "\(initA.output)")
