@@ -57,7 +57,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Measurements for Scripts/bench that need the library in-process (100,000-file stores).
-        .executableTarget(name: "darkdisk-bench", dependencies: ["DarkDisk"]),
+        .executableTarget(name: "darkdisk-bench", dependencies: ["DarkDisk", "DarkDiskCloud", "DarkDiskSync"]),
         // Fuzzing (issue 8): the targets, and one executable that libFuzzer drives when Scripts/fuzz builds it
         // with --sanitize=fuzzer -DFUZZING, and that otherwise replays inputs or writes the seed corpus.
         .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDisk", "DarkDiskCloud", "DarkDiskRemote", "DarkDiskFS"]),

@@ -9,6 +9,13 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "images" {
     exit(0)
 }
 
+// `darkdisk-bench records STORE REMOTE-URL PASSPHRASE-FILE N` fills a bucket with N nodes for the pull that
+// `Scripts/bench sync` times (RecordsBench.swift).
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "records" {
+    RecordsBench.run(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+}
+
 // `darkdisk-bench fill STORE N` and `darkdisk-bench outline STORE N` build the stores `Scripts/bench list`
 // measures (ListBench.swift).
 if CommandLine.arguments.count == 4, ["fill", "outline"].contains(CommandLine.arguments[1]), let count = Int(CommandLine.arguments[3]) {
