@@ -122,6 +122,15 @@ extension CloudSync {
     }
 
     private func upload(_ queued: QueuedUpload) async throws -> PushResult {
+        // The upload hooks run once the stored files are no longer held (the exports die with the helper's
+        // frame), so that their move to the cache pool is a hard link, not a copy of the whole file.
+        let (result, uploaded) = try await uploadHoldingFiles(queued)
+        if uploaded { try await didUpload(queued.nodeID) }
+        return result
+    }
+
+    /// The upload of `upload(_:)`; whether the node's change landed (then its upload hooks are due).
+    private func uploadHoldingFiles(_ queued: QueuedUpload) async throws -> (PushResult, uploaded: Bool) {
         let nodeID = queued.nodeID
         guard let data = try await manager.nodeFile(nodeID, kind: .data) else {
             throw RemoteError(.io, "node '\(nodeID)' has no data stored locally to upload")
@@ -133,8 +142,7 @@ extension CloudSync {
         if let version = queued.version, let current = try await currentRecord(of: nodeID),
            let record = current.state?.record, record.cloudVersion == version {
             try apply(record)
-            try await didUpload(nodeID)
-            return PushResult(entry: try record.outlineEntry(), conflict: nil)
+            return (PushResult(entry: try record.outlineEntry(), conflict: nil), true)
         }
         let thumbnail = try await manager.nodeFile(nodeID, kind: .thumbnail)
         let metadata = try await manager.nodeFile(nodeID, kind: .metadata)
@@ -145,14 +153,13 @@ extension CloudSync {
         }
         switch outcome {
         case .pushed(let entry):
-            try await didUpload(nodeID)
-            return PushResult(entry: entry, conflict: nil)
+            return (PushResult(entry: entry, conflict: nil), true)
         case .conflict(let remoteRecord):
             // The copy goes up first, from the files still held here; then the node takes the remote's version.
             let copy = try await uploadConflictCopy(content, of: nodeID, name: name ?? remoteRecord?.name,
                                                     parentID: parentID ?? remoteRecord?.parentID)
             if let remoteRecord { try apply(remoteRecord) }
-            return copy
+            return (copy, false)
         }
     }
 

@@ -95,9 +95,13 @@ public struct CloudSync: Sendable {
         }
         var generations: [NodeID: UInt64] = [:]
         let appliedGenerations = try manager.recordGenerations()
+        // The listing gives each record's size and ETag: one GET each (with If-Match), a HEAD only when the
+        // record was replaced since; the outline is written in one transaction at the end.
+        let listed = Dictionary(objects.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        var updates: [OutlineEntry] = []
         for object in CloudLayout.currentRecords(objects) {
             let nodeID = object.nodeID
-            guard let data = try await remote.readAll(object.key) else { continue }
+            guard let data = try await readRecord(object.key, listed: listed[object.key]) else { continue }
             let entry: OutlineEntry
             let applied = appliedGenerations[nodeID] ?? 0
             do throws(RemoteError) {
@@ -123,8 +127,9 @@ public struct CloudSync: Sendable {
             } else {
                 result.added += 1
             }
-            try manager.updateOutline(entry)
+            updates.append(entry)
         }
+        try manager.updateOutline(updates)
         try manager.noteRecordGenerations(generations)
         // A node with a change still queued here keeps it: the upload brings the node back (a local change
         // is never dropped by a remote delete).
@@ -147,6 +152,18 @@ public struct CloudSync: Sendable {
         }
         result.skipped += try await pullUsers()
         return result
+    }
+
+    /// A record object as listed: one ranged GET with the listing's ETag; replaced or gone since the listing,
+    /// or listed without an ETag (an http remote's index), read afresh (`readAll`).
+    private func readRecord(_ key: String, listed: ObjectInfo?) async throws(RemoteError) -> Data? {
+        guard let listed, !listed.etag.isEmpty else { return try await remote.readAll(key) }
+        do {
+            return try await remote.read(key, range: 0..<listed.size, ifMatch: listed.etag)
+        } catch {
+            guard error.code == .changed || error.code == .notFound else { throw error }
+            return try await remote.readAll(key)
+        }
     }
 
     /// Brings every user record's avatars into the store's avatar outline, so they are listed (and sized)

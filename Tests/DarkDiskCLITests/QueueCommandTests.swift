@@ -114,4 +114,23 @@ import Testing
         }
         #expect(await state("seed") == "synced")
     }
+
+    /// Once uploaded, pushed content moves from persistent storage to the cache pool by a hard link (the
+    /// same inode), not a copy of the whole file: the uploader no longer holds the file when the hooks run.
+    @Test func anUploadedFileMovesToTheCachePoolWithoutACopy() async throws {
+        let remote = try RemoteBucket()
+        let store = remote.a
+        let pass = ["--passphrase-file", remote.passphrase]
+        let queued = try await store.darkdisk(["push", try store.file("big", CLIStore.bytes(3_000_000, seed: 44)), "--node", "big", "--no-wait"] + pass)
+        #expect(queued.status == 0, "\(queued.stderr)")
+        func inodes(_ folder: String) throws -> Set<String> {
+            Set(try Shell.sh("find \(Shell.quote(store.storePath + "/" + folder)) -type f -name '*.ddf' -size +1000k -printf '%i\\n'")
+                .output.split(separator: "\n").map(String.init))
+        }
+        let persistent = try inodes("data/files")
+        #expect(persistent.count == 1)
+        #expect(try await store.darkdisk(["sync"] + pass).status == 0)
+        #expect(try inodes("data/files").isEmpty, "no longer persistent")
+        #expect(try inodes("cache/files") == persistent, "the same inode: linked, not copied")
+    }
 }
