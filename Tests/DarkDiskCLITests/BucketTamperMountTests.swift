@@ -155,6 +155,15 @@ import Glibc
             #expect(run.output.contains("\(reasons.count) problems"), "\(run.output)", sourceLocation: sourceLocation)
         }
 
+        /// After a tampering: the poller refuses each record in `reasons` (`what` says which), logs it once,
+        /// the mount keeps serving, and `check --remote` names each.
+        func expectRefusedWhileServing(_ reasons: [String: String], _ what: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            #expect(await waitForRefusals(reasons), "\(what): \(mount.log.suffix(2000))", sourceLocation: sourceLocation)
+            expectRefusalsLogged(reasons, sourceLocation: sourceLocation)
+            try expectStillServing(sourceLocation: sourceLocation)
+            try expectCheckRemoteRefuses(reasons, sourceLocation: sourceLocation)
+        }
+
         /// Puts the legitimate records back; then A pushes x's third version, which B's poller applies in a
         /// round that refuses nothing, B reads it, and `check --remote` passes.
         func expectRestoredBucketWorks(sourceLocation: SourceLocation = #_sourceLocation) async throws {
@@ -184,10 +193,7 @@ import Glibc
         setup.markTampering()
         try setup.plant(try #require(setup.legit["x"]), as: "y")
         try setup.plant(try #require(setup.legit["y"]), as: "x")
-        #expect(await setup.waitForRefusals(reasons), "the poller refuses both records: \(setup.mount.log.suffix(2000))")
-        setup.expectRefusalsLogged(reasons)
-        try setup.expectStillServing()
-        try setup.expectCheckRemoteRefuses(reasons)
+        try await setup.expectRefusedWhileServing(reasons, "the poller refuses both records")
         try await setup.expectRestoredBucketWorks()
     }
 
@@ -199,10 +205,7 @@ import Glibc
         altered[altered.startIndex + altered.count / 2] ^= 0x01
         setup.markTampering()
         try setup.plant(altered, as: "y")
-        #expect(await setup.waitForRefusals(reasons), "the poller refuses y's record: \(setup.mount.log.suffix(2000))")
-        setup.expectRefusalsLogged(reasons)
-        try setup.expectStillServing()
-        try setup.expectCheckRemoteRefuses(reasons)
+        try await setup.expectRefusedWhileServing(reasons, "the poller refuses y's record")
         try await setup.expectRestoredBucketWorks()
     }
 
@@ -214,10 +217,7 @@ import Glibc
         let reasons = ["x": Self.rollback]
         setup.markTampering()
         try setup.plant(setup.olderX, as: "x")
-        #expect(await setup.waitForRefusals(reasons), "the poller refuses x's older record: \(setup.mount.log.suffix(2000))")
-        setup.expectRefusalsLogged(reasons)
-        try setup.expectStillServing()
-        try setup.expectCheckRemoteRefuses(reasons)
+        try await setup.expectRefusedWhileServing(reasons, "the poller refuses x's older record")
         // `pull` from the command line refuses it too, in one line, and leaves the node as it was.
         let pull = try setup.remote.darkdiskB(["pull"])
         #expect(pull.status == 1 && pull.stderrLines.count == 1 && pull.stderr.hasPrefix("darkdisk: skipped: the record of node 'x' ")
@@ -233,10 +233,7 @@ import Glibc
         let reasons = ["y": Self.vanished]
         setup.markTampering()
         try FileManager.default.removeItem(atPath: setup.recordPath("y"))
-        #expect(await setup.waitForRefusals(reasons), "the poller refuses y's missing record: \(setup.mount.log.suffix(2000))")
-        setup.expectRefusalsLogged(reasons)
-        try setup.expectStillServing()
-        try setup.expectCheckRemoteRefuses(reasons)
+        try await setup.expectRefusedWhileServing(reasons, "the poller refuses y's missing record")
         try await setup.expectRestoredBucketWorks()
     }
 }

@@ -44,47 +44,51 @@ import Testing
         #expect(!(try await store.darkdisk(["status"] + pass)).output.contains("upload queue"))
     }
 
-    @Test func aMountsDaemonUploadsTheQueueInTheBackground() async throws {
+    /// A bucket where A pushed `seed`, joined by B, whose daemon polls never (it uploads, though).
+    static func mountedB() throws -> (RemoteBucket, Mount) {
         let remote = try RemoteBucket()
         try remote.push("seed", Data("seed".utf8))
         try remote.join("file://" + remote.bucket)
-        let mount = try remote.mountB(["--poll-interval", "0"])
+        return (remote, try remote.mountB(["--poll-interval", "0"]))
+    }
+
+    /// `user.darkdisk.sync` of node `id`'s data through the mount ("" if it cannot be read).
+    static func syncState(_ id: String, on mount: Mount) async -> String {
+        (try? await Shell.sh("getfattr --only-values -n user.darkdisk.sync \(Shell.quote(mount.path + "/nodes/\(id)/data"))").output) ?? ""
+    }
+
+    /// Waits up to `seconds` for node `id` to say `expected`; the last state read.
+    static func wait(_ id: String, on mount: Mount, for expected: String, seconds: Int) async -> String {
+        var last = ""
+        for _ in 0..<(seconds * 10) {
+            last = await syncState(id, on: mount)
+            if last == expected { break }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return last
+    }
+
+    @Test func aMountsDaemonUploadsTheQueueInTheBackground() async throws {
+        let (remote, mount) = try Self.mountedB()
         defer { withExtendedLifetime(mount) {} }
         let data = CLIStore.bytes(300_000, seed: 43)
         let push = try await remote.b.darkdisk(["push", try remote.b.file("bg", data), "--node", "bg", "--no-wait", "--passphrase-file", remote.passphrase])
         #expect(push.status == 0, "\(push.stderr)")
         // The daemon notices within seconds, uploads, and pulls; the file then says it is synced.
-        var state = ""
-        for _ in 0..<100 {
-            state = (try? await Shell.sh("getfattr --only-values -n user.darkdisk.sync \(Shell.quote(mount.path + "/nodes/bg/data"))").output) ?? ""
-            if state == "synced" { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        #expect(state == "synced")
+        #expect(await Self.wait("bg", on: mount, for: "synced", seconds: 10) == "synced")
         #expect(FileManager.default.fileExists(atPath: remote.bucket + "/records/bg.rec"))
-        #expect(try await Shell.sh("getfattr --only-values -n user.darkdisk.sync \(Shell.quote(mount.path + "/nodes/seed/data"))").output == "synced")
+        #expect(await Self.syncState("seed", on: mount) == "synced")
     }
 
     /// `user.darkdisk.sync` through a mount says `failed` while uploads fail (the bucket's `nodes` folder
     /// replaced by a file), `synced` once the daemon's retry lands, and `conflict` on the copy a conflicting
     /// push made.
     @Test func theSyncAttributeSaysFailedThenSyncedAndConflict() async throws {
-        let remote = try RemoteBucket()
-        try remote.push("seed", Data("seed".utf8))
-        try remote.join("file://" + remote.bucket)
-        let mount = try remote.mountB(["--poll-interval", "0"])
+        let (remote, mount) = try Self.mountedB()
         defer { withExtendedLifetime(mount) {} }
-        func state(_ id: String) async -> String {
-            (try? await Shell.sh("getfattr --only-values -n user.darkdisk.sync \(Shell.quote(mount.path + "/nodes/\(id)/data"))").output) ?? ""
-        }
+        func state(_ id: String) async -> String { await Self.syncState(id, on: mount) }
         func wait(_ id: String, for expected: String, seconds: Int) async -> String {
-            var last = ""
-            for _ in 0..<(seconds * 10) {
-                last = await state(id)
-                if last == expected { break }
-                try? await Task.sleep(for: .milliseconds(100))
-            }
-            return last
+            await Self.wait(id, on: mount, for: expected, seconds: seconds)
         }
 
         let nodes = remote.bucket + "/nodes"
