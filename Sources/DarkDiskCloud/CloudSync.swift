@@ -77,14 +77,14 @@ public struct CloudSync: Sendable {
     }
 
     /// Fetches every record: new nodes appear (no data downloaded), nodes with a new ETag lose their stale
-    /// local copies, nodes gone from the remote or whose record is a tombstone are deleted locally. A node's sealed record is read in
-    /// preference to a legacy JSON one. A record that does not authenticate, is malformed, or is older (a
-    /// lower generation; a legacy record after a sealed one) than one this store applied is refused and
-    /// reported in `skipped`, and the node keeps what the store had; so is the plain absence of a sealed
-    /// record this store applied (a delete leaves a tombstone), unless `acceptEmptyRemote`. A remote that cannot be listed fails the
-    /// pull before anything changes: "unreachable" is never taken for "deleted". Nor is a remote that lists no
-    /// node at all while the store knows some (an unmounted or wrong bucket folder looks like that), unless
-    /// `acceptEmptyRemote`.
+    /// local copies, nodes whose record is a tombstone (or, legacy, gone) are deleted locally. A node's
+    /// sealed record is read in preference to a legacy JSON one. A record that does not authenticate, is
+    /// malformed, or is older (a lower generation; a legacy record after a sealed one) than one this store
+    /// applied is refused and reported in `skipped`, and the node keeps what the store had; so is the plain
+    /// absence of a sealed record this store applied (a delete leaves a tombstone), unless
+    /// `acceptEmptyRemote`. A remote that cannot be listed fails the pull before anything changes:
+    /// "unreachable" is never taken for "deleted". Nor is a remote that lists no node at all while the store
+    /// knows some (an unmounted or wrong bucket folder looks like that), unless `acceptEmptyRemote`.
     public func pull(acceptEmptyRemote: Bool = false) async throws -> PullResult {
         let objects = try await remote.list(prefix: CloudLayout.recordsPrefix)
         var result = PullResult()
