@@ -12,6 +12,9 @@ public struct GarbageResult: Sendable, Equatable, Codable {
     public var skippedNodes: [String] = []
     /// Multipart uploads of cloud files left unfinished (an uploader killed mid-upload) that were aborted.
     public var abortedUploads = 0
+    /// Why unfinished uploads could not be listed or aborted (say, credentials without that permission);
+    /// the versions were collected all the same.
+    public var uploadCleanupFailure: String?
 }
 
 extension CloudSync {
@@ -26,7 +29,12 @@ extension CloudSync {
     /// rclone's `cleanup`, since a live upload of a large file may take hours).
     public func collectGarbage(grace: TimeInterval = 3600, uploadGrace: TimeInterval = 86_400) async throws -> GarbageResult {
         var result = GarbageResult()
-        result.abortedUploads = try await remote.abortUnfinishedUploads(prefix: "nodes/", startedBefore: manager.clock.now.addingTimeInterval(-uploadGrace))
+        do {
+            result.abortedUploads = try await remote.abortUnfinishedUploads(prefix: "nodes/", startedBefore: manager.clock.now.addingTimeInterval(-uploadGrace))
+        } catch {
+            guard error.code != .unreachable else { throw error }
+            result.uploadCleanupFailure = error.message
+        }
         var named = Set<String>()
         var unreadable = Set<NodeID>()
         for object in CloudLayout.currentRecords(try await remote.list(prefix: CloudLayout.recordsPrefix)) {

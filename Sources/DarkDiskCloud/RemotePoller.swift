@@ -40,6 +40,7 @@ public final class RemotePoller: Sendable {
                             logger.info("gc: deleted \(garbage.deleted.count) unnamed cloud file versions (\(garbage.deletedBytes) bytes)")
                         }
                         if garbage.abortedUploads > 0 { logger.info("gc: aborted \(garbage.abortedUploads) unfinished uploads") }
+                        if let failure = garbage.uploadCleanupFailure { logger.warning("gc: unfinished uploads were not cleaned up: \(failure)") }
                     }
                 } catch {
                     if !failing { logger.warning("pull failed (tried again every \(interval) s): \(error)") }
