@@ -41,7 +41,11 @@ import Testing
         var rng = SystemRandomNumberGenerator()
         let location = StoreLocation(directory: store.storePath)
         var states = Set<Set<String>>()
-        for round in 0..<50 {
+        // 50 rounds, and more (up to 100) while fewer than 10 distinct states were seen: on a loaded machine
+        // a command may not finish between two kills.
+        var round = 0
+        while round < 50 || (states.count < 10 && round < 100) {
+            defer { round += 1 }
             let held = try await #require(try store.manager().nodeFile(NodeID("n0")), "round \(round): n0 is stored")
             let heldPath = held.cryptoFile.path
             let pid = try Shell.spawn("/bin/sh", ["-c", script], newProcessGroup: true)
