@@ -1,6 +1,5 @@
 import DarkDisk
 import DarkDiskCloud
-import DarkDiskSync
 import DarkDiskTestSupport
 import Foundation
 import Testing
@@ -104,9 +103,9 @@ import Testing
         _ = try await bucket.sync(b).pull()
         // A's edit lands right before B's tombstone write, after B read the record.
         let (syncA, edit) = (bucket.sync(a), try bucket.setup.file("v2", Data("two".utf8)))
-        let racing = RacingRemote(bucket.remote) {
+        let racing = InterceptingRemote(bucket.remote, beforeFirstRecordUpdate: {
             try await syncA.push(dataFile: edit, nodeID: id)
-        }
+        })
         do {
             try await CloudSync(manager: b, remote: racing, host: "machine-b").deleteNode(id)
             Issue.record("a delete based on a replaced record went through")
@@ -150,35 +149,5 @@ import Testing
         _ = try await bucket.sync(b).collectGarbage(grace: 0)
         #expect(try await bucket.remote.list(prefix: "nodes/\(id.rawValue)/").isEmpty)
         #expect(try await bucket.remote.list(prefix: "nodes/other/").count == 1)
-    }
-}
-
-/// A remote that runs `race` once, right before the first conditional write of a record: another machine's
-/// write landing between a store's read of the record and its own write.
-final class RacingRemote: Remote, Sendable {
-    let inner: any Remote
-    private let race: @Sendable () async throws -> Void
-    private let done = Locked(false)
-    var raced: Bool { done.withLock { $0 } }
-
-    init(_ inner: any Remote, race: @escaping @Sendable () async throws -> Void) {
-        self.inner = inner
-        self.race = race
-    }
-
-    var url: String { inner.url }
-    func list(prefix: String) async throws(RemoteError) -> [ObjectInfo] { try await inner.list(prefix: prefix) }
-    func info(_ key: String) async throws(RemoteError) -> ObjectInfo? { try await inner.info(key) }
-    func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?,
-              consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
-        try await inner.read(key, range: range, ifMatch: etag, consume: consume)
-    }
-    func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo { try await inner.write(key, fromFile: path) }
-    func delete(_ key: String, condition: WriteCondition) async throws(RemoteError) { try await inner.delete(key, condition: condition) }
-    func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo {
-        if key.hasPrefix(CloudLayout.recordsPrefix), case .matches = condition, done.withLock({ let first = !$0; $0 = true; return first }) {
-            do { try await race() } catch { throw RemoteError(.io, "the race failed: \(error)") }
-        }
-        return try await inner.write(key, data: data, condition: condition)
     }
 }

@@ -121,7 +121,7 @@ import Glibc
     /// collected, and the result says why the uploads were not (the CLI prints it on stderr).
     @Test func gcCollectsVersionsWhenUploadsCannotBeListed() async throws {
         let setup = try CloudTests.Setup()
-        let refusing = UploadRefusingRemote(inner: setup.remote)
+        let refusing = InterceptingRemote(setup.remote, unfinishedUploadsError: RemoteError(.invalidURL, "\(setup.remote.url): AccessDenied: listing multipart uploads is not allowed"))
         let sync = CloudSync(manager: setup.a, remote: refusing)
         let id = try NodeID("versions")
         try await sync.push(dataFile: setup.file("v1", Data("one".utf8)), nodeID: id)
@@ -131,27 +131,5 @@ import Glibc
         let result = try await sync.collectGarbage(grace: 0)
         #expect(result.uploadCleanupFailure?.contains("AccessDenied") == true, "\(result)")
         #expect(try await setup.remote.list(prefix: "nodes/versions/").count == 1, "the unnamed version went all the same")
-    }
-}
-
-/// A `file://` remote whose unfinished-upload listing is refused, as S3 refuses credentials without
-/// `s3:ListBucketMultipartUploads`.
-final class UploadRefusingRemote: Remote, Sendable {
-    let inner: FileRemote
-    init(inner: FileRemote) { self.inner = inner }
-    var url: String { inner.url }
-    func list(prefix: String) async throws(RemoteError) -> [ObjectInfo] { try await inner.list(prefix: prefix) }
-    func info(_ key: String) async throws(RemoteError) -> ObjectInfo? { try await inner.info(key) }
-    func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?,
-              consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
-        try await inner.read(key, range: range, ifMatch: etag, consume: consume)
-    }
-    func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo { try await inner.write(key, fromFile: path) }
-    func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo {
-        try await inner.write(key, data: data, condition: condition)
-    }
-    func delete(_ key: String, condition: WriteCondition) async throws(RemoteError) { try await inner.delete(key, condition: condition) }
-    func abortUnfinishedUploads(prefix: String, startedBefore date: Date) async throws(RemoteError) -> Int {
-        throw RemoteError(.invalidURL, "\(url): AccessDenied: listing multipart uploads is not allowed")
     }
 }

@@ -1,0 +1,46 @@
+import DarkDiskCloud
+import DarkDiskSync
+import Foundation
+
+/// A real remote seen through a layer that steps in at two moments the tests stage: right before the first
+/// conditional update of a record (another machine's write landing between a store's read of the record
+/// and its own write), and when unfinished uploads are listed (refused, as S3 refuses credentials without
+/// `s3:ListBucketMultipartUploads`). Everything else goes to `inner` unchanged.
+final class InterceptingRemote: Remote, Sendable {
+    let inner: any Remote
+    private let beforeFirstRecordUpdate: (@Sendable () async throws -> Void)?
+    private let unfinishedUploadsError: RemoteError?
+    private let done = Locked(false)
+    /// Whether `beforeFirstRecordUpdate` ran.
+    var raced: Bool { done.withLock { $0 } }
+
+    init(_ inner: any Remote, beforeFirstRecordUpdate: (@Sendable () async throws -> Void)? = nil,
+         unfinishedUploadsError: RemoteError? = nil) {
+        self.inner = inner
+        self.beforeFirstRecordUpdate = beforeFirstRecordUpdate
+        self.unfinishedUploadsError = unfinishedUploadsError
+    }
+
+    var url: String { inner.url }
+    func list(prefix: String) async throws(RemoteError) -> [ObjectInfo] { try await inner.list(prefix: prefix) }
+    func info(_ key: String) async throws(RemoteError) -> ObjectInfo? { try await inner.info(key) }
+    func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?,
+              consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
+        try await inner.read(key, range: range, ifMatch: etag, consume: consume)
+    }
+    func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo { try await inner.write(key, fromFile: path) }
+    func delete(_ key: String, condition: WriteCondition) async throws(RemoteError) { try await inner.delete(key, condition: condition) }
+
+    func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo {
+        if let race = beforeFirstRecordUpdate, key.hasPrefix(CloudLayout.recordsPrefix), case .matches = condition,
+           done.withLock({ let first = !$0; $0 = true; return first }) {
+            do { try await race() } catch { throw RemoteError(.io, "the staged write failed: \(error)") }
+        }
+        return try await inner.write(key, data: data, condition: condition)
+    }
+
+    func abortUnfinishedUploads(prefix: String, startedBefore date: Date) async throws(RemoteError) -> Int {
+        if let unfinishedUploadsError { throw unfinishedUploadsError }
+        return try await inner.abortUnfinishedUploads(prefix: prefix, startedBefore: date)
+    }
+}
