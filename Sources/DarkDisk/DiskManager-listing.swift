@@ -10,6 +10,24 @@ extension DiskManager {
         return ids.compactMap { try? NodeID($0) }
     }
 
+    /// Every node a mount lists: stored here or in the remote's outline, sorted by ID, in one query that
+    /// reads IDs only (a listing of 1,000,000 outline nodes loads no keys, names or sizes). With `kind`,
+    /// only the nodes that have that section, stored or in the outline (`/thumbs`).
+    public func listedNodeIDs(having kind: FileKind? = nil) throws(DarkDiskError) -> [NodeID] {
+        let outlineHas = switch kind {
+        case nil, .data?, .avatar?: ""
+        case .metadata?: " AND metadataSize > 0"
+        case .thumbnail?: " AND thumbnailSize > 0"
+        }
+        let stored = kind.map { "kind = '\($0.rawValue)'" } ?? "kind != '\(FileKind.avatar.rawValue)'"
+        let ids = try read { db in
+            try String.fetchAll(db, sql: """
+                SELECT id FROM node WHERE cloudETag IS NOT NULL\(outlineHas) UNION SELECT ownerID FROM file WHERE \(stored) ORDER BY 1
+                """)
+        }
+        return ids.compactMap { try? NodeID($0) }
+    }
+
     /// The index entry of one node file, without opening it.
     public func storedFile(_ nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> StoredFile? {
         try read { db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }.map(StoredFile.init)

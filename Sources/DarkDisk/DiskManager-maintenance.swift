@@ -33,7 +33,12 @@ extension DiskManager {
             let (changes, newest) = try database.read { db in try changeLog.others(after: seen, db) }
             changeLogSeen.withLock { $0.seq = newest }
             for change in changes { broadcaster.send(change) }
-            if round % 30 == 0 { try database.write { db in try ChangeLog.prune(db, now: Date().timeIntervalSince1970) } }
+            if round % 30 == 0 {
+                try database.write { db in
+                    try ChangeLog.prune(db, now: Date().timeIntervalSince1970)
+                    try Self.pruneEntryChanges(db, now: Date().timeIntervalSince1970)
+                }
+            }
         } catch {
             logger.error("reading other processes' changes: \(error)")
         }

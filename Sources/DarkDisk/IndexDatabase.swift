@@ -255,6 +255,32 @@ enum IndexDatabase {
                   lastError TEXT, sequence INTEGER NOT NULL)
                 """)
         }
+        migrator.registerMigration("v14: entry changes") { db in
+            // Which node or avatar changed, in any process (`EntryChange`): a mount tells the kernel to drop
+            // exactly those names and attributes, so it may cache the rest for long, and its watcher costs
+            // the number of changes (it used to compare the whole outline, held in memory, each time). A file
+            // row's last access is not a change of what the mount shows. Pruned after an hour.
+            let now = "(julianday('now') - 2440587.5) * 86400.0"
+            let node = { (row: String) in "INSERT INTO entryChange (ownerID, identityID, at) VALUES (\(row).id, '', \(now));" }
+            let file = { (row: String) in
+                "INSERT INTO entryChange (ownerID, identityID, at) VALUES (\(row).ownerID, CASE WHEN \(row).kind = 'avatar' THEN \(row).identityID ELSE '' END, \(now));"
+            }
+            let avatar = { (row: String) in "INSERT INTO entryChange (ownerID, identityID, at) VALUES (\(row).userID, \(row).identityID, \(now));" }
+            try db.execute(sql: """
+                CREATE TABLE entryChange (seq INTEGER PRIMARY KEY AUTOINCREMENT, ownerID TEXT NOT NULL, identityID TEXT NOT NULL, at REAL NOT NULL);
+                CREATE INDEX entryChange_at ON entryChange(at);
+                CREATE TRIGGER entryNodeInserted AFTER INSERT ON node BEGIN \(node("NEW")) END;
+                CREATE TRIGGER entryNodeUpdated AFTER UPDATE ON node BEGIN \(node("NEW")) END;
+                CREATE TRIGGER entryNodeDeleted AFTER DELETE ON node BEGIN \(node("OLD")) END;
+                CREATE TRIGGER entryFileInserted AFTER INSERT ON file BEGIN \(file("NEW")) END;
+                CREATE TRIGGER entryFileUpdated AFTER UPDATE OF id, name, pool, mode, format, storedSize, plaintextSize, modified, wrappedKey ON file
+                  BEGIN \(file("NEW")) END;
+                CREATE TRIGGER entryFileDeleted AFTER DELETE ON file BEGIN \(file("OLD")) END;
+                CREATE TRIGGER entryAvatarInserted AFTER INSERT ON avatarOutline BEGIN \(avatar("NEW")) END;
+                CREATE TRIGGER entryAvatarUpdated AFTER UPDATE ON avatarOutline BEGIN \(avatar("NEW")) END;
+                CREATE TRIGGER entryAvatarDeleted AFTER DELETE ON avatarOutline BEGIN \(avatar("OLD")) END;
+                """)
+        }
         return migrator
     }
 }

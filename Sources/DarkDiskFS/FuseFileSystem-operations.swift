@@ -25,6 +25,9 @@ extension FuseFileSystem {
         ops.readdir = { req, ino, size, offset, fi in
             FuseFileSystem.from(req).readdir(FuseFileSystem.reply(req, "readdir"), ino: ino, size: size, offset: offset, fi: fi!)
         }
+        ops.readdirplus = { req, ino, size, offset, fi in
+            FuseFileSystem.from(req).readdir(FuseFileSystem.reply(req, "readdirplus"), ino: ino, size: size, offset: offset, fi: fi!, plus: true)
+        }
         ops.releasedir = { req, _, fi in
             FuseFileSystem.from(req).releasedir(FuseFileSystem.reply(req, "releasedir"), fi: fi!)
         }
@@ -74,6 +77,10 @@ extension FuseFileSystem {
             // Ask for large reads: fewer round trips per MiB for `cat` and `cp`.
             conn.pointee.max_readahead = FuseFileSystem.maxReadahead
             conn.pointee.max_write = 1 << 20
+            // Every listing carries its entries' attributes (readdirplus), not only the first batch: `ls -l`
+            // reads all names before it stats any, and with the adaptive mode each later batch came without
+            // attributes, so every entry then cost a lookup of its own.
+            conn.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
             let maxRead = Unmanaged<FuseFileSystem>.fromOpaque(userdata).takeUnretainedValue().maxRead.load(ordering: .relaxed)
             if maxRead > 0 { conn.pointee.max_read = maxRead }
         }

@@ -68,12 +68,20 @@ extension FuseFileSystem {
         guard let entry = inodes.withLock({ $0.entry(for: ino) }), entry.isDirectory else { reply.error(ENOTDIR); return }
         do {
             let parentIno = inodes.withLock { $0.inode(for: entry.parent) }
-            var listing = [DirectoryEntry(name: ".", ino: ino, isDirectory: true), DirectoryEntry(name: "..", ino: parentIno, isDirectory: true)]
-            for (name, child) in try children(of: entry) {
-                // A file's number is its current version's, as a lookup of the name would give it.
-                let version = child.isDirectory ? nil : try current(child)?.version
-                guard child.isDirectory || version != nil else { continue }
-                listing.append(DirectoryEntry(name: name, ino: inodes.withLock { $0.inode(for: child, version: version) }, isDirectory: child.isDirectory))
+            var listing = [DirectoryEntry(name: ".", ino: ino, file: nil), DirectoryEntry(name: "..", ino: parentIno, file: nil)]
+            let children = try listedChildren(of: entry)
+            listing.reserveCapacity(children.count + 2)
+            // One lock for all: a file's number is its current version's, as a lookup of the name would give it.
+            inodes.withLock { table in
+                for child in children {
+                    let childIno = table.inode(for: child.entry, version: child.version)
+                    var file: FileAttributes?
+                    if var attributes = child.attributes {
+                        attributes.st_ino = __ino_t(childIno)
+                        file = FileAttributes(attributes)
+                    }
+                    listing.append(DirectoryEntry(name: child.name, ino: childIno, file: file))
+                }
             }
             let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
             directoryListings.withLock { $0[handle] = listing }
@@ -88,23 +96,49 @@ extension FuseFileSystem {
         }
     }
 
-    func readdir(_ reply: FuseReply, ino: fuse_ino_t, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>) {
+    /// Answers `readdir`, or with `plus` a `readdirplus`: each name with the attributes a lookup of it would
+    /// give, so `ls -l`, `find` and `du` need no lookup per entry. Every entry but `.` and `..` that a
+    /// readdirplus reply carries counts as one lookup of its inode (libfuse's contract).
+    func readdir(_ reply: FuseReply, ino: fuse_ino_t, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>, plus: Bool = false) {
         guard let listing = directoryListings.withLock({ $0[fi.pointee.fh] }) else { reply.error(EBADF); return }
         let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(size, 1))
         defer { buffer.deallocate() }
         var used = 0
-        var index = Int(offset)
+        var index = max(Int(offset), 0)
+        var counted: [fuse_ino_t] = []
+        let folder = baseStat(mode: S_IFDIR | 0o755, links: 2)
         while index < listing.count {
             let item = listing[index]
-            var st = stat()
-            st.st_ino = __ino_t(item.ino)
-            st.st_mode = item.isDirectory ? S_IFDIR : S_IFREG
-            let needed = fuse_add_direntry(reply.request, buffer + used, size - used, item.name, &st, off_t(index + 1))
+            var attributes = item.file?.stat ?? folder
+            attributes.st_ino = __ino_t(item.ino)
+            let needed: Int
+            if plus {
+                var param = fuse_entry_param()
+                param.attr = attributes
+                if item.name != "." && item.name != ".." {
+                    // `.` and `..` carry no entry (ino 0): the kernel neither links nor counts them.
+                    param.ino = item.ino
+                    param.generation = 1
+                    param.attr_timeout = cacheTimeout
+                    param.entry_timeout = cacheTimeout
+                }
+                needed = fuse_add_direntry_plus(reply.request, buffer + used, size - used, item.name, &param, off_t(index + 1))
+                if needed <= size - used, param.ino != 0 { counted.append(item.ino) }
+            } else {
+                var st = stat()
+                st.st_ino = attributes.st_ino
+                st.st_mode = attributes.st_mode
+                needed = fuse_add_direntry(reply.request, buffer + used, size - used, item.name, &st, off_t(index + 1))
+            }
             if needed > size - used { break }
             used += needed
             index += 1
         }
-        reply.buffer(buffer, used)
+        // Counted before the answer (a forget may follow it at once), taken back if the kernel did not take it.
+        if !counted.isEmpty { inodes.withLock { table in for ino in counted { table.lookedUp(ino) } } }
+        if reply.listing(buffer, used) != 0, !counted.isEmpty {
+            inodes.withLock { table in for ino in counted { table.forget(ino, count: 1) } }
+        }
     }
 
     func releasedir(_ reply: FuseReply, fi: UnsafeMutablePointer<fuse_file_info>) {
@@ -150,20 +184,39 @@ extension FuseFileSystem {
         }
     }
 
+    /// A folder's children with what a lookup of each would answer (a file's attributes and version), read
+    /// in as few index reads as the folder allows: one for a node's folder, two for `/nodes` (which holds
+    /// only folders), one per entry elsewhere. Files that went meanwhile are left out.
+    func listedChildren(of entry: FSEntry) throws(DarkDiskError) -> [(name: String, entry: FSEntry, attributes: stat?, version: InodeTable.Version?)] {
+        if case .nodeDirectory(let id) = entry {
+            let state = try manager.nodeState(id)
+            return state.kinds.compactMap { kind in
+                guard let now = current(section: kind, of: state) else { return nil }
+                return (kind.rawValue, .nodeFile(id, kind), now.stat, now.version)
+            }
+        }
+        var listed: [(name: String, entry: FSEntry, attributes: stat?, version: InodeTable.Version?)] = []
+        for (name, child) in try children(of: entry) {
+            if child.isDirectory {
+                listed.append((name, child, nil, nil))
+            } else if let now = try current(child) {
+                listed.append((name, child, now.stat, now.version))
+            }
+        }
+        return listed
+    }
+
     /// The named children of a folder.
     func children(of entry: FSEntry) throws(DarkDiskError) -> [(String, FSEntry)] {
         switch entry {
         case .root:
             return [("nodes", .nodes), ("thumbs", .thumbs), ("avatars", .avatars)]
         case .nodes:
-            let ids = Set(try manager.storedNodeIDs()).union(try manager.outline().map(\.nodeID))
-            return ids.sorted().map { ($0.rawValue, .nodeDirectory($0)) }
+            return try manager.listedNodeIDs().map { ($0.rawValue, .nodeDirectory($0)) }
         case .nodeDirectory(let id):
             return try manager.nodeState(id).kinds.map { ($0.rawValue, .nodeFile(id, $0)) }
         case .thumbs:
-            var ids = Set(try manager.storedNodeIDs(kind: .thumbnail))
-            for outline in try manager.outline() where outline.thumbnailSize > 0 { ids.insert(outline.nodeID) }
-            return ids.sorted().map { ($0.rawValue, .thumb($0)) }
+            return try manager.listedNodeIDs(having: .thumbnail).map { ($0.rawValue, .thumb($0)) }
         case .avatars:
             let users = Set(try manager.storedAvatarUsers()).union(try manager.avatarOutline().map(\.userID))
             return users.sorted().map { ($0.rawValue, .avatarDirectory($0)) }
@@ -190,7 +243,11 @@ extension FuseFileSystem {
             return (baseStat(mode: S_IFREG | 0o644, links: 1, size: listed.plaintextSize), .listed(listed.wrappedKey))
         }
         guard let (id, kind) = entry.nodeSection else { return nil }
-        let state = try manager.nodeState(id)
+        return current(section: kind, of: try manager.nodeState(id))
+    }
+
+    /// What one section of a node is now, from the node's state as one index read gave it.
+    func current(section kind: FileKind, of state: NodeState) -> (stat: stat, version: InodeTable.Version?)? {
         if let file = state.stored(kind) {
             return (attributes(of: file), version(ofStored: kind, fileID: file.fileID, format: file.format, plaintextSize: file.plaintextSize, outline: state.outline))
         }
@@ -227,7 +284,7 @@ extension FuseFileSystem {
     }
 
     /// A `stat` owned by the mounting user, with the mount's time for all three times.
-    private func baseStat(mode: mode_t, links: nlink_t, size: UInt64 = 0) -> stat {
+    func baseStat(mode: mode_t, links: nlink_t, size: UInt64 = 0) -> stat {
         var st = stat()
         st.st_uid = uid
         st.st_gid = gid

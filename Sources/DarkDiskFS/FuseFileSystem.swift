@@ -28,14 +28,15 @@ public final class FuseFileSystem: Sendable {
     let maxRead = Atomic<UInt32>(0)
     let directoryListings = Locked<[UInt64: [DirectoryEntry]]>([:])
     /// The session while its loop runs, for telling the kernel to drop cached attributes.
-    let notifySession = Locked<OutlineWatcher.UnsafeSession?>(nil)
+    let notifySession = Locked<StoreWatcher.UnsafeSession?>(nil)
     let mountTime = Date()
     let uid = getuid()
     let gid = getgid()
     /// The largest readahead the driver asks the kernel for (see `ReadAhead`).
     static let maxReadahead: UInt32 = 4 << 20
-    /// How long the kernel may cache names and attributes.
-    let cacheTimeout: Double = 1.0
+    /// How long the kernel may cache names and attributes: every change is told (`StoreWatcher`)
+    /// within a second, so this only bounds what a missed change could leave stale.
+    let cacheTimeout: Double = 60
 
     /// `downloads` nil serves only what is stored.
     public init(manager: DiskManager, downloads: DownloadManager? = nil, remoteTimeout: Duration = .seconds(30), logger: Logger) {
@@ -108,12 +109,12 @@ public final class FuseFileSystem: Sendable {
             let raised = ReadAhead.raise(resolvedMountpoint: resolvedMountpoint, kilobytes: Int(FuseFileSystem.maxReadahead / 1024))
             logger.info("mounted \(manager.location.dataDirectory) at \(mountpoint)\(raised ? "" : " (readahead left at the kernel default)")")
             ready()
-            let watcher: OutlineWatcher?
-            do { watcher = try OutlineWatcher(fileSystem: self, session: session) } catch {
+            let watcher: StoreWatcher?
+            do { watcher = try StoreWatcher(fileSystem: self, session: session) } catch {
                 logger.error("changes of the outline will not be noticed: \(error)")
                 watcher = nil
             }
-            notifySession.withLock { $0 = OutlineWatcher.UnsafeSession(pointer: session) }
+            notifySession.withLock { $0 = StoreWatcher.UnsafeSession(pointer: session) }
             let rc = darkdisk_fuse_session_loop_mt(session, UInt32(threads), 4)
             notifySession.withLock { $0 = nil }
             watcher?.stop()
@@ -140,5 +141,16 @@ public final class FuseFileSystem: Sendable {
 struct DirectoryEntry: Sendable {
     let name: String
     let ino: fuse_ino_t
-    let isDirectory: Bool
+    /// A file's attributes as a lookup of the name answers them (for readdirplus); nil for a folder, whose
+    /// attributes are those of every folder. Boxed: a listing of 1,000,000 folders holds 8 bytes each, not a `stat`.
+    let file: FileAttributes?
+}
+
+/// A listed file's `stat`, shared by reference.
+final class FileAttributes: Sendable {
+    let stat: stat
+
+    init(_ stat: stat) {
+        self.stat = stat
+    }
 }

@@ -49,6 +49,13 @@ final class FuseReply: Sendable {
         fuse_reply_buf(request, bytes, count)
     }
 
+    /// Answers a readdirplus with its listing; nonzero if the kernel did not take it (the caller then undoes
+    /// the lookup counts the entries carried).
+    func listing(_ bytes: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
+        guard claim() else { return -EALREADY }
+        return fuse_reply_buf(request, bytes, count)
+    }
+
     /// Answers a lookup; nonzero if the kernel is gone (the caller then undoes the lookup count).
     func entry(_ param: inout fuse_entry_param) -> Int32 {
         guard claim() else { return -EALREADY }

@@ -73,6 +73,11 @@ struct InodeTable: Sendable {
         byInode[ino]?.entry
     }
 
+    /// The newest inode handed out for a file entry, if any.
+    func newestInode(for entry: FSEntry) -> fuse_ino_t? {
+        newest[entry]
+    }
+
     /// The inode of a folder, if the kernel has been told about it.
     func existingInode(for entry: FSEntry) -> fuse_ino_t? {
         byKey[Key(entry: entry, version: nil)]

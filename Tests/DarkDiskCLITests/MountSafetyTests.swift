@@ -117,7 +117,7 @@ import Testing
         try remote.push("slow", CLIStore.bytes(3_000_001, seed: 42))
         try RemoteBucket.check(try remote.darkdiskB(["pull"]), "pull")
         try? await Task.sleep(nanoseconds: UInt64((2.5) * 1e9))
-        #expect(mount.log.contains("the outline changed"), "the daemon saw the change: \(mount.log.suffix(1500))")
+        #expect(mount.log.contains("the store changed"), "the daemon saw the change: \(mount.log.suffix(1500))")
 
         #expect(kill(daemon, SIGKILL) == 0)
         // An unkillable reader cannot be waited for: look at its state, and abort the connection if it hangs.

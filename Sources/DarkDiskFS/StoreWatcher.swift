@@ -1,0 +1,105 @@
+import CFuse3
+import DarkDisk
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+import DarkDiskSync
+
+/// Watches the store while the mount runs and tells the kernel to forget what it cached of each node or
+/// avatar that changed in any process (a `pull` or an import in the CLI, a download or an eviction in this
+/// daemon): the names under `/nodes`, `/thumbs` and `/avatars`, so the next lookup finds the version that
+/// is current now, and the attributes of the inodes they led to. The changes come from the index's change
+/// table (`DiskManager.entryChanges(after:)`): each check costs one read and the number of changes, never
+/// the size of the outline, and holds nothing of it in memory. Because every change is told, the kernel
+/// may keep names and attributes for `FuseFileSystem.cacheTimeout` instead of asking again every second.
+///
+/// It never invalidates an inode's pages: a file inode serves one version for good (`InodeTable`), so its
+/// pages stay true, and an invalidation waits for the lock of every page, including one that a read
+/// waiting on the remote holds. Blocked there, this thread could not die with the daemon, and the
+/// connection (and every reader waiting on it) would hang until aborted by hand.
+final class StoreWatcher: Sendable {
+    private let fileSystem: FuseFileSystem
+    private let session: UnsafeSession
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let stopped = Atomic<Bool>(false)
+    /// The newest change row told to the kernel.
+    private let seen: Atomic<Int64>
+
+    /// libfuse's session pointer: its notify calls may come from any thread while the session lives.
+    struct UnsafeSession: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    /// Checks every `interval` on a thread of its own (a notify call may wait on the kernel: never on a FUSE
+    /// worker or the concurrency pool).
+    init(fileSystem: FuseFileSystem, session: OpaquePointer, interval: DispatchTimeInterval = .seconds(1)) throws(DarkDiskError) {
+        self.fileSystem = fileSystem
+        self.session = UnsafeSession(pointer: session)
+        seen = Atomic(try fileSystem.manager.newestEntryChange())
+        Thread.detachNewThread { [self] in
+            while !stopped.load(ordering: .acquiring) {
+                _ = wake.wait(timeout: .now() + interval)
+                if stopped.load(ordering: .acquiring) { break }
+                check()
+            }
+            finished.signal()
+        }
+    }
+
+    /// Stops watching and waits for the watcher's thread; call before the session is destroyed.
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        wake.signal()
+        finished.wait()
+    }
+
+    private func check() {
+        do {
+            let (changes, newest) = try fileSystem.manager.entryChanges(after: seen.load(ordering: .relaxed))
+            seen.store(newest, ordering: .relaxed)
+            guard !changes.isEmpty else { return }
+            var nodes: [NodeID] = []
+            var avatars: [(UserID, IdentityID)] = []
+            for change in changes {
+                switch change {
+                case .node(let id): nodes.append(id)
+                case .avatar(let user, let identity): avatars.append((user, identity))
+                }
+            }
+            for id in nodes { invalidate(node: id) }
+            for (user, identity) in avatars { invalidate(avatar: user, identity) }
+            let named = nodes.count <= 10 ? " (" + nodes.map(\.rawValue).sorted().joined(separator: ", ") + ")" : ""
+            fileSystem.logger.info("the store changed: \(nodes.count) nodes\(named) and \(avatars.count) avatars changed, appeared or went")
+        } catch {
+            fileSystem.logger.error("cannot read the store's changes: \(error)")
+        }
+    }
+
+    /// Drops an avatar's names (its user's folder, the avatar in it) and the attributes of its file.
+    private func invalidate(avatar user: UserID, _ identity: IdentityID) {
+        invalidate([(FSEntry.avatars, user.rawValue), (.avatarDirectory(user), identity.rawValue)],
+                   files: [.avatarFile(user, identity)])
+    }
+
+    /// Drops a node's names (its folder, its files, its thumbnail) and the attributes of its files.
+    private func invalidate(node id: NodeID) {
+        invalidate([(FSEntry.nodes, id.rawValue), (.thumbs, id.rawValue), (.nodeDirectory(id), "data"),
+                    (.nodeDirectory(id), "metadata"), (.nodeDirectory(id), "thumbnail")],
+                   files: [.nodeFile(id, .data), .nodeFile(id, .metadata), .nodeFile(id, .thumbnail), .thumb(id)])
+    }
+
+    private func invalidate(_ names: [(FSEntry, String)], files: [FSEntry]) {
+        for (parent, name) in names {
+            guard let ino = fileSystem.inodes.withLock({ $0.existingInode(for: parent) }) else { continue }
+            _ = name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, ino, $0, name.utf8.count) }
+        }
+        // Attributes only (a negative offset): the size of a file's blocks changes with a download or an
+        // eviction while its inode stays.
+        for file in files {
+            guard let ino = fileSystem.inodes.withLock({ $0.newestInode(for: file) }) else { continue }
+            _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, -1, 0)
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import DarkDisk
+import Foundation
+import Testing
+
+/// The kernel keeps names and attributes for a minute (`FuseFileSystem.cacheTimeout`) and listings carry
+/// them (readdirplus), so `ls -l`, `find` and `du` ask the daemon once per folder, not once per entry. What
+/// another process changes must still be seen within seconds: the daemon's store watcher tells the kernel
+/// exactly which names and attributes to drop.
+@Suite(.processSlots) struct KernelCacheTests {
+    @Test func aChangeInAnotherProcessIsSeenAtOnceThoughTheKernelCachesForAMinute() async throws {
+        let store = try CLIStore()
+        for (node, text) in [("a", "one"), ("b", "two two"), ("c", "three three three")] {
+            await #expect(try store.darkdisk(["import", "-", "--node", node], stdin: Data(text.utf8)).status == 0)
+        }
+        let mount = try Mount(store)
+        let nodes = Shell.quote(mount.path + "/nodes")
+        // The listing carries every entry's attributes: sizes, counts and types are right without a lookup.
+        await #expect(try Shell.sh("ls \(nodes)").output == "a\nb\nc\n")
+        await #expect(try Shell.sh("cd \(nodes) && stat -c '%n %s' */data").output == "a/data 3\nb/data 7\nc/data 17\n")
+        await #expect(try Shell.sh("find \(nodes) -type f | sort").output == ["a", "b", "c"].map { mount.path + "/nodes/\($0)/data\n" }.joined())
+        await #expect(try Shell.sh("ls -l \(nodes)/b | tail -n +2 | awk '{ print $5, $9 }'").output == "7 data\n")
+
+        // Each cached name and size now changes in another process: a re-import with another size, a delete,
+        // a new node. Each is seen well within the minute the kernel would otherwise keep the old answer.
+        await #expect(try store.darkdisk(["import", "-", "--node", "a"], stdin: Data("a longer first node".utf8)).status == 0)
+        await #expect(try store.darkdisk(["delete", "--node", "b"]).status == 0)
+        await #expect(try store.darkdisk(["import", "-", "--node", "d"], stdin: Data("four".utf8)).status == 0)
+        await #expect(Mount.wait(seconds: 10) { (try? Shell.sh("stat -c %s \(nodes)/a/data").output) == "19\n" }, "the new size")
+        await #expect(Mount.wait(seconds: 10) { (try? Shell.sh("cat \(nodes)/a/data").output) == "a longer first node" }, "the new bytes")
+        await #expect(Mount.wait(seconds: 10) { (try? Shell.sh("stat \(nodes)/b").status) != 0 }, "the deleted node is gone")
+        await #expect(Mount.wait(seconds: 10) { (try? Shell.sh("ls \(nodes)").output) == "a\nc\nd\n" }, "listed as it is now")
+        await #expect(try Shell.sh("du -b -s \(nodes)/c/data | cut -f1").output == "17\n")
+    }
+}
