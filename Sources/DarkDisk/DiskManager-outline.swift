@@ -18,6 +18,32 @@ extension DiskManager {
         try read { db in try Int64.fetchOne(db, sql: "SELECT version FROM outlineClock WHERE id = 1") ?? 0 }
     }
 
+    /// What the index knows of a node besides its content (from a pull, or set through the drive); a file
+    /// with the defaults when it knows nothing. A push writes them into the node's record.
+    public func nodeAttributes(of nodeID: NodeID) throws(DarkDiskError) -> NodeAttributes {
+        try read { db in
+            try Row.fetchOne(db, sql: "SELECT type, mode, mtime, mtimeNsec, target, xattrs FROM node WHERE id = ?", arguments: [nodeID.rawValue])
+                .map(Self.attributes(from:)) ?? NodeAttributes()
+        }
+    }
+
+    /// Sets what the drive shows of a node besides its content (the next push writes it into the node's
+    /// record). Returns false when the index has no such node. Refuses attributes that cannot describe a node.
+    @discardableResult
+    public func setNodeAttributes(_ attributes: NodeAttributes, of nodeID: NodeID) throws(DarkDiskError) -> Bool {
+        if let problem = attributes.problem { throw DarkDiskError(.invalidArgument, "node '\(nodeID)': \(problem)") }
+        let extended: Data?
+        do { extended = try Self.extendedAttributesColumn(attributes) } catch {
+            throw DarkDiskError(.invalidArgument, "node '\(nodeID)': cannot encode its extended attributes")
+        }
+        return try write { db in
+            try db.execute(sql: "UPDATE node SET type = ?, mode = ?, mtime = ?, mtimeNsec = ?, target = ?, xattrs = ? WHERE id = ?",
+                           arguments: [attributes.kind.rawValue, Int64(attributes.mode), attributes.modifiedSeconds,
+                                       Int64(attributes.modifiedNanoseconds), attributes.target, extended, nodeID.rawValue])
+            return db.changesCount > 0
+        }
+    }
+
     /// Every node the remote has told us about.
     public func outline() throws(DarkDiskError) -> [OutlineEntry] {
         try read { db in
@@ -52,14 +78,21 @@ extension DiskManager {
                     // Local files were made for another version (or under another key): they are not this node any more.
                     stale += try dropStaleFiles(db, of: entry.nodeID, kinds: [.data, .metadata, .thumbnail], at: created)
                 }
+                let attributes = entry.attributes
+                let extended = try Self.extendedAttributesColumn(attributes)
                 try db.execute(sql: """
-                    INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize, cloudVersion)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize, cloudVersion,
+                      type, mode, mtime, mtimeNsec, target, xattrs)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT(id) DO UPDATE SET wrappedKey = excluded.wrappedKey, name = excluded.name,
                       parentID = excluded.parentID, cloudETag = excluded.cloudETag, metadataSize = excluded.metadataSize,
-                      thumbnailSize = excluded.thumbnailSize, dataSize = excluded.dataSize, cloudVersion = excluded.cloudVersion
+                      thumbnailSize = excluded.thumbnailSize, dataSize = excluded.dataSize, cloudVersion = excluded.cloudVersion,
+                      type = excluded.type, mode = excluded.mode, mtime = excluded.mtime, mtimeNsec = excluded.mtimeNsec,
+                      target = excluded.target, xattrs = excluded.xattrs
                     """, arguments: [entry.nodeID.rawValue, Data(entry.wrappedKey), entry.name, entry.parentID, entry.cloudETag,
-                                     created, Int64(entry.metadataSize), Int64(entry.thumbnailSize), Int64(entry.dataSize), entry.cloudVersion])
+                                     created, Int64(entry.metadataSize), Int64(entry.thumbnailSize), Int64(entry.dataSize), entry.cloudVersion,
+                                     attributes.kind.rawValue, Int64(attributes.mode), attributes.modifiedSeconds,
+                                     Int64(attributes.modifiedNanoseconds), attributes.target, extended])
             }
             return (changed, stale)
         }
@@ -116,6 +149,21 @@ extension DiskManager {
         OutlineEntry(nodeID: try NodeID(row["id"]), name: row["name"], parentID: row["parentID"],
                      metadataSize: UInt64(row["metadataSize"] as Int64), thumbnailSize: UInt64(row["thumbnailSize"] as Int64),
                      dataSize: UInt64(row["dataSize"] as Int64), wrappedKey: Array(row["wrappedKey"] as Data),
-                     cloudETag: row["cloudETag"], cloudVersion: row["cloudVersion"])
+                     cloudETag: row["cloudETag"], cloudVersion: row["cloudVersion"], attributes: try attributes(from: row))
+    }
+
+    /// The `xattrs` column of a node row: JSON of name to base64 of the value; NULL for none.
+    static func extendedAttributesColumn(_ attributes: NodeAttributes) throws -> Data? {
+        attributes.extendedAttributes.isEmpty ? nil : try JSONEncoder().encode(attributes.extendedAttributes.mapValues { Data($0) })
+    }
+
+    /// A node row's attributes; a row written before they were kept is a file with the defaults.
+    static func attributes(from row: Row) throws -> NodeAttributes {
+        let extended: Data? = row["xattrs"]
+        let mode: Int64? = row["mode"]
+        let nanoseconds: Int64? = row["mtimeNsec"]
+        return NodeAttributes(kind: (row["type"] as String?).flatMap(NodeAttributes.Kind.init) ?? .file, mode: mode.map { UInt32($0) },
+                              modifiedSeconds: row["mtime"], modifiedNanoseconds: UInt32(nanoseconds ?? 0), target: row["target"],
+                              extendedAttributes: try extended.map { try JSONDecoder().decode([String: Data].self, from: $0).mapValues { Array($0) } } ?? [:])
     }
 }

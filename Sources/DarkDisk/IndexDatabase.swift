@@ -281,6 +281,21 @@ enum IndexDatabase {
                 CREATE TRIGGER entryAvatarDeleted AFTER DELETE ON avatarOutline BEGIN \(avatar("OLD")) END;
                 """)
         }
+        migrator.registerMigration("v15: node attributes") { db in
+            // What the drive shows of a node besides its content (`NodeAttributes`): its type ('file',
+            // 'folder', 'symlink'), permission bits, modification time, link target and `user.*` extended
+            // attributes (JSON of name to base64). NULL: a file with the defaults, as before the drive. A
+            // folder's children by name (a drive lookup, a listing) come from one index.
+            try db.execute(sql: """
+                ALTER TABLE node ADD COLUMN type TEXT;
+                ALTER TABLE node ADD COLUMN mode INTEGER;
+                ALTER TABLE node ADD COLUMN mtime INTEGER;
+                ALTER TABLE node ADD COLUMN mtimeNsec INTEGER;
+                ALTER TABLE node ADD COLUMN target TEXT;
+                ALTER TABLE node ADD COLUMN xattrs BLOB;
+                CREATE INDEX node_parent ON node(parentID, name);
+                """)
+        }
         return migrator
     }
 }

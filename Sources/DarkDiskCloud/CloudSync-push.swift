@@ -154,7 +154,8 @@ extension CloudSync {
                                 metadataSize: header.sectionSizes[CloudFileSection.metadata.rawValue],
                                 thumbnailSize: header.sectionSizes[CloudFileSection.thumbnail.rawValue],
                                 dataSize: header.sectionSizes[CloudFileSection.data.rawValue],
-                                wrappedKey: Hex.encode(wrapped), cloudETag: info.etag, generation: generation, cloudVersion: version)
+                                wrappedKey: Hex.encode(wrapped), cloudETag: info.etag, generation: generation, cloudVersion: version,
+                                attributes: try manager.nodeAttributes(of: nodeID))
         let sealed = try record.sealed(with: manager)
         var lostRace = false
         do {

@@ -28,10 +28,29 @@ public struct NodeRecord: Codable, Sendable, Equatable {
     /// The version of the cloud file the record names (`CloudLayout.cloudFile(_:version:)`); nil in a legacy
     /// record, whose node has the one file `nodes/<id>.ddc`.
     public var cloudVersion: String?
+    /// "file", "folder" or "symlink" (absent: a file, as in records written before the drive).
+    public var type: String?
+    /// Permission bits (absent: the type's default, 0644 for a file).
+    public var mode: UInt32?
+    /// Modification time: seconds since 1970 and nanoseconds (absent: unknown).
+    public var mtime: Int64?
+    public var mtimeNsec: UInt32?
+    /// A symbolic link's target.
+    public var target: String?
+    /// `user.*` extended attributes, name to base64 of the value (absent: none).
+    public var xattrs: [String: String]?
 
     public init(nodeID: String, name: String?, parentID: String?, metadataSize: UInt64, thumbnailSize: UInt64, dataSize: UInt64,
-                wrappedKey: String, cloudETag: String, generation: UInt64?, cloudVersion: String? = nil) {
+                wrappedKey: String, cloudETag: String, generation: UInt64?, cloudVersion: String? = nil, attributes: NodeAttributes? = nil) {
         self.cloudVersion = cloudVersion
+        if let attributes {
+            type = attributes.kind.rawValue
+            mode = attributes.mode
+            mtime = attributes.modifiedSeconds
+            mtimeNsec = attributes.modifiedSeconds == nil ? nil : attributes.modifiedNanoseconds
+            target = attributes.target
+            xattrs = attributes.extendedAttributes.isEmpty ? nil : attributes.extendedAttributes.mapValues { Data($0).base64EncodedString() }
+        }
         self.version = generation == nil ? 1 : 2
         self.nodeID = nodeID
         self.name = name
@@ -93,6 +112,26 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         }
     }
 
+    /// What the record says the node is besides its content (`NodeAttributes`); nil when a field is malformed
+    /// (an unknown type, a value that is not base64, or attributes that cannot describe a node).
+    public var attributes: NodeAttributes? {
+        let kind: NodeAttributes.Kind
+        if let type {
+            guard let known = NodeAttributes.Kind(rawValue: type) else { return nil }
+            kind = known
+        } else {
+            kind = .file
+        }
+        var values: [String: [UInt8]] = [:]
+        for (name, encoded) in xattrs ?? [:] {
+            guard let value = Data(base64Encoded: encoded) else { return nil }
+            values[name] = Array(value)
+        }
+        let attributes = NodeAttributes(kind: kind, mode: mode, modifiedSeconds: mtime, modifiedNanoseconds: mtimeNsec ?? 0,
+                                        target: target, extendedAttributes: values)
+        return attributes.problem == nil ? attributes : nil
+    }
+
     /// The checks every record passes, whatever its layout.
     private func validated(for nodeID: NodeID) throws(RemoteError) -> NodeRecord {
         let record = self
@@ -107,6 +146,9 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         }
         guard record.parentID.map({ (try? NodeID($0)) != nil }) ?? true else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' names a parent that is not a node ID")
+        }
+        guard record.attributes != nil else {
+            throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' has malformed attributes (\(record.attributesProblem))")
         }
         guard record.cloudVersion.map(CloudLayout.isVersion) ?? true else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' names a malformed cloud file version")
@@ -126,12 +168,23 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         return (try? encoder.encode(self)) ?? Data()
     }
 
+    /// Why `attributes` is nil, in words.
+    private var attributesProblem: String {
+        if let type, NodeAttributes.Kind(rawValue: type) == nil { return "unknown type '\(type.prefix(32))'" }
+        if let xattrs, xattrs.values.contains(where: { Data(base64Encoded: $0) == nil }) { return "an extended attribute that is not base64" }
+        let attributes = NodeAttributes(kind: type.flatMap(NodeAttributes.Kind.init) ?? .file, mode: mode, modifiedSeconds: mtime,
+                                        modifiedNanoseconds: mtimeNsec ?? 0, target: target,
+                                        extendedAttributes: (xattrs ?? [:]).mapValues { Array(Data(base64Encoded: $0) ?? Data()) })
+        return attributes.problem ?? "unknown"
+    }
+
     /// The outline entry this record describes.
     public func outlineEntry() throws(RemoteError) -> OutlineEntry {
         guard let id = try? NodeID(nodeID), let key = Hex.decode(wrappedKey) else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is malformed")
         }
         return OutlineEntry(nodeID: id, name: name, parentID: parentID, metadataSize: metadataSize,
-                            thumbnailSize: thumbnailSize, dataSize: dataSize, wrappedKey: key, cloudETag: cloudETag, cloudVersion: cloudVersion)
+                            thumbnailSize: thumbnailSize, dataSize: dataSize, wrappedKey: key, cloudETag: cloudETag, cloudVersion: cloudVersion,
+                            attributes: attributes ?? NodeAttributes())
     }
 }

@@ -19,6 +19,8 @@ package enum ExtendedAttribute: Hashable, Sendable {
     case sync
     /// `user.darkdisk.pool.<pool>.<field>` of the mount root.
     case pool(Pool, PoolField)
+    /// `user.darkdisk.node` of a drive entry (`/files`): the node ID behind it (read-only).
+    case node
 
     /// The per-pool attributes of the mount root.
     package enum PoolField: String, CaseIterable, Sendable {
@@ -34,10 +36,12 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case cachedSize = "cached_size"
     }
 
-    /// What carries an attribute: a file of the mount, or its root folder. Other folders carry none.
+    /// What carries an attribute: a file of the mount, its root folder, or any entry of the drive (a drive
+    /// file is a `file` too). Other folders carry none.
     enum Holder: Sendable {
         case file
         case root
+        case drive
     }
 
     /// How much of a file is on this machine (`user.darkdisk.local`).
@@ -73,6 +77,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case bytes(UInt64)
         case locality(Locality)
         case sync(SyncState)
+        case node(NodeID)
 
         /// The text `getfattr` shows (no trailing newline or NUL).
         var text: String {
@@ -82,6 +87,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
             case .bytes(let bytes): String(bytes)
             case .locality(let locality): locality.rawValue
             case .sync(let state): state.rawValue
+            case .node(let id): id.rawValue
             }
         }
     }
@@ -139,7 +145,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
     static let replaceFlag: Int32 = 2
 
     /// Every attribute, files' first, in the order `listxattr` gives them.
-    package static let all: [ExtendedAttribute] = names(for: .file) + names(for: .root)
+    package static let all: [ExtendedAttribute] = names(for: .file) + names(for: .root) + names(for: .drive)
 
     private static let byName: [String: ExtendedAttribute] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 
@@ -148,6 +154,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
         switch holder {
         case .file: [.persistent, .expiration, .local, .sync]
         case .root: Pool.allCases.flatMap { pool in PoolField.allCases.map { ExtendedAttribute.pool(pool, $0) } }
+        case .drive: [.node]
         }
     }
 
@@ -166,6 +173,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case .local: Self.prefix + "local"
         case .sync: Self.prefix + "sync"
         case .pool(let pool, let field): Self.prefix + "pool.\(pool.rawValue).\(field.rawValue)"
+        case .node: Self.prefix + "node"
         }
     }
 
@@ -174,6 +182,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
         switch self {
         case .persistent, .expiration, .local, .sync: .file
         case .pool: .root
+        case .node: .drive
         }
     }
 
@@ -181,7 +190,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
     package var isWritable: Bool {
         switch self {
         case .persistent, .expiration: true
-        case .local, .sync: false
+        case .local, .sync, .node: false
         case .pool(_, let field): field == .maxSize || field == .defaultExpiration
         }
     }
@@ -213,7 +222,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
             return .maxSize(pool, UInt64(bytes))
         case .pool(let pool, .defaultExpiration):
             return .defaultExpiration(pool, try Self.integer(value, for: name))
-        case .local, .sync, .pool:
+        case .local, .sync, .pool, .node:
             throw Failure(.readOnly, "\(name) is read-only")
         }
     }

@@ -11,18 +11,28 @@ enum FSEntry: Hashable, Sendable {
     case thumb(NodeID)
     case avatarDirectory(UserID)
     case avatarFile(UserID, IdentityID)
+    /// `/files`: the top of the drive (DESIGN §10).
+    case files
+    /// A folder of the drive, by its node.
+    case driveFolder(NodeID)
+    /// A file of the drive, by its node: its content is the node's data.
+    case driveFile(NodeID)
+    /// A symbolic link of the drive, by its node.
+    case driveLink(NodeID)
 
     var isDirectory: Bool {
         switch self {
-        case .root, .nodes, .thumbs, .avatars, .nodeDirectory, .avatarDirectory: true
-        case .nodeFile, .thumb, .avatarFile: false
+        case .root, .nodes, .thumbs, .avatars, .nodeDirectory, .avatarDirectory, .files, .driveFolder: true
+        case .nodeFile, .thumb, .avatarFile, .driveFile, .driveLink: false
         }
     }
 
-    /// The parent folder, for `..` in listings.
+    /// The parent folder, for `..` in listings (the kernel answers `..` itself; a drive entry names `/files`
+    /// here, whatever folder it is in).
     var parent: FSEntry {
         switch self {
-        case .root, .nodes, .thumbs, .avatars: .root
+        case .root, .nodes, .thumbs, .avatars, .files: .root
+        case .driveFolder, .driveFile, .driveLink: .files
         case .nodeDirectory: .nodes
         case .nodeFile(let id, _): .nodeDirectory(id)
         case .thumb: .thumbs
@@ -36,6 +46,7 @@ enum FSEntry: Hashable, Sendable {
         switch self {
         case .nodeFile(let id, let kind): (id, kind)
         case .thumb(let id): (id, .thumbnail)
+        case .driveFile(let id): (id, .data)
         default: nil
         }
     }
@@ -46,6 +57,8 @@ enum FSEntry: Hashable, Sendable {
         case .nodeFile(let id, let kind): "node \(id) \(kind.rawValue)"
         case .thumb(let id): "node \(id) thumbnail"
         case .avatarFile(let user, let identity): "avatar \(user)/\(identity)"
+        case .driveFile(let id): "drive file (node \(id))"
+        case .driveLink(let id): "drive link (node \(id))"
         default: "directory"
         }
     }

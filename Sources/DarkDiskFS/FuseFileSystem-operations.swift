@@ -31,6 +31,9 @@ extension FuseFileSystem {
         ops.releasedir = { req, _, fi in
             FuseFileSystem.from(req).releasedir(FuseFileSystem.reply(req, "releasedir"), fi: fi!)
         }
+        ops.readlink = { req, ino in
+            FuseFileSystem.from(req).readlink(FuseFileSystem.reply(req, "readlink"), ino: ino)
+        }
         ops.open = { req, ino, fi in
             FuseFileSystem.from(req).open(FuseFileSystem.reply(req, "open"), ino: ino, fi: fi!)
         }

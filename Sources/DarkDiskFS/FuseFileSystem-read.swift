@@ -156,6 +156,7 @@ extension FuseFileSystem {
         case .nodeFile(let id, let kind): try manager.nodeFile(id, kind: kind)
         case .thumb(let id): try manager.nodeFile(id, kind: .thumbnail)
         case .avatarFile(let user, let identity): try manager.userAvatar(user, identityID: identity)
+        case .driveFile(let id): try manager.nodeFile(id, kind: .data)
         default: nil
         }
     }

@@ -23,8 +23,8 @@ extension FuseFileSystem {
             param.generation = 1
             param.attr = current.stat
             param.attr.st_ino = __ino_t(param.ino)
-            param.attr_timeout = cacheTimeout
-            param.entry_timeout = cacheTimeout
+            param.attr_timeout = cacheTimeout(for: entry)
+            param.entry_timeout = cacheTimeout(for: entry)
             if reply.entry(&param) != 0 {
                 // The kernel did not take the reference (the lookup was interrupted).
                 inodes.withLock { $0.forget(param.ino, count: 1) }
@@ -58,7 +58,7 @@ extension FuseFileSystem {
                 return
             }
             st.st_ino = __ino_t(ino)
-            reply.attr(&st, timeout: cacheTimeout)
+            reply.attr(&st, timeout: cacheTimeout(for: key.entry))
         } catch {
             reply.error(FuseErrno.from(error))
         }
@@ -107,6 +107,7 @@ extension FuseFileSystem {
         var index = max(Int(offset), 0)
         var counted: [fuse_ino_t] = []
         let folder = baseStat(mode: S_IFDIR | 0o755, links: 2)
+        let timeout = inodes.withLock { $0.entry(for: ino) }.map(cacheTimeout(for:)) ?? driveCacheTimeout
         while index < listing.count {
             let item = listing[index]
             var attributes = item.file?.stat ?? folder
@@ -119,8 +120,8 @@ extension FuseFileSystem {
                     // `.` and `..` carry no entry (ino 0): the kernel neither links nor counts them.
                     param.ino = item.ino
                     param.generation = 1
-                    param.attr_timeout = cacheTimeout
-                    param.entry_timeout = cacheTimeout
+                    param.attr_timeout = timeout
+                    param.entry_timeout = timeout
                 }
                 needed = fuse_add_direntry_plus(reply.request, buffer + used, size - used, item.name, &param, off_t(index + 1))
                 if needed <= size - used, param.ino != 0 { counted.append(item.ino) }
@@ -162,7 +163,11 @@ extension FuseFileSystem {
     func child(of parent: FSEntry, named name: String) throws(DarkDiskError) -> FSEntry? {
         switch parent {
         case .root:
-            return ["nodes": .nodes, "thumbs": .thumbs, "avatars": .avatars][name]
+            return ["nodes": .nodes, "thumbs": .thumbs, "avatars": .avatars, "files": .files][name]
+        case .files:
+            return try driveChild(of: nil, named: name)
+        case .driveFolder(let id):
+            return try driveChild(of: id, named: name)
         case .nodes:
             guard let id = try? NodeID(name), try manager.nodeState(id).exists else { return nil }
             return .nodeDirectory(id)
@@ -179,7 +184,7 @@ extension FuseFileSystem {
         case .avatarDirectory(let user):
             guard let identity = try? IdentityID(name) else { return nil }
             return .avatarFile(user, identity)
-        case .nodeFile, .thumb, .avatarFile:
+        case .nodeFile, .thumb, .avatarFile, .driveFile, .driveLink:
             return nil
         }
     }
@@ -197,7 +202,10 @@ extension FuseFileSystem {
         }
         var listed: [(name: String, entry: FSEntry, attributes: stat?, version: InodeTable.Version?)] = []
         for (name, child) in try children(of: entry) {
-            if child.isDirectory {
+            if case .driveFolder = child {
+                // A drive folder has its own mode and time.
+                if let now = try current(child) { listed.append((name, child, now.stat, nil)) }
+            } else if child.isDirectory {
                 listed.append((name, child, nil, nil))
             } else if let now = try current(child) {
                 listed.append((name, child, now.stat, now.version))
@@ -210,7 +218,11 @@ extension FuseFileSystem {
     func children(of entry: FSEntry) throws(DarkDiskError) -> [(String, FSEntry)] {
         switch entry {
         case .root:
-            return [("nodes", .nodes), ("thumbs", .thumbs), ("avatars", .avatars)]
+            return [("avatars", .avatars), ("files", .files), ("nodes", .nodes), ("thumbs", .thumbs)]
+        case .files:
+            return try driveChildren(of: nil)
+        case .driveFolder(let id):
+            return try driveChildren(of: id)
         case .nodes:
             return try manager.listedNodeIDs().map { ($0.rawValue, .nodeDirectory($0)) }
         case .nodeDirectory(let id):
@@ -224,7 +236,7 @@ extension FuseFileSystem {
             var identities = Set(try manager.storedAvatars(user).compactMap { try? IdentityID($0.identityID) })
             identities.formUnion(try manager.avatarOutline(user).map(\.identityID))
             return identities.sorted().map { ($0.rawValue, .avatarFile(user, $0)) }
-        case .nodeFile, .thumb, .avatarFile:
+        case .nodeFile, .thumb, .avatarFile, .driveFile, .driveLink:
             return []
         }
     }
@@ -232,6 +244,10 @@ extension FuseFileSystem {
     /// What an entry is now: its `stat` (st_ino filled in by the caller) and, for a file, the version it
     /// serves; nil when it no longer exists. One index read decides both, so they always go together.
     func current(_ entry: FSEntry) throws(DarkDiskError) -> (stat: stat, version: InodeTable.Version?)? {
+        switch entry {
+        case .files, .driveFolder, .driveFile, .driveLink: return try currentDriveEntry(entry)
+        default: break
+        }
         if entry.isDirectory {
             // Writable for the owner only so that `setfattr` reaches us; every write of data answers EROFS.
             return (baseStat(mode: S_IFDIR | 0o755, links: 2), nil)
@@ -317,6 +333,7 @@ extension FuseFileSystem {
         case .nodeFile(let id, let kind): try manager.storedFile(id, kind: kind)
         case .thumb(let id): try manager.storedFile(id, kind: .thumbnail)
         case .avatarFile(let user, let identity): try manager.storedAvatar(user, identityID: identity)
+        case .driveFile(let id): try manager.storedFile(id, kind: .data)
         default: nil
         }
     }

@@ -61,12 +61,15 @@ extension FuseFileSystem {
         }
     }
 
-    /// What carries attributes: the mount root and the files; other folders carry none.
-    static func holder(of entry: FSEntry) -> ExtendedAttribute.Holder? {
+    /// What carries attributes: the mount root, the files, and every entry of the drive (a drive file is a
+    /// file too); other folders carry none.
+    static func holders(of entry: FSEntry) -> [ExtendedAttribute.Holder] {
         switch entry {
-        case .root: .root
-        case .nodeFile, .thumb, .avatarFile: .file
-        case .nodes, .thumbs, .avatars, .nodeDirectory, .avatarDirectory: nil
+        case .root: [.root]
+        case .nodeFile, .thumb, .avatarFile: [.file]
+        case .driveFile: [.file, .drive]
+        case .driveFolder, .driveLink: [.drive]
+        case .nodes, .thumbs, .avatars, .nodeDirectory, .avatarDirectory, .files: []
         }
     }
 
@@ -75,9 +78,11 @@ extension FuseFileSystem {
     private func resolve(_ ino: fuse_ino_t, _ name: UnsafePointer<CChar>) throws -> (FSEntry, ExtendedAttribute) {
         guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { throw DarkDiskError(.notFound, "no inode \(ino)") }
         let bytes = UnsafeRawBufferPointer(start: name, count: strlen(name))
-        guard let attribute = ExtendedAttribute(name: bytes), let holder = Self.holder(of: entry), attribute.holder == holder else {
+        guard let attribute = ExtendedAttribute(name: bytes), Self.holders(of: entry).contains(attribute.holder) else {
             throw ExtendedAttribute.Failure(.noSuchAttribute, "no such attribute")
         }
+        // A drive file's own attributes are those of its node's data.
+        if case .driveFile(let id) = entry, attribute.holder == .file { return (.nodeFile(id, .data), attribute) }
         return (entry, attribute)
     }
 
@@ -125,6 +130,12 @@ extension FuseFileSystem {
             }
             if try manager.conflictCopies().contains(where: { $0.nodeID == id }) { return .sync(.conflict) }
             return .sync(try manager.outlineEntry(id) == nil ? .local : .synced)
+        case .node:
+            // (`resolve` gives it on drive entries only.)
+            switch entry {
+            case .driveFolder(let id), .driveFile(let id), .driveLink(let id): return .node(id)
+            default: throw DarkDiskError(.notFound, "\(entry.logName) is not a drive entry")
+            }
         case .pool(let pool, let field):
             switch field {
             case .maxSize: return .bytes(try manager.settings(for: pool).maxSize)

@@ -37,6 +37,17 @@ public final class FuseFileSystem: Sendable {
     /// How long the kernel may cache names and attributes: every change is told (`StoreWatcher`)
     /// within a second, so this only bounds what a missed change could leave stale.
     let cacheTimeout: Double = 60
+    /// How long the kernel may cache the drive's names and attributes: a drive entry's name and folder can
+    /// change (a rename pulled from another machine), which the store watcher does not tell yet.
+    let driveCacheTimeout: Double = 1
+
+    /// How long the kernel may cache `entry`'s name and attributes.
+    func cacheTimeout(for entry: FSEntry) -> Double {
+        switch entry {
+        case .files, .driveFolder, .driveFile, .driveLink: driveCacheTimeout
+        default: cacheTimeout
+        }
+    }
 
     /// `downloads` nil serves only what is stored.
     public init(manager: DiskManager, downloads: DownloadManager? = nil, remoteTimeout: Duration = .seconds(30), logger: Logger) {
@@ -141,8 +152,9 @@ public final class FuseFileSystem: Sendable {
 struct DirectoryEntry: Sendable {
     let name: String
     let ino: fuse_ino_t
-    /// A file's attributes as a lookup of the name answers them (for readdirplus); nil for a folder, whose
-    /// attributes are those of every folder. Boxed: a listing of 1,000,000 folders holds 8 bytes each, not a `stat`.
+    /// The entry's attributes as a lookup of the name answers them (for readdirplus); nil for a folder of
+    /// the fixed tree (`/nodes/<id>`), whose attributes are those of every such folder. Boxed: a listing of
+    /// 1,000,000 node folders holds 8 bytes each, not a `stat`.
     let file: FileAttributes?
 }
 

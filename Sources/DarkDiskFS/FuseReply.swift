@@ -74,6 +74,12 @@ final class FuseReply: Sendable {
         return fuse_reply_open(request, fi)
     }
 
+    /// Answers a readlink with the link's target.
+    func link(_ target: String) {
+        guard claim() else { return }
+        fuse_reply_readlink(request, target)
+    }
+
     /// Answers a statfs.
     func statfs(_ st: inout statvfs) {
         guard claim() else { return }

@@ -59,7 +59,7 @@ import Glibc
         // Its command line names the mount point as given: "mnt".
         let daemon = try #require(MountDaemon.pid(serving: "mnt"))
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(daemon)/cwd") == "/")
-        await #expect(try Shell.sh("ls \(Shell.quote(mountpoint))").output == "avatars\nnodes\nthumbs\n")
+        await #expect(try Shell.sh("ls \(Shell.quote(mountpoint))").output == "avatars\nfiles\nnodes\nthumbs\n")
         await #expect(try store.darkdisk(["unmount", mountpoint]).status == 0)
     }
 }

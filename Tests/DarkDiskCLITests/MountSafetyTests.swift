@@ -81,7 +81,7 @@ import Testing
             #expect(ls.status != 0 && ls.stderr.contains("Permission denied"), "ls as nobody: \(ls.status) \(ls.output) \(ls.stderr)")
             let cat = try asNobody("cat \(Shell.quote(mount.path + "/nodes/n/data"))")
             #expect(cat.status != 0 && cat.stderr.contains("Permission denied"), "cat as nobody: \(cat.status) \(cat.stderr)")
-            #expect(try Shell.sh("ls \(Shell.quote(mount.path))", timeout: 30).output == "avatars\nnodes\nthumbs\n", "the mounting user enters")
+            #expect(try Shell.sh("ls \(Shell.quote(mount.path))", timeout: 30).output == "avatars\nfiles\nnodes\nthumbs\n", "the mounting user enters")
             await #expect(try store.darkdisk(["unmount", mount.path]).status == 0)
         }
         #expect(!Mount.isMounted(mountpoint))

@@ -152,7 +152,7 @@ import Testing
         await #expect(try store.darkdisk(["import", "-", "--node", "n1", "--kind", "metadata"], stdin: Data("{}".utf8)).status == 0)
         await #expect(try store.darkdisk(["import", "-", "--user", "alice", "--identity", "github|42"], stdin: Data("face".utf8)).status == 0)
         let mount = try Mount(store)
-        await #expect(try Shell.sh("ls \(Shell.quote(mount.path))").output == "avatars\nnodes\nthumbs\n")
+        await #expect(try Shell.sh("ls \(Shell.quote(mount.path))").output == "avatars\nfiles\nnodes\nthumbs\n")
         await #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/nodes/n1"))").output == "data\nmetadata\nthumbnail\n")
         await #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/n1/metadata"))").output == "{}")
         await #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/thumbs/n1"))").output == "thumb")
@@ -188,7 +188,7 @@ import Testing
         #expect(run.status == 0, "\(run.stderr)")
         defer { _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", mountpoint]) }
         #expect(Mount.isMounted(mountpoint))
-        await #expect(try Shell.sh("ls \(Shell.quote(mountpoint))").output == "avatars\nnodes\nthumbs\n")
+        await #expect(try Shell.sh("ls \(Shell.quote(mountpoint))").output == "avatars\nfiles\nnodes\nthumbs\n")
         await #expect(try store.darkdisk(["status"]).status == 0, "the store was created on first use")
     }
 

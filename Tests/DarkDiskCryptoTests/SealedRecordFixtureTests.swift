@@ -62,6 +62,23 @@ struct SealedRecordFixtureTests {
         #expect(json["version"] as? Int == 2 && json["generation"] as? Int == 3 && json["nodeID"] as? String == "fixture-node")
     }
 
+    /// A record with the drive's attributes (FORMAT.md: `type`, `mode`, `mtime`, `mtimeNsec`, `xattrs`), frozen
+    /// when they were added: it opens as any record, and holds them as documented.
+    @Test func frozenRecordWithAttributesOpens() throws {
+        let master = try Self.masterKey()
+        let recordKey = try master.derived(for: "darkdisk record key v1")
+        let sealed = try FileBytes.read(FixtureTests.bundled("v1-sealed-record-attributes.rec"))
+        let expected = try FileBytes.read(FixtureTests.bundled("v1-sealed-record-attributes.json"))
+        #expect(ReferenceDecoder.openSealed(sealed, key: recordKey.bytes, context: Self.context) == expected, "the reference decoder opens it")
+        #expect(try SealedMessage.open(sealed, key: recordKey, context: Self.context) == expected)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(expected)) as? [String: Any])
+        #expect(json["type"] as? String == "file" && json["mode"] as? Int == 0o600)
+        #expect(json["mtime"] as? Int == 1_764_000_000 && json["mtimeNsec"] as? Int == 123_456_789)
+        let xattrs = try #require(json["xattrs"] as? [String: String])
+        #expect(xattrs.mapValues { Data(base64Encoded: $0).map { String(decoding: $0, as: UTF8.self) } }
+                == ["user.comment": "kept encrypted", "user.xdg.origin.url": "https://example.com/notes"])
+    }
+
     /// A deleted node's tombstone (FORMAT.md, "Node tombstone"): opens under its own context only, so it is
     /// never read as a record, and a record never as a tombstone.
     @Test func frozenTombstoneOpensOnlyAsATombstone() throws {

@@ -7,7 +7,7 @@ import Testing
 /// `ExtendedAttribute` on its own: names, writability and the value syntax, without a mount.
 @Suite struct ExtendedAttributeTests {
     @Test func everyNameParsesBackToItsAttribute() {
-        #expect(ExtendedAttribute.all.count == 4 + 3 * 5)
+        #expect(ExtendedAttribute.all.count == 4 + 3 * 5 + 1)
         for attribute in ExtendedAttribute.all {
             #expect(ExtendedAttribute(name: Array(attribute.name.utf8)) == attribute, "\(attribute.name)")
         }
@@ -15,6 +15,7 @@ import Testing
         #expect(ExtendedAttribute.names(for: .file).map(\.name) == ["user.darkdisk.persistent", "user.darkdisk.expiration", "user.darkdisk.local", "user.darkdisk.sync"])
         #expect(ExtendedAttribute.names(for: .root).allSatisfy { $0.holder == .root })
         #expect(ExtendedAttribute.names(for: .file).allSatisfy { $0.holder == .file })
+        #expect(ExtendedAttribute.names(for: .drive) == [.node] && ExtendedAttribute.node.name == "user.darkdisk.node" && !ExtendedAttribute.node.isWritable)
         #expect(ExtendedAttribute.all.filter(\.isWritable).map(\.name).sorted() == [
             "user.darkdisk.expiration", "user.darkdisk.persistent",
             "user.darkdisk.pool.avatars.default_expiration", "user.darkdisk.pool.avatars.max_size",

@@ -1,0 +1,75 @@
+import Foundation
+import GRDB
+
+/// A node as the drive (`/files`, DESIGN §10) shows it: its place in the tree and what it is.
+public struct DriveNode: Sendable, Equatable {
+    public let id: NodeID
+    public let name: String
+    /// The folder node it is in; nil at the top of the drive.
+    public let parentID: NodeID?
+    public let created: Double
+    public let attributes: NodeAttributes
+}
+
+extension DiskManager {
+    /// The drive's nodes are those of the outline that have a name. A node whose parent is not a folder the
+    /// outline has is shown at the top of the drive, so nothing named is ever out of reach.
+    private static let driveColumns = "id, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs"
+
+    /// The drive node `nodeID`, if the outline names it.
+    public func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
+        try read { db in
+            try Row.fetchOne(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE id = ? AND name IS NOT NULL AND cloudETag IS NOT NULL",
+                             arguments: [nodeID.rawValue]).flatMap { try Self.driveNode(from: $0, db) }
+        }
+    }
+
+    /// The drive nodes in folder `parentID` (nil: the top), in one indexed query.
+    public func driveChildren(of parentID: NodeID?) throws(DarkDiskError) -> [DriveNode] {
+        try read { db in
+            var rows = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name IS NOT NULL AND cloudETag IS NOT NULL",
+                                        arguments: [parentID?.rawValue])
+            if parentID == nil {
+                // Nodes whose parent is missing, or is not a folder, are shown at the top.
+                rows += try Row.fetchAll(db, sql: """
+                    SELECT \(Self.driveColumns) FROM node AS child WHERE parentID IS NOT NULL AND name IS NOT NULL AND cloudETag IS NOT NULL
+                      AND NOT EXISTS (SELECT 1 FROM node AS parent WHERE parent.id = child.parentID AND parent.type = 'folder'
+                                      AND parent.name IS NOT NULL AND parent.cloudETag IS NOT NULL)
+                    """)
+            }
+            return try rows.compactMap { try Self.driveNode(from: $0, db) }
+        }
+    }
+
+    /// The drive nodes named `name` in folder `parentID` (nil: the top): usually one, more when two machines
+    /// gave one name in one folder (`DriveNames`).
+    public func driveChildren(of parentID: NodeID?, named name: String) throws(DarkDiskError) -> [DriveNode] {
+        try read { db in
+            var rows = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name = ? AND cloudETag IS NOT NULL",
+                                        arguments: [parentID?.rawValue, name])
+            if parentID == nil {
+                rows += try Row.fetchAll(db, sql: """
+                    SELECT \(Self.driveColumns) FROM node AS child WHERE name = ? AND parentID IS NOT NULL AND cloudETag IS NOT NULL
+                      AND NOT EXISTS (SELECT 1 FROM node AS parent WHERE parent.id = child.parentID AND parent.type = 'folder'
+                                      AND parent.name IS NOT NULL AND parent.cloudETag IS NOT NULL)
+                    """, arguments: [name])
+            }
+            return try rows.compactMap { try Self.driveNode(from: $0, db) }
+        }
+    }
+
+    /// A row as a drive node (nil for a name no folder can show: `.`, `..`, or one with a `/`); one whose
+    /// parent is not a drive folder is at the top.
+    private static func driveNode(from row: Row, _ db: Database) throws -> DriveNode? {
+        guard let id = try? NodeID(row["id"] as String), let name: String = row["name"], !name.isEmpty,
+              !name.contains("/"), name != ".", name != ".." else { return nil }
+        var parent = (row["parentID"] as String?).flatMap { try? NodeID($0) }
+        if let parentID = parent, try !isDriveFolder(parentID, db) { parent = nil }
+        return DriveNode(id: id, name: name, parentID: parent, created: row["created"], attributes: try attributes(from: row))
+    }
+
+    private static func isDriveFolder(_ id: NodeID, _ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT 1 FROM node WHERE id = ? AND type = 'folder' AND name IS NOT NULL AND cloudETag IS NOT NULL",
+                          arguments: [id.rawValue]) ?? false
+    }
+}

@@ -1,0 +1,89 @@
+import CFuse3
+import DarkDisk
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The drive (`/files`, DESIGN §10): the outline's named nodes as a tree of folders, files and symbolic
+/// links, with the sizes, modes and times their records give, before anything is downloaded. A drive
+/// file's content is its node's data, read as `/nodes/<id>/data` is.
+extension FuseFileSystem {
+    /// The entry a drive node is shown as.
+    static func driveEntry(_ node: DriveNode) -> FSEntry {
+        switch node.attributes.kind {
+        case .folder: .driveFolder(node.id)
+        case .file: .driveFile(node.id)
+        case .symlink: .driveLink(node.id)
+        }
+    }
+
+    /// The entry named `name` in drive folder `folder` (nil: `/files`). Usually one node holds the name; when
+    /// several do, the earliest made keeps it, and a later one is found by its suffixed name (`DriveNames`).
+    func driveChild(of folder: NodeID?, named name: String) throws(DarkDiskError) -> FSEntry? {
+        let holders = try manager.driveChildren(of: folder, named: name)
+        if let first = holders.min(by: { ($0.created, $0.id.rawValue) < ($1.created, $1.id.rawValue) }) {
+            return Self.driveEntry(first)
+        }
+        guard let id = DriveNames.suffixID(of: name), let node = try manager.driveNode(id), node.parentID == folder else { return nil }
+        let siblings = try manager.driveChildren(of: folder, named: node.name)
+        let shown = DriveNames.shown(siblings.map { DriveNames.Child(id: $0.id, name: $0.name, created: $0.created) })
+        return shown.contains { $0.id == id && $0.name == name } ? Self.driveEntry(node) : nil
+    }
+
+    /// The entries of drive folder `folder` (nil: `/files`) by the names they show.
+    func driveChildren(of folder: NodeID?) throws(DarkDiskError) -> [(String, FSEntry)] {
+        let nodes = try manager.driveChildren(of: folder)
+        var byID: [NodeID: DriveNode] = [:]
+        for node in nodes { byID[node.id] = node }
+        return DriveNames.shown(nodes.map { DriveNames.Child(id: $0.id, name: $0.name, created: $0.created) }).compactMap { shown in
+            byID[shown.id].map { (shown.name, Self.driveEntry($0)) }
+        }
+    }
+
+    /// What a drive entry is now (nil: gone, or no longer of that kind). A file's size, blocks and version
+    /// are its node's data's; its mode and times come from the node's record.
+    func currentDriveEntry(_ entry: FSEntry) throws(DarkDiskError) -> (stat: stat, version: InodeTable.Version?)? {
+        switch entry {
+        case .files:
+            return (baseStat(mode: S_IFDIR | 0o755, links: 2), nil)
+        case .driveFolder(let id):
+            guard let node = try manager.driveNode(id), node.attributes.kind == .folder else { return nil }
+            return (withAttributes(baseStat(mode: S_IFDIR, links: 2), node.attributes), nil)
+        case .driveLink(let id):
+            guard let node = try manager.driveNode(id), node.attributes.kind == .symlink, let target = node.attributes.target else { return nil }
+            return (withAttributes(baseStat(mode: S_IFLNK, links: 1, size: UInt64(target.utf8.count)), node.attributes), nil)
+        case .driveFile(let id):
+            guard let node = try manager.driveNode(id), node.attributes.kind == .file,
+                  let data = current(section: .data, of: try manager.nodeState(id)) else { return nil }
+            var st = data.stat
+            st.st_mode = S_IFREG
+            return (withAttributes(st, node.attributes), data.version)
+        default:
+            return nil
+        }
+    }
+
+    /// `st` with the permission bits and modification time of a node's record (the change time follows the
+    /// modification; a record of unknown time keeps the times `st` has).
+    private func withAttributes(_ st: stat, _ attributes: NodeAttributes) -> stat {
+        var st = st
+        st.st_mode = (st.st_mode & S_IFMT) | mode_t(attributes.mode & 0o7777)
+        if let seconds = attributes.modifiedSeconds {
+            let time = timespec(tv_sec: Int(seconds), tv_nsec: Int(attributes.modifiedNanoseconds))
+            st.st_mtim = time
+            st.st_ctim = time
+        }
+        return st
+    }
+
+    /// Answers `readlink` of a drive link with its target.
+    func readlink(_ reply: FuseReply, ino: fuse_ino_t) {
+        guard case .driveLink(let id)? = inodes.withLock({ $0.entry(for: ino) }) else { reply.error(EINVAL); return }
+        do {
+            guard let target = try manager.driveNode(id)?.attributes.target else { reply.error(ENOENT); return }
+            reply.link(target)
+        } catch {
+            reply.error(FuseErrno.from(error))
+        }
+    }
+}
