@@ -9,7 +9,7 @@ extension DiskManager {
     }
 
     static func outlineEntry(_ db: Database, _ nodeID: NodeID) throws -> OutlineEntry? {
-        try Row.fetchOne(db, sql: "SELECT * FROM node WHERE id = ? AND cloudETag IS NOT NULL", arguments: [nodeID.rawValue])
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM node WHERE id = ? AND cloudETag IS NOT NULL"), arguments: [nodeID.rawValue])
             .map(Self.entry(from:))
     }
 

@@ -10,7 +10,9 @@ enum FSEntry: Hashable, Sendable {
     case nodeFile(NodeID, FileKind)
     case thumb(NodeID)
     case avatarDirectory(UserID)
-    case avatarFile(UserID, IdentityID)
+    /// Boxed: with two IDs inline every entry (and every key of the inode table, millions of them for a
+    /// large outline) would take twice the room of one with a node ID.
+    indirect case avatarFile(UserID, IdentityID)
     /// `/files`: the top of the drive (DESIGN §10).
     case files
     /// A folder of the drive, by its node.

@@ -74,13 +74,7 @@ extension FuseFileSystem {
             // One lock for all: a file's number is its current version's, as a lookup of the name would give it.
             inodes.withLock { table in
                 for child in children {
-                    let childIno = table.inode(for: child.entry, version: child.version)
-                    var file: FileAttributes?
-                    if var attributes = child.attributes {
-                        attributes.st_ino = __ino_t(childIno)
-                        file = FileAttributes(attributes)
-                    }
-                    listing.append(DirectoryEntry(name: child.name, ino: childIno, file: file))
+                    listing.append(DirectoryEntry(name: child.name, ino: table.inode(for: child.entry, version: child.version), file: child.attributes))
                 }
             }
             let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -192,23 +186,29 @@ extension FuseFileSystem {
     /// A folder's children with what a lookup of each would answer (a file's attributes and version), read
     /// in as few index reads as the folder allows: one for a node's folder, two for `/nodes` (which holds
     /// only folders), one per entry elsewhere. Files that went meanwhile are left out.
-    func listedChildren(of entry: FSEntry) throws(DarkDiskError) -> [(name: String, entry: FSEntry, attributes: stat?, version: InodeTable.Version?)] {
-        if case .nodeDirectory(let id) = entry {
+    func listedChildren(of entry: FSEntry) throws(DarkDiskError) -> [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)] {
+        switch entry {
+        case .nodeDirectory(let id):
             let state = try manager.nodeState(id)
             return state.kinds.compactMap { kind in
                 guard let now = current(section: kind, of: state) else { return nil }
-                return (kind.rawValue, .nodeFile(id, kind), now.stat, now.version)
+                return (kind.rawValue, .nodeFile(id, kind), FileAttributes(now.stat), now.version)
             }
+        case .nodes:
+            // Folders only, and up to millions of them: no attributes of their own, and no detour through `children`.
+            return try manager.listedNodeIDs().map { ($0.rawValue, .nodeDirectory($0), nil, nil) }
+        default:
+            break
         }
-        var listed: [(name: String, entry: FSEntry, attributes: stat?, version: InodeTable.Version?)] = []
+        var listed: [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)] = []
         for (name, child) in try children(of: entry) {
             if case .driveFolder = child {
                 // A drive folder has its own mode and time.
-                if let now = try current(child) { listed.append((name, child, now.stat, nil)) }
+                if let now = try current(child) { listed.append((name, child, FileAttributes(now.stat), nil)) }
             } else if child.isDirectory {
                 listed.append((name, child, nil, nil))
             } else if let now = try current(child) {
-                listed.append((name, child, now.stat, now.version))
+                listed.append((name, child, FileAttributes(now.stat), now.version))
             }
         }
         return listed
