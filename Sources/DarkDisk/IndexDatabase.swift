@@ -295,6 +295,15 @@ enum IndexDatabase {
                 ALTER TABLE node ADD COLUMN xattrs BLOB;
                 CREATE INDEX node_parent ON node(parentID, name);
                 """)
+            // A node row written again as it was (an upsert of the same record) is no change of what a mount
+            // shows: only a change of a column is logged.
+            let columns = ["wrappedKey", "name", "parentID", "cloudETag", "metadataSize", "thumbnailSize", "dataSize", "cloudVersion",
+                           "type", "mode", "mtime", "mtimeNsec", "target", "xattrs"]
+            try db.execute(sql: """
+                DROP TRIGGER entryNodeUpdated;
+                CREATE TRIGGER entryNodeUpdated AFTER UPDATE ON node WHEN \(columns.map { "OLD.\($0) IS NOT NEW.\($0)" }.joined(separator: " OR "))
+                  BEGIN INSERT INTO entryChange (ownerID, identityID, at) VALUES (NEW.id, '', (julianday('now') - 2440587.5) * 86400.0); END;
+                """)
         }
         return migrator
     }
