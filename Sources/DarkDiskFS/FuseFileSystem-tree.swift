@@ -64,19 +64,18 @@ extension FuseFileSystem {
         }
     }
 
+    /// Opens a folder. Where the kernel allows it (FUSE's no-opendir mode) this answers `ENOSYS`, which the
+    /// kernel takes as success for this and every later open of a folder: `find` and `du` then cost two
+    /// round trips per folder, not four, and `readdir` lists by inode (`listing(of:offset:)`). Otherwise the
+    /// listing is made here and kept with the handle until `releasedir`.
     func opendir(_ reply: FuseReply, ino: fuse_ino_t, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let entry = inodes.withLock({ $0.entry(for: ino) }), entry.isDirectory else { reply.error(ENOTDIR); return }
+        if noOpendir.load(ordering: .relaxed) {
+            reply.error(ENOSYS)
+            return
+        }
         do {
-            let parentIno = inodes.withLock { $0.inode(for: entry.parent) }
-            var listing = [DirectoryEntry(name: ".", ino: ino, file: nil), DirectoryEntry(name: "..", ino: parentIno, file: nil)]
-            let children = try listedChildren(of: entry)
-            listing.reserveCapacity(children.count + 2)
-            // One lock for all: a file's number is its current version's, as a lookup of the name would give it.
-            inodes.withLock { table in
-                for child in children {
-                    listing.append(DirectoryEntry(name: child.name, ino: table.inode(for: child.entry, version: child.version), file: child.attributes))
-                }
-            }
+            let listing = try makeListing(of: entry, ino: ino)
             let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
             directoryListings.withLock { $0[handle] = listing }
             fi.pointee.fh = handle
@@ -90,11 +89,55 @@ extension FuseFileSystem {
         }
     }
 
+    /// A folder's listing: `.`, `..`, then its children with their inodes (a file's number is its current
+    /// version's, as a lookup of the name would give it) and attributes.
+    private func makeListing(of entry: FSEntry, ino: fuse_ino_t) throws(DarkDiskError) -> [DirectoryEntry] {
+        let parentIno = inodes.withLock { $0.inode(for: entry.parent) }
+        var listing = [DirectoryEntry(name: ".", ino: ino, file: nil), DirectoryEntry(name: "..", ino: parentIno, file: nil)]
+        let children = try listedChildren(of: entry)
+        listing.reserveCapacity(children.count + 2)
+        // One lock for all.
+        inodes.withLock { table in
+            for child in children {
+                listing.append(DirectoryEntry(name: child.name, ino: table.inode(for: child.entry, version: child.version), file: child.attributes))
+            }
+        }
+        return listing
+    }
+
+    /// The listing a `readdir` at `offset` of folder `ino` reads in no-opendir mode: made anew at offset 0 (a
+    /// new pass: `ls` after a change sees it) and kept for the rest of that pass, so a folder of a million
+    /// names is listed once per pass, not once per batch. A few folders' listings are kept at a time; one
+    /// is dropped when its pass reaches the end.
+    private func listing(of ino: fuse_ino_t, offset: off_t) throws(DarkDiskError) -> [DirectoryEntry] {
+        if offset > 0, let kept = listingsByFolder.withLock({ $0.listings[ino] }) { return kept }
+        guard let entry = inodes.withLock({ $0.entry(for: ino) }), entry.isDirectory else {
+            throw DarkDiskError(.notFound, "no folder with inode \(ino)")
+        }
+        let listing = try makeListing(of: entry, ino: ino)
+        listingsByFolder.withLock { kept in
+            kept.listings[ino] = listing
+            kept.order.removeAll { $0 == ino }
+            kept.order.append(ino)
+            while kept.order.count > 16 { kept.listings[kept.order.removeFirst()] = nil }
+        }
+        return listing
+    }
+
     /// Answers `readdir`, or with `plus` a `readdirplus`: each name with the attributes a lookup of it would
     /// give, so `ls -l`, `find` and `du` need no lookup per entry. Every entry but `.` and `..` that a
     /// readdirplus reply carries counts as one lookup of its inode (libfuse's contract).
     func readdir(_ reply: FuseReply, ino: fuse_ino_t, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>, plus: Bool = false) {
-        guard let listing = directoryListings.withLock({ $0[fi.pointee.fh] }) else { reply.error(EBADF); return }
+        let listing: [DirectoryEntry]
+        if noOpendir.load(ordering: .relaxed) {
+            do { listing = try self.listing(of: ino, offset: offset) } catch {
+                reply.error(FuseErrno.from(error))
+                return
+            }
+        } else {
+            guard let kept = directoryListings.withLock({ $0[fi.pointee.fh] }) else { reply.error(EBADF); return }
+            listing = kept
+        }
         let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(size, 1))
         defer { buffer.deallocate() }
         var used = 0
@@ -128,6 +171,13 @@ extension FuseFileSystem {
             if needed > size - used { break }
             used += needed
             index += 1
+        }
+        if used == 0, index >= listing.count, noOpendir.load(ordering: .relaxed) {
+            // The end of this pass: the next one starts at offset 0 with a listing made anew.
+            listingsByFolder.withLock { kept in
+                kept.listings[ino] = nil
+                kept.order.removeAll { $0 == ino }
+            }
         }
         // Counted before the answer (a forget may follow it at once), taken back if the kernel did not take it.
         if !counted.isEmpty { inodes.withLock { table in for ino in counted { table.lookedUp(ino) } } }

@@ -27,6 +27,10 @@ public final class FuseFileSystem: Sendable {
     /// The mount's `max_read=N` option (0: none), which `init` must repeat to libfuse.
     let maxRead = Atomic<UInt32>(0)
     let directoryListings = Locked<[UInt64: [DirectoryEntry]]>([:])
+    /// Whether the kernel opens folders itself (FUSE's no-opendir mode, said in `init`).
+    let noOpendir = Atomic<Bool>(false)
+    /// In no-opendir mode: the listings of the last few folders being read, by inode (`listing(of:offset:)`).
+    let listingsByFolder = Locked(FolderListings())
     /// The session while its loop runs, for telling the kernel to drop cached attributes.
     let notifySession = Locked<StoreWatcher.UnsafeSession?>(nil)
     let mountTime = Date()
@@ -146,6 +150,12 @@ public final class FuseFileSystem: Sendable {
     static func reply(_ req: fuse_req_t?, _ operation: String) -> FuseReply {
         FuseReply(req, operation, logger: from(req).logger)
     }
+}
+
+/// The listings kept in no-opendir mode, by folder inode, and the order they were made in.
+struct FolderListings: Sendable {
+    var listings: [fuse_ino_t: [DirectoryEntry]] = [:]
+    var order: [fuse_ino_t] = []
 }
 
 /// One line of a directory listing.
