@@ -12,15 +12,33 @@ extension DiskManager {
     /// Queues the node's stored files for upload, with the name and parent its record gets (nil: as the
     /// outline has them). Queuing a node that is already queued replaces that change with this one.
     public func queueUpload(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) throws(DarkDiskError) {
+        try queue(nodeID, .content, name: name, parentID: parentID, operation: "'content'")
+    }
+
+    /// Queues a change of the node's record alone (`QueuedUpload.Operation.record`): the name and parent it
+    /// gets (nil: as the outline has them) and the attributes the index holds for it when it is uploaded. A
+    /// queued content change stays one (it writes the record too), with this name and parent.
+    public func queueRecordChange(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) throws(DarkDiskError) {
+        try queue(nodeID, .record, name: name, parentID: parentID, operation: "CASE WHEN operation = 'content' THEN 'content' ELSE 'record' END")
+    }
+
+    /// Queues the node's deletion everywhere (`QueuedUpload.Operation.delete`), in place of any change queued.
+    public func queueRemoteDelete(_ nodeID: NodeID) throws(DarkDiskError) {
+        try queue(nodeID, .delete, name: nil, parentID: nil, operation: "'delete'")
+    }
+
+    /// Inserts or replaces the node's queued change; `operation` is the SQL of the operation a queued change
+    /// becomes (it may keep the one queued before).
+    private func queue(_ nodeID: NodeID, _ new: QueuedUpload.Operation, name: String?, parentID: String?, operation: String) throws(DarkDiskError) {
         let now = clock.now.timeIntervalSince1970
         try write { db in
             let sequence = (try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM uploadQueue") ?? 0) + 1
             try db.execute(sql: """
-                INSERT INTO uploadQueue (nodeID, name, parentID, queuedAt, state, sequence) VALUES (?, ?, ?, ?, 'pending', ?)
+                INSERT INTO uploadQueue (nodeID, name, parentID, queuedAt, state, sequence, operation) VALUES (?, ?, ?, ?, 'pending', ?, ?)
                 ON CONFLICT(nodeID) DO UPDATE SET name = excluded.name, parentID = excluded.parentID, queuedAt = excluded.queuedAt,
                   sequence = excluded.sequence, state = CASE WHEN state = 'uploading' THEN state ELSE 'pending' END,
-                  attempts = 0, lastError = NULL
-                """, arguments: [nodeID.rawValue, name, parentID, now, sequence])
+                  attempts = 0, lastError = NULL, operation = \(operation)
+                """, arguments: [nodeID.rawValue, name, parentID, now, sequence, new.rawValue])
         }
     }
 
@@ -94,8 +112,9 @@ extension DiskManager {
     }
 
     private static func queued(from row: Row) -> QueuedUpload? {
-        guard let id = try? NodeID(row["nodeID"] as String), let state = QueuedUpload.State(rawValue: row["state"]) else { return nil }
-        return QueuedUpload(nodeID: id, name: row["name"], parentID: row["parentID"], queuedAt: Date(timeIntervalSince1970: row["queuedAt"]),
+        guard let id = try? NodeID(row["nodeID"] as String), let state = QueuedUpload.State(rawValue: row["state"]),
+              let operation = QueuedUpload.Operation(rawValue: row["operation"]) else { return nil }
+        return QueuedUpload(nodeID: id, operation: operation, name: row["name"], parentID: row["parentID"], queuedAt: Date(timeIntervalSince1970: row["queuedAt"]),
                             state: state, claimedBy: (row["claimedBy"] as Int64?).map { Int32(truncatingIfNeeded: $0) },
                             version: row["version"], attempts: row["attempts"], lastError: row["lastError"], sequence: row["sequence"])
     }

@@ -305,6 +305,11 @@ enum IndexDatabase {
                   BEGIN INSERT INTO entryChange (ownerID, identityID, at) VALUES (NEW.id, '', (julianday('now') - 2440587.5) * 86400.0); END;
                 """)
         }
+        migrator.registerMigration("v16: queued operations") { db in
+            // What a queued change asks of the remote (`QueuedUpload.Operation`): its content ('content', as
+            // before), its record alone ('record': a rename or move), or its deletion ('delete').
+            try db.execute(sql: "ALTER TABLE uploadQueue ADD COLUMN operation TEXT NOT NULL DEFAULT 'content'")
+        }
         return migrator
     }
 }

@@ -11,7 +11,19 @@ public struct QueuedUpload: Sendable, Equatable {
         case failed
     }
 
+    /// What the change asks of the remote.
+    public enum Operation: String, Sendable {
+        /// The node's content as the store holds it, with its record (a push, a write through the drive).
+        case content
+        /// The record alone, over the content the remote has: a new name, folder or attributes (a rename, a
+        /// move, a chmod through the drive), so a remote-only node is renamed without being downloaded.
+        case record
+        /// The node everywhere: its record becomes a tombstone (a delete through the drive).
+        case delete
+    }
+
     public let nodeID: NodeID
+    public let operation: Operation
     /// The name and parent the node's record gets; nil: as the outline has them.
     public let name: String?
     public let parentID: String?

@@ -122,6 +122,11 @@ extension CloudSync {
     }
 
     private func upload(_ queued: QueuedUpload) async throws -> PushResult {
+        switch queued.operation {
+        case .record: return try await uploadRecordChange(queued)
+        case .delete: return try await uploadDelete(queued)
+        case .content: break
+        }
         // The upload hooks run once the stored files are no longer held (the exports die with the helper's
         // frame), so that their move to the cache pool is a hard link, not a copy of the whole file.
         let (result, uploaded) = try await uploadHoldingFiles(queued)
@@ -161,6 +166,76 @@ extension CloudSync {
             if let remoteRecord { try apply(remoteRecord) }
             return (copy, false)
         }
+    }
+
+    /// Writes the node's record anew over the content the remote has: the queued name and parent (nil: as
+    /// the outline has them) and the attributes the index holds, one generation up, `If-Match` the record
+    /// read (a race reads again). A record another machine changed meanwhile is merged, not copied: its
+    /// content and attributes stay, this change's name and folder are put on it (a rename never makes a
+    /// conflict copy), and this store takes its content. A node deleted elsewhere stays deleted: the change
+    /// is dropped (one error line) and the node goes here too.
+    private func uploadRecordChange(_ queued: QueuedUpload) async throws -> PushResult {
+        let nodeID = queued.nodeID
+        let known = try manager.outlineEntry(nodeID)
+        let name = queued.name ?? known?.name
+        let parentID = queued.parentID ?? known?.parentID
+        for _ in 0..<5 {
+            guard let current = try await currentRecord(of: nodeID) else {
+                throw RemoteError(.notFound, "node '\(nodeID)' has no record in \(remote.url) to rename; push its content first")
+            }
+            guard let state = current.state else {
+                throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' in \(remote.url) does not authenticate; it was not overwritten (see 'darkdisk check --remote')")
+            }
+            guard case .record(let base) = state else {
+                try manager.noteRecordGenerations([nodeID: state.generation])
+                try manager.dequeueUpload(nodeID)
+                try await manager.deleteNodes([nodeID])
+                throw RemoteError(.notFound, "node '\(nodeID)' was deleted in \(remote.url); its rename was dropped and it is deleted here too")
+            }
+            let applied = try manager.recordGeneration(of: nodeID)
+            let changedElsewhere = base.generation ?? 0 > applied
+            let attributes = changedElsewhere ? (base.attributes ?? NodeAttributes()) : try manager.nodeAttributes(of: nodeID)
+            let generation = max(applied, base.generation ?? 0) + 1
+            let record = NodeRecord(nodeID: nodeID.rawValue, name: name, parentID: parentID, metadataSize: base.metadataSize,
+                                    thumbnailSize: base.thumbnailSize, dataSize: base.dataSize, wrappedKey: base.wrappedKey,
+                                    cloudETag: base.cloudETag, generation: generation, cloudVersion: base.cloudVersion, attributes: attributes)
+            do {
+                _ = try await remote.write(CloudLayout.record(nodeID), data: try record.sealed(with: manager), condition: .matches(current.object.etag))
+            } catch {
+                guard error.code == .preconditionFailed else { throw error }
+                // Another write landed between the read and this one (or this one, before a retry): read again.
+                if try await currentRecord(of: nodeID)?.state == .record(record) { return try tookOwnRecord(record, replacingContent: changedElsewhere) }
+                continue
+            }
+            return try tookOwnRecord(record, replacingContent: changedElsewhere)
+        }
+        throw RemoteError(.changed, "the record of node '\(nodeID)' in \(remote.url) keeps changing; the rename stays queued")
+    }
+
+    /// Takes a record this store wrote as its knowledge of the node.
+    private func tookOwnRecord(_ record: NodeRecord, replacingContent: Bool) throws -> PushResult {
+        let entry = try record.outlineEntry()
+        try manager.noteRecordGenerations([entry.nodeID: record.generation ?? 0])
+        try manager.updateOutline(entry, invalidatingLocalFiles: replacingContent)
+        return PushResult(entry: entry, conflict: nil)
+    }
+
+    /// Deletes the node everywhere (`deleteNode`): a tombstone `If-Match` the record this store last saw. A
+    /// node changed elsewhere meanwhile is not deleted: the change is dropped (one error line) and the
+    /// node's newer version comes back with the next pull; nothing is lost.
+    private func uploadDelete(_ queued: QueuedUpload) async throws -> PushResult {
+        let known = try manager.outlineEntry(queued.nodeID)
+        do {
+            try await deleteNode(queued.nodeID)
+        } catch {
+            guard (error as? RemoteError)?.code == .preconditionFailed else { throw error }
+            try manager.dequeueUpload(queued.nodeID)
+            throw RemoteError(.preconditionFailed, "node '\(queued.nodeID)' changed in \(remote.url) before its delete reached it: it is kept, and the next pull brings its new version back")
+        }
+        guard let known else {
+            throw RemoteError(.notFound, "node '\(queued.nodeID)' was not in \(remote.url); it is deleted here")
+        }
+        return PushResult(entry: known, conflict: nil)
     }
 
     /// Uploads `content` as a new node beside `nodeID`, named as its conflict copy, and notes it.

@@ -26,7 +26,7 @@ struct PushCommand: AsyncParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Argument(help: ArgumentHelp("The node's new plaintext data, or the avatar image (none: upload what the store holds of the node).", valueName: "FILE"))
+    @Argument(help: ArgumentHelp("The node's new plaintext data, or the avatar image (none: upload what the store holds of the node; for a node whose data is only the remote's, rewrite its record alone, e.g. to rename it with --name).", valueName: "FILE"))
     var file: String?
 
     @Option(help: ArgumentHelp("The node to push.", valueName: "ID"))
@@ -88,10 +88,16 @@ struct PushCommand: AsyncParsableCommand {
                 try await sync.queuePush(dataFile: file, nodeID: id, name: name, parentID: parent, thumbnail: thumbnailData, metadata: metadataData)
             } else {
                 guard thumbnailData == nil, metadataData == nil else { throw CLIError("--thumbnail and --metadata go with FILE") }
-                guard try manager.storedFiles(id).contains(where: { $0.kind == .data }) else {
+                // Data of its own (imported here) goes up; a node whose data is only the remote's (not stored,
+                // or a downloaded copy) gets its record rewritten alone: a rename or move, nothing downloaded.
+                let data = try manager.storedFile(id, kind: .data)
+                if let data, data.format != .cloudFile {
+                    try manager.queueUpload(id, name: name, parentID: parent)
+                } else if try manager.outlineEntry(id) != nil {
+                    try manager.queueRecordChange(id, name: name, parentID: parent)
+                } else {
                     throw CLIError("node '\(id)' has no data stored locally to upload (give FILE, or 'darkdisk fetch' it first)")
                 }
-                try manager.queueUpload(id, name: name, parentID: parent)
             }
             guard !noWait else { return }
             let result = try await Self.waitForUpload(of: id, sync: sync)

@@ -39,7 +39,8 @@ struct StatusCommand: ParsableCommand {
                 let conflicts: [Conflict]
                 let uploads: [Upload]
                 struct Upload: Encodable {
-                    let nodeID: String; let state: String; let queuedAt: Double; let attempts: Int; let lastError: String?; let pid: Int32?
+                    let nodeID: String; let operation: String; let state: String; let queuedAt: Double; let attempts: Int; let lastError: String?
+                    let pid: Int32?
                 }
                 struct Conflict: Encodable { let nodeID: String; let originalID: String; let name: String; let createdAt: Double }
                 struct Transfer: Encodable {
@@ -64,7 +65,7 @@ struct StatusCommand: ParsableCommand {
             } }, conflicts: conflicts.map {
                 .init(nodeID: $0.nodeID.rawValue, originalID: $0.originalID.rawValue, name: $0.name, createdAt: $0.createdAt.timeIntervalSince1970)
             }, uploads: queue.map {
-                .init(nodeID: $0.nodeID.rawValue, state: $0.state.rawValue, queuedAt: $0.queuedAt.timeIntervalSince1970,
+                .init(nodeID: $0.nodeID.rawValue, operation: $0.operation.rawValue, state: $0.state.rawValue, queuedAt: $0.queuedAt.timeIntervalSince1970,
                       attempts: $0.attempts, lastError: $0.lastError, pid: $0.state == .uploading ? $0.claimedBy : nil)
             })
             let encoder = JSONEncoder()
@@ -96,6 +97,11 @@ struct StatusCommand: ParsableCommand {
             print("upload queue: \(counts[.pending] ?? 0) pending, \(counts[.uploading] ?? 0) uploading, \(counts[.failed] ?? 0) failed")
             for queued in queue {
                 var line = "  node \(queued.nodeID): \(queued.state.rawValue)"
+                switch queued.operation {
+                case .content: break
+                case .record: line += " (its record: a rename or move)"
+                case .delete: line += " (its deletion)"
+                }
                 if queued.state == .uploading, let pid = queued.claimedBy { line += " (process \(pid))" }
                 if let error = queued.lastError { line += " after \(queued.attempts) attempt\(queued.attempts == 1 ? "" : "s"): \(error)" }
                 print(line)

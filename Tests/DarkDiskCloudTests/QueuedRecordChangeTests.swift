@@ -1,0 +1,112 @@
+import DarkDisk
+import DarkDiskCloud
+import DarkDiskCrypto
+import Foundation
+import Testing
+
+/// Issue 18 item 4 (the drive's part): renames, moves and deletes are queued like content changes and
+/// reach the remote as a record written anew (no download, no new cloud file version) or a tombstone, on
+/// condition, merged or dropped as a user would expect when another machine changed the node meanwhile.
+@Suite struct QueuedRecordChangeTests {
+    /// The cloud file versions the bucket holds for a node.
+    static func versions(_ setup: CloudTests.Setup, _ id: NodeID) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: setup.directory + "/remote/nodes/" + id.rawValue).filter { $0.hasSuffix(".ddc") }
+    }
+
+    @Test func aQueuedRenameRewritesTheRecordOnlyAndReachesTheOtherStore() async throws {
+        let setup = try CloudTests.Setup()
+        let id = try await setup.pushedAndPulled(Data("the content".utf8), as: "n1")
+        let syncA = CloudSync(manager: setup.a, remote: setup.remote), syncB = CloudSync(manager: setup.b, remote: setup.remote)
+        let before = try Self.versions(setup, id)
+        let etag = try #require(try setup.a.outlineEntry(id)).cloudETag
+        #expect(try setup.b.storedFile(id) == nil, "B holds nothing of the node")
+
+        // B renames and moves it and changes its mode, without its data.
+        let attributes = NodeAttributes(kind: .file, mode: 0o600, modifiedSeconds: 1_700_000_000)
+        #expect(try setup.b.setNodeAttributes(attributes, of: id))
+        try setup.b.queueRecordChange(id, name: "renamed.txt", parentID: "folder-2")
+        #expect(try setup.b.queuedUpload(id)?.operation == .record)
+        let drained = try await syncB.drainQueue()
+        #expect(drained.uploaded == [id] && drained.failed.isEmpty && drained.conflicts.isEmpty, "\(drained)")
+        #expect(try setup.b.uploadQueue().isEmpty)
+        #expect(try Self.versions(setup, id) == before, "no new cloud file version: the record alone was written")
+        #expect(try setup.b.storedFile(id) == nil, "still nothing downloaded")
+        #expect(try setup.b.recordGeneration(of: id) == 2)
+
+        let pulled = try await syncA.pull()
+        #expect(pulled.skipped.isEmpty)
+        let entry = try #require(try setup.a.outlineEntry(id))
+        #expect(entry.name == "renamed.txt" && entry.parentID == "folder-2" && entry.attributes == attributes)
+        #expect(entry.cloudETag == etag, "the same version of the content")
+    }
+
+    @Test func aRenameOverAChangeMadeElsewhereIsMergedNotCopied() async throws {
+        let setup = try CloudTests.Setup()
+        let id = try await setup.pushedAndPulled(Data("version 1".utf8), as: "n2")
+        let syncA = CloudSync(manager: setup.a, remote: setup.remote), syncB = CloudSync(manager: setup.b, remote: setup.remote)
+        try await syncA.push(dataFile: setup.file("v2", Data("version 2".utf8)), nodeID: id, name: "a's name")
+        let v2 = try #require(try setup.a.outlineEntry(id))
+
+        try setup.b.queueRecordChange(id, name: "b's name")
+        let drained = try await syncB.drainQueue()
+        #expect(drained.uploaded == [id] && drained.conflicts.isEmpty, "\(drained)")
+        let merged = try #require(try setup.b.outlineEntry(id))
+        #expect(merged.name == "b's name" && merged.cloudETag == v2.cloudETag, "A's content, B's name")
+        #expect(try setup.b.recordGeneration(of: id) == 3)
+        _ = try await syncA.pull()
+        #expect(try setup.a.outlineEntry(id)?.name == "b's name")
+        #expect(try setup.b.conflictCopies().isEmpty)
+    }
+
+    @Test func aRenameOfANodeDeletedElsewhereIsDropped() async throws {
+        let setup = try CloudTests.Setup()
+        let id = try await setup.pushedAndPulled(Data("doomed".utf8), as: "n3")
+        try await CloudSync(manager: setup.a, remote: setup.remote).deleteNode(id)
+        try setup.b.queueRecordChange(id, name: "too late")
+        let drained = try await CloudSync(manager: setup.b, remote: setup.remote).drainQueue()
+        #expect(drained.uploaded.isEmpty && drained.failed.map(\.error) == ["node 'n3' was deleted in \(setup.remote.url); its rename was dropped and it is deleted here too"],
+                "\(drained)")
+        #expect(try setup.b.uploadQueue().isEmpty, "not retried forever")
+        #expect(try setup.b.outlineEntry(id) == nil)
+    }
+
+    @Test func aQueuedDeleteWritesATombstoneUnlessTheNodeChangedMeanwhile() async throws {
+        let setup = try CloudTests.Setup()
+        let gone = try await setup.pushedAndPulled(Data("delete me".utf8), as: "n4")
+        let kept = try await setup.pushedAndPulled(Data("keep me".utf8), as: "n5")
+        let syncA = CloudSync(manager: setup.a, remote: setup.remote), syncB = CloudSync(manager: setup.b, remote: setup.remote)
+        try await syncA.push(dataFile: setup.file("k2", Data("keep me, changed".utf8)), nodeID: kept)
+
+        try setup.b.queueRemoteDelete(gone)
+        try setup.b.queueRemoteDelete(kept)
+        let drained = try await syncB.drainQueue()
+        #expect(drained.uploaded == [gone], "\(drained)")
+        #expect(drained.failed.map(\.error) == ["node 'n5' changed in \(setup.remote.url) before its delete reached it: it is kept, and the next pull brings its new version back"])
+        #expect(try setup.b.uploadQueue().isEmpty)
+        #expect(try setup.b.outlineEntry(gone) == nil)
+
+        let pulledA = try await syncA.pull()
+        #expect(pulledA.deleted == 1, "the tombstone reached A")
+        #expect(try setup.a.outlineEntry(gone) == nil)
+        _ = try await syncB.pull()
+        let newer = try setup.a.outlineEntry(kept)?.cloudETag
+        #expect(try setup.b.outlineEntry(kept)?.cloudETag == newer, "B has A's newer version")
+    }
+
+    /// How queued changes combine: a content change writes the record too, so a rename queued on top of it
+    /// stays a content change with the new name; a content change replaces a queued rename; a delete
+    /// replaces anything.
+    @Test func queuedChangesCombine() throws {
+        let setup = try CloudTests.Setup()
+        let id = try NodeID("n6")
+        try setup.b.queueUpload(id, name: "first")
+        try setup.b.queueRecordChange(id, name: "second")
+        #expect(try setup.b.queuedUpload(id).map { ($0.operation, $0.name) } ?? (.delete, nil) == (.content, "second"))
+        try setup.b.queueRemoteDelete(id)
+        #expect(try setup.b.queuedUpload(id)?.operation == .delete)
+        try setup.b.queueRecordChange(id, name: "third")
+        #expect(try setup.b.queuedUpload(id)?.operation == .record)
+        try setup.b.queueUpload(id)
+        #expect(try setup.b.queuedUpload(id)?.operation == .content)
+    }
+}
