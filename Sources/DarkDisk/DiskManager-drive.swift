@@ -16,6 +16,13 @@ extension DiskManager {
     /// outline has is shown at the top of the drive, so nothing named is ever out of reach.
     private static let driveColumns = "id, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs"
 
+    /// The SQL condition on a `child` row of the outline whose parent is not a drive folder (shown at the top).
+    private static let orphan = """
+        child.parentID IS NOT NULL AND child.cloudETag IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM node AS parent WHERE parent.id = child.parentID AND parent.type = 'folder'
+                          AND parent.name IS NOT NULL AND parent.cloudETag IS NOT NULL)
+        """
+
     /// The drive node `nodeID`, if the outline names it.
     public func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
         try read { db in
@@ -31,11 +38,7 @@ extension DiskManager {
                                         arguments: [parentID?.rawValue])
             if parentID == nil {
                 // Nodes whose parent is missing, or is not a folder, are shown at the top.
-                rows += try Row.fetchAll(db, sql: """
-                    SELECT \(Self.driveColumns) FROM node AS child WHERE parentID IS NOT NULL AND name IS NOT NULL AND cloudETag IS NOT NULL
-                      AND NOT EXISTS (SELECT 1 FROM node AS parent WHERE parent.id = child.parentID AND parent.type = 'folder'
-                                      AND parent.name IS NOT NULL AND parent.cloudETag IS NOT NULL)
-                    """)
+                rows += try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node AS child WHERE name IS NOT NULL AND \(Self.orphan)")
             }
             return try rows.compactMap { try Self.driveNode(from: $0, db) }
         }
@@ -48,11 +51,7 @@ extension DiskManager {
             var rows = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name = ? AND cloudETag IS NOT NULL",
                                         arguments: [parentID?.rawValue, name])
             if parentID == nil {
-                rows += try Row.fetchAll(db, sql: """
-                    SELECT \(Self.driveColumns) FROM node AS child WHERE name = ? AND parentID IS NOT NULL AND cloudETag IS NOT NULL
-                      AND NOT EXISTS (SELECT 1 FROM node AS parent WHERE parent.id = child.parentID AND parent.type = 'folder'
-                                      AND parent.name IS NOT NULL AND parent.cloudETag IS NOT NULL)
-                    """, arguments: [name])
+                rows += try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node AS child WHERE name = ? AND \(Self.orphan)", arguments: [name])
             }
             return try rows.compactMap { try Self.driveNode(from: $0, db) }
         }
