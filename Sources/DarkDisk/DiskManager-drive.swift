@@ -27,20 +27,24 @@ extension DiskManager {
     public func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
         try read { db in
             try Row.fetchOne(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE id = ? AND name IS NOT NULL AND cloudETag IS NOT NULL",
-                             arguments: [nodeID.rawValue]).flatMap { try Self.driveNode(from: $0, db) }
+                             arguments: [nodeID.rawValue]).flatMap { row in
+                let parent = (row["parentID"] as String?).flatMap { try? NodeID($0) }
+                return try Self.driveNode(from: row, in: try parent.map { try Self.isDriveFolder($0, db) } == true ? parent : nil)
+            }
         }
     }
 
     /// The drive nodes in folder `parentID` (nil: the top), in one indexed query.
     public func driveChildren(of parentID: NodeID?) throws(DarkDiskError) -> [DriveNode] {
         try read { db in
-            var rows = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name IS NOT NULL AND cloudETag IS NOT NULL",
-                                        arguments: [parentID?.rawValue])
+            var nodes = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name IS NOT NULL AND cloudETag IS NOT NULL",
+                                         arguments: [parentID?.rawValue]).compactMap { try Self.driveNode(from: $0, in: parentID) }
             if parentID == nil {
                 // Nodes whose parent is missing, or is not a folder, are shown at the top.
-                rows += try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node AS child WHERE name IS NOT NULL AND \(Self.orphan)")
+                nodes += try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node AS child WHERE name IS NOT NULL AND \(Self.orphan)")
+                    .compactMap { try Self.driveNode(from: $0, in: nil) }
             }
-            return try rows.compactMap { try Self.driveNode(from: $0, db) }
+            return nodes
         }
     }
 
@@ -48,23 +52,22 @@ extension DiskManager {
     /// gave one name in one folder (`DriveNames`).
     public func driveChildren(of parentID: NodeID?, named name: String) throws(DarkDiskError) -> [DriveNode] {
         try read { db in
-            var rows = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name = ? AND cloudETag IS NOT NULL",
-                                        arguments: [parentID?.rawValue, name])
+            var nodes = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name = ? AND cloudETag IS NOT NULL",
+                                         arguments: [parentID?.rawValue, name]).compactMap { try Self.driveNode(from: $0, in: parentID) }
             if parentID == nil {
-                rows += try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node AS child WHERE name = ? AND \(Self.orphan)", arguments: [name])
+                nodes += try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node AS child WHERE name = ? AND \(Self.orphan)", arguments: [name])
+                    .compactMap { try Self.driveNode(from: $0, in: nil) }
             }
-            return try rows.compactMap { try Self.driveNode(from: $0, db) }
+            return nodes
         }
     }
 
-    /// A row as a drive node (nil for a name no folder can show: `.`, `..`, or one with a `/`); one whose
-    /// parent is not a drive folder is at the top.
-    private static func driveNode(from row: Row, _ db: Database) throws -> DriveNode? {
+    /// A row as a drive node shown in `folder` (nil: the top, as the query that found it knows); nil for a
+    /// name no folder can show: `.`, `..`, or one with a `/`.
+    private static func driveNode(from row: Row, in folder: NodeID?) throws -> DriveNode? {
         guard let id = try? NodeID(row["id"] as String), let name: String = row["name"], !name.isEmpty,
               !name.contains("/"), name != ".", name != ".." else { return nil }
-        var parent = (row["parentID"] as String?).flatMap { try? NodeID($0) }
-        if let parentID = parent, try !isDriveFolder(parentID, db) { parent = nil }
-        return DriveNode(id: id, name: name, parentID: parent, created: row["created"], attributes: try attributes(from: row))
+        return DriveNode(id: id, name: name, parentID: folder, created: row["created"], attributes: try attributes(from: row))
     }
 
     private static func isDriveFolder(_ id: NodeID, _ db: Database) throws -> Bool {

@@ -115,21 +115,27 @@ public struct NodeRecord: Codable, Sendable, Equatable {
     /// What the record says the node is besides its content (`NodeAttributes`); nil when a field is malformed
     /// (an unknown type, a value that is not base64, or attributes that cannot describe a node).
     public var attributes: NodeAttributes? {
+        if case .success(let attributes) = parsedAttributes() { attributes } else { nil }
+    }
+
+    /// The record's attributes, or why they cannot describe a node, in words.
+    private func parsedAttributes() -> Result<NodeAttributes, RemoteError> {
         let kind: NodeAttributes.Kind
         if let type {
-            guard let known = NodeAttributes.Kind(rawValue: type) else { return nil }
+            guard let known = NodeAttributes.Kind(rawValue: type) else { return .failure(RemoteError(.invalidResponse, "unknown type '\(type.prefix(32))'")) }
             kind = known
         } else {
             kind = .file
         }
         var values: [String: [UInt8]] = [:]
         for (name, encoded) in xattrs ?? [:] {
-            guard let value = Data(base64Encoded: encoded) else { return nil }
+            guard let value = Data(base64Encoded: encoded) else { return .failure(RemoteError(.invalidResponse, "an extended attribute that is not base64")) }
             values[name] = Array(value)
         }
         let attributes = NodeAttributes(kind: kind, mode: mode, modifiedSeconds: mtime, modifiedNanoseconds: mtimeNsec ?? 0,
                                         target: target, extendedAttributes: values)
-        return attributes.problem == nil ? attributes : nil
+        if let problem = attributes.problem { return .failure(RemoteError(.invalidResponse, problem)) }
+        return .success(attributes)
     }
 
     /// The checks every record passes, whatever its layout.
@@ -147,8 +153,8 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         guard record.parentID.map({ (try? NodeID($0)) != nil }) ?? true else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' names a parent that is not a node ID")
         }
-        guard record.attributes != nil else {
-            throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' has malformed attributes (\(record.attributesProblem))")
+        if case .failure(let problem) = record.parsedAttributes() {
+            throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' has malformed attributes (\(problem.message))")
         }
         guard record.cloudVersion.map(CloudLayout.isVersion) ?? true else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' names a malformed cloud file version")
@@ -166,16 +172,6 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return (try? encoder.encode(self)) ?? Data()
-    }
-
-    /// Why `attributes` is nil, in words.
-    private var attributesProblem: String {
-        if let type, NodeAttributes.Kind(rawValue: type) == nil { return "unknown type '\(type.prefix(32))'" }
-        if let xattrs, xattrs.values.contains(where: { Data(base64Encoded: $0) == nil }) { return "an extended attribute that is not base64" }
-        let attributes = NodeAttributes(kind: type.flatMap(NodeAttributes.Kind.init) ?? .file, mode: mode, modifiedSeconds: mtime,
-                                        modifiedNanoseconds: mtimeNsec ?? 0, target: target,
-                                        extendedAttributes: (xattrs ?? [:]).mapValues { Array(Data(base64Encoded: $0) ?? Data()) })
-        return attributes.problem ?? "unknown"
     }
 
     /// The outline entry this record describes.
