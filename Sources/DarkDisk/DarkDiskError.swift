@@ -30,6 +30,18 @@ public struct DarkDiskError: DarkDiskFailure, Equatable, LocalizedError {
         case database
         /// More data than allowed: a cache import past its pool's max size (`DiskImport.sizeLimit`).
         case tooLarge
+        /// The drive already has an entry of that name in that folder.
+        case exists
+        /// A drive folder that is to go, or to be replaced, still holds entries.
+        case notEmpty
+        /// A drive entry that had to be a folder is not one.
+        case notDirectory
+        /// A drive entry that must not be a folder is one.
+        case isDirectory
+        /// The drive does not allow the operation (hard links, device files, FIFOs, another owner).
+        case notPermitted
+        /// A name longer than 255 bytes.
+        case nameTooLong
     }
 
     public let code: Code

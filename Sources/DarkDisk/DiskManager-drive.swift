@@ -12,21 +12,22 @@ public struct DriveNode: Sendable, Equatable {
 }
 
 extension DiskManager {
-    /// The drive's nodes are those of the outline that have a name. A node whose parent is not a folder the
+    /// The drive's nodes are those that have a name: the outline's, and those made through the drive here
+    /// (not uploaded yet). A node whose parent is not a folder the
     /// outline has is shown at the top of the drive, so nothing named is ever out of reach.
     private static let driveColumns = "id, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs"
 
     /// The SQL condition on a `child` row of the outline whose parent is not a drive folder (shown at the top).
     private static let orphan = """
-        child.parentID IS NOT NULL AND child.cloudETag IS NOT NULL
+        child.parentID IS NOT NULL
           AND NOT EXISTS (SELECT 1 FROM node AS parent WHERE parent.id = child.parentID AND parent.type = 'folder'
-                          AND parent.name IS NOT NULL AND parent.cloudETag IS NOT NULL)
+                          AND parent.name IS NOT NULL)
         """
 
     /// The drive node `nodeID`, if the outline names it.
     public func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
         try read { db in
-            try Row.fetchOne(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE id = ? AND name IS NOT NULL AND cloudETag IS NOT NULL",
+            try Row.fetchOne(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE id = ? AND name IS NOT NULL",
                              arguments: [nodeID.rawValue]).flatMap { row in
                 let parent = (row["parentID"] as String?).flatMap { try? NodeID($0) }
                 return try Self.driveNode(from: row, in: try parent.map { try Self.isDriveFolder($0, db) } == true ? parent : nil)
@@ -37,7 +38,7 @@ extension DiskManager {
     /// The drive nodes in folder `parentID` (nil: the top), in one indexed query.
     public func driveChildren(of parentID: NodeID?) throws(DarkDiskError) -> [DriveNode] {
         try read { db in
-            var nodes = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name IS NOT NULL AND cloudETag IS NOT NULL",
+            var nodes = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name IS NOT NULL",
                                          arguments: [parentID?.rawValue]).compactMap { try Self.driveNode(from: $0, in: parentID) }
             if parentID == nil {
                 // Nodes whose parent is missing, or is not a folder, are shown at the top.
@@ -52,7 +53,7 @@ extension DiskManager {
     /// gave one name in one folder (`DriveNames`).
     public func driveChildren(of parentID: NodeID?, named name: String) throws(DarkDiskError) -> [DriveNode] {
         try read { db in
-            var nodes = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name = ? AND cloudETag IS NOT NULL",
+            var nodes = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name = ?",
                                          arguments: [parentID?.rawValue, name]).compactMap { try Self.driveNode(from: $0, in: parentID) }
             if parentID == nil {
                 nodes += try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node AS child WHERE name = ? AND \(Self.orphan)", arguments: [name])
@@ -70,8 +71,8 @@ extension DiskManager {
         return DriveNode(id: id, name: name, parentID: folder, created: row["created"], attributes: try attributes(from: row))
     }
 
-    private static func isDriveFolder(_ id: NodeID, _ db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT 1 FROM node WHERE id = ? AND type = 'folder' AND name IS NOT NULL AND cloudETag IS NOT NULL",
+    static func isDriveFolder(_ id: NodeID, _ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT 1 FROM node WHERE id = ? AND type = 'folder' AND name IS NOT NULL",
                           arguments: [id.rawValue]) ?? false
     }
 }

@@ -44,6 +44,14 @@ extension DiskManager {
         }
     }
 
+    /// The name and folder the index gives a node (from a pull, or set through the drive before any upload).
+    public func nodePlacement(_ nodeID: NodeID) throws(DarkDiskError) -> (name: String?, parentID: String?) {
+        try read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT name, parentID FROM node WHERE id = ?", arguments: [nodeID.rawValue])
+            return (row?["name"], row?["parentID"])
+        }
+    }
+
     /// Every node the remote has told us about.
     public func outline() throws(DarkDiskError) -> [OutlineEntry] {
         try read { db in

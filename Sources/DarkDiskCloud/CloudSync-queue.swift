@@ -140,9 +140,9 @@ extension CloudSync {
         guard let data = try await manager.nodeFile(nodeID, kind: .data) else {
             throw RemoteError(.io, "node '\(nodeID)' has no data stored locally to upload")
         }
-        let known = try manager.outlineEntry(nodeID)
-        let name = queued.name ?? known?.name
-        let parentID = queued.parentID ?? known?.parentID
+        let placement = try manager.nodePlacement(nodeID)
+        let name = queued.name ?? placement.name
+        let parentID = queued.parentID ?? placement.parentID
         // A crash after the record landed and before the queue heard of it: the record names our version.
         if let version = queued.version, let current = try await currentRecord(of: nodeID),
            let record = current.state?.record, record.cloudVersion == version {
@@ -176,9 +176,9 @@ extension CloudSync {
     /// is dropped (one error line) and the node goes here too.
     private func uploadRecordChange(_ queued: QueuedUpload) async throws -> PushResult {
         let nodeID = queued.nodeID
-        let known = try manager.outlineEntry(nodeID)
-        let name = queued.name ?? known?.name
-        let parentID = queued.parentID ?? known?.parentID
+        let placement = try manager.nodePlacement(nodeID)
+        let name = queued.name ?? placement.name
+        let parentID = queued.parentID ?? placement.parentID
         for _ in 0..<5 {
             guard let current = try await currentRecord(of: nodeID) else {
                 throw RemoteError(.notFound, "node '\(nodeID)' has no record in \(remote.url) to rename; push its content first")

@@ -99,6 +99,10 @@ public struct CloudSync: Sendable {
         // record was replaced since; the outline is written in one transaction at the end.
         let listed = Dictionary(objects.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         var updates: [OutlineEntry] = []
+        // A node with a change queued here (a rename, new attributes, new content made through the drive)
+        // keeps what this store says until the change is uploaded, unless the remote's record is newer than
+        // the one applied here (the upload then meets that change and merges or copies).
+        let queuedHere = Set(try manager.uploadQueue().map(\.nodeID))
         for object in CloudLayout.currentRecords(objects) {
             let nodeID = object.nodeID
             guard let data = try await readRecord(object.key, listed: listed[object.key]) else { continue }
@@ -113,6 +117,10 @@ public struct CloudSync: Sendable {
                 if generation > 0 { generations[nodeID] = generation }
                 // A tombstone: the node is deleted (below, with the nodes gone from the listing).
                 guard let record = read.record else { continue }
+                if queuedHere.contains(nodeID), generation <= applied, known[nodeID] != nil {
+                    seen.insert(nodeID)
+                    continue
+                }
                 entry = try record.outlineEntry()
             } catch {
                 // A refused record is not a deletion: the node stays as this store knows it.

@@ -53,6 +53,14 @@ enum FSEntry: Hashable, Sendable {
         }
     }
 
+    /// The node a drive entry shows (nil: not a drive entry, or `/files` itself).
+    var driveNode: NodeID? {
+        switch self {
+        case .driveFolder(let id), .driveFile(let id), .driveLink(let id): id
+        default: nil
+        }
+    }
+
     /// A name for log lines: "node X data", "avatar U/I".
     var logName: String {
         switch self {

@@ -15,6 +15,12 @@ enum FuseErrno {
             case .invalidID, .notFound: return ENOENT
             case .invalidArgument: return EINVAL
             case .tooLarge: return EFBIG
+            case .exists: return EEXIST
+            case .notEmpty: return ENOTEMPTY
+            case .notDirectory: return ENOTDIR
+            case .isDirectory: return EISDIR
+            case .notPermitted: return EPERM
+            case .nameTooLong: return ENAMETOOLONG
             case .corrupt: return EIO
             case .io: return error.errno ?? EIO
             case .database, .storeNotFound, .storeExists, .keyFile, .passphraseRequired, .wrongPassphrase: return EIO

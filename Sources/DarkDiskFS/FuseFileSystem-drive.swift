@@ -40,8 +40,11 @@ extension FuseFileSystem {
         }
     }
 
-    /// What a drive entry is now (nil: gone, or no longer of that kind). A file's size, blocks and version
-    /// are its node's data's; its mode and times come from the node's record.
+    /// What a drive entry is now (nil: gone, or no longer of that kind). A file's size and blocks are those
+    /// of its staged content while it is open for writing, else of its node's data (a file made but never
+    /// committed, by a process that died, is empty); its mode and times come from the node's record. A drive
+    /// entry's inode serves every version of its node (programs expect a file's inode to stay as it is
+    /// written), so it has no version: a drive file's pages are dropped at each open instead.
     func currentDriveEntry(_ entry: FSEntry) throws(DarkDiskError) -> (stat: stat, version: InodeTable.Version?)? {
         switch entry {
         case .files:
@@ -53,11 +56,25 @@ extension FuseFileSystem {
             guard let node = try manager.driveNode(id), node.attributes.kind == .symlink, let target = node.attributes.target else { return nil }
             return (withAttributes(baseStat(mode: S_IFLNK, links: 1, size: UInt64(target.utf8.count)), node.attributes), nil)
         case .driveFile(let id):
-            guard let node = try manager.driveNode(id), node.attributes.kind == .file,
-                  let data = current(section: .data, of: try manager.nodeState(id)) else { return nil }
-            var st = data.stat
+            guard let node = try manager.driveNode(id), node.attributes.kind == .file else { return nil }
+            var st: stat
+            let writer = writers.withLock { $0[id] }
+            if let writer {
+                let size = writer.content.size
+                st = baseStat(mode: S_IFREG, links: 1, size: size)
+                st.st_blocks = blkcnt_t((size + 511) / 512)
+            } else if let data = current(section: .data, of: try manager.nodeState(id)) {
+                st = data.stat
+            } else {
+                st = baseStat(mode: S_IFREG, links: 1)
+            }
             st.st_mode = S_IFREG
-            return (withAttributes(st, node.attributes), data.version)
+            st = withAttributes(st, node.attributes)
+            if let change = writer?.content.lastChange {
+                st.st_mtim = timespec(tv_sec: Int(change.seconds), tv_nsec: Int(change.nanoseconds))
+                st.st_ctim = st.st_mtim
+            }
+            return (st, nil)
         default:
             return nil
         }

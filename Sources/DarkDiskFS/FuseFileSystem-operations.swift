@@ -60,21 +60,50 @@ extension FuseFileSystem {
         ops.removexattr = { req, ino, name in
             FuseFileSystem.from(req).removexattr(FuseFileSystem.reply(req, "removexattr"), ino: ino, name: name!)
         }
-        // The data is read-only. The mount itself is not `ro` (the kernel would then refuse setxattr before
-        // asking), so every operation that would change the tree or a file's data or attributes answers
-        // EROFS here, as a read-only mount would; opening for writing answers it in `open`.
-        ops.setattr = { req, _, _, _, _ in fuse_reply_err(req, EROFS) }
-        ops.mknod = { req, _, _, _, _ in fuse_reply_err(req, EROFS) }
-        ops.mkdir = { req, _, _, _ in fuse_reply_err(req, EROFS) }
-        ops.unlink = { req, _, _ in fuse_reply_err(req, EROFS) }
-        ops.rmdir = { req, _, _ in fuse_reply_err(req, EROFS) }
-        ops.symlink = { req, _, _, _ in fuse_reply_err(req, EROFS) }
-        ops.rename = { req, _, _, _, _, _ in fuse_reply_err(req, EROFS) }
-        ops.link = { req, _, _, _ in fuse_reply_err(req, EROFS) }
-        ops.create = { req, _, _, _, _ in fuse_reply_err(req, EROFS) }
-        ops.write = { req, _, _, _, _, _ in fuse_reply_err(req, EROFS) }
-        ops.fallocate = { req, _, _, _, _, _ in fuse_reply_err(req, EROFS) }
-        ops.copy_file_range = { req, _, _, _, _, _, _, _, _ in fuse_reply_err(req, EROFS) }
+        // Writes: inside the drive (`/files`) as on a local disk; elsewhere the data is read-only. The mount
+        // itself is not `ro` (the kernel would then refuse setxattr before asking), so every write outside
+        // the drive answers EROFS here, as a read-only mount would; opening for writing answers it in `open`.
+        ops.setattr = { req, ino, attr, toSet, fi in
+            FuseFileSystem.from(req).setattr(FuseFileSystem.reply(req, "setattr"), ino: ino, attributes: attr!.pointee, toSet: toSet, fi: fi)
+        }
+        ops.mknod = { req, parent, name, mode, _ in
+            FuseFileSystem.from(req).mknod(FuseFileSystem.reply(req, "mknod"), parent: parent, name: String(cString: name!), mode: mode)
+        }
+        ops.mkdir = { req, parent, name, mode in
+            FuseFileSystem.from(req).mkdir(FuseFileSystem.reply(req, "mkdir"), parent: parent, name: String(cString: name!), mode: mode)
+        }
+        ops.unlink = { req, parent, name in
+            FuseFileSystem.from(req).unlink(FuseFileSystem.reply(req, "unlink"), parent: parent, name: String(cString: name!))
+        }
+        ops.rmdir = { req, parent, name in
+            FuseFileSystem.from(req).rmdir(FuseFileSystem.reply(req, "rmdir"), parent: parent, name: String(cString: name!))
+        }
+        ops.symlink = { req, target, parent, name in
+            FuseFileSystem.from(req).symlink(FuseFileSystem.reply(req, "symlink"), target: String(cString: target!), parent: parent, name: String(cString: name!))
+        }
+        ops.rename = { req, parent, name, newParent, newName, flags in
+            FuseFileSystem.from(req).rename(FuseFileSystem.reply(req, "rename"), parent: parent, name: String(cString: name!),
+                                            newParent: newParent, newName: String(cString: newName!), flags: flags)
+        }
+        // Hard links: a node has one place in the tree.
+        ops.link = { req, _, _, _ in fuse_reply_err(req, EPERM) }
+        ops.create = { req, parent, name, mode, fi in
+            FuseFileSystem.from(req).create(FuseFileSystem.reply(req, "create"), parent: parent, name: String(cString: name!), mode: mode, fi: fi!)
+        }
+        ops.write = { req, _, buffer, size, offset, fi in
+            FuseFileSystem.from(req).write(FuseFileSystem.reply(req, "write"), buffer: buffer, size: size, offset: offset, fi: fi!)
+        }
+        ops.flush = { req, _, fi in
+            FuseFileSystem.from(req).flush(FuseFileSystem.reply(req, "flush"), fi: fi!)
+        }
+        ops.fsync = { req, _, _, fi in
+            FuseFileSystem.from(req).fsync(FuseFileSystem.reply(req, "fsync"), fi: fi!)
+        }
+        ops.fallocate = { req, _, mode, offset, length, fi in
+            FuseFileSystem.from(req).fallocate(FuseFileSystem.reply(req, "fallocate"), mode: mode, offset: offset, length: length, fi: fi!)
+        }
+        // The kernel copies through read and write instead.
+        ops.copy_file_range = { req, _, _, _, _, _, _, _, _ in fuse_reply_err(req, ENOSYS) }
         ops.`init` = { userdata, conn in
             guard let conn, let userdata else { return }
             // Ask for large reads: fewer round trips per MiB for `cat` and `cp`.

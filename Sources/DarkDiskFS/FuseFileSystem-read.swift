@@ -11,6 +11,10 @@ extension FuseFileSystem {
         guard let key = inodes.withLock({ $0.key(for: ino) }) else { reply.error(ENOENT); return }
         let entry = key.entry
         guard !entry.isDirectory else { reply.error(EISDIR); return }
+        if case .driveFile(let id) = entry {
+            openDrive(reply, id: id, entry: entry, ino: ino, fi: fi)
+            return
+        }
         // Read-only data: writing, and truncating (which O_RDONLY | O_TRUNC would ask for), is EROFS.
         guard fi.pointee.flags & O_ACCMODE == O_RDONLY, fi.pointee.flags & O_TRUNC == 0 else { reply.error(EROFS); return }
         do {
@@ -76,7 +80,7 @@ extension FuseFileSystem {
         }
     }
 
-    private func openStored(_ reply: FuseReply, entry: FSEntry, ino: fuse_ino_t, export: DiskExport, fi: UnsafeMutablePointer<fuse_file_info>) {
+    func openStored(_ reply: FuseReply, entry: FSEntry, ino: fuse_ino_t, export: DiskExport, fi: UnsafeMutablePointer<fuse_file_info>) {
         let reader: CryptoFileReader
         do {
             reader = try export.reader()
@@ -88,26 +92,46 @@ extension FuseFileSystem {
         answer(reply, open: OpenFile(entry: entry, ino: ino, source: .stored(export, reader)), fi: fi)
     }
 
-    /// Hands the kernel a handle. Its pages may stay cached for good: an inode serves one version only.
+    /// Hands the kernel a handle. Its pages may stay cached for good, as an inode serves one version only;
+    /// but a drive file's inode serves every version of its node, so its pages are dropped at each open.
     func answer(_ reply: FuseReply, open file: OpenFile, fi: UnsafeMutablePointer<fuse_file_info>) {
         let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
         handles.withLock { $0[handle] = file }
         fi.pointee.fh = handle
-        fi.pointee.keep_cache = 1
+        if case .driveFile = file.entry { fi.pointee.keep_cache = 0 } else { fi.pointee.keep_cache = 1 }
         if reply.open(fi) != 0 {
             // The opener went away (interrupted): nobody will release this handle.
-            handles.withLock { $0.removeValue(forKey: handle) }?.close()
+            if let file = handles.withLock({ $0.removeValue(forKey: handle) }) { close(file) }
         }
     }
 
     func read(_ reply: FuseReply, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = handles.withLock({ $0[fi.pointee.fh] }) else { reply.error(EBADF); return }
         guard offset >= 0 else { reply.error(EINVAL); return }
+        // A drive file being written is read from its staged content, through any handle.
+        if case .driveFile(let id) = file.entry, let writer = writers.withLock({ $0[id] }) {
+            answer(reply, read: writer, size: size, offset: UInt64(offset))
+            return
+        }
         switch file.source {
+        case .drive(let writer):
+            answer(reply, read: writer, size: size, offset: UInt64(offset))
         case .stored(_, let reader):
             answer(reply, read: reader, file: file, size: size, offset: UInt64(offset))
         case .remote(let remote):
             readRemote(reply, file: file, remote: remote, size: size, offset: UInt64(offset))
+        }
+    }
+
+    /// Reads [offset, offset + size) of a drive file's staged content and replies.
+    func answer(_ reply: FuseReply, read writer: DriveWriter, size: Int, offset: UInt64) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 16)
+        defer { buffer.deallocate() }
+        do {
+            let n = try writer.content.read(offset: offset, count: size, into: buffer.baseAddress!)
+            reply.buffer(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), n)
+        } catch {
+            refuse(reply, "read at \(offset) of drive file (node \(writer.nodeID))", error)
         }
     }
 
@@ -147,7 +171,7 @@ extension FuseFileSystem {
     func release(_ reply: FuseReply, fi: UnsafeMutablePointer<fuse_file_info>) {
         // Dropping the OpenFile releases its retain token (and completes a delete that waited for it); a
         // download it kept going stops unless other readers wait for it.
-        handles.withLock { $0.removeValue(forKey: fi.pointee.fh) }?.close()
+        if let file = handles.withLock({ $0.removeValue(forKey: fi.pointee.fh) }) { close(file) }
         reply.error(0)
     }
 

@@ -195,7 +195,7 @@ extension FuseFileSystem {
         // fstatvfs: Swift cannot call `statvfs()`, whose name it resolves to the struct.
         let fd = Glibc.open(manager.location.dataDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { reply.error(errno); return }
-        defer { close(fd) }
+        defer { Glibc.close(fd) }
         var st = statvfs()
         guard fstatvfs(fd, &st) == 0 else { reply.error(errno); return }
         reply.statfs(&st)
@@ -375,6 +375,7 @@ extension FuseFileSystem {
         switch file.source {
         case .stored(_, let reader): baseStat(mode: S_IFREG | 0o644, links: 0, size: reader.plaintextSize(ofSection: reader.dataSection))
         case .remote(let remote): baseStat(mode: S_IFREG | 0o644, links: 0, size: remote.size)
+        case .drive(let writer): baseStat(mode: S_IFREG | 0o644, links: 0, size: writer.content.size)
         }
     }
 

@@ -9,6 +9,15 @@ import Glibc
 /// `ExtendedAttribute`; this file reads and applies them, and every failure reaches the kernel through `FuseErrno`.
 extension FuseFileSystem {
     func getxattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>, size: Int) {
+        if let (id, userName) = userAttribute(ino, name) {
+            do {
+                guard let value = try manager.nodeAttributes(of: id).extendedAttributes[userName] else { reply.error(ENODATA); return }
+                answer(reply, value, size: size)
+            } catch {
+                reply.error(FuseErrno.from(error))
+            }
+            return
+        }
         do {
             let (entry, attribute) = try resolve(ino, name)
             let text = Array(try value(of: attribute, on: entry).text.utf8)
@@ -22,12 +31,59 @@ extension FuseFileSystem {
     /// `setfattr -n`), as CephFS keeps its `ceph.*` virtual attributes out of the list. Listed, they were
     /// copied by every tool that copies attributes (`cp -a`, `rsync -X`, `tar --xattrs`), and copying a
     /// backup back onto the mount set an old pool limit on the root, which evicted at once.
+    /// A drive entry lists the `user.*` attributes kept with its node, which tools copy.
     func listxattr(_ reply: FuseReply, ino: fuse_ino_t, size: Int) {
-        guard inodes.withLock({ $0.entry(for: ino) }) != nil else { reply.error(ENOENT); return }
-        answer(reply, [], size: size)
+        guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { reply.error(ENOENT); return }
+        guard let id = entry.driveNode else { answer(reply, [], size: size); return }
+        do {
+            let names = try manager.nodeAttributes(of: id).extendedAttributes.keys.sorted()
+            answer(reply, names.flatMap { Array($0.utf8) + [0] }, size: size)
+        } catch {
+            reply.error(FuseErrno.from(error))
+        }
+    }
+
+    /// The node and name of a `user.*` attribute of a drive entry that is not one of darkdisk's own: such
+    /// attributes are kept with the node, encrypted in its record (DESIGN §10).
+    private func userAttribute(_ ino: fuse_ino_t, _ name: UnsafePointer<CChar>) -> (NodeID, String)? {
+        let text = String(cString: name)
+        guard text.hasPrefix("user."), !text.hasPrefix(ExtendedAttribute.prefix),
+              let id = inodes.withLock({ $0.entry(for: ino) })?.driveNode else { return nil }
+        return (id, text)
+    }
+
+    /// Sets or removes (`value` nil) a `user.*` attribute of a drive node, as `setxattr(2)` and
+    /// `removexattr(2)` do: `XATTR_CREATE` of one that exists is `EEXIST`, `XATTR_REPLACE` or a removal of
+    /// one that does not is `ENODATA`, and more than 64 KiB of them on one node is `ENOSPC`.
+    private func setUserAttribute(_ id: NodeID, _ name: String, _ value: [UInt8]?, flags: Int32) throws {
+        try manager.updateDriveAttributes(id) { (attributes) throws(DarkDiskError) in
+            let exists = attributes.extendedAttributes[name] != nil
+            if flags & ExtendedAttribute.createFlag != 0, exists { throw DarkDiskError(.exists, "\(name) exists") }
+            if (flags & ExtendedAttribute.replaceFlag != 0 || value == nil), !exists { throw DarkDiskError(.io, "no \(name)", errno: ENODATA) }
+            attributes.extendedAttributes[name] = value
+            if attributes.extendedAttributesSize > NodeAttributes.maxExtendedAttributesSize {
+                throw DarkDiskError(.io, "more than \(NodeAttributes.maxExtendedAttributesSize) bytes of extended attributes", errno: ENOSPC)
+            }
+        }
     }
 
     func setxattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>, value: UnsafePointer<CChar>?, size: Int, flags: Int32) {
+        if let (id, userName) = userAttribute(ino, name) {
+            do {
+                let bytes = value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
+                try setUserAttribute(id, userName, bytes, flags: flags)
+                reply.error(0)
+            } catch {
+                reply.error(FuseErrno.from(error))
+            }
+            return
+        }
+        // ACLs, security labels and the like have no place in the drive: tools that copy them (`cp -a`)
+        // take EOPNOTSUPP as "not supported here" and go on.
+        if inodes.withLock({ $0.entry(for: ino) })?.driveNode != nil, !String(cString: name).hasPrefix("user.") {
+            reply.error(EOPNOTSUPP)
+            return
+        }
         do {
             let (entry, attribute) = try resolve(ino, name)
             guard flags & ~(ExtendedAttribute.createFlag | ExtendedAttribute.replaceFlag) == 0 else {
@@ -53,6 +109,15 @@ extension FuseFileSystem {
     }
 
     func removexattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>) {
+        if let (id, userName) = userAttribute(ino, name) {
+            do {
+                try setUserAttribute(id, userName, nil, flags: 0)
+                reply.error(0)
+            } catch {
+                reply.error(FuseErrno.from(error))
+            }
+            return
+        }
         do {
             let (_, attribute) = try resolve(ino, name)
             throw ExtendedAttribute.Failure(.readOnly, "\(attribute.name) cannot be removed; set it instead")

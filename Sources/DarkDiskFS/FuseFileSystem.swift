@@ -23,6 +23,8 @@ public final class FuseFileSystem: Sendable {
     let logger: Logger
     let inodes = Locked(InodeTable())
     let handles = Locked<[UInt64: OpenFile]>([:])
+    /// The drive files open for writing, by node: their handles share one staged content.
+    let writers = Locked<[NodeID: DriveWriter]>([:])
     let nextHandle = Atomic<UInt64>(1)
     /// The mount's `max_read=N` option (0: none), which `init` must repeat to libfuse.
     let maxRead = Atomic<UInt32>(0)
@@ -68,7 +70,7 @@ public final class FuseFileSystem: Sendable {
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: mountpoint, isDirectory: &isDirectory) {
             // Like `Scripts/darkdisk mount ~/DarkDisk` on a fresh machine: make the last component, not its parents.
-            guard mkdir(mountpoint, 0o755) == 0 else {
+            guard Glibc.mkdir(mountpoint, 0o755) == 0 else {
                 throw DarkDiskError(.invalidArgument, "mount point \(mountpoint) does not exist and cannot be created: \(String(cString: strerror(errno)))")
             }
             isDirectory = true
@@ -136,7 +138,7 @@ public final class FuseFileSystem: Sendable {
             fuse_session_unmount(session)
             // Released after the lock: each handle's last reference lets go of retain tokens and descriptors.
             let closed = handles.withLock { open in defer { open.removeAll() }; return Array(open.values) }
-            for handle in closed { handle.close() }
+            for handle in closed { close(handle) }
             logger.info("unmounted \(mountpoint) (loop ended with \(rc))")
         }
     }

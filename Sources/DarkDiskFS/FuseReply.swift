@@ -74,6 +74,19 @@ final class FuseReply: Sendable {
         return fuse_reply_open(request, fi)
     }
 
+    /// Answers a create with the new entry and its open handle; nonzero if the kernel is gone (the caller
+    /// then drops the handle and the lookup count).
+    func create(_ param: inout fuse_entry_param, _ fi: UnsafePointer<fuse_file_info>) -> Int32 {
+        guard claim() else { return -EALREADY }
+        return fuse_reply_create(request, &param, fi)
+    }
+
+    /// Answers a write: all `count` bytes were taken.
+    func written(_ count: Int) {
+        guard claim() else { return }
+        fuse_reply_write(request, count)
+    }
+
     /// Answers a readlink with the link's target.
     func link(_ target: String) {
         guard claim() else { return }

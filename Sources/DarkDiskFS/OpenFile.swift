@@ -6,7 +6,8 @@ import DarkDiskSync
 
 /// One open file handle of the mount. A stored file is served from its retained export (its token keeps
 /// the file on disk until `release`) through a random-access reader; a node that is only in the remote is
-/// served from its download while it runs, and from the stored file once the download has landed.
+/// served from its download while it runs, and from the stored file once the download has landed; a drive
+/// file open for writing, from its staged content.
 final class OpenFile: Sendable {
     let entry: FSEntry
     /// The inode opened: it serves one version of the entry, which this handle keeps reading to its close.
@@ -16,6 +17,8 @@ final class OpenFile: Sendable {
     enum Source: Sendable {
         case stored(DiskExport, CryptoFileReader)
         case remote(RemoteData)
+        /// A drive file's content being written (every handle of it open for writing shares it).
+        case drive(DriveWriter)
     }
 
     init(entry: FSEntry, ino: fuse_ino_t, source: Source) {

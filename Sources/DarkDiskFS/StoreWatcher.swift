@@ -83,11 +83,22 @@ final class StoreWatcher: Sendable {
                    files: [.avatarFile(user, identity)])
     }
 
-    /// Drops a node's names (its folder, its files, its thumbnail) and the attributes of its files.
+    /// Drops a node's names (its folder, its files, its thumbnail) and the attributes of its files; as a
+    /// drive entry, its attributes and cached pages (its inode serves every version of it). A drive entry's
+    /// old name is not known here: names in the drive are cached for a second only.
     private func invalidate(node id: NodeID) {
         invalidate([(FSEntry.nodes, id.rawValue), (.thumbs, id.rawValue), (.nodeDirectory(id), "data"),
                     (.nodeDirectory(id), "metadata"), (.nodeDirectory(id), "thumbnail")],
                    files: [.nodeFile(id, .data), .nodeFile(id, .metadata), .nodeFile(id, .thumbnail), .thumb(id)])
+        for entry in [FSEntry.driveFile(id), .driveFolder(id), .driveLink(id)] {
+            guard let ino = fileSystem.inodes.withLock({ $0.existingInode(for: entry) }) else { continue }
+            // A file being written here keeps its pages: they are the ones its writers made.
+            if case .driveFile = entry, fileSystem.writers.withLock({ $0[id] }) != nil {
+                _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, -1, 0)
+            } else {
+                _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, 0, 0)
+            }
+        }
     }
 
     private func invalidate(_ names: [(FSEntry, String)], files: [FSEntry]) {

@@ -65,8 +65,8 @@ import Testing
         await #expect(try Shell.sh("ls \(Shell.quote(files + "/Documents/report 2026 (nope).pdf"))").status != 0)
         await #expect(try Shell.sh("ls \(Shell.quote(files + "/Documents/report 2026 (r1).pdf"))").status != 0, "the earliest holds the plain name only")
 
-        // Read-only still: writes are refused as on a read-only file system.
-        let write = try await Shell.sh("echo x > \(Shell.quote(files + "/new.txt"))")
+        // The ID view stays read-only: writes there are refused as on a read-only file system.
+        let write = try await Shell.sh("echo x > \(Shell.quote(mount.path + "/nodes/r1/data"))")
         #expect(write.status != 0 && write.stderr.contains("Read-only file system"), "\(write.stderr)")
     }
 }

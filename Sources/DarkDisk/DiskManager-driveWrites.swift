@@ -1,0 +1,211 @@
+import DarkDiskCrypto
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Changes made through the drive (DESIGN §10): each is an edit of the index in one transaction, then a
+/// change queued for the remote (`QueuedUpload`). A node's name, folder and attributes live in its `node`
+/// row; the upload writes them into its record. A node never uploaded has nothing to rename or delete in
+/// the remote: its queued content upload carries whatever the row says when it runs.
+extension DiskManager {
+    /// Why `name` cannot name a drive entry, if it cannot: empty, `.` or `..`, a `/` or a NUL, or more than
+    /// 255 bytes.
+    public static func checkDriveName(_ name: String) throws(DarkDiskError) {
+        guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(UInt8(ascii: "/")), !name.utf8.contains(0) else {
+            throw DarkDiskError(.invalidArgument, "'\(name)' cannot name a drive entry")
+        }
+        guard name.utf8.count <= 255 else { throw DarkDiskError(.nameTooLong, "a name of \(name.utf8.count) bytes (at most 255)") }
+    }
+
+    /// Makes a drive node named `name` in folder `parentID` (nil: the top). A folder or link is queued for
+    /// upload at once (with empty data); a file is queued by its first commit (`commitDriveFile`).
+    public func createDriveNode(named name: String, in parentID: NodeID?, attributes: NodeAttributes) throws(DarkDiskError) -> DriveNode {
+        try Self.checkDriveName(name)
+        if let problem = attributes.problem { throw DarkDiskError(.invalidArgument, "'\(name)': \(problem)") }
+        let id: NodeID
+        do { id = try NodeID(UUID().uuidString.lowercased()) } catch { throw DarkDiskError(.invalidID, "\(error)") }
+        let wrapped = Data(masterKey.wrap(SymmetricKey.random()))
+        let created = clock.now.timeIntervalSince1970
+        let extended: Data?
+        do { extended = try Self.extendedAttributesColumn(attributes) } catch {
+            throw DarkDiskError(.invalidArgument, "'\(name)': cannot encode its extended attributes")
+        }
+        try write { db in
+            try Self.checkDriveFolder(parentID, db)
+            guard try Self.driveChildID(named: name, in: parentID, db) == nil else {
+                throw DarkDiskError(.exists, "'\(name)' exists already")
+            }
+            try db.execute(sql: """
+                INSERT INTO node (id, wrappedKey, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [id.rawValue, wrapped, name, parentID?.rawValue, created, attributes.kind.rawValue, Int64(attributes.mode),
+                                 attributes.modifiedSeconds, Int64(attributes.modifiedNanoseconds), attributes.target, extended])
+        }
+        if attributes.kind != .file {
+            // A folder or link has no content: its record rides on an empty cloud file.
+            var empty = DiskImport(cleartextData: Data())
+            empty.storePersistently = true
+            empty.migrateToCacheAfterUpload = true
+            try importNodeFile(empty, nodeID: id)
+            try queueUpload(id)
+        }
+        return DriveNode(id: id, name: name, parentID: parentID, created: created, attributes: attributes)
+    }
+
+    /// Commits `content` as the next version of drive file `nodeID`: sealed into a store file, flushed and
+    /// renamed into place before its index row commits (the file is at its old or its new version after a
+    /// crash, never a mix), persistent until uploaded and then a cache file, and queued for upload. Its
+    /// modification time becomes that of the last change. Nil, and nothing stored, when the node has been
+    /// deleted meanwhile (its open handles keep reading `content`).
+    @discardableResult
+    public func commitDriveFile(_ nodeID: NodeID, content: StagedContent) throws(DarkDiskError) -> DiskExport? {
+        guard try read({ db in try String.fetchOne(db, sql: "SELECT name FROM node WHERE id = ?", arguments: [nodeID.rawValue]) }) != nil else {
+            return nil
+        }
+        let key = try nodeKey(nodeID)
+        try FileOperations.makeDirectory(location.persistentStaging)
+        let export = try content.commit { (chunks, lastChange) throws(DarkDiskError) -> DiskExport in
+            let temporary = location.persistentStaging + "/" + FileOperations.randomName()
+            let fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            guard fd >= 0 else { throw .posix("cannot create", path: temporary) }
+            StagingFiles.register(temporary)
+            defer {
+                StagingFiles.unregister(temporary)
+                FileOperations.remove(temporary)
+            }
+            do {
+                defer { close(fd) }
+                let writer = try CryptoFileWriter(fileDescriptor: fd, key: key, format: .cacheFile)
+                try chunks { try writer.append($0) }
+                _ = try writer.finish()
+            } catch let error as CryptoError {
+                throw DarkDiskError(crypto: error)
+            } catch let error as DarkDiskError {
+                throw error
+            } catch {
+                throw DarkDiskError(.io, "cannot commit node \(nodeID): \(error)")
+            }
+            var version = DiskImport(cryptoFile: CryptoFile(path: temporary, format: .cacheFile, key: key))
+            version.storePersistently = true
+            version.migrateToCacheAfterUpload = true
+            let export = try importNodeFile(version, nodeID: nodeID)
+            if let lastChange {
+                var attributes = try nodeAttributes(of: nodeID)
+                attributes.modifiedSeconds = lastChange.seconds
+                attributes.modifiedNanoseconds = lastChange.nanoseconds
+                try setNodeAttributes(attributes, of: nodeID)
+            }
+            return export
+        }
+        try queueUpload(nodeID)
+        return export
+    }
+
+    /// Renames or moves drive node `nodeID` to `name` in folder `parentID` (nil: the top): an edit of the
+    /// outline, never a copy of data. An entry already there is replaced as `rename(2)` does (a file by a
+    /// file, an empty folder by a folder) unless `replacing` is false; the replaced node is deleted
+    /// (`deleteDriveNode`). A folder cannot move into itself or below itself.
+    public func moveDriveNode(_ nodeID: NodeID, to name: String, in parentID: NodeID?, replacing: Bool = true) throws(DarkDiskError) {
+        try Self.checkDriveName(name)
+        let replaced = try write { db -> NodeID? in
+            guard let kind = try Self.driveKind(of: nodeID, db) else { throw DarkDiskError(.notFound, "node \(nodeID) is not in the drive") }
+            try Self.checkDriveFolder(parentID, db)
+            var folder = parentID
+            while let current = folder {
+                // Up from the new folder: meeting the node itself means a move into itself.
+                if current == nodeID { throw DarkDiskError(.invalidArgument, "a folder cannot move into itself") }
+                folder = try String.fetchOne(db, sql: "SELECT parentID FROM node WHERE id = ? AND name IS NOT NULL", arguments: [current.rawValue])
+                    .flatMap { try? NodeID($0) }
+            }
+            var replaced: NodeID?
+            if let existing = try Self.driveChildID(named: name, in: parentID, db), existing != nodeID {
+                guard replacing else { throw DarkDiskError(.exists, "'\(name)' exists already") }
+                let existingKind = try Self.driveKind(of: existing, db)
+                if existingKind == .folder {
+                    guard kind == .folder else { throw DarkDiskError(.isDirectory, "'\(name)' is a folder") }
+                    guard try Self.driveChildIDs(of: existing, db).isEmpty else { throw DarkDiskError(.notEmpty, "folder '\(name)' is not empty") }
+                } else if kind == .folder {
+                    throw DarkDiskError(.notDirectory, "'\(name)' is not a folder")
+                }
+                try db.execute(sql: "UPDATE node SET name = NULL, parentID = NULL WHERE id = ?", arguments: [existing.rawValue])
+                replaced = existing
+            }
+            try db.execute(sql: "UPDATE node SET name = ?, parentID = ? WHERE id = ?", arguments: [name, parentID?.rawValue, nodeID.rawValue])
+            return replaced
+        }
+        if let replaced { try finishDriveDelete(replaced) }
+        try queueDriveRecordChange(nodeID)
+    }
+
+    /// Deletes drive node `nodeID` here and, through the queue, in the remote. A folder must be empty. Its
+    /// stored files go when no one holds them any more: an open file keeps working for its holders.
+    public func deleteDriveNode(_ nodeID: NodeID) throws(DarkDiskError) {
+        try write { db in
+            guard let kind = try Self.driveKind(of: nodeID, db) else { throw DarkDiskError(.notFound, "node \(nodeID) is not in the drive") }
+            if kind == .folder, try !Self.driveChildIDs(of: nodeID, db).isEmpty {
+                throw DarkDiskError(.notEmpty, "the folder is not empty")
+            }
+            try db.execute(sql: "UPDATE node SET name = NULL, parentID = NULL WHERE id = ?", arguments: [nodeID.rawValue])
+        }
+        try finishDriveDelete(nodeID)
+    }
+
+    /// Changes a drive node's attributes (mode, times, extended attributes) and queues the record change.
+    @discardableResult
+    public func updateDriveAttributes(_ nodeID: NodeID, _ change: (inout NodeAttributes) throws(DarkDiskError) -> Void) throws(DarkDiskError) -> NodeAttributes {
+        var attributes = try nodeAttributes(of: nodeID)
+        try change(&attributes)
+        guard try setNodeAttributes(attributes, of: nodeID) else { throw DarkDiskError(.notFound, "node \(nodeID) is not in the drive") }
+        try queueDriveRecordChange(nodeID)
+        return attributes
+    }
+
+    /// The rest of a delete once the node has left the tree: its files go, and so does its record in the
+    /// remote (a tombstone through the queue); a node the remote never had is forgotten at once.
+    private func finishDriveDelete(_ nodeID: NodeID) throws(DarkDiskError) {
+        if try outlineEntry(nodeID) != nil {
+            try deleteNodeFiles([nodeID], kind: .data)
+            try deleteNodeFiles([nodeID], kind: .metadata)
+            try deleteNodeFiles([nodeID], kind: .thumbnail)
+            try queueRemoteDelete(nodeID)
+        } else {
+            try deleteNodes([nodeID])
+        }
+    }
+
+    /// Queues the record of a node whose name, folder or attributes changed: one the remote has, or one whose
+    /// content upload is still queued (which then carries the change). A file never committed has nothing
+    /// to upload yet.
+    private func queueDriveRecordChange(_ nodeID: NodeID) throws(DarkDiskError) {
+        if try outlineEntry(nodeID) == nil, try queuedUpload(nodeID) == nil { return }
+        try queueRecordChange(nodeID)
+    }
+
+    /// Throws unless `folder` is nil (the top) or a drive folder.
+    private static func checkDriveFolder(_ folder: NodeID?, _ db: Database) throws {
+        guard let folder else { return }
+        switch try driveKind(of: folder, db) {
+        case .folder?: return
+        case nil: throw DarkDiskError(.notFound, "folder node \(folder) is not in the drive")
+        default: throw DarkDiskError(.notDirectory, "node \(folder) is not a folder")
+        }
+    }
+
+    private static func driveKind(of nodeID: NodeID, _ db: Database) throws -> NodeAttributes.Kind? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT type FROM node WHERE id = ? AND name IS NOT NULL", arguments: [nodeID.rawValue]) else { return nil }
+        return (row["type"] as String?).flatMap(NodeAttributes.Kind.init) ?? .file
+    }
+
+    /// The node holding `name` in `folder`: the earliest made, as the drive shows it.
+    private static func driveChildID(named name: String, in folder: NodeID?, _ db: Database) throws -> NodeID? {
+        try String.fetchOne(db, sql: "SELECT id FROM node WHERE parentID IS ? AND name = ? ORDER BY created, id LIMIT 1",
+                            arguments: [folder?.rawValue, name]).flatMap { try? NodeID($0) }
+    }
+
+    private static func driveChildIDs(of folder: NodeID, _ db: Database) throws -> [NodeID] {
+        try String.fetchAll(db, sql: "SELECT id FROM node WHERE parentID = ? AND name IS NOT NULL LIMIT 1", arguments: [folder.rawValue])
+            .compactMap { try? NodeID($0) }
+    }
+}

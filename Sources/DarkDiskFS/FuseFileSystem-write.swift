@@ -1,0 +1,390 @@
+import CFuse3
+import DarkDisk
+import DarkDiskCloud
+import DarkDiskSystem
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes inside the drive (`/files`, DESIGN §10), as on a local disk. A file open for writing is staged
+/// content (`StagedContent`: encrypted, never plaintext on disk) shared by all its handles; a `close`
+/// (FUSE's flush) or an `fsync` commits it into the store and queues it for upload. Folders, links,
+/// renames, deletes and attributes are edits of the outline (`DiskManager.createDriveNode` and friends).
+/// Everything outside `/files` stays read-only: `EROFS`.
+extension FuseFileSystem {
+    // MARK: Making entries
+
+    func create(_ reply: FuseReply, parent: fuse_ino_t, name: String, mode: mode_t, fi: UnsafeMutablePointer<fuse_file_info>) {
+        do {
+            let folder = try driveFolder(parent)
+            let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
+            let writer = try attachWriter(node.id) { try self.manager.stagedContent(base: nil, isNew: true) }
+            let entry = FSEntry.driveFile(node.id)
+            guard let current = try current(entry) else {
+                detachWriter(writer)
+                throw Errno(rawValue: ENOENT)
+            }
+            var param = lookedUpEntry(entry, current)
+            let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
+            handles.withLock { $0[handle] = OpenFile(entry: entry, ino: param.ino, source: .drive(writer)) }
+            fi.pointee.fh = handle
+            fi.pointee.keep_cache = 0
+            if reply.create(&param, fi) != 0 {
+                // The creator went away (interrupted): the file stays, empty, as `creat` made it.
+                inodes.withLock { $0.forget(param.ino, count: 1) }
+                if let file = handles.withLock({ $0.removeValue(forKey: handle) }) { close(file) }
+            }
+        } catch {
+            refuse(reply, "create \(name)", error)
+        }
+    }
+
+    /// A regular file made without opening it (`mknod`, `mkfifo`): device files, FIFOs and sockets have no
+    /// place in a cloud drive (`EPERM`).
+    func mknod(_ reply: FuseReply, parent: fuse_ino_t, name: String, mode: mode_t) {
+        do {
+            guard mode & S_IFMT == S_IFREG else { throw DarkDiskError(.notPermitted, "the drive keeps no device files, FIFOs or sockets") }
+            let folder = try driveFolder(parent)
+            let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
+            try manager.commitDriveFile(node.id, content: try manager.stagedContent(base: nil, isNew: true))
+            try answerEntry(reply, .driveFile(node.id))
+        } catch {
+            refuse(reply, "mknod \(name)", error)
+        }
+    }
+
+    func mkdir(_ reply: FuseReply, parent: fuse_ino_t, name: String, mode: mode_t) {
+        do {
+            let folder = try driveFolder(parent)
+            let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.folder, mode: mode))
+            try answerEntry(reply, .driveFolder(node.id))
+        } catch {
+            refuse(reply, "mkdir \(name)", error)
+        }
+    }
+
+    func symlink(_ reply: FuseReply, target: String, parent: fuse_ino_t, name: String) {
+        do {
+            let folder = try driveFolder(parent)
+            var attributes = Self.newAttributes(.symlink, mode: 0o777)
+            attributes.target = target
+            let node = try manager.createDriveNode(named: name, in: folder, attributes: attributes)
+            try answerEntry(reply, .driveLink(node.id))
+        } catch {
+            refuse(reply, "symlink \(name)", error)
+        }
+    }
+
+    // MARK: Removing and moving entries
+
+    func unlink(_ reply: FuseReply, parent: fuse_ino_t, name: String) {
+        do {
+            let (entry, id) = try driveChildNode(parent, name)
+            if case .driveFolder = entry { throw DarkDiskError(.isDirectory, "'\(name)' is a folder") }
+            try manager.deleteDriveNode(id)
+            reply.error(0)
+        } catch {
+            refuse(reply, "unlink \(name)", error)
+        }
+    }
+
+    func rmdir(_ reply: FuseReply, parent: fuse_ino_t, name: String) {
+        do {
+            let (entry, id) = try driveChildNode(parent, name)
+            guard case .driveFolder = entry else { throw DarkDiskError(.notDirectory, "'\(name)' is not a folder") }
+            try manager.deleteDriveNode(id)
+            reply.error(0)
+        } catch {
+            refuse(reply, "rmdir \(name)", error)
+        }
+    }
+
+    /// Renames or moves an entry (an outline edit; a folder moves with everything in it). `RENAME_NOREPLACE`
+    /// is honoured; `RENAME_EXCHANGE` is not supported (`EINVAL`, as on file systems without it).
+    func rename(_ reply: FuseReply, parent: fuse_ino_t, name: String, newParent: fuse_ino_t, newName: String, flags: UInt32) {
+        do {
+            guard flags & ~UInt32(1) == 0 else { throw DarkDiskError(.invalidArgument, "rename flags \(flags) are not supported") }
+            let (_, id) = try driveChildNode(parent, name)
+            let folder = try driveFolder(newParent)
+            try manager.moveDriveNode(id, to: newName, in: folder, replacing: flags & 1 == 0)
+            reply.error(0)
+        } catch {
+            refuse(reply, "rename \(name) to \(newName)", error)
+        }
+    }
+
+    // MARK: Content
+
+    /// Opens a drive file. Opened for writing (or truncating), it gets the node's staged content, made from
+    /// its stored data or shared with the handles that write it already; a node whose data is only in the
+    /// remote is downloaded first. Opened for reading, it is read as a node's data is, or from the staged
+    /// content while someone writes it.
+    func openDrive(_ reply: FuseReply, id: NodeID, entry: FSEntry, ino: fuse_ino_t, fi: UnsafeMutablePointer<fuse_file_info>, mayFetch: Bool = true) {
+        let flags = fi.pointee.flags
+        let truncating = flags & O_TRUNC != 0 && flags & O_ACCMODE != O_RDONLY
+        let writing = flags & O_ACCMODE != O_RDONLY
+        do {
+            if !writing, writers.withLock({ $0[id] }) == nil {
+                if let export = try manager.nodeFile(id, kind: .data) {
+                    openStored(reply, entry: entry, ino: ino, export: export, fi: fi)
+                    return
+                }
+                if let downloads, let outline = try manager.outlineEntry(id) {
+                    try openRemote(reply, entry: entry, ino: ino, outline: outline, downloads: downloads, fi: fi)
+                    return
+                }
+            }
+            let writer: DriveWriter
+            do {
+                writer = try attachWriter(id) { try self.content(of: id, truncated: truncating) }
+            } catch let needed as DataNotLocal {
+                guard mayFetch, let downloads else { throw DarkDiskError(.notFound, needed.message) }
+                // Written where it lies: the whole file comes here first (the reply waits for it).
+                let pending = PendingRequest(reply: reply, fileInfo: fi.pointee)
+                downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true)).onCompletion(on: replies) { result in
+                    var fileInfo = pending.fileInfo
+                    if case .failure(let error) = result {
+                        self.refuse(pending.reply, "open of \(entry.logName) for writing (its download)", error)
+                        return
+                    }
+                    self.openDrive(pending.reply, id: id, entry: entry, ino: ino, fi: &fileInfo, mayFetch: false)
+                }
+                return
+            }
+            if truncating {
+                do { try writer.content.truncate(to: 0) } catch {
+                    detachWriter(writer)
+                    throw error
+                }
+            }
+            answer(reply, open: OpenFile(entry: entry, ino: ino, source: .drive(writer)), fi: fi)
+        } catch {
+            refuse(reply, "open of \(entry.logName)", error)
+        }
+    }
+
+    func write(_ reply: FuseReply, buffer: UnsafePointer<CChar>?, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard let file = handles.withLock({ $0[fi.pointee.fh] }), case .drive(let writer) = file.source else { reply.error(EBADF); return }
+        guard offset >= 0 else { reply.error(EINVAL); return }
+        do {
+            try writer.content.write(offset: UInt64(offset), bytes: UnsafeRawBufferPointer(start: buffer, count: size))
+            reply.written(size)
+        } catch {
+            refuse(reply, "write of \(size) bytes at \(offset) to \(file.entry.logName)", error)
+        }
+    }
+
+    /// Every `close` of a handle (and of each of its duplicates): what was written commits now, so that a
+    /// `close` that returned means the new version is in the store.
+    func flush(_ reply: FuseReply, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard let file = handles.withLock({ $0[fi.pointee.fh] }), case .drive(let writer) = file.source else { reply.error(0); return }
+        do {
+            try commit(writer)
+            reply.error(0)
+        } catch {
+            refuse(reply, "commit of \(file.entry.logName)", error)
+        }
+    }
+
+    func fsync(_ reply: FuseReply, fi: UnsafeMutablePointer<fuse_file_info>) {
+        flush(reply, fi: fi)
+    }
+
+    /// `posix_fallocate` (mode 0): the file grows to cover the range; other modes are not supported.
+    func fallocate(_ reply: FuseReply, mode: Int32, offset: off_t, length: off_t, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard let file = handles.withLock({ $0[fi.pointee.fh] }), case .drive(let writer) = file.source else { reply.error(EBADF); return }
+        guard mode == 0 else { reply.error(EOPNOTSUPP); return }
+        do {
+            let end = UInt64(offset) + UInt64(length)
+            if end > writer.content.size { try writer.content.truncate(to: end) }
+            reply.error(0)
+        } catch {
+            refuse(reply, "fallocate of \(file.entry.logName)", error)
+        }
+    }
+
+    // MARK: Attributes
+
+    /// chmod, utimens, truncate and chown of drive entries. The owner cannot change (`EPERM` for another);
+    /// access times are not kept.
+    func setattr(_ reply: FuseReply, ino: fuse_ino_t, attributes: stat, toSet: Int32, fi: UnsafeMutablePointer<fuse_file_info>?) {
+        guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { reply.error(ENOENT); return }
+        let id: NodeID
+        switch entry {
+        case .driveFile(let node), .driveFolder(let node), .driveLink(let node): id = node
+        default: reply.error(EROFS); return
+        }
+        do {
+            if toSet & FUSE_SET_ATTR_UID != 0, attributes.st_uid != uid {
+                throw DarkDiskError(.notPermitted, "drive entries belong to the mounting user")
+            }
+            if toSet & FUSE_SET_ATTR_GID != 0, attributes.st_gid != gid {
+                throw DarkDiskError(.notPermitted, "drive entries belong to the mounting user's group")
+            }
+            if toSet & FUSE_SET_ATTR_SIZE != 0 {
+                guard case .driveFile = entry else { throw DarkDiskError(.isDirectory, "only files have a size to set") }
+                try truncate(id, to: UInt64(attributes.st_size), handle: fi?.pointee.fh)
+            }
+            let setsMode = toSet & FUSE_SET_ATTR_MODE != 0
+            let setsTime = toSet & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW) != 0
+            if setsMode || setsTime {
+                let time = toSet & FUSE_SET_ATTR_MTIME_NOW != 0 ? Self.now() : attributes.st_mtim
+                try manager.updateDriveAttributes(id) { (node) throws(DarkDiskError) in
+                    if setsMode { node.mode = UInt32(attributes.st_mode) & 0o7777 }
+                    if setsTime {
+                        node.modifiedSeconds = Int64(time.tv_sec)
+                        node.modifiedNanoseconds = UInt32(time.tv_nsec)
+                    }
+                }
+                // A time set now holds over the writes before it (`cp -p` sets it before closing).
+                if setsTime { writers.withLock { $0[id] }?.content.setModified() }
+            }
+            getattr(reply, ino: ino, handle: fi?.pointee.fh)
+        } catch {
+            refuse(reply, "setattr of \(entry.logName)", error)
+        }
+    }
+
+    /// Truncates drive file `id` through the handle that asks (`ftruncate`), or by name (`truncate`), which
+    /// commits at once.
+    private func truncate(_ id: NodeID, to size: UInt64, handle: UInt64?) throws {
+        if let handle, let file = handles.withLock({ $0[handle] }), case .drive(let writer) = file.source {
+            try writer.content.truncate(to: size)
+            return
+        }
+        let writer = try attachWriter(id) { try self.content(of: id, truncated: size == 0) }
+        defer { detachWriter(writer) }
+        try writer.content.truncate(to: size)
+        try commit(writer)
+    }
+
+    // MARK: Writers
+
+    /// The staged content of a node for a new handle: shared with the handles that have it already, else
+    /// made by `make` (outside the table's lock: it may read the index and open the stored file).
+    func attachWriter(_ id: NodeID, make: () throws -> StagedContent) throws -> DriveWriter {
+        if let writer = writers.withLock({ table -> DriveWriter? in
+            guard let writer = table[id] else { return nil }
+            writer.users.wrappingAdd(1, ordering: .relaxed)
+            return writer
+        }) { return writer }
+        let fresh = DriveWriter(nodeID: id, content: try make())
+        return writers.withLock { table in
+            // Another open may have made one meanwhile: that one is shared.
+            let writer = table[id] ?? fresh
+            table[id] = writer
+            writer.users.wrappingAdd(1, ordering: .relaxed)
+            return writer
+        }
+    }
+
+    /// One handle fewer. The last commits what is left, then the content goes (unless a new handle came).
+    func detachWriter(_ writer: DriveWriter) {
+        let left = writers.withLock { _ in writer.users.wrappingSubtract(1, ordering: .relaxed).newValue }
+        guard left == 0 else { return }
+        do { try commit(writer) } catch {
+            logger.error("drive file (node \(writer.nodeID)): its last changes could not be committed: \(error)")
+        }
+        writers.withLock { table in
+            if writer.users.load(ordering: .relaxed) == 0, table[writer.nodeID] === writer { table[writer.nodeID] = nil }
+        }
+    }
+
+    /// Commits what was written, if anything.
+    func commit(_ writer: DriveWriter) throws {
+        guard writer.content.isDirty else { return }
+        try manager.commitDriveFile(writer.nodeID, content: writer.content)
+    }
+
+    /// Lets go of an open file: a drive writer's handle detaches (committing if it was the last); a download
+    /// kept going stops unless others wait for it.
+    func close(_ file: OpenFile) {
+        if case .drive(let writer) = file.source { detachWriter(writer) }
+        file.close()
+    }
+
+    // MARK: Helpers
+
+    /// The staged content a drive file starts with: empty when truncated (a change to commit), else its
+    /// stored data. `DataNotLocal` when its data is only in the remote.
+    private func content(of id: NodeID, truncated: Bool) throws -> StagedContent {
+        if truncated { return try manager.stagedContent(base: nil, isNew: true) }
+        if let export = try manager.nodeFile(id, kind: .data) { return try manager.stagedContent(base: export) }
+        if let outline = try manager.outlineEntry(id), outline.dataSize > 0 {
+            throw DataNotLocal(message: "drive file (node \(id)) is only in the remote, and no remote is set to fetch it from")
+        }
+        return try manager.stagedContent(base: nil)
+    }
+
+    /// The node of a drive folder inode (nil: `/files`); `EROFS` outside the drive.
+    func driveFolder(_ ino: fuse_ino_t) throws -> NodeID? {
+        switch inodes.withLock({ $0.entry(for: ino) }) {
+        case .files?: return nil
+        case .driveFolder(let id)?: return id
+        case nil: throw Errno(rawValue: ENOENT)
+        default: throw Errno(rawValue: EROFS)
+        }
+    }
+
+    /// The entry named `name` in drive folder inode `parent`, and its node.
+    private func driveChildNode(_ parent: fuse_ino_t, _ name: String) throws -> (FSEntry, NodeID) {
+        let folder = try driveFolder(parent)
+        switch try driveChild(of: folder, named: name) {
+        case .driveFolder(let id)?: return (.driveFolder(id), id)
+        case .driveFile(let id)?: return (.driveFile(id), id)
+        case .driveLink(let id)?: return (.driveLink(id), id)
+        default: throw Errno(rawValue: ENOENT)
+        }
+    }
+
+    /// A `fuse_entry_param` for a reply that hands the kernel `entry`, counted as one lookup.
+    private func lookedUpEntry(_ entry: FSEntry, _ current: (stat: stat, version: InodeTable.Version?)) -> fuse_entry_param {
+        var param = fuse_entry_param()
+        param.ino = inodes.withLock { table in
+            let ino = table.inode(for: entry, version: current.version)
+            table.lookedUp(ino)
+            return ino
+        }
+        param.generation = 1
+        param.attr = current.stat
+        param.attr.st_ino = __ino_t(param.ino)
+        param.attr_timeout = cacheTimeout(for: entry)
+        param.entry_timeout = cacheTimeout(for: entry)
+        return param
+    }
+
+    /// Answers a request that made `entry` with it.
+    private func answerEntry(_ reply: FuseReply, _ entry: FSEntry) throws {
+        guard let current = try current(entry) else { throw Errno(rawValue: ENOENT) }
+        var param = lookedUpEntry(entry, current)
+        if reply.entry(&param) != 0 { inodes.withLock { $0.forget(param.ino, count: 1) } }
+    }
+
+    /// Answers an error, with a log line unless it is one a program meets in normal use (a name taken,
+    /// a folder not empty, a write outside the drive).
+    func refuse(_ reply: FuseReply, _ what: String, _ error: any Error) {
+        let code = FuseErrno.from(error)
+        if ![ENOENT, EEXIST, ENOTEMPTY, EROFS, EPERM, EISDIR, ENOTDIR, ENAMETOOLONG, EINVAL].contains(code) {
+            logger.error("\(what): \(error); answering \(Errno(rawValue: code))")
+        }
+        reply.error(code)
+    }
+
+    /// A new entry's attributes: `mode`'s permission bits (the kernel has applied the umask), made now.
+    static func newAttributes(_ kind: NodeAttributes.Kind, mode: mode_t) -> NodeAttributes {
+        let now = now()
+        return NodeAttributes(kind: kind, mode: UInt32(mode) & 0o7777, modifiedSeconds: Int64(now.tv_sec), modifiedNanoseconds: UInt32(now.tv_nsec))
+    }
+
+    static func now() -> timespec {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return time
+    }
+}
+
+/// A drive file to be written whose data only the remote has.
+struct DataNotLocal: Error {
+    let message: String
+}
