@@ -91,15 +91,18 @@ extension DiskManager {
             version.storePersistently = true
             version.migrateToCacheAfterUpload = true
             let export = try importNodeFile(version, nodeID: nodeID)
-            if let lastChange {
-                var attributes = try nodeAttributes(of: nodeID)
-                attributes.modifiedSeconds = lastChange.seconds
-                attributes.modifiedNanoseconds = lastChange.nanoseconds
-                try setNodeAttributes(attributes, of: nodeID)
+            let now = clock.now.timeIntervalSince1970
+            try write { db in
+                if let lastChange {
+                    var attributes = try Self.nodeAttributes(db, nodeID)
+                    attributes.modifiedSeconds = lastChange.seconds
+                    attributes.modifiedNanoseconds = lastChange.nanoseconds
+                    _ = try Self.setNodeAttributes(db, attributes, of: nodeID)
+                }
+                try Self.queue(db, nodeID, .content, name: nil, parentID: nil, operation: "'content'", now: now)
             }
             return export
         }
-        try queueUpload(nodeID)
         return export
     }
 
@@ -109,6 +112,7 @@ extension DiskManager {
     /// (`deleteDriveNode`). A folder cannot move into itself or below itself.
     public func moveDriveNode(_ nodeID: NodeID, to name: String, in parentID: NodeID?, replacing: Bool = true) throws(DarkDiskError) {
         try Self.checkDriveName(name)
+        let now = clock.now.timeIntervalSince1970
         let replaced = try write { db -> NodeID? in
             guard let kind = try Self.driveKind(of: nodeID, db) else { throw DarkDiskError(.notFound, "node \(nodeID) is not in the drive") }
             try Self.checkDriveFolder(parentID, db)
@@ -133,10 +137,10 @@ extension DiskManager {
                 replaced = existing
             }
             try db.execute(sql: "UPDATE node SET name = ?, parentID = ? WHERE id = ?", arguments: [name, parentID?.rawValue, nodeID.rawValue])
+            try Self.queueDriveRecordChange(db, nodeID, now: now)
             return replaced
         }
         if let replaced { try finishDriveDelete(replaced) }
-        try queueDriveRecordChange(nodeID)
     }
 
     /// Deletes drive node `nodeID` here and, through the queue, in the remote. A folder must be empty. Its
@@ -155,11 +159,14 @@ extension DiskManager {
     /// Changes a drive node's attributes (mode, times, extended attributes) and queues the record change.
     @discardableResult
     public func updateDriveAttributes(_ nodeID: NodeID, _ change: (inout NodeAttributes) throws(DarkDiskError) -> Void) throws(DarkDiskError) -> NodeAttributes {
-        var attributes = try nodeAttributes(of: nodeID)
-        try change(&attributes)
-        guard try setNodeAttributes(attributes, of: nodeID) else { throw DarkDiskError(.notFound, "node \(nodeID) is not in the drive") }
-        try queueDriveRecordChange(nodeID)
-        return attributes
+        let now = clock.now.timeIntervalSince1970
+        return try write { db in
+            var attributes = try Self.nodeAttributes(db, nodeID)
+            try change(&attributes)
+            guard try Self.setNodeAttributes(db, attributes, of: nodeID) else { throw DarkDiskError(.notFound, "node \(nodeID) is not in the drive") }
+            try Self.queueDriveRecordChange(db, nodeID, now: now)
+            return attributes
+        }
     }
 
     /// The rest of a delete once the node has left the tree: its files go, and so does its record in the
@@ -178,9 +185,11 @@ extension DiskManager {
     /// Queues the record of a node whose name, folder or attributes changed: one the remote has, or one whose
     /// content upload is still queued (which then carries the change). A file never committed has nothing
     /// to upload yet.
-    private func queueDriveRecordChange(_ nodeID: NodeID) throws(DarkDiskError) {
-        if try outlineEntry(nodeID) == nil, try queuedUpload(nodeID) == nil { return }
-        try queueRecordChange(nodeID)
+    private static func queueDriveRecordChange(_ db: Database, _ nodeID: NodeID, now: Double) throws {
+        let uploaded = try Bool.fetchOne(db, sql: "SELECT 1 FROM node WHERE id = ? AND cloudETag IS NOT NULL", arguments: [nodeID.rawValue]) ?? false
+        let queued = try Bool.fetchOne(db, sql: "SELECT 1 FROM uploadQueue WHERE nodeID = ?", arguments: [nodeID.rawValue]) ?? false
+        guard uploaded || queued else { return }
+        try queue(db, nodeID, .record, name: nil, parentID: nil, operation: recordChangeOperation, now: now)
     }
 
     /// Throws unless `folder` is nil (the top) or a drive folder.

@@ -21,27 +21,32 @@ extension DiskManager {
     /// What the index knows of a node besides its content (from a pull, or set through the drive); a file
     /// with the defaults when it knows nothing. A push writes them into the node's record.
     public func nodeAttributes(of nodeID: NodeID) throws(DarkDiskError) -> NodeAttributes {
-        try read { db in
-            try Row.fetchOne(db, sql: "SELECT type, mode, mtime, mtimeNsec, target, xattrs FROM node WHERE id = ?", arguments: [nodeID.rawValue])
-                .map(Self.attributes(from:)) ?? NodeAttributes()
-        }
+        try read { db in try Self.nodeAttributes(db, nodeID) }
+    }
+
+    static func nodeAttributes(_ db: Database, _ nodeID: NodeID) throws -> NodeAttributes {
+        try Row.fetchOne(db, sql: "SELECT type, mode, mtime, mtimeNsec, target, xattrs FROM node WHERE id = ?", arguments: [nodeID.rawValue])
+            .map(Self.attributes(from:)) ?? NodeAttributes()
     }
 
     /// Sets what the drive shows of a node besides its content (the next push writes it into the node's
     /// record). Returns false when the index has no such node. Refuses attributes that cannot describe a node.
     @discardableResult
     public func setNodeAttributes(_ attributes: NodeAttributes, of nodeID: NodeID) throws(DarkDiskError) -> Bool {
+        try write { db in try Self.setNodeAttributes(db, attributes, of: nodeID) }
+    }
+
+    /// `setNodeAttributes(_:of:)` within a transaction.
+    static func setNodeAttributes(_ db: Database, _ attributes: NodeAttributes, of nodeID: NodeID) throws -> Bool {
         if let problem = attributes.problem { throw DarkDiskError(.invalidArgument, "node '\(nodeID)': \(problem)") }
         let extended: Data?
         do { extended = try Self.extendedAttributesColumn(attributes) } catch {
             throw DarkDiskError(.invalidArgument, "node '\(nodeID)': cannot encode its extended attributes")
         }
-        return try write { db in
-            try db.execute(sql: "UPDATE node SET type = ?, mode = ?, mtime = ?, mtimeNsec = ?, target = ?, xattrs = ? WHERE id = ?",
-                           arguments: [attributes.kind.rawValue, Int64(attributes.mode), attributes.modifiedSeconds,
-                                       Int64(attributes.modifiedNanoseconds), attributes.target, extended, nodeID.rawValue])
-            return db.changesCount > 0
-        }
+        try db.execute(sql: "UPDATE node SET type = ?, mode = ?, mtime = ?, mtimeNsec = ?, target = ?, xattrs = ? WHERE id = ?",
+                       arguments: [attributes.kind.rawValue, Int64(attributes.mode), attributes.modifiedSeconds,
+                                   Int64(attributes.modifiedNanoseconds), attributes.target, extended, nodeID.rawValue])
+        return db.changesCount > 0
     }
 
     /// The name and folder the index gives a node (from a pull, or set through the drive before any upload).
@@ -50,6 +55,11 @@ extension DiskManager {
             let row = try Row.fetchOne(db, sql: "SELECT name, parentID FROM node WHERE id = ?", arguments: [nodeID.rawValue])
             return (row?["name"], row?["parentID"])
         }
+    }
+
+    /// Whether the index has a row for the node (made here, or told by the remote).
+    public func hasNode(_ nodeID: NodeID) throws(DarkDiskError) -> Bool {
+        try read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM node WHERE id = ?", arguments: [nodeID.rawValue]) ?? false }
     }
 
     /// Every node the remote has told us about.
@@ -62,15 +72,28 @@ extension DiskManager {
     /// Records what a pull or push learned about a node. On a pull, a new ETag means the node changed in the
     /// cloud: its local files are stale and are deleted (retained ones when released); a push of local files
     /// passes `invalidatingLocalFiles: false`. Returns whether the ETag changed.
+    ///
+    /// `keepingLocalPlacement`: the entry is this store's own record, just written: a node the index has
+    /// keeps the name, folder and attributes the index gives it, which are the ones uploaded or newer (a
+    /// rename or `chmod` through the drive while the upload ran, queued to go next), and a node the index
+    /// no longer has (deleted while it uploaded) is not brought back.
     @discardableResult
-    public func updateOutline(_ entry: OutlineEntry, invalidatingLocalFiles: Bool = true) throws(DarkDiskError) -> Bool {
-        try !updateOutline([entry], invalidatingLocalFiles: invalidatingLocalFiles).isEmpty
+    public func updateOutline(_ entry: OutlineEntry, invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false) throws(DarkDiskError) -> Bool {
+        try !updateOutline([entry], invalidatingLocalFiles: invalidatingLocalFiles, keepingLocalPlacement: keepingLocalPlacement).isEmpty
     }
 
     /// `updateOutline(_:invalidatingLocalFiles:)` for many nodes in one transaction (a pull of a whole
     /// bucket commits once, not once per node). Returns the nodes whose ETag changed.
     @discardableResult
-    public func updateOutline(_ entries: [OutlineEntry], invalidatingLocalFiles: Bool = true) throws(DarkDiskError) -> Set<NodeID> {
+    ///
+    /// `pulledGenerations`: a pull's entries, by the generations of their records. A node with a change
+    /// queued here is left as it is when the transaction runs if its record is no newer than the one applied
+    /// (the local change is the newer one), or if a process is uploading it (the uploader takes its own
+    /// record, or meets the remote's change and makes a conflict copy).
+    public func updateOutline(_ entries: [OutlineEntry], invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false,
+                              pulledGenerations: [NodeID: UInt64] = [:]) throws(DarkDiskError) -> Set<NodeID> {
+        let placement = keepingLocalPlacement ? "" : ", name = excluded.name, parentID = excluded.parentID, type = excluded.type, mode = excluded.mode, "
+            + "mtime = excluded.mtime, mtimeNsec = excluded.mtimeNsec, target = excluded.target, xattrs = excluded.xattrs"
         for entry in entries { _ = try unwrapKey(entry.wrappedKey) }
         let created = clock.now.timeIntervalSince1970
         // One transaction: the version compared is the one replaced, even with a pull in another process.
@@ -79,6 +102,14 @@ extension DiskManager {
             var stale: [FileRecord] = []
             for entry in entries {
                 let previous = try Row.fetchOne(db, sql: "SELECT wrappedKey, cloudETag FROM node WHERE id = ?", arguments: [entry.nodeID.rawValue])
+                // This store's own record of a node deleted here while it uploaded: not brought back.
+                if keepingLocalPlacement, previous == nil { continue }
+                if let generation = pulledGenerations[entry.nodeID],
+                   let state = try String.fetchOne(db, sql: "SELECT state FROM uploadQueue WHERE nodeID = ?", arguments: [entry.nodeID.rawValue]) {
+                    if state == QueuedUpload.State.uploading.rawValue { continue }
+                    let applied = try Int64.fetchOne(db, sql: "SELECT generation FROM recordGeneration WHERE nodeID = ?", arguments: [entry.nodeID.rawValue]) ?? 0
+                    if Int64(clamping: generation) <= applied { continue }
+                }
                 let previousETag: String? = previous?["cloudETag"]
                 let etagChanged = previous != nil && previousETag != nil && previousETag != entry.cloudETag
                 if etagChanged { changed.insert(entry.nodeID) }
@@ -92,11 +123,9 @@ extension DiskManager {
                     INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize, cloudVersion,
                       type, mode, mtime, mtimeNsec, target, xattrs)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT(id) DO UPDATE SET wrappedKey = excluded.wrappedKey, name = excluded.name,
-                      parentID = excluded.parentID, cloudETag = excluded.cloudETag, metadataSize = excluded.metadataSize,
-                      thumbnailSize = excluded.thumbnailSize, dataSize = excluded.dataSize, cloudVersion = excluded.cloudVersion,
-                      type = excluded.type, mode = excluded.mode, mtime = excluded.mtime, mtimeNsec = excluded.mtimeNsec,
-                      target = excluded.target, xattrs = excluded.xattrs
+                    ON CONFLICT(id) DO UPDATE SET wrappedKey = excluded.wrappedKey, cloudETag = excluded.cloudETag,
+                      metadataSize = excluded.metadataSize, thumbnailSize = excluded.thumbnailSize, dataSize = excluded.dataSize,
+                      cloudVersion = excluded.cloudVersion\(placement)
                     """, arguments: [entry.nodeID.rawValue, Data(entry.wrappedKey), entry.name, entry.parentID, entry.cloudETag,
                                      created, Int64(entry.metadataSize), Int64(entry.thumbnailSize), Int64(entry.dataSize), entry.cloudVersion,
                                      attributes.kind.rawValue, Int64(attributes.mode), attributes.modifiedSeconds,

@@ -19,7 +19,7 @@ extension DiskManager {
     /// gets (nil: as the outline has them) and the attributes the index holds for it when it is uploaded. A
     /// queued content change stays one (it writes the record too), with this name and parent.
     public func queueRecordChange(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) throws(DarkDiskError) {
-        try queue(nodeID, .record, name: name, parentID: parentID, operation: "CASE WHEN operation = 'content' THEN 'content' ELSE 'record' END")
+        try queue(nodeID, .record, name: name, parentID: parentID, operation: Self.recordChangeOperation)
     }
 
     /// Queues the node's deletion everywhere (`QueuedUpload.Operation.delete`), in place of any change queued.
@@ -31,15 +31,25 @@ extension DiskManager {
     /// becomes (it may keep the one queued before).
     private func queue(_ nodeID: NodeID, _ new: QueuedUpload.Operation, name: String?, parentID: String?, operation: String) throws(DarkDiskError) {
         let now = clock.now.timeIntervalSince1970
-        try write { db in
-            let sequence = (try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM uploadQueue") ?? 0) + 1
-            try db.execute(sql: """
-                INSERT INTO uploadQueue (nodeID, name, parentID, queuedAt, state, sequence, operation) VALUES (?, ?, ?, ?, 'pending', ?, ?)
-                ON CONFLICT(nodeID) DO UPDATE SET name = excluded.name, parentID = excluded.parentID, queuedAt = excluded.queuedAt,
-                  sequence = excluded.sequence, state = CASE WHEN state = 'uploading' THEN state ELSE 'pending' END,
-                  attempts = 0, lastError = NULL, operation = \(operation)
-                """, arguments: [nodeID.rawValue, name, parentID, now, sequence, new.rawValue])
-        }
+        try write { db in try Self.queue(db, nodeID, new, name: name, parentID: parentID, operation: operation, now: now) }
+    }
+
+    /// The SQL of `queueRecordChange`'s operation, for queuing it within another transaction.
+    static let recordChangeOperation = "CASE WHEN operation = 'content' THEN 'content' ELSE 'record' END"
+
+    /// `queue(_:_:name:parentID:operation:)` within a transaction (the change it queues commits with the edit
+    /// that makes it, so a pull or an upload never sees the one without the other).
+    static func queue(_ db: Database, _ nodeID: NodeID, _ new: QueuedUpload.Operation, name: String?, parentID: String?, operation: String, now: Double) throws {
+        // A name or folder given is the node's here at once (the drive shows it; the upload writes it).
+        if let name { try db.execute(sql: "UPDATE node SET name = ? WHERE id = ?", arguments: [name, nodeID.rawValue]) }
+        if let parentID { try db.execute(sql: "UPDATE node SET parentID = ? WHERE id = ?", arguments: [parentID, nodeID.rawValue]) }
+        let sequence = (try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM uploadQueue") ?? 0) + 1
+        try db.execute(sql: """
+            INSERT INTO uploadQueue (nodeID, name, parentID, queuedAt, state, sequence, operation) VALUES (?, ?, ?, ?, 'pending', ?, ?)
+            ON CONFLICT(nodeID) DO UPDATE SET name = excluded.name, parentID = excluded.parentID, queuedAt = excluded.queuedAt,
+              sequence = excluded.sequence, state = CASE WHEN state = 'uploading' THEN state ELSE 'pending' END,
+              attempts = 0, lastError = NULL, operation = \(operation)
+            """, arguments: [nodeID.rawValue, name, parentID, now, sequence, new.rawValue])
     }
 
     /// Every queued change, oldest first.

@@ -177,7 +177,7 @@ extension CloudSync {
             try await remote.delete(CloudLayout.legacyRecord(nodeID))
         }
         let entry = try record.outlineEntry()
-        try manager.updateOutline(entry, invalidatingLocalFiles: false)
+        try manager.updateOutline(entry, invalidatingLocalFiles: false, keepingLocalPlacement: true)
         return .pushed(entry)
     }
 

@@ -158,6 +158,11 @@ extension CloudSync {
         }
         switch outcome {
         case .pushed(let entry):
+            if try !manager.hasNode(nodeID) {
+                // Deleted here while it uploaded (a temporary file's short life): the record just written
+                // must not bring it back on other machines.
+                try await deleteNode(nodeID)
+            }
             return (PushResult(entry: entry, conflict: nil), true)
         case .conflict(let remoteRecord):
             // The copy goes up first, from the files still held here; then the node takes the remote's version.
@@ -216,7 +221,7 @@ extension CloudSync {
     private func tookOwnRecord(_ record: NodeRecord, replacingContent: Bool) throws -> PushResult {
         let entry = try record.outlineEntry()
         try manager.noteRecordGenerations([entry.nodeID: record.generation ?? 0])
-        try manager.updateOutline(entry, invalidatingLocalFiles: replacingContent)
+        try manager.updateOutline(entry, invalidatingLocalFiles: replacingContent, keepingLocalPlacement: !replacingContent)
         return PushResult(entry: entry, conflict: nil)
     }
 

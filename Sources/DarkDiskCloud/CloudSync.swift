@@ -101,7 +101,9 @@ public struct CloudSync: Sendable {
         var updates: [OutlineEntry] = []
         // A node with a change queued here (a rename, new attributes, new content made through the drive)
         // keeps what this store says until the change is uploaded, unless the remote's record is newer than
-        // the one applied here (the upload then meets that change and merges or copies).
+        // the one applied here (the upload then meets that change and merges or copies). Checked again in
+        // the transaction that writes the outline (`pulledGenerations`): a change queued meanwhile is kept
+        // too, and so is a node being uploaded (its own new record is not a remote change).
         let queuedHere = Set(try manager.uploadQueue().map(\.nodeID))
         for object in CloudLayout.currentRecords(objects) {
             let nodeID = object.nodeID
@@ -137,7 +139,7 @@ public struct CloudSync: Sendable {
             }
             updates.append(entry)
         }
-        try manager.updateOutline(updates)
+        try manager.updateOutline(updates, pulledGenerations: generations)
         try manager.noteRecordGenerations(generations)
         // A node with a change still queued here keeps it: the upload brings the node back (a local change
         // is never dropped by a remote delete).
