@@ -48,8 +48,10 @@ extension DiskManager {
             var empty = DiskImport(cleartextData: Data())
             empty.storePersistently = true
             empty.migrateToCacheAfterUpload = true
-            try importNodeFile(empty, nodeID: id)
-            try queueUpload(id)
+            let now = clock.now.timeIntervalSince1970
+            _ = try importNodeFile(empty, nodeID: id) { db in
+                try Self.queue(db, id, .content, name: nil, parentID: nil, operation: "'content'", now: now)
+            }
         }
         return DriveNode(id: id, name: name, parentID: parentID, created: created, attributes: attributes)
     }
@@ -90,9 +92,9 @@ extension DiskManager {
             var version = DiskImport(cryptoFile: CryptoFile(path: temporary, format: .cacheFile, key: key))
             version.storePersistently = true
             version.migrateToCacheAfterUpload = true
-            let export = try importNodeFile(version, nodeID: nodeID)
             let now = clock.now.timeIntervalSince1970
-            try write { db in
+            // The new version, its time and its queued upload commit as one.
+            return try importNodeFile(version, nodeID: nodeID) { db in
                 if let lastChange {
                     var attributes = try Self.nodeAttributes(db, nodeID)
                     attributes.modifiedSeconds = lastChange.seconds
@@ -101,7 +103,6 @@ extension DiskManager {
                 }
                 try Self.queue(db, nodeID, .content, name: nil, parentID: nil, operation: "'content'", now: now)
             }
-            return export
         }
         return export
     }

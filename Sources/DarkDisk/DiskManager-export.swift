@@ -69,7 +69,8 @@ extension DiskManager {
                     logger.info("cache file of \(record.kind.rawValue) '\(record.ownerID)' vanished from disk; treating it as not local")
                     return nil
                 }
-                if try read({ db in try FileRecord.fetchOne(db, key: record.id) }) == nil { continue }
+                // Replaced, deleted, or moved to the other pool (a migration renames it) meanwhile: read again.
+                if try read({ db in try FileRecord.fetchOne(db, key: record.id) })?.name != record.name { continue }
                 throw DarkDiskError(.corrupt, "persistent file \(filePath) of \(kind.rawValue) '\(owner)' is missing from the store")
             }
             do { try FileOperations.lock(fd, .shared, path: filePath) } catch {

@@ -20,13 +20,20 @@ extension DiskManager {
         return try store(diskImport, kind: kind, owner: nodeID.rawValue, identity: "", contentKey: nodeKey(nodeID))
     }
 
+    /// `importNodeFile`, with `also` run in the transaction that records the new file (the drive's commit
+    /// queues its upload there: a pull never sees the new version unqueued).
+    func importNodeFile(_ diskImport: DiskImport, nodeID: NodeID, also: @escaping (Database) throws -> Void) throws(DarkDiskError) -> DiskExport {
+        try store(diskImport, kind: .data, owner: nodeID.rawValue, identity: "", contentKey: nodeKey(nodeID), also: also)
+    }
+
     /// Stores an avatar for one identity of a user.
     @discardableResult
     public func importUserAvatar(_ diskImport: DiskImport, userID: UserID, identityID: IdentityID) throws(DarkDiskError) -> DiskExport {
         try store(diskImport, kind: .avatar, owner: userID.rawValue, identity: identityID.rawValue, contentKey: userKey(userID))
     }
 
-    private func store(_ diskImport: DiskImport, kind: FileKind, owner: String, identity: String, contentKey: SymmetricKey) throws(DarkDiskError) -> DiskExport {
+    private func store(_ diskImport: DiskImport, kind: FileKind, owner: String, identity: String, contentKey: SymmetricKey,
+                       also: ((Database) throws -> Void)? = nil) throws(DarkDiskError) -> DiskExport {
         // The new version of a kept file that a pull replaced is kept too (`keptVersionsToReplace`).
         var replacesKept = false
         if kind != .avatar, !diskImport.storePersistently {
@@ -134,6 +141,7 @@ extension DiskManager {
                     _ = try old.delete(db)
                 }
                 try record.insert(db)
+                try also?(db)
                 if mode == .persistent, kind != .avatar {
                     try db.execute(sql: "DELETE FROM keepPersistent WHERE nodeID = ? AND kind = ?", arguments: [owner, kind.rawValue])
                 }

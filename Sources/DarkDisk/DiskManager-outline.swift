@@ -87,9 +87,9 @@ extension DiskManager {
     @discardableResult
     ///
     /// `pulledGenerations`: a pull's entries, by the generations of their records. A node with a change
-    /// queued here is left as it is when the transaction runs if its record is no newer than the one applied
-    /// (the local change is the newer one), or if a process is uploading it (the uploader takes its own
-    /// record, or meets the remote's change and makes a conflict copy).
+    /// queued here when the transaction runs is left as it is: its upload meets the remote's change (and
+    /// merges it, or makes a conflict copy of the local version), and its local files stay for that. The
+    /// generation of each entry applied is noted in the same transaction.
     public func updateOutline(_ entries: [OutlineEntry], invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false,
                               pulledGenerations: [NodeID: UInt64] = [:]) throws(DarkDiskError) -> Set<NodeID> {
         let placement = keepingLocalPlacement ? "" : ", name = excluded.name, parentID = excluded.parentID, type = excluded.type, mode = excluded.mode, "
@@ -104,11 +104,12 @@ extension DiskManager {
                 let previous = try Row.fetchOne(db, sql: "SELECT wrappedKey, cloudETag FROM node WHERE id = ?", arguments: [entry.nodeID.rawValue])
                 // This store's own record of a node deleted here while it uploaded: not brought back.
                 if keepingLocalPlacement, previous == nil { continue }
-                if let generation = pulledGenerations[entry.nodeID],
-                   let state = try String.fetchOne(db, sql: "SELECT state FROM uploadQueue WHERE nodeID = ?", arguments: [entry.nodeID.rawValue]) {
-                    if state == QueuedUpload.State.uploading.rawValue { continue }
-                    let applied = try Int64.fetchOne(db, sql: "SELECT generation FROM recordGeneration WHERE nodeID = ?", arguments: [entry.nodeID.rawValue]) ?? 0
-                    if Int64(clamping: generation) <= applied { continue }
+                if let generation = pulledGenerations[entry.nodeID] {
+                    if try Bool.fetchOne(db, sql: "SELECT 1 FROM uploadQueue WHERE nodeID = ?", arguments: [entry.nodeID.rawValue]) == true { continue }
+                    try db.execute(sql: """
+                        INSERT INTO recordGeneration (nodeID, generation) VALUES (?, ?)
+                        ON CONFLICT(nodeID) DO UPDATE SET generation = MAX(generation, excluded.generation)
+                        """, arguments: [entry.nodeID.rawValue, Int64(clamping: generation)])
                 }
                 let previousETag: String? = previous?["cloudETag"]
                 let etagChanged = previous != nil && previousETag != nil && previousETag != entry.cloudETag

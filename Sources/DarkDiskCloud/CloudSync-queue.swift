@@ -116,6 +116,12 @@ extension CloudSync {
             try? manager.releaseUpload(nodeID)
             throw CancellationError()
         } catch {
+            // A node deleted here while its upload ran (a temporary file's short life) has nothing left to
+            // upload: not a failure.
+            if queued.operation == .content, (try? manager.hasNode(nodeID)) == false {
+                try? manager.dequeueUpload(nodeID)
+                return nil
+            }
             try? manager.failUpload(nodeID, sequence: queued.sequence, error: Self.describe(error))
             throw error
         }
@@ -144,10 +150,12 @@ extension CloudSync {
         let name = queued.name ?? placement.name
         let parentID = queued.parentID ?? placement.parentID
         // A crash after the record landed and before the queue heard of it: the record names our version.
+        // It becomes the base this upload is made on, and the local files stay: they are that version or a
+        // newer one queued since (which the upload below then sends; the same content again at worst).
         if let version = queued.version, let current = try await currentRecord(of: nodeID),
            let record = current.state?.record, record.cloudVersion == version {
-            try apply(record)
-            return (PushResult(entry: try record.outlineEntry(), conflict: nil), true)
+            try manager.noteRecordGenerations([nodeID: record.generation ?? 0])
+            try manager.updateOutline(try record.outlineEntry(), invalidatingLocalFiles: false, keepingLocalPlacement: true)
         }
         let thumbnail = try await manager.nodeFile(nodeID, kind: .thumbnail)
         let metadata = try await manager.nodeFile(nodeID, kind: .metadata)
@@ -252,6 +260,8 @@ extension CloudSync {
         guard case .pushed(let entry) = try await upload(content, nodeID: copyID, name: copyName, parentID: parentID) else {
             throw RemoteError(.preconditionFailed, "\(remote.url): the conflict copy of node '\(nodeID)' (a new node, '\(copyID)') met a record already there")
         }
+        // A new node here too, beside the original (the upload takes its own record only for nodes it has).
+        try manager.updateOutline(entry, invalidatingLocalFiles: false)
         let copy = ConflictCopy(nodeID: copyID, originalID: nodeID, name: copyName, createdAt: now)
         try manager.noteConflictCopy(copy)
         return PushResult(entry: entry, conflict: copy)

@@ -100,10 +100,9 @@ public struct CloudSync: Sendable {
         let listed = Dictionary(objects.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         var updates: [OutlineEntry] = []
         // A node with a change queued here (a rename, new attributes, new content made through the drive)
-        // keeps what this store says until the change is uploaded, unless the remote's record is newer than
-        // the one applied here (the upload then meets that change and merges or copies). Checked again in
-        // the transaction that writes the outline (`pulledGenerations`): a change queued meanwhile is kept
-        // too, and so is a node being uploaded (its own new record is not a remote change).
+        // keeps what this store says, and its local files, until the change is uploaded: the upload meets a
+        // newer remote record and merges it or makes a conflict copy. Checked again in the transaction that
+        // writes the outline (`pulledGenerations`): a change queued meanwhile is kept too.
         let queuedHere = Set(try manager.uploadQueue().map(\.nodeID))
         for object in CloudLayout.currentRecords(objects) {
             let nodeID = object.nodeID
@@ -119,7 +118,9 @@ public struct CloudSync: Sendable {
                 if generation > 0 { generations[nodeID] = generation }
                 // A tombstone: the node is deleted (below, with the nodes gone from the listing).
                 guard let record = read.record else { continue }
-                if queuedHere.contains(nodeID), generation <= applied, known[nodeID] != nil {
+                if queuedHere.contains(nodeID), known[nodeID] != nil {
+                    // Its generation is not noted either: the upload compares with the one this store applied.
+                    generations[nodeID] = nil
                     seen.insert(nodeID)
                     continue
                 }
@@ -139,8 +140,12 @@ public struct CloudSync: Sendable {
             }
             updates.append(entry)
         }
-        try manager.updateOutline(updates, pulledGenerations: generations)
-        try manager.noteRecordGenerations(generations)
+        // Applied entries note their generations in the transaction that applies them (unless a change was
+        // queued meanwhile); the others' (unchanged records, tombstones) are noted here.
+        let updated = Set(updates.map(\.nodeID))
+        let pulled = generations.filter { updated.contains($0.key) }
+        try manager.updateOutline(updates, pulledGenerations: pulled)
+        try manager.noteRecordGenerations(generations.filter { pulled[$0.key] == nil })
         // A node with a change still queued here keeps it: the upload brings the node back (a local change
         // is never dropped by a remote delete).
         let queued = Set(try manager.uploadQueue().map(\.nodeID))

@@ -113,6 +113,10 @@ extension FuseFileSystem {
             // reads all names before it stats any, and with the adaptive mode each later batch came without
             // attributes, so every entry then cost a lookup of its own.
             conn.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
+            // `open(O_TRUNC)` arrives as one open with the flag, not an open and a separate truncation: a
+            // drive file's truncation then stays staged with the writes that follow and commits with them at
+            // close, so a crash in between leaves the old version, not an empty file.
+            if conn.pointee.capable & UInt32(FUSE_CAP_ATOMIC_O_TRUNC) != 0 { conn.pointee.want |= UInt32(FUSE_CAP_ATOMIC_O_TRUNC) }
             let fileSystem = Unmanaged<FuseFileSystem>.fromOpaque(userdata).takeUnretainedValue()
             let maxRead = fileSystem.maxRead.load(ordering: .relaxed)
             if maxRead > 0 { conn.pointee.max_read = maxRead }

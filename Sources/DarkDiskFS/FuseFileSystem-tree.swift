@@ -20,6 +20,7 @@ extension FuseFileSystem {
                 table.lookedUp(ino)
                 return ino
             }
+            if let id = entry.driveNode { driveNames.withLock { $0[id] = (parent, name) } }
             param.generation = 1
             param.attr = current.stat
             param.attr.st_ino = __ino_t(param.ino)
@@ -102,7 +103,15 @@ extension FuseFileSystem {
                 listing.append(DirectoryEntry(name: child.name, ino: table.inode(for: child.entry, version: child.version), file: child.attributes))
             }
         }
+        if case .files = entry { rememberDriveNames(children, in: ino) }
+        if case .driveFolder = entry { rememberDriveNames(children, in: ino) }
         return listing
+    }
+
+    private func rememberDriveNames(_ children: [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)], in folder: fuse_ino_t) {
+        driveNames.withLock { names in
+            for child in children { if let id = child.entry.driveNode { names[id] = (folder, child.name) } }
+        }
     }
 
     /// The listing a `readdir` at `offset` of folder `ino` reads in no-opendir mode: made anew at offset 0 (a

@@ -23,6 +23,9 @@ public final class FuseFileSystem: Sendable {
     let logger: Logger
     let inodes = Locked(InodeTable())
     let handles = Locked<[UInt64: OpenFile]>([:])
+    /// The folder inode and name the kernel last got each drive node by (a lookup or a listing), so a change
+    /// made elsewhere (a rename, a delete) can drop that name and that folder's listing.
+    let driveNames = Locked<[NodeID: (folder: fuse_ino_t, name: String)]>([:])
     /// The drive files open for writing, by node: their handles share one staged content.
     let writers = Locked<[NodeID: DriveWriter]>([:])
     let nextHandle = Atomic<UInt64>(1)

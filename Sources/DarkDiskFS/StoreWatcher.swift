@@ -84,12 +84,19 @@ final class StoreWatcher: Sendable {
     }
 
     /// Drops a node's names (its folder, its files, its thumbnail) and the attributes of its files; as a
-    /// drive entry, its attributes and cached pages (its inode serves every version of it). A drive entry's
-    /// old name is not known here: names in the drive are cached for a second only.
+    /// drive entry, the name the kernel knows it by and the one it has now (which also drops the listings
+    /// of both folders, which the kernel keeps in no-opendir mode), its attributes and its cached pages (its
+    /// inode serves every version of it).
     private func invalidate(node id: NodeID) {
-        invalidate([(FSEntry.nodes, id.rawValue), (.thumbs, id.rawValue), (.nodeDirectory(id), "data"),
-                    (.nodeDirectory(id), "metadata"), (.nodeDirectory(id), "thumbnail")],
-                   files: [.nodeFile(id, .data), .nodeFile(id, .metadata), .nodeFile(id, .thumbnail), .thumb(id)])
+        var names: [(FSEntry, String)] = [(FSEntry.nodes, id.rawValue), (.thumbs, id.rawValue), (.nodeDirectory(id), "data"),
+                                          (.nodeDirectory(id), "metadata"), (.nodeDirectory(id), "thumbnail")]
+        if let node = try? fileSystem.manager.driveNode(id) {
+            names.append((node.parentID.map(FSEntry.driveFolder) ?? .files, node.name))
+        }
+        invalidate(names, files: [.nodeFile(id, .data), .nodeFile(id, .metadata), .nodeFile(id, .thumbnail), .thumb(id)])
+        if let known = fileSystem.driveNames.withLock({ $0[id] }) {
+            _ = known.name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, known.folder, $0, known.name.utf8.count) }
+        }
         for entry in [FSEntry.driveFile(id), .driveFolder(id), .driveLink(id)] {
             guard let ino = fileSystem.inodes.withLock({ $0.existingInode(for: entry) }) else { continue }
             // A file being written here keeps its pages: they are the ones its writers made.
