@@ -16,9 +16,9 @@ import Glibc
 public final class StagingCryptoFile: Sendable {
     /// Plaintext bytes per chunk.
     public let chunkSize: Int
-    private let fd: Int32
-    private let key: [UInt8]
-    private let fileID: [UInt8]
+    let fd: Int32
+    let key: [UInt8]
+    let fileID: [UInt8]
     private let name: String
     /// The chunks written since the file was made or last cleared.
     private let present = Mutex<Set<UInt64>>([])

@@ -85,8 +85,9 @@ extension FuseFileSystem {
             FuseFileSystem.from(req).rename(FuseFileSystem.reply(req, "rename"), parent: parent, name: String(cString: name!),
                                             newParent: newParent, newName: String(cString: newName!), flags: flags)
         }
-        // Hard links: a node has one place in the tree.
-        ops.link = { req, _, _, _ in fuse_reply_err(req, EPERM) }
+        ops.link = { req, _, newParent, _ in
+            FuseFileSystem.from(req).link(FuseFileSystem.reply(req, "link"), newParent: newParent)
+        }
         ops.create = { req, parent, name, mode, fi in
             FuseFileSystem.from(req).create(FuseFileSystem.reply(req, "create"), parent: parent, name: String(cString: name!), mode: mode, fi: fi!)
         }

@@ -44,13 +44,23 @@ extension FuseFileSystem {
     /// place in a cloud drive (`EPERM`).
     func mknod(_ reply: FuseReply, parent: fuse_ino_t, name: String, mode: mode_t) {
         do {
-            guard mode & S_IFMT == S_IFREG else { throw DarkDiskError(.notPermitted, "the drive keeps no device files, FIFOs or sockets") }
             let folder = try driveFolder(parent)
+            guard mode & S_IFMT == S_IFREG else { throw DarkDiskError(.notPermitted, "the drive keeps no device files, FIFOs or sockets") }
             let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
             try manager.commitDriveFile(node.id, content: try manager.stagedContent(base: nil, isNew: true))
             try answerEntry(reply, .driveFile(node.id))
         } catch {
             refuse(reply, "mknod \(name)", error)
+        }
+    }
+
+    /// Hard links: a node has one place in the drive (`EPERM`); outside it, `EROFS`.
+    func link(_ reply: FuseReply, newParent: fuse_ino_t) {
+        do {
+            _ = try driveFolder(newParent)
+            reply.error(EPERM)
+        } catch {
+            reply.error(FuseErrno.from(error))
         }
     }
 
