@@ -49,21 +49,30 @@ extension FuseFileSystem {
         switch entry {
         case .files:
             return (baseStat(mode: S_IFDIR | 0o755, links: 2), nil)
-        case .driveFolder(let id):
-            guard let node = try manager.driveNode(id), node.attributes.kind == .folder else { return nil }
-            return (withAttributes(baseStat(mode: S_IFDIR, links: 2), node.attributes), nil)
-        case .driveLink(let id):
-            guard let node = try manager.driveNode(id), node.attributes.kind == .symlink, let target = node.attributes.target else { return nil }
-            return (withAttributes(baseStat(mode: S_IFLNK, links: 1, size: UInt64(target.utf8.count)), node.attributes), nil)
-        case .driveFile(let id):
-            guard let node = try manager.driveNode(id), node.attributes.kind == .file else { return nil }
+        case .driveFolder(let id), .driveFile(let id), .driveLink(let id):
+            guard let node = try manager.driveNode(id), Self.driveEntry(node) == entry else { return nil }
+            return try driveStat(node).map { ($0, nil) }
+        default:
+            return nil
+        }
+    }
+
+    /// The `stat` of a drive node as its entry shows it (nil: a link without a target).
+    func driveStat(_ node: DriveNode) throws(DarkDiskError) -> stat? {
+        switch node.attributes.kind {
+        case .folder:
+            return withAttributes(baseStat(mode: S_IFDIR, links: 2), node.attributes)
+        case .symlink:
+            guard let target = node.attributes.target else { return nil }
+            return withAttributes(baseStat(mode: S_IFLNK, links: 1, size: UInt64(target.utf8.count)), node.attributes)
+        case .file:
             var st: stat
-            let writer = writers.withLock { $0[id] }
+            let writer = writers.withLock { $0[node.id] }
             if let writer {
                 let size = writer.content.size
                 st = baseStat(mode: S_IFREG, links: 1, size: size)
                 st.st_blocks = blkcnt_t((size + 511) / 512)
-            } else if let data = current(section: .data, of: try manager.nodeState(id)) {
+            } else if let data = current(section: .data, of: try manager.nodeState(node.id)) {
                 st = data.stat
             } else {
                 st = baseStat(mode: S_IFREG, links: 1)
@@ -74,10 +83,23 @@ extension FuseFileSystem {
                 st.st_mtim = timespec(tv_sec: Int(change.seconds), tv_nsec: Int(change.nanoseconds))
                 st.st_ctim = st.st_mtim
             }
-            return (st, nil)
-        default:
-            return nil
+            return st
         }
+    }
+
+    /// A drive folder's entries with their attributes, from the one query that lists the folder (and one
+    /// more per file, for its data).
+    func listedDriveChildren(of folder: NodeID?) throws(DarkDiskError) -> [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)] {
+        let nodes = try manager.driveChildren(of: folder)
+        var byID: [NodeID: DriveNode] = [:]
+        for node in nodes { byID[node.id] = node }
+        var listed: [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)] = []
+        listed.reserveCapacity(nodes.count)
+        for shown in DriveNames.shown(nodes.map { DriveNames.Child(id: $0.id, name: $0.name, created: $0.created) }) {
+            guard let node = byID[shown.id], let st = try driveStat(node) else { continue }
+            listed.append((shown.name, Self.driveEntry(node), FileAttributes(st), nil))
+        }
+        return listed
     }
 
     /// `st` with the permission bits and modification time of a node's record (the change time follows the

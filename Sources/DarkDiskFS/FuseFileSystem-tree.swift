@@ -256,6 +256,10 @@ extension FuseFileSystem {
         case .nodes:
             // Folders only, and up to millions of them: no attributes of their own, and no detour through `children`.
             return try manager.listedNodeIDs().map { ($0.rawValue, .nodeDirectory($0), nil, nil) }
+        case .files:
+            return try listedDriveChildren(of: nil)
+        case .driveFolder(let id):
+            return try listedDriveChildren(of: id)
         default:
             break
         }
