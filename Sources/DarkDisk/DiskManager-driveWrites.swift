@@ -68,6 +68,17 @@ extension DiskManager {
         }
         let key = try nodeKey(nodeID)
         try FileOperations.makeDirectory(location.persistentStaging)
+        do {
+            return try commit(content, of: nodeID, key: key)
+        } catch {
+            // (`DeletedMeanwhile`, turned into a database error by the transaction it was thrown in.)
+            if try read({ db in try String.fetchOne(db, sql: "SELECT name FROM node WHERE id = ?", arguments: [nodeID.rawValue]) }) == nil { return nil }
+            throw error
+        }
+    }
+
+    /// The part of `commitDriveFile` that seals and stores the new version.
+    private func commit(_ content: StagedContent, of nodeID: NodeID, key: SymmetricKey) throws(DarkDiskError) -> DiskExport {
         let export = try content.commit { (chunks, lastChange) throws(DarkDiskError) -> DiskExport in
             let temporary = location.persistentStaging + "/" + FileOperations.randomName()
             let fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
@@ -95,6 +106,10 @@ extension DiskManager {
             let now = clock.now.timeIntervalSince1970
             // The new version, its time and its queued upload commit as one.
             return try importNodeFile(version, nodeID: nodeID) { db in
+                // Deleted while this was written (an unlink racing the last close): nothing is stored.
+                guard try String.fetchOne(db, sql: "SELECT name FROM node WHERE id = ?", arguments: [nodeID.rawValue]) != nil else {
+                    throw DeletedMeanwhile()
+                }
                 if let lastChange {
                     var attributes = try Self.nodeAttributes(db, nodeID)
                     attributes.modifiedSeconds = lastChange.seconds
@@ -213,6 +228,9 @@ extension DiskManager {
         try String.fetchOne(db, sql: "SELECT id FROM node WHERE parentID IS ? AND name = ? ORDER BY created, id LIMIT 1",
                             arguments: [folder?.rawValue, name]).flatMap { try? NodeID($0) }
     }
+
+    /// Thrown in a commit's transaction when the node has gone meanwhile, to roll it back.
+    private struct DeletedMeanwhile: Error {}
 
     private static func driveChildIDs(of folder: NodeID, _ db: Database) throws -> [NodeID] {
         try String.fetchAll(db, sql: "SELECT id FROM node WHERE parentID = ? AND name IS NOT NULL LIMIT 1", arguments: [folder.rawValue])

@@ -7,7 +7,7 @@ import Foundation
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
-        abstract: "Mount the store at MOUNTPOINT: /files (the drive, by name), /nodes/<id>/data, /nodes/<id>/metadata, /nodes/<id>/thumbnail, /thumbs/<id>, /avatars/<user>/<identity>.",
+        abstract: "Mount the store at MOUNTPOINT: /files (the drive, by name, writable), /nodes/<id>/data, /nodes/<id>/metadata, /nodes/<id>/thumbnail, /thumbs/<id>, /avatars/<user>/<identity>.",
         discussion: """
             Returns once the mount is in place and keeps serving in the background, logging to the store's \
             darkdisk.log; --foreground stays attached and logs to stderr. Nodes of the remote's outline \
