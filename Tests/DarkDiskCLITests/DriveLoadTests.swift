@@ -36,7 +36,10 @@ import Glibc
         #expect(stress.status == 0 && stress.output.contains("successful run completed"), "\(stress.output)\n\(mount.log)")
         let dbench = try await Shell.sh("dbench -D \(Shell.quote(files + "/dbench")) -t \(seconds) 2 2>&1")
         #expect(dbench.status == 0 && dbench.output.contains("Throughput"), "\(dbench.output)")
-        #expect(!dbench.output.contains("failed") && !dbench.output.contains("ERROR"), "\(dbench.output)")
+        // dbench 4.00 prints "failed to create barrier semaphore" whenever the kernel hands it semaphore ID 0
+        // (it tests the ID with `!`), i.e. on a machine's first run: its own quirk, not the file system's.
+        let dbenchLines = dbench.output.split(separator: "\n").filter { !$0.contains("barrier semaphore") }
+        #expect(!dbenchLines.contains { $0.contains("failed") || $0.contains("ERROR") }, "\(dbench.output)")
         // No error line from the daemon: the stressors' refused calls are the documented EPERMs, not logged.
         let errors = mount.log.split(separator: "\n").filter { $0.contains(" error ") || $0.contains("critical") }
         #expect(errors.isEmpty, "\(errors.joined(separator: "\n"))")
