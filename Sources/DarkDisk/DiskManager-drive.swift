@@ -49,6 +49,32 @@ extension DiskManager {
         }
     }
 
+    /// The state (stored files, outline entry) of every node whose folder is `parentID` (nil: the top, not
+    /// counting the orphans shown there), in two indexed queries instead of one `nodeState` per child: a
+    /// listing with attributes asks for all of them at once.
+    public func driveChildStates(of parentID: NodeID?) throws(DarkDiskError) -> [NodeID: NodeState] {
+        try read { db in
+            var files: [NodeID: [StoredFile]] = [:]
+            let rows = try FileRecord.fetchAll(db.cachedStatement(sql: """
+                SELECT file.* FROM node JOIN file ON file.ownerID = node.id
+                WHERE node.parentID IS ? AND node.name IS NOT NULL AND file.kind != 'avatar'
+                """), arguments: [parentID?.rawValue])
+            for row in rows {
+                guard let id = try? NodeID(row.ownerID) else { continue }
+                files[id, default: []].append(StoredFile(row))
+            }
+            var states: [NodeID: NodeState] = [:]
+            let outlined = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM node WHERE parentID IS ? AND name IS NOT NULL"),
+                                            arguments: [parentID?.rawValue])
+            for row in outlined {
+                guard let id = try? NodeID(row["id"] as String) else { continue }
+                let outline = (row["cloudETag"] as String?) == nil ? nil : try Self.entry(from: row)
+                states[id] = NodeState(nodeID: id, files: files[id] ?? [], outline: outline)
+            }
+            return states
+        }
+    }
+
     /// The drive nodes named `name` in folder `parentID` (nil: the top): usually one, more when two machines
     /// gave one name in one folder (`DriveNames`).
     public func driveChildren(of parentID: NodeID?, named name: String) throws(DarkDiskError) -> [DriveNode] {

@@ -56,20 +56,37 @@ extension DiskManager {
         return DriveNode(id: id, name: name, parentID: parentID, created: created, attributes: attributes)
     }
 
-    /// Commits `content` as the next version of drive file `nodeID`: sealed into a store file, flushed and
-    /// renamed into place before its index row commits (the file is at its old or its new version after a
-    /// crash, never a mix), persistent until uploaded and then a cache file, and queued for upload. Its
-    /// modification time becomes that of the last change. Nil, and nothing stored, when the node has been
+    /// Commits `content` as the next version of drive file `nodeID`: sealed into a store file (already, when
+    /// it was written from its start to its end) and named in place before its index row commits (the file
+    /// is at its old or its new version after a crash, never a mix), persistent until uploaded and then a
+    /// cache file, and queued for upload. Its modification time becomes that of the last change (or the one set
+    /// after it), with the permission bits set meanwhile, in the same transaction. `durable`
+    /// (an `fsync`): on the disk before this returns, else as a local file system keeps a closed file (safe
+    /// from a crash of this process, not from a power loss). Nil, and nothing stored, when the node has been
     /// deleted meanwhile (its open handles keep reading `content`).
     @discardableResult
-    public func commitDriveFile(_ nodeID: NodeID, content: StagedContent) throws(DarkDiskError) -> DiskExport? {
-        guard try read({ db in try String.fetchOne(db, sql: "SELECT name FROM node WHERE id = ?", arguments: [nodeID.rawValue]) }) != nil else {
-            return nil
-        }
-        let key = try nodeKey(nodeID)
-        try FileOperations.makeDirectory(location.persistentStaging)
+    public func commitDriveFile(_ nodeID: NodeID, content: StagedContent, durable: Bool = false) throws(DarkDiskError) -> DiskExport? {
         do {
-            return try commit(content, of: nodeID, key: key)
+            return try content.commit { (file, header, changes) throws(DarkDiskError) -> DiskExport in
+                let now = clock.now.timeIntervalSince1970
+                // The new version, its time and its queued upload commit as one.
+                return try placeNodeData(file, header: header, key: content.key, nodeID: nodeID, durable: durable) { db in
+                    // Deleted while this was written (an unlink racing the last close): nothing is stored.
+                    guard try String.fetchOne(db, sql: "SELECT name FROM node WHERE id = ?", arguments: [nodeID.rawValue]) != nil else {
+                        throw DeletedMeanwhile()
+                    }
+                    if changes.mode != nil || changes.modified != nil {
+                        var attributes = try Self.nodeAttributes(db, nodeID)
+                        if let mode = changes.mode { attributes.mode = mode }
+                        if let modified = changes.modified {
+                            attributes.modifiedSeconds = modified.seconds
+                            attributes.modifiedNanoseconds = modified.nanoseconds
+                        }
+                        _ = try Self.setNodeAttributes(db, attributes, of: nodeID)
+                    }
+                    try Self.queue(db, nodeID, .content, name: nil, parentID: nil, operation: "'content'", now: now)
+                }
+            }
         } catch {
             // (`DeletedMeanwhile`, turned into a database error by the transaction it was thrown in.)
             if try read({ db in try String.fetchOne(db, sql: "SELECT name FROM node WHERE id = ?", arguments: [nodeID.rawValue]) }) == nil { return nil }
@@ -77,49 +94,14 @@ extension DiskManager {
         }
     }
 
-    /// The part of `commitDriveFile` that seals and stores the new version.
-    private func commit(_ content: StagedContent, of nodeID: NodeID, key: SymmetricKey) throws(DarkDiskError) -> DiskExport {
-        let export = try content.commit { (chunks, lastChange) throws(DarkDiskError) -> DiskExport in
-            let temporary = location.persistentStaging + "/" + FileOperations.randomName()
-            let fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-            guard fd >= 0 else { throw .posix("cannot create", path: temporary) }
-            StagingFiles.register(temporary)
-            defer {
-                StagingFiles.unregister(temporary)
-                FileOperations.remove(temporary)
-            }
-            do {
-                defer { close(fd) }
-                let writer = try CryptoFileWriter(fileDescriptor: fd, key: key, format: .cacheFile)
-                try chunks { try writer.append($0) }
-                _ = try writer.finish()
-            } catch let error as CryptoError {
-                throw DarkDiskError(crypto: error)
-            } catch let error as DarkDiskError {
-                throw error
-            } catch {
-                throw DarkDiskError(.io, "cannot commit node \(nodeID): \(error)")
-            }
-            var version = DiskImport(cryptoFile: CryptoFile(path: temporary, format: .cacheFile, key: key))
-            version.storePersistently = true
-            version.migrateToCacheAfterUpload = true
-            let now = clock.now.timeIntervalSince1970
-            // The new version, its time and its queued upload commit as one.
-            return try importNodeFile(version, nodeID: nodeID) { db in
-                // Deleted while this was written (an unlink racing the last close): nothing is stored.
-                guard try String.fetchOne(db, sql: "SELECT name FROM node WHERE id = ?", arguments: [nodeID.rawValue]) != nil else {
-                    throw DeletedMeanwhile()
-                }
-                if let lastChange {
-                    var attributes = try Self.nodeAttributes(db, nodeID)
-                    attributes.modifiedSeconds = lastChange.seconds
-                    attributes.modifiedNanoseconds = lastChange.nanoseconds
-                    _ = try Self.setNodeAttributes(db, attributes, of: nodeID)
-                }
-                try Self.queue(db, nodeID, .content, name: nil, parentID: nil, operation: "'content'", now: now)
-            }
+    /// Flushes drive file `nodeID`'s stored data, its folder and the index to the disk (an `fsync` of a file
+    /// whose last version was committed by a `close`).
+    public func syncNodeData(_ nodeID: NodeID) throws(DarkDiskError) {
+        if let export = try nodeFile(nodeID, kind: .data) {
+            guard fsync(export.retainToken.fileDescriptor) == 0 else { throw .posix("cannot flush", path: export.retainToken.path) }
+            try FileOperations.syncDirectory(of: export.retainToken.path)
         }
-        return export
+        syncIndex()
     }
 
     /// Renames or moves drive node `nodeID` to `name` in folder `parentID` (nil: the top): an edit of the

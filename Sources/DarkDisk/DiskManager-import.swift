@@ -125,11 +125,60 @@ extension DiskManager {
 
         let finalPath = path(name: name, mode: mode)
         try FileOperations.rename(temporary, to: finalPath)
+        let export = try recordStoredFile(
+            fd, at: finalPath, name: name, header: header, fileKey: fileKey, storedSize: UInt64(st.st_size), kind: kind,
+            owner: owner, identity: identity, mode: mode, diskImport: diskImport, also: also)
+        tokenOwned = true
+        return export
+    }
+
+    /// Stores `file`, a complete cache-format file sealed under node `nodeID`'s key, as the node's data: a
+    /// persistent file that moves to the cache pool once uploaded. The file is named in place (no copy and
+    /// no second rename) before its row commits with `also` in the same transaction, so a crash leaves the
+    /// old version or the new one. `durable`: the file, its folder and the index reach the disk before this
+    /// returns (an `fsync`); otherwise they are written as a local file system writes a closed file, and a
+    /// power loss (not a crash of this process) may take the last versions back.
+    func placeNodeData(_ file: UnnamedFile, header: CryptoFileHeader, key: SymmetricKey, nodeID: NodeID, durable: Bool,
+                       also: @escaping (Database) throws -> Void) throws(DarkDiskError) -> DiskExport {
+        let name = FileOperations.randomName()
+        let finalPath = path(name: name, mode: .persistent)
+        // Locked exclusively until its row commits, so that no orphan sweep (in any process) takes it for
+        // debris; the token's descriptor shares the lock, and turns it into a holder's after.
+        try FileOperations.lock(file.fileDescriptor, .exclusive, path: finalPath)
+        var st = stat()
+        guard fstat(file.fileDescriptor, &st) == 0 else { throw .posix("cannot stat the new version of", path: finalPath) }
+        if durable, fsync(file.fileDescriptor) != 0 { throw .posix("cannot flush", path: finalPath) }
+        let fd = dup(file.fileDescriptor)
+        guard fd >= 0 else { throw .posix("cannot duplicate the descriptor of", path: finalPath) }
+        do {
+            try file.place(at: finalPath)
+            if durable { try FileOperations.syncDirectory(of: finalPath) }
+            var version = DiskImport(cleartextData: Data())
+            version.storePersistently = true
+            version.migrateToCacheAfterUpload = true
+            let export = try recordStoredFile(
+                fd, at: finalPath, name: name, header: header, fileKey: key, storedSize: UInt64(st.st_size),
+                kind: .data, owner: nodeID.rawValue, identity: "", mode: .persistent, diskImport: version, also: also)
+            if durable { syncIndex() }
+            return export
+        } catch {
+            close(fd)
+            if file.isPlaced { FileOperations.remove(finalPath) }
+            throw error
+        }
+    }
+
+    /// Records the stored file at `finalPath` (open at `fd`, locked exclusively) in the index, replacing the
+    /// owner's previous file of that kind, and returns it retained by a token that takes `fd`. If the row
+    /// cannot be written, the file is removed and `fd` stays the caller's.
+    private func recordStoredFile(_ fd: Int32, at finalPath: String, name: String, header: CryptoFileHeader, fileKey: SymmetricKey,
+                                  storedSize: UInt64, kind: FileKind, owner: String, identity: String, mode: StorageMode,
+                                  diskImport: DiskImport, also: ((Database) throws -> Void)?) throws(DarkDiskError) -> DiskExport {
         let now = clock.now.timeIntervalSince1970
         var record = FileRecord(
             id: nil, kind: kind, ownerID: owner, identityID: identity, pool: kind.pool, mode: mode,
             format: header.format, name: name, wrappedKey: Data(masterKey.wrap(fileKey)),
-            storedSize: Int64(st.st_size), plaintextSize: Int64(header.sectionSizes[header.format == .cloudFile ? CloudFileSection.data.rawValue : 0]),
+            storedSize: Int64(storedSize), plaintextSize: Int64(header.sectionSizes[header.format == .cloudFile ? CloudFileSection.data.rawValue : 0]),
             created: now, modified: now, lastAccess: now, expiration: diskImport.expiration,
             migrateToCacheAfterUpload: diskImport.migrateToCacheAfterUpload, deleteAfterUpload: diskImport.deleteAfterUpload)
         let replaced: String?
@@ -151,7 +200,6 @@ extension DiskManager {
             FileOperations.remove(finalPath)
             throw error
         }
-        tokenOwned = true
         // Exclusive (the writer's) becomes shared (a holder's); converting never waits on other holders.
         do { try SystemCall.lock(fd, .shared) } catch {
             logger.error("cannot turn the lock on \(finalPath) into a shared one (\(error)); readers in other processes wait until it is released")

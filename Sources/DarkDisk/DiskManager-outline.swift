@@ -183,7 +183,7 @@ extension DiskManager {
         }
     }
 
-    private static func entry(from row: Row) throws -> OutlineEntry {
+    static func entry(from row: Row) throws -> OutlineEntry {
         OutlineEntry(nodeID: try NodeID(row["id"]), name: row["name"], parentID: row["parentID"],
                      metadataSize: UInt64(row["metadataSize"] as Int64), thumbnailSize: UInt64(row["thumbnailSize"] as Int64),
                      dataSize: UInt64(row["dataSize"] as Int64), wrappedKey: Array(row["wrappedKey"] as Data),

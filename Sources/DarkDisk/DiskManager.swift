@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Logging
 import DarkDiskSync
+import DarkDiskSystem
 
 /// The store: imports files (encrypting them), hands them out with retain tokens, keeps pools and
 /// settings in the index, and deletes safely. One instance per store per process; the CLI and the mount
@@ -134,6 +135,15 @@ public final class DiskManager: Sendable {
     func path(name: String, mode: StorageMode) -> String {
         let root = mode == .persistent ? location.persistentFiles : location.cacheFiles
         return root + "/" + name.prefix(2) + "/" + name
+    }
+
+    /// Flushes the index's last commits to the disk: its write-ahead log, which `synchronous = NORMAL` leaves
+    /// to the next checkpoint (a crash of the process loses nothing either way; a power loss could).
+    func syncIndex() {
+        let fd = open(location.indexPath + "-wal", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }  // (no log: every commit is in the database file, flushed by its checkpoint)
+        defer { close(fd) }
+        if fdatasync(fd) != 0 { logger.error("cannot flush the index's log \(location.indexPath)-wal: \(Errno.current)") }
     }
 
     /// Runs a read on the index, mapping database errors to `DarkDiskError`.

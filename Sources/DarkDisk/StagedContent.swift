@@ -3,43 +3,79 @@ import Foundation
 import Synchronization
 
 /// The content of a drive file open for writing (DESIGN §10): the file's committed version (its stored
-/// data, held by its export) under an encrypted staging file that holds each chunk written since. A read
-/// takes each chunk from the staging file if written there, else from the committed version, else zeros;
-/// a write re-seals only the chunks it touches. `DiskManager.commitDriveFile` turns it into the file's
-/// next version, which then becomes the committed one.
+/// data, read through its export's reader) under an encrypted staging file that holds each chunk written
+/// since. A read takes each chunk from the staging file if written there, else from the committed version,
+/// else zeros; a write re-seals only the chunks it touches. `DiskManager.commitDriveFile` turns it into the
+/// file's next version, which then becomes the committed one.
+///
+/// A file written from its start to its end in order (`cp`, `tar x`, `dd`, an editor's save) never meets
+/// the staging file: its bytes are sealed straight into the next version, a new store file under the node's
+/// key, so a commit only names that file (one AES pass and one write of each byte, as gocryptfs makes). The
+/// first write elsewhere, read or truncation sets that version aside as the one reads fall through to, and
+/// staging goes on over it. A write that fails part-way through a sequential version leaves the content
+/// failed: every later call throws, and the node keeps the version it had.
 ///
 /// One lock serializes the file's reads, writes, truncations and its commit (gocryptfs's per-file content
 /// lock): a write can never slip between a commit's copy and its switch to the new version. Nothing else
 /// is locked while it is held but the index (by a commit).
 public final class StagedContent: Sendable {
-    struct State {
+    /// A version being written from its start to its end in order. (Its writer is not thread-safe: it is
+    /// only ever used under the content's lock.)
+    struct SequentialVersion: @unchecked Sendable {
+        let file: UnnamedFile
+        let writer: CryptoFileWriter
+    }
+
+    struct State: Sendable {
         /// The plaintext size now.
         var size: UInt64
-        /// The committed version and its reader (nil: none, e.g. a new or truncated file).
-        var base: (export: DiskExport, reader: CryptoFileReader)?
-        /// Bytes of the committed version that still show: a truncation hides the rest for good.
+        /// The version reads fall through to: the committed one (its reader keeps its export alive), or a
+        /// sequential version set aside (nil: none, e.g. a new file).
+        var base: CryptoFileReader?
+        /// Bytes of the base that still show: a truncation hides the rest for good.
         var baseLimit: UInt64
+        /// Chunks written over the base, made at the first such write.
+        var staging: StagingCryptoFile?
+        /// The next version, while the file has been written from its start to its end in order.
+        var sequential: SequentialVersion?
+        /// The sequential version once set aside as the base: a commit that finds nothing written over it
+        /// stores it as it is.
+        var setAside: (file: UnnamedFile, header: CryptoFileHeader)?
+        /// Why the content cannot be used any more (a sequential version's write failed part-way).
+        var failure: DarkDiskError?
         /// Whether the content differs from the committed version.
         var dirty = false
         /// When the content last changed, if after the last time set explicitly (`setModified`).
         var lastChange: (seconds: Int64, nanoseconds: UInt32)?
+        /// Permission bits and a modification time set while changes were waiting for their commit, which
+        /// writes them with the content (`deferAttributes`).
+        var mode: UInt32?
+        var modified: (seconds: Int64, nanoseconds: UInt32)?
     }
 
-    let staging: StagingCryptoFile
+    /// What a commit writes into the node's attributes besides the content: its permission bits, if set
+    /// since the last commit, and its modification time (the last change, or the time set after it).
+    public struct AttributeChanges: Sendable {
+        public var mode: UInt32?
+        public var modified: (seconds: Int64, nanoseconds: UInt32)?
+    }
+
+    /// Plaintext bytes per chunk, in the staging file and in the versions sealed here.
+    static let chunkSize = 64 * 1024
+    let directory: String
+    let key: SymmetricKey
     let state: Mutex<State>
 
-    /// Content that starts as `base` (the file's stored data; nil: empty). `isNew`: no version is committed
-    /// yet, so the first commit is due even without a write (a file made by `touch`).
-    public init(base: DiskExport?, stagingDirectory: String, isNew: Bool = false) throws(DarkDiskError) {
-        do {
-            staging = try StagingCryptoFile(directory: stagingDirectory)
-        } catch {
-            throw DarkDiskError(crypto: error)
-        }
+    /// Content that starts as `base` (the file's stored data; nil: empty), sealed under `key` (the node's
+    /// content key) into files in `directory` (the store's persistent staging folder). `isNew`: no version
+    /// is committed yet, so the first commit is due even without a write (a file made by `touch`).
+    init(base: DiskExport?, key: SymmetricKey, directory: String, isNew: Bool = false) throws(DarkDiskError) {
         let reader: CryptoFileReader?
         do { reader = try base?.reader() } catch { throw DarkDiskError(crypto: error) }
         let size = base?.plaintextSize ?? 0
-        state = Mutex(State(size: size, base: base.map { ($0, reader!) }, baseLimit: size, dirty: isNew))
+        self.directory = directory
+        self.key = key
+        state = Mutex(State(size: size, base: reader, baseLimit: size, dirty: isNew))
     }
 
     /// The plaintext size now.
@@ -48,20 +84,44 @@ public final class StagedContent: Sendable {
     /// Whether there are changes that no commit has taken yet.
     public var isDirty: Bool { state.withLock { $0.dirty } }
 
-    /// When the content last changed (nil: not since it was committed, or its time was set since).
-    public var lastChange: (seconds: Int64, nanoseconds: UInt32)? { state.withLock { $0.lastChange } }
+    /// The attributes the next commit writes (nothing: none since the last commit).
+    public var pendingAttributes: AttributeChanges { state.withLock { Self.attributeChanges($0) } }
 
     /// The modification time was set explicitly (`touch -d`, `cp -p`): later commits keep it unless the
     /// content changes again.
     public func setModified() {
-        state.withLock { $0.lastChange = nil }
+        state.withLock {
+            $0.lastChange = nil
+            $0.modified = nil
+        }
+    }
+
+    /// Keeps a change of permission bits or modification time for the commit that is due, so that it is
+    /// written with the content in one transaction (`tar x` and `cp -p` set both between the writes and the
+    /// `close`); false, keeping nothing, when no commit is due (the caller writes them itself).
+    public func deferAttributes(mode: UInt32?, modified: (seconds: Int64, nanoseconds: UInt32)?) -> Bool {
+        state.withLock { state in
+            guard state.dirty, state.failure == nil else { return false }
+            if let mode { state.mode = mode }
+            if let modified {
+                state.modified = modified
+                state.lastChange = nil
+            }
+            return true
+        }
+    }
+
+    private static func attributeChanges(_ state: borrowing State) -> AttributeChanges {
+        AttributeChanges(mode: state.mode, modified: state.lastChange ?? state.modified)
     }
 
     /// Copies plaintext [offset, offset + count) into `buffer`; returns the bytes copied (fewer at the end).
     public func read(offset: UInt64, count: Int, into buffer: UnsafeMutableRawPointer) throws(DarkDiskError) -> Int {
-        let chunkSize = UInt64(staging.chunkSize)
+        let chunkSize = UInt64(Self.chunkSize)
         return try state.withLock { (state) throws(DarkDiskError) -> Int in
+            try usable(state)
             guard offset < state.size, count > 0 else { return 0 }
+            try setAsideSequential(&state)
             let end = min(state.size, offset + UInt64(count))
             let scratch = UnsafeMutableRawPointer.allocate(byteCount: Int(chunkSize), alignment: 16)
             defer { scratch.deallocate() }
@@ -81,10 +141,19 @@ public final class StagedContent: Sendable {
     /// Writes `bytes` at `offset` (past the end: the gap reads as zeros).
     public func write(offset: UInt64, bytes: UnsafeRawBufferPointer) throws(DarkDiskError) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-        let chunkSize = UInt64(staging.chunkSize)
+        let chunkSize = UInt64(Self.chunkSize)
         let now = Self.now()
         try state.withLock { (state) throws(DarkDiskError) in
+            try usable(state)
             let end = offset + UInt64(bytes.count)
+            if offset == state.size, try appendSequentially(bytes, &state) {
+                state.size = end
+                state.dirty = true
+                state.lastChange = now
+                return
+            }
+            try setAsideSequential(&state)
+            let staging = try stagingFile(&state)
             let scratch = UnsafeMutableRawPointer.allocate(byteCount: Int(chunkSize), alignment: 16)
             defer { scratch.deallocate() }
             var position = offset
@@ -105,12 +174,27 @@ public final class StagedContent: Sendable {
 
     /// Sets the size: a shorter file loses its end for good, a longer one reads zeros past the old end.
     public func truncate(to size: UInt64) throws(DarkDiskError) {
-        let chunkSize = UInt64(staging.chunkSize)
+        let chunkSize = UInt64(Self.chunkSize)
         let now = Self.now()
         try state.withLock { (state) throws(DarkDiskError) in
-            if size < state.size {
+            try usable(state)
+            guard size != state.size else { return }
+            if size == 0 {
+                // Everything goes: a sequential version in the making, the staging file's chunks, the base.
+                state.sequential = nil
+                state.setAside = nil
+                state.base = nil
+                if let staging = state.staging {
+                    do throws(CryptoError) { try staging.removeChunks(from: 0) } catch { throw DarkDiskError(crypto: error) }
+                }
+                state.baseLimit = 0
+            } else {
+                try setAsideSequential(&state)
+            }
+            if size < state.size, size > 0 {
                 let chunk = size / chunkSize
                 let within = Int(size % chunkSize)
+                let staging = try stagingFile(&state)
                 if within > 0 {
                     // The chunk the new end falls in keeps zeros past it, so a later extension reads zeros.
                     let scratch = UnsafeMutableRawPointer.allocate(byteCount: Int(chunkSize), alignment: 16)
@@ -128,66 +212,142 @@ public final class StagedContent: Sendable {
                 }
                 state.baseLimit = min(state.baseLimit, size)
             }
-            guard size != state.size else { return }
             state.size = size
             state.dirty = true
             state.lastChange = now
         }
     }
 
-    /// Runs `store` with the content's plaintext, chunk by chunk in order (each call gets a chunk's bytes,
-    /// the last one short), and the time of its last change, holding off every other read and write; when
-    /// it returns the new version, that becomes the committed one and the staging file is emptied.
-    func commit(_ store: (_ chunks: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void,
-                          _ lastChange: (seconds: Int64, nanoseconds: UInt32)?) throws(DarkDiskError) -> DiskExport) throws(DarkDiskError) -> DiskExport {
-        let chunkSize = UInt64(staging.chunkSize)
-        return try state.withLock { (state) throws(DarkDiskError) -> DiskExport in
-            let size = state.size
-            let snapshot = state
-            let export = try store({ body in
-                let scratch = UnsafeMutableRawPointer.allocate(byteCount: Int(chunkSize), alignment: 16)
-                defer { scratch.deallocate() }
-                var position: UInt64 = 0
-                while position < size {
-                    try fill(position / chunkSize, into: scratch, snapshot)
-                    let count = Int(min(chunkSize, size - position))
-                    try body(UnsafeRawBufferPointer(start: scratch, count: count))
-                    position += UInt64(count)
-                }
-            }, snapshot.lastChange)
+    /// Seals the content as it is now into a new file (the sequential version, finished, or one sealed here
+    /// from every chunk), holding off every other read and write, and runs `store` with it, its header and
+    /// the attributes to write with it; when `store` returns the stored version, that becomes the committed
+    /// one and the staging file is emptied.
+    func commit(_ store: (_ file: UnnamedFile, _ header: CryptoFileHeader,
+                          _ attributes: AttributeChanges) throws(DarkDiskError) -> DiskExport) throws(DarkDiskError) -> DiskExport {
+        try state.withLock { (state) throws(DarkDiskError) -> DiskExport in
+            try usable(state)
+            try setAsideSequential(&state)
+            let file: UnnamedFile
+            let header: CryptoFileHeader
+            if let setAside = state.setAside, !setAside.file.isPlaced, state.baseLimit == state.size,
+               setAside.header.sectionSizes.first == state.size, !(state.staging?.holdsChunks ?? false) {
+                (file, header) = setAside
+            } else {
+                (file, header) = try seal(state)
+            }
+            // (If storing fails, the content stays as it was: a set-aside version remains its base.)
+            let export = try store(file, header, Self.attributeChanges(state))
             let reader: CryptoFileReader
             do throws(CryptoError) {
                 reader = try export.reader()
-                try staging.removeChunks(from: 0)
+                try state.staging?.removeChunks(from: 0)
             } catch {
                 throw DarkDiskError(crypto: error)
             }
-            state.base = (export, reader)
+            state.base = reader
+            state.setAside = nil
             state.baseLimit = export.plaintextSize
+            state.size = export.plaintextSize
             state.dirty = false
             state.lastChange = nil
+            state.mode = nil
+            state.modified = nil
             return export
         }
     }
 
-    /// Chunk `chunk`'s plaintext as the content holds it now, zero-padded to a whole chunk.
-    private func fill(_ chunk: UInt64, into scratch: UnsafeMutableRawPointer, _ state: borrowing State) throws(DarkDiskError) {
-        let chunkSize = staging.chunkSize
-        do {
-            if try staging.read(chunk: chunk, into: scratch) { return }
+    /// Appends `bytes` to the sequential version, starting one if the content is empty and nothing lies
+    /// under it; false when the content is not being written sequentially.
+    private func appendSequentially(_ bytes: UnsafeRawBufferPointer, _ state: inout State) throws(DarkDiskError) -> Bool {
+        if state.sequential == nil {
+            guard state.size == 0, state.baseLimit == 0, !(state.staging?.holdsChunks ?? false) else { return false }
+            let file = try UnnamedFile(in: directory)
+            do throws(CryptoError) {
+                let writer = try CryptoFileWriter(fileDescriptor: file.fileDescriptor, key: key, format: .cacheFile,
+                                                  chunkSize: UInt32(Self.chunkSize))
+                state.sequential = SequentialVersion(file: file, writer: writer)
+            } catch {
+                throw DarkDiskError(crypto: error)
+            }
+        }
+        do throws(CryptoError) {
+            try state.sequential?.writer.append(bytes)
+        } catch {
+            state.sequential = nil
+            state.failure = DarkDiskError(crypto: error)
+            throw DarkDiskError(crypto: error)
+        }
+        return true
+    }
+
+    /// Finishes the sequential version, if one is being written, and makes it the base reads fall through to.
+    private func setAsideSequential(_ state: inout State) throws(DarkDiskError) {
+        guard let sequential = state.sequential else { return }
+        state.sequential = nil
+        do throws(CryptoError) {
+            let header = try sequential.writer.finish()
+            let reader = try CryptoFileReader(fileDescriptor: sequential.file.fileDescriptor, key: key, owner: sequential.file)
+            state.base = reader
+            state.setAside = (sequential.file, header)
+            state.baseLimit = state.size
+        } catch {
+            state.failure = DarkDiskError(crypto: error)
+            throw DarkDiskError(crypto: error)
+        }
+    }
+
+    /// The staging file, made at the first write that needs it.
+    private func stagingFile(_ state: inout State) throws(DarkDiskError) -> StagingCryptoFile {
+        if let staging = state.staging { return staging }
+        do throws(CryptoError) {
+            let staging = try StagingCryptoFile(directory: directory, chunkSize: Self.chunkSize)
+            state.staging = staging
+            return staging
         } catch {
             throw DarkDiskError(crypto: error)
         }
+    }
+
+    /// Seals every chunk of the content, in order, into a new file under `key`.
+    private func seal(_ state: borrowing State) throws(DarkDiskError) -> (UnnamedFile, CryptoFileHeader) {
+        let chunkSize = UInt64(Self.chunkSize)
+        let file = try UnnamedFile(in: directory)
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: Int(chunkSize), alignment: 16)
+        defer { scratch.deallocate() }
+        do throws(CryptoError) {
+            let writer = try CryptoFileWriter(fileDescriptor: file.fileDescriptor, key: key, format: .cacheFile, chunkSize: UInt32(chunkSize))
+            var position: UInt64 = 0
+            while position < state.size {
+                try fillThrowingCrypto(position / chunkSize, into: scratch, state)
+                let count = Int(min(chunkSize, state.size - position))
+                try writer.append(UnsafeRawBufferPointer(start: scratch, count: count))
+                position += UInt64(count)
+            }
+            return (file, try writer.finish())
+        } catch {
+            throw DarkDiskError(crypto: error)
+        }
+    }
+
+    /// Throws the failure that ended the content, if one did.
+    private func usable(_ state: borrowing State) throws(DarkDiskError) {
+        if let failure = state.failure { throw failure }
+    }
+
+    /// Chunk `chunk`'s plaintext as the content holds it now, zero-padded to a whole chunk.
+    private func fill(_ chunk: UInt64, into scratch: UnsafeMutableRawPointer, _ state: borrowing State) throws(DarkDiskError) {
+        do throws(CryptoError) { try fillThrowingCrypto(chunk, into: scratch, state) } catch { throw DarkDiskError(crypto: error) }
+    }
+
+    private func fillThrowingCrypto(_ chunk: UInt64, into scratch: UnsafeMutableRawPointer, _ state: borrowing State) throws(CryptoError) {
+        let chunkSize = Self.chunkSize
+        if let staging = state.staging, try staging.read(chunk: chunk, into: scratch) { return }
         scratch.initializeMemory(as: UInt8.self, repeating: 0, count: chunkSize)
         let start = chunk * UInt64(chunkSize)
         guard let base = state.base, start < state.baseLimit else { return }
         let count = Int(min(UInt64(chunkSize), state.baseLimit - start))
-        do {
-            _ = try base.reader.read(section: base.reader.dataSection, offset: start, count: count,
-                                     into: UnsafeMutableRawBufferPointer(start: scratch, count: count))
-        } catch {
-            throw DarkDiskError(crypto: error)
-        }
+        _ = try base.read(section: base.dataSection, offset: start, count: count,
+                          into: UnsafeMutableRawBufferPointer(start: scratch, count: count))
     }
 
     private static func now() -> (seconds: Int64, nanoseconds: UInt32) {
@@ -198,10 +358,11 @@ public final class StagedContent: Sendable {
 }
 
 extension DiskManager {
-    /// Staged content for writing a drive file, starting as `base` (nil: empty); its staging file is on the
-    /// store's disk. `isNew`: a change to commit even if nothing is written (see `StagedContent`).
-    public func stagedContent(base: DiskExport?, isNew: Bool = false) throws(DarkDiskError) -> StagedContent {
+    /// Staged content for writing drive file `nodeID`, starting as `base` (nil: empty), sealed under the node's
+    /// key into files on the store's disk. `isNew`: a change to commit even if nothing is written (see
+    /// `StagedContent`).
+    public func stagedContent(for nodeID: NodeID, base: DiskExport?, isNew: Bool = false) throws(DarkDiskError) -> StagedContent {
         try FileOperations.makeDirectory(location.persistentStaging)
-        return try StagedContent(base: base, stagingDirectory: location.persistentStaging, isNew: isNew)
+        return try StagedContent(base: base, key: nodeKey(nodeID), directory: location.persistentStaging, isNew: isNew)
     }
 }

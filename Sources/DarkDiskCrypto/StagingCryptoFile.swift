@@ -59,6 +59,11 @@ public final class StagingCryptoFile: Sendable {
         present.withLock { $0.contains(chunk) }
     }
 
+    /// Whether any chunk holds data written to this file.
+    public var holdsChunks: Bool {
+        present.withLock { !$0.isEmpty }
+    }
+
     /// Seals `chunkSize` bytes at `plaintext` as chunk `chunk` (one `pwrite`), replacing what it held.
     public func write(chunk: UInt64, from plaintext: UnsafeRawPointer) throws(CryptoError) {
         let slot = UnsafeMutableRawPointer.allocate(byteCount: stride + Self.aadSize, alignment: 16)

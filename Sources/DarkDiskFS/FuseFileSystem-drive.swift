@@ -57,8 +57,9 @@ extension FuseFileSystem {
         }
     }
 
-    /// The `stat` of a drive node as its entry shows it (nil: a link without a target).
-    func driveStat(_ node: DriveNode) throws(DarkDiskError) -> stat? {
+    /// The `stat` of a drive node as its entry shows it (nil: a link without a target). `state`: the node's
+    /// state when the caller has it already (a listing reads all of a folder's at once).
+    func driveStat(_ node: DriveNode, state: NodeState? = nil) throws(DarkDiskError) -> stat? {
         switch node.attributes.kind {
         case .folder:
             return withAttributes(baseStat(mode: S_IFDIR, links: 2), node.attributes)
@@ -68,35 +69,40 @@ extension FuseFileSystem {
         case .file:
             var st: stat
             let writer = writers.withLock { $0[node.id] }
+            let state = try writer == nil && state == nil ? manager.nodeState(node.id) : state
             if let writer {
                 let size = writer.content.size
                 st = baseStat(mode: S_IFREG, links: 1, size: size)
                 st.st_blocks = blkcnt_t((size + 511) / 512)
-            } else if let data = current(section: .data, of: try manager.nodeState(node.id)) {
+            } else if let state, let data = current(section: .data, of: state) {
                 st = data.stat
             } else {
                 st = baseStat(mode: S_IFREG, links: 1)
             }
             st.st_mode = S_IFREG
             st = withAttributes(st, node.attributes)
-            if let change = writer?.content.lastChange {
-                st.st_mtim = timespec(tv_sec: Int(change.seconds), tv_nsec: Int(change.nanoseconds))
-                st.st_ctim = st.st_mtim
+            if let pending = writer?.content.pendingAttributes {
+                if let mode = pending.mode { st.st_mode = S_IFREG | mode_t(mode & 0o7777) }
+                if let change = pending.modified {
+                    st.st_mtim = timespec(tv_sec: Int(change.seconds), tv_nsec: Int(change.nanoseconds))
+                    st.st_ctim = st.st_mtim
+                }
             }
             return st
         }
     }
 
-    /// A drive folder's entries with their attributes, from the one query that lists the folder (and one
-    /// more per file, for its data).
+    /// A drive folder's entries with their attributes, from the query that lists the folder and the two that
+    /// read its files' data (`driveChildStates`).
     func listedDriveChildren(of folder: NodeID?) throws(DarkDiskError) -> [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)] {
         let nodes = try manager.driveChildren(of: folder)
+        let states = nodes.contains { $0.attributes.kind == .file } ? try manager.driveChildStates(of: folder) : [:]
         var byID: [NodeID: DriveNode] = [:]
         for node in nodes { byID[node.id] = node }
         var listed: [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)] = []
         listed.reserveCapacity(nodes.count)
         for shown in DriveNames.shown(nodes.map { DriveNames.Child(id: $0.id, name: $0.name, created: $0.created) }) {
-            guard let node = byID[shown.id], let st = try driveStat(node) else { continue }
+            guard let node = byID[shown.id], let st = try driveStat(node, state: states[node.id]) else { continue }
             listed.append((shown.name, Self.driveEntry(node), FileAttributes(st), nil))
         }
         return listed

@@ -19,13 +19,14 @@ extension FuseFileSystem {
         do {
             let folder = try driveFolder(parent)
             let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
-            let writer = try attachWriter(node.id) { try self.manager.stagedContent(base: nil, isNew: true) }
+            let writer = try attachWriter(node.id) { try self.manager.stagedContent(for: node.id, base: nil, isNew: true) }
             let entry = FSEntry.driveFile(node.id)
-            guard let current = try current(entry) else {
+            // (Its attributes as made: no query, as its content is the writer's.)
+            guard let st = try driveStat(node) else {
                 detachWriter(writer)
                 throw Errno(rawValue: ENOENT)
             }
-            var param = lookedUpEntry(entry, current)
+            var param = lookedUpEntry(entry, (st, nil))
             let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
             handles.withLock { $0[handle] = OpenFile(entry: entry, ino: param.ino, source: .drive(writer)) }
             fi.pointee.fh = handle
@@ -47,7 +48,7 @@ extension FuseFileSystem {
             let folder = try driveFolder(parent)
             guard mode & S_IFMT == S_IFREG else { throw DarkDiskError(.notPermitted, "the drive keeps no device files, FIFOs or sockets") }
             let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
-            try manager.commitDriveFile(node.id, content: try manager.stagedContent(base: nil, isNew: true))
+            try manager.commitDriveFile(node.id, content: try manager.stagedContent(for: node.id, base: nil, isNew: true))
             try answerEntry(reply, .driveFile(node.id))
         } catch {
             refuse(reply, "mknod \(name)", error)
@@ -186,7 +187,8 @@ extension FuseFileSystem {
     }
 
     /// Every `close` of a handle (and of each of its duplicates): what was written commits now, so that a
-    /// `close` that returned means the new version is in the store.
+    /// `close` that returned means the new version is in the store (in the kernel's page cache, as a local
+    /// file system keeps a closed file: safe from a crash of the daemon; `fsync` makes it safe from a power loss).
     func flush(_ reply: FuseReply, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = handles.withLock({ $0[fi.pointee.fh] }), case .drive(let writer) = file.source else { reply.error(0); return }
         do {
@@ -197,8 +199,16 @@ extension FuseFileSystem {
         }
     }
 
+    /// Commits what was written and flushes the file's stored version, its folder and the index to the disk
+    /// (also when a `close` committed it already).
     func fsync(_ reply: FuseReply, fi: UnsafeMutablePointer<fuse_file_info>) {
-        flush(reply, fi: fi)
+        guard let file = handles.withLock({ $0[fi.pointee.fh] }), case .drive(let writer) = file.source else { reply.error(0); return }
+        do {
+            if try !commit(writer, durable: true) { try manager.syncNodeData(writer.nodeID) }
+            reply.error(0)
+        } catch {
+            refuse(reply, "fsync of \(file.entry.logName)", error)
+        }
     }
 
     /// `posix_fallocate` (mode 0): the file grows to cover the range; other modes are not supported.
@@ -240,8 +250,16 @@ extension FuseFileSystem {
             let setsTime = toSet & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW) != 0
             if setsMode || setsTime {
                 let time = toSet & FUSE_SET_ATTR_MTIME_NOW != 0 ? Self.now() : attributes.st_mtim
+                let mode = UInt32(attributes.st_mode) & 0o7777
+                // A file whose changes wait for their commit takes these with them (one transaction at close).
+                if let writer = writers.withLock({ $0[id] }),
+                   writer.content.deferAttributes(mode: setsMode ? mode : nil,
+                                                  modified: setsTime ? (Int64(time.tv_sec), UInt32(time.tv_nsec)) : nil) {
+                    getattr(reply, ino: ino, handle: fi?.pointee.fh)
+                    return
+                }
                 try manager.updateDriveAttributes(id) { (node) throws(DarkDiskError) in
-                    if setsMode { node.mode = UInt32(attributes.st_mode) & 0o7777 }
+                    if setsMode { node.mode = mode }
                     if setsTime {
                         node.modifiedSeconds = Int64(time.tv_sec)
                         node.modifiedNanoseconds = UInt32(time.tv_nsec)
@@ -301,10 +319,12 @@ extension FuseFileSystem {
         }
     }
 
-    /// Commits what was written, if anything.
-    func commit(_ writer: DriveWriter) throws {
-        guard writer.content.isDirty else { return }
-        try manager.commitDriveFile(writer.nodeID, content: writer.content)
+    /// Commits what was written, if anything (`durable`: flushed to the disk); whether there was.
+    @discardableResult
+    func commit(_ writer: DriveWriter, durable: Bool = false) throws -> Bool {
+        guard writer.content.isDirty else { return false }
+        try manager.commitDriveFile(writer.nodeID, content: writer.content, durable: durable)
+        return true
     }
 
     /// Lets go of an open file: a drive writer's handle detaches (committing if it was the last); a download
@@ -319,12 +339,12 @@ extension FuseFileSystem {
     /// The staged content a drive file starts with: empty when truncated (a change to commit), else its
     /// stored data. `DataNotLocal` when its data is only in the remote.
     private func content(of id: NodeID, truncated: Bool) throws -> StagedContent {
-        if truncated { return try manager.stagedContent(base: nil, isNew: true) }
-        if let export = try manager.nodeFile(id, kind: .data) { return try manager.stagedContent(base: export) }
+        if truncated { return try manager.stagedContent(for: id, base: nil, isNew: true) }
+        if let export = try manager.nodeFile(id, kind: .data) { return try manager.stagedContent(for: id, base: export) }
         if let outline = try manager.outlineEntry(id), outline.dataSize > 0 {
             throw DataNotLocal(message: "drive file (node \(id)) is only in the remote, and no remote is set to fetch it from")
         }
-        return try manager.stagedContent(base: nil)
+        return try manager.stagedContent(for: id, base: nil)
     }
 
     /// The node of a drive folder inode (nil: `/files`); `EROFS` outside the drive.

@@ -1,0 +1,64 @@
+import DarkDiskSync
+import Foundation
+import DarkDiskSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A stored file being written before it has a name: an unnamed file (`O_TMPFILE`) in a staging folder of
+/// the store's disk, so that a process killed while writing it leaves nothing behind, named only when its
+/// version commits (`place(at:)`: one `linkat`, no copy and no rename of a named temporary). It owns its
+/// descriptor, and closes it when released; whoever keeps the placed file open takes a `dup` of it.
+final class UnnamedFile: Sendable {
+    /// Open for reading and writing.
+    let fileDescriptor: Int32
+    /// Where a file system without `O_TMPFILE` keeps the stand-in, a named file removed unless placed.
+    private let temporaryPath: String?
+    private let placed = Locked(false)
+
+    /// Linux's `O_TMPFILE` (a macro Swift does not import): `__O_TMPFILE | O_DIRECTORY`.
+    private static let tmpfile: Int32 = 0o20000000 | O_DIRECTORY
+
+    /// A new, empty file on the file system of `directory` (which must exist), mode 0600.
+    init(in directory: String) throws(DarkDiskError) {
+        if let fd = try? SystemCall.open(directory, Self.tmpfile | O_RDWR, mode: 0o600) {
+            fileDescriptor = fd
+            temporaryPath = nil
+            return
+        }
+        let path = directory + "/" + FileOperations.randomName()
+        do {
+            fileDescriptor = try SystemCall.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        } catch {
+            throw .posix("cannot create", path: path, errno: error.rawValue)
+        }
+        temporaryPath = path
+        StagingFiles.register(path)
+    }
+
+    deinit {
+        close(fileDescriptor)
+        if let temporaryPath, !placed.withLock({ $0 }) {
+            StagingFiles.unregister(temporaryPath)
+            unlink(temporaryPath)
+        }
+    }
+
+    /// Whether the file has been given a name (it can be given one once).
+    var isPlaced: Bool { placed.withLock { $0 } }
+
+    /// Gives the file the name `path` (whose folder is made if missing); nothing may be there yet.
+    func place(at path: String) throws(DarkDiskError) {
+        precondition(!isPlaced, "an unnamed file is placed once")
+        try FileOperations.makeDirectory((path as NSString).deletingLastPathComponent)
+        if let temporaryPath {
+            guard rename(temporaryPath, path) == 0 else { throw .posix("cannot move \(temporaryPath) to", path: path) }
+            StagingFiles.unregister(temporaryPath)
+        } else {
+            guard linkat(AT_FDCWD, "/proc/self/fd/\(fileDescriptor)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 else {
+                throw .posix("cannot name the new file", path: path)
+            }
+        }
+        placed.withLock { $0 = true }
+    }
+}
