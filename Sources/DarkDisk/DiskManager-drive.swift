@@ -27,7 +27,7 @@ extension DiskManager {
     /// The drive node `nodeID`, if the outline names it.
     public func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
         try read { db in
-            try Row.fetchOne(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE id = ? AND name IS NOT NULL",
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE id = ? AND name IS NOT NULL"),
                              arguments: [nodeID.rawValue]).flatMap { row in
                 let parent = (row["parentID"] as String?).flatMap { try? NodeID($0) }
                 return try Self.driveNode(from: row, in: try parent.map { try Self.isDriveFolder($0, db) } == true ? parent : nil)
@@ -79,10 +79,10 @@ extension DiskManager {
     /// gave one name in one folder (`DriveNames`).
     public func driveChildren(of parentID: NodeID?, named name: String) throws(DarkDiskError) -> [DriveNode] {
         try read { db in
-            var nodes = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name = ?",
+            var nodes = try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name = ?"),
                                          arguments: [parentID?.rawValue, name]).compactMap { try Self.driveNode(from: $0, in: parentID) }
             if parentID == nil {
-                nodes += try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node AS child WHERE name = ? AND \(Self.orphan)", arguments: [name])
+                nodes += try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node AS child WHERE name = ? AND \(Self.orphan)"), arguments: [name])
                     .compactMap { try Self.driveNode(from: $0, in: nil) }
             }
             return nodes
@@ -98,7 +98,7 @@ extension DiskManager {
     }
 
     static func isDriveFolder(_ id: NodeID, _ db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT 1 FROM node WHERE id = ? AND type = 'folder' AND name IS NOT NULL",
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM node WHERE id = ? AND type = 'folder' AND name IS NOT NULL"),
                           arguments: [id.rawValue]) ?? false
     }
 }

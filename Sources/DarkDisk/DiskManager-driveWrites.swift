@@ -37,10 +37,10 @@ extension DiskManager {
             guard try Self.driveChildID(named: name, in: parentID, db) == nil else {
                 throw DarkDiskError(.exists, "'\(name)' exists already")
             }
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO node (id, wrappedKey, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [id.rawValue, wrapped, name, parentID?.rawValue, created, attributes.kind.rawValue, Int64(attributes.mode),
+                """).execute(arguments: [id.rawValue, wrapped, name, parentID?.rawValue, created, attributes.kind.rawValue, Int64(attributes.mode),
                                  attributes.modifiedSeconds, Int64(attributes.modifiedNanoseconds), attributes.target, extended])
         }
         if attributes.kind != .file {
@@ -72,7 +72,7 @@ extension DiskManager {
                 // The new version, its time and its queued upload commit as one.
                 return try placeNodeData(file, header: header, key: content.key, nodeID: nodeID, durable: durable) { db in
                     // Deleted while this was written (an unlink racing the last close): nothing is stored.
-                    guard try String.fetchOne(db, sql: "SELECT name FROM node WHERE id = ?", arguments: [nodeID.rawValue]) != nil else {
+                    guard try String.fetchOne(db.cachedStatement(sql: "SELECT name FROM node WHERE id = ?"), arguments: [nodeID.rawValue]) != nil else {
                         throw DeletedMeanwhile()
                     }
                     if changes.mode != nil || changes.modified != nil {
@@ -184,8 +184,8 @@ extension DiskManager {
     /// content upload is still queued (which then carries the change). A file never committed has nothing
     /// to upload yet.
     private static func queueDriveRecordChange(_ db: Database, _ nodeID: NodeID, now: Double) throws {
-        let uploaded = try Bool.fetchOne(db, sql: "SELECT 1 FROM node WHERE id = ? AND cloudETag IS NOT NULL", arguments: [nodeID.rawValue]) ?? false
-        let queued = try Bool.fetchOne(db, sql: "SELECT 1 FROM uploadQueue WHERE nodeID = ?", arguments: [nodeID.rawValue]) ?? false
+        let uploaded = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM node WHERE id = ? AND cloudETag IS NOT NULL"), arguments: [nodeID.rawValue]) ?? false
+        let queued = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM uploadQueue WHERE nodeID = ?"), arguments: [nodeID.rawValue]) ?? false
         guard uploaded || queued else { return }
         try queue(db, nodeID, .record, name: nil, parentID: nil, operation: recordChangeOperation, now: now)
     }
@@ -201,13 +201,13 @@ extension DiskManager {
     }
 
     private static func driveKind(of nodeID: NodeID, _ db: Database) throws -> NodeAttributes.Kind? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT type FROM node WHERE id = ? AND name IS NOT NULL", arguments: [nodeID.rawValue]) else { return nil }
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT type FROM node WHERE id = ? AND name IS NOT NULL"), arguments: [nodeID.rawValue]) else { return nil }
         return (row["type"] as String?).flatMap(NodeAttributes.Kind.init) ?? .file
     }
 
     /// The node holding `name` in `folder`: the earliest made, as the drive shows it.
     private static func driveChildID(named name: String, in folder: NodeID?, _ db: Database) throws -> NodeID? {
-        try String.fetchOne(db, sql: "SELECT id FROM node WHERE parentID IS ? AND name = ? ORDER BY created, id LIMIT 1",
+        try String.fetchOne(db.cachedStatement(sql: "SELECT id FROM node WHERE parentID IS ? AND name = ? ORDER BY created, id LIMIT 1"),
                             arguments: [folder?.rawValue, name]).flatMap { try? NodeID($0) }
     }
 

@@ -192,7 +192,7 @@ extension DiskManager {
                 try record.insert(db)
                 try also?(db)
                 if mode == .persistent, kind != .avatar {
-                    try db.execute(sql: "DELETE FROM keepPersistent WHERE nodeID = ? AND kind = ?", arguments: [owner, kind.rawValue])
+                    try db.cachedStatement(sql: "DELETE FROM keepPersistent WHERE nodeID = ? AND kind = ?").execute(arguments: [owner, kind.rawValue])
                 }
                 return old.map(path(of:))
             }

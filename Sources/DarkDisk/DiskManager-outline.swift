@@ -25,7 +25,7 @@ extension DiskManager {
     }
 
     static func nodeAttributes(_ db: Database, _ nodeID: NodeID) throws -> NodeAttributes {
-        try Row.fetchOne(db, sql: "SELECT type, mode, mtime, mtimeNsec, target, xattrs FROM node WHERE id = ?", arguments: [nodeID.rawValue])
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT type, mode, mtime, mtimeNsec, target, xattrs FROM node WHERE id = ?"), arguments: [nodeID.rawValue])
             .map(Self.attributes(from:)) ?? NodeAttributes()
     }
 
@@ -43,7 +43,7 @@ extension DiskManager {
         do { extended = try Self.extendedAttributesColumn(attributes) } catch {
             throw DarkDiskError(.invalidArgument, "node '\(nodeID)': cannot encode its extended attributes")
         }
-        try db.execute(sql: "UPDATE node SET type = ?, mode = ?, mtime = ?, mtimeNsec = ?, target = ?, xattrs = ? WHERE id = ?",
+        try db.cachedStatement(sql: "UPDATE node SET type = ?, mode = ?, mtime = ?, mtimeNsec = ?, target = ?, xattrs = ? WHERE id = ?").execute(
                        arguments: [attributes.kind.rawValue, Int64(attributes.mode), attributes.modifiedSeconds,
                                    Int64(attributes.modifiedNanoseconds), attributes.target, extended, nodeID.rawValue])
         return db.changesCount > 0

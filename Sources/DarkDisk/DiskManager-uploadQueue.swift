@@ -43,13 +43,13 @@ extension DiskManager {
         // A name or folder given is the node's here at once (the drive shows it; the upload writes it).
         if let name { try db.execute(sql: "UPDATE node SET name = ? WHERE id = ?", arguments: [name, nodeID.rawValue]) }
         if let parentID { try db.execute(sql: "UPDATE node SET parentID = ? WHERE id = ?", arguments: [parentID, nodeID.rawValue]) }
-        let sequence = (try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM uploadQueue") ?? 0) + 1
-        try db.execute(sql: """
+        let sequence = (try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(sequence) FROM uploadQueue")) ?? 0) + 1
+        try db.cachedStatement(sql: """
             INSERT INTO uploadQueue (nodeID, name, parentID, queuedAt, state, sequence, operation) VALUES (?, ?, ?, ?, 'pending', ?, ?)
             ON CONFLICT(nodeID) DO UPDATE SET name = excluded.name, parentID = excluded.parentID, queuedAt = excluded.queuedAt,
               sequence = excluded.sequence, state = CASE WHEN state = 'uploading' THEN state ELSE 'pending' END,
               attempts = 0, lastError = NULL, operation = \(operation)
-            """, arguments: [nodeID.rawValue, name, parentID, now, sequence, new.rawValue])
+            """).execute(arguments: [nodeID.rawValue, name, parentID, now, sequence, new.rawValue])
     }
 
     /// Every queued change, oldest first.

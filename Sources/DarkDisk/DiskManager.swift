@@ -185,6 +185,12 @@ public final class DiskManager: Sendable {
     }
 
     private func ownerKey(table: String, id: String, extraColumns: String, extraValues: [any DatabaseValueConvertible]) throws(DarkDiskError) -> SymmetricKey {
+        // Usually the key exists: a read, not a write (every drive file opened for writing asks).
+        if let existing = try read({ db in
+            try Data.fetchOne(db.cachedStatement(sql: "SELECT wrappedKey FROM \(table) WHERE id = ?"), arguments: [id])
+        }) {
+            return try unwrap(existing)
+        }
         let fresh = SymmetricKey.random()
         let wrapped = Data(masterKey.wrap(fresh))
         let stored: Data = try write { db in

@@ -19,7 +19,7 @@ final class FileDeleter: Sendable {
     static func markPending(_ db: Database, paths: [String]) throws {
         let now = Date().timeIntervalSince1970
         for path in paths {
-            try db.execute(sql: "INSERT OR IGNORE INTO pendingDelete (path, since) VALUES (?, ?)", arguments: [path, now])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO pendingDelete (path, since) VALUES (?, ?)").execute(arguments: [path, now])
         }
     }
 

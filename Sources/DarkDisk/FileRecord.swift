@@ -30,7 +30,7 @@ struct FileRecord: Codable, FetchableRecord, MutablePersistableRecord, Sendable 
     }
 
     static func find(_ db: Database, kind: FileKind, owner: String, identity: String = "") throws -> FileRecord? {
-        try FileRecord.filter(Column("kind") == kind.rawValue && Column("ownerID") == owner && Column("identityID") == identity)
-            .fetchOne(db)
+        try FileRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM file WHERE kind = ? AND ownerID = ? AND identityID = ?"),
+                                arguments: [kind.rawValue, owner, identity])
     }
 }

@@ -56,13 +56,13 @@ extension CloudSync {
         try manager.queueUpload(nodeID, name: name, parentID: parentID)
     }
 
-    /// Uploads every queued change this process can claim, oldest first; with `waitForOthers`, then waits
-    /// until the changes other processes were uploading are done too (or failed). `progress` hears
-    /// (changes done, changes in all) after each.
-    public func drainQueue(waitForOthers: Bool = false,
+    /// Uploads every queued change this process can claim, oldest first (with `restedSince`, only those last
+    /// changed by then); with `waitForOthers`, then waits until the changes other processes were uploading
+    /// are done too (or failed). `progress` hears (changes done, changes in all) after each.
+    public func drainQueue(waitForOthers: Bool = false, restedSince: Date? = nil,
                            progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> DrainResult {
         var result = DrainResult()
-        let queue = try manager.uploadQueue()
+        let queue = try manager.uploadQueue().filter { queued in restedSince.map { queued.queuedAt <= $0 } ?? true }
         progress?(0, queue.count)
         for (index, queued) in queue.enumerated() {
             try Task.checkCancellation()

@@ -4,13 +4,15 @@ import Foundation
 import Logging
 
 /// Drains the store's upload queue in the background (the mount daemon's half of DESIGN §4): it looks at the
-/// queue every `checkInterval` seconds (one index read), uploads what it can claim, and pulls right after
-/// its own uploads so the outline shows what the remote now holds. A failing round is logged once and
-/// retried with backoff (doubling up to a minute) until an upload succeeds again.
+/// queue every `checkInterval` seconds (one index read), uploads what it can claim once it has rested
+/// `writeBack` seconds (rclone's `--vfs-write-back`: a change made again meanwhile waits again, so a burst of
+/// writes uploads once, after the work, instead of competing with it), and pulls right after its own
+/// uploads so the outline shows what the remote now holds. A failing round is logged once and retried with
+/// backoff (doubling up to a minute) until an upload succeeds again.
 public final class QueueUploader: Sendable {
     private let task: Locked<Task<Void, Never>?> = Locked(nil)
 
-    public init(sync: CloudSync, checkInterval: Double = 1, pullAfterUploads: Bool = true, logger: Logger) {
+    public init(sync: CloudSync, checkInterval: Double = 1, writeBack: Double = 0, pullAfterUploads: Bool = true, logger: Logger) {
         let task = Task.detached {
             var backoff = checkInterval
             var failing = false
@@ -19,9 +21,10 @@ public final class QueueUploader: Sendable {
                 if Task.isCancelled { break }
                 do {
                     // Including changes whose uploader died (a daemon killed mid-upload and started again).
-                    let waiting = try sync.manager.uploadQueue().filter { !$0.isBeingUploaded }
+                    let rested = sync.manager.clock.now.addingTimeInterval(-writeBack)
+                    let waiting = try sync.manager.uploadQueue().filter { !$0.isBeingUploaded && $0.queuedAt <= rested }
                     guard !waiting.isEmpty else { continue }
-                    let result = try await sync.drainQueue()
+                    let result = try await sync.drainQueue(restedSince: rested)
                     for conflict in result.conflicts {
                         logger.warning("upload: node \(conflict.originalID) changed in the remote; this store's change is node \(conflict.nodeID) '\(conflict.name)'")
                     }

@@ -26,7 +26,7 @@ extension FuseFileSystem {
                 detachWriter(writer)
                 throw Errno(rawValue: ENOENT)
             }
-            var param = lookedUpEntry(entry, (st, nil))
+            var param = lookedUpEntry(entry, (st, nil), in: parent, named: name)
             let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
             handles.withLock { $0[handle] = OpenFile(entry: entry, ino: param.ino, source: .drive(writer)) }
             fi.pointee.fh = handle
@@ -49,7 +49,7 @@ extension FuseFileSystem {
             guard mode & S_IFMT == S_IFREG else { throw DarkDiskError(.notPermitted, "the drive keeps no device files, FIFOs or sockets") }
             let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
             try manager.commitDriveFile(node.id, content: try manager.stagedContent(for: node.id, base: nil, isNew: true))
-            try answerEntry(reply, .driveFile(node.id))
+            try answerEntry(reply, .driveFile(node.id), in: parent, named: name)
         } catch {
             refuse(reply, "mknod \(name)", error)
         }
@@ -69,7 +69,7 @@ extension FuseFileSystem {
         do {
             let folder = try driveFolder(parent)
             let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.folder, mode: mode))
-            try answerEntry(reply, .driveFolder(node.id))
+            try answerEntry(reply, .driveFolder(node.id), in: parent, named: name)
         } catch {
             refuse(reply, "mkdir \(name)", error)
         }
@@ -81,7 +81,7 @@ extension FuseFileSystem {
             var attributes = Self.newAttributes(.symlink, mode: 0o777)
             attributes.target = target
             let node = try manager.createDriveNode(named: name, in: folder, attributes: attributes)
-            try answerEntry(reply, .driveLink(node.id))
+            try answerEntry(reply, .driveLink(node.id), in: parent, named: name)
         } catch {
             refuse(reply, "symlink \(name)", error)
         }
@@ -119,6 +119,8 @@ extension FuseFileSystem {
             let (_, id) = try driveChildNode(parent, name)
             let folder = try driveFolder(newParent)
             try manager.moveDriveNode(id, to: newName, in: folder, replacing: flags & 1 == 0)
+            // The kernel moves its entry itself: the watcher must not take the move for one made elsewhere.
+            driveNames.withLock { $0[id] = (newParent, newName) }
             reply.error(0)
         } catch {
             refuse(reply, "rename \(name) to \(newName)", error)
@@ -368,8 +370,10 @@ extension FuseFileSystem {
         }
     }
 
-    /// A `fuse_entry_param` for a reply that hands the kernel `entry`, counted as one lookup.
-    private func lookedUpEntry(_ entry: FSEntry, _ current: (stat: stat, version: InodeTable.Version?)) -> fuse_entry_param {
+    /// A `fuse_entry_param` for a reply that hands the kernel `entry` as `name` in folder inode `parent`,
+    /// counted as one lookup (and remembered, as a lookup's is, for the store watcher).
+    private func lookedUpEntry(_ entry: FSEntry, _ current: (stat: stat, version: InodeTable.Version?), in parent: fuse_ino_t, named name: String) -> fuse_entry_param {
+        if let id = entry.driveNode { driveNames.withLock { $0[id] = (parent, name) } }
         var param = fuse_entry_param()
         param.ino = inodes.withLock { table in
             let ino = table.inode(for: entry, version: current.version)
@@ -385,9 +389,9 @@ extension FuseFileSystem {
     }
 
     /// Answers a request that made `entry` with it.
-    private func answerEntry(_ reply: FuseReply, _ entry: FSEntry) throws {
+    private func answerEntry(_ reply: FuseReply, _ entry: FSEntry, in parent: fuse_ino_t, named name: String) throws {
         guard let current = try current(entry) else { throw Errno(rawValue: ENOENT) }
-        var param = lookedUpEntry(entry, current)
+        var param = lookedUpEntry(entry, current, in: parent, named: name)
         if reply.entry(&param) != 0 { inodes.withLock { $0.forget(param.ino, count: 1) } }
     }
 

@@ -87,14 +87,27 @@ final class StoreWatcher: Sendable {
     /// drive entry, the name the kernel knows it by and the one it has now (which also drops the listings
     /// of both folders, which the kernel keeps in no-opendir mode), its attributes and its cached pages (its
     /// inode serves every version of it).
+    ///
+    /// A drive folder still where the kernel knows it keeps its name: dropping it would unhash the folder's
+    /// dentry, and every process working in it would lose its working directory (`getcwd`: ENOENT, which
+    /// failed `git gc` in a clone whose folder had just been uploaded). Its attributes and listing go.
     private func invalidate(node id: NodeID) {
         var names: [(FSEntry, String)] = [(FSEntry.nodes, id.rawValue), (.thumbs, id.rawValue), (.nodeDirectory(id), "data"),
                                           (.nodeDirectory(id), "metadata"), (.nodeDirectory(id), "thumbnail")]
-        if let node = try? fileSystem.manager.driveNode(id) {
-            names.append((node.parentID.map(FSEntry.driveFolder) ?? .files, node.name))
+        let node = try? fileSystem.manager.driveNode(id)
+        let known = fileSystem.driveNames.withLock { $0[id] }
+        var folderStays = false
+        if let node {
+            let folder = node.parentID.map(FSEntry.driveFolder) ?? .files
+            if node.attributes.kind == .folder, let known, known.name == node.name,
+               fileSystem.inodes.withLock({ $0.existingInode(for: folder) }) == known.folder {
+                folderStays = true
+            } else {
+                names.append((folder, node.name))
+            }
         }
         invalidate(names, files: [.nodeFile(id, .data), .nodeFile(id, .metadata), .nodeFile(id, .thumbnail), .thumb(id)])
-        if let known = fileSystem.driveNames.withLock({ $0[id] }) {
+        if let known, !folderStays {
             _ = known.name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, known.folder, $0, known.name.utf8.count) }
         }
         for entry in [FSEntry.driveFile(id), .driveFolder(id), .driveLink(id)] {

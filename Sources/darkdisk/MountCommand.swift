@@ -32,6 +32,9 @@ struct MountCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Pull the remote's outline every SECONDS while mounted, so what other machines push appears (0: never; 'darkdisk pull' still works).", valueName: "SECONDS"))
     var pollInterval: Double = 60
 
+    @Option(help: ArgumentHelp("Upload a change once it has rested SECONDS (a file written again meanwhile waits again, so a burst of writes, an editor's saves or a 'tar x', uploads once and after the work; 0: at once).", valueName: "SECONDS"))
+    var writeBack: Double = 5
+
     @Option(help: .hidden)
     var readyFd: Int32?
 
@@ -40,6 +43,7 @@ struct MountCommand: ParsableCommand {
         guard pollInterval == 0 || (pollInterval >= 0.5 && pollInterval <= 86_400) else {
             throw ValidationError("--poll-interval must be 0 (off) or between 0.5 and 86400 seconds")
         }
+        guard writeBack >= 0, writeBack <= 86_400 else { throw ValidationError("--write-back must be between 0 and 86400 seconds") }
     }
 
     func run() throws {
@@ -70,7 +74,7 @@ struct MountCommand: ParsableCommand {
                 ? RemotePoller(sync: CloudSync(manager: manager, remote: downloads.remote), interval: pollInterval, logger: logger) : nil
             defer { poller?.stop() }
             // The upload queue drains in the background (and a pull follows the daemon's own uploads).
-            let uploader = QueueUploader(sync: CloudSync(manager: manager, remote: downloads.remote),
+            let uploader = QueueUploader(sync: CloudSync(manager: manager, remote: downloads.remote), writeBack: writeBack,
                                          pullAfterUploads: try !StoreRemote.url(for: manager).isDefault, logger: logger)
             defer { uploader.stop() }
             let fileSystem = FuseFileSystem(manager: manager, downloads: downloads,

@@ -117,6 +117,28 @@ import Testing
         try await Self.sh("cmp \(Shell.quote(store.directory + "/in.tar")) \(Shell.quote(store.directory + "/out.tar"))", "tar c gives back the archive tar x took")
     }
 
+    /// A shell working in a folder it just made keeps its working directory while the folder changes (its
+    /// mode and time, as `git` sets them), uploads and moves (the store watcher sees each change, and must
+    /// not take the local ones for changes made elsewhere).
+    @Test func aFolderKeepsTheProcessesWorkingInItAsItUploadsAndMoves() async throws {
+        let (_, mount, files) = try await Self.mounted()
+        defer { withExtendedLifetime(mount) {} }
+        let out = try await Self.sh("""
+            cd \(Shell.quote(files)) && mkdir work && cd work && echo x > file
+            for i in $(seq 1 100); do
+              [ "$(getfattr --only-values -n user.darkdisk.sync file 2>/dev/null)" = synced ] && break; sleep 0.1
+            done
+            chmod 700 . && touch .
+            sleep 2.5
+            /bin/pwd
+            mv ../work ../moved
+            sleep 2.5
+            /bin/pwd
+            cat file
+            """, log: mount)
+        #expect(out == files + "/work\n" + files + "/moved\nx\n", "\(out)")
+    }
+
     @Test func gitCloneCommitAndFsck() async throws {
         let (store, mount, files) = try await Self.mounted()
         defer { withExtendedLifetime(mount) {} }

@@ -10,7 +10,9 @@ final class Mount {
         self.store = store
         path = store.directory + "/mnt"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let run = try store.darkdisk(["mount", path] + options)
+        // Changes upload at once unless a test asks for the write-back delay (its own test covers the default).
+        let writeBack = options.contains("--write-back") ? [] : ["--write-back", "0"]
+        let run = try store.darkdisk(["mount", path] + options + writeBack)
         guard run.status == 0 else { throw MountFailed(message: run.stderr) }
         guard Mount.isMounted(path) else { throw MountFailed(message: "mount returned but \(path) is not mounted") }
     }

@@ -80,6 +80,36 @@ import Testing
         #expect(await Self.syncState("seed", on: mount) == "synced")
     }
 
+    /// With `--write-back`, a drive file's change waits until it has rested that long, and a change made
+    /// meanwhile makes it wait again: it uploads once, after the writes.
+    @Test func theDaemonUploadsAChangeOnceItHasRested() async throws {
+        let remote = try RemoteBucket()
+        try remote.push("seed", Data("seed".utf8))
+        try remote.join("file://" + remote.bucket)
+        let mount = try remote.mountB(["--poll-interval", "0", "--write-back", "3"])
+        defer { withExtendedLifetime(mount) {} }
+        let file = mount.path + "/files/rested.txt"
+        func state() async -> String {
+            (try? await Shell.sh("getfattr --only-values -n user.darkdisk.sync \(Shell.quote(file))").output) ?? ""
+        }
+        try await DriveWriteTests.sh("echo one > \(Shell.quote(file))")
+        let id = try await DriveWriteTests.sh("getfattr --only-values -n user.darkdisk.node \(Shell.quote(file))")
+        try await Task.sleep(for: .seconds(2))
+        #expect(await state() == "pending", "2 s after its change, within the 3 s it must rest")
+        try await DriveWriteTests.sh("echo two >> \(Shell.quote(file))")
+        try await Task.sleep(for: .seconds(2))
+        #expect(await state() == "pending", "changed again: it rests anew")
+        #expect(!FileManager.default.fileExists(atPath: remote.bucket + "/records/\(id).rec"))
+        var last = ""
+        for _ in 0..<150 {
+            last = await state()
+            if last == "synced" { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(last == "synced", "\(mount.log)")
+        #expect(FileManager.default.fileExists(atPath: remote.bucket + "/records/\(id).rec"))
+    }
+
     /// `user.darkdisk.sync` through a mount says `failed` while uploads fail (the bucket's `nodes` folder
     /// replaced by a file), `synced` once the daemon's retry lands, and `conflict` on the copy a conflicting
     /// push made.
