@@ -140,7 +140,7 @@ extension DiskManager {
     /// power loss (not a crash of this process) may take the last versions back.
     func placeNodeData(_ file: UnnamedFile, header: CryptoFileHeader, key: SymmetricKey, nodeID: NodeID, durable: Bool,
                        also: @escaping (Database) throws -> Void) throws(DarkDiskError) -> DiskExport {
-        let name = FileOperations.randomName()
+        let name = file.intendedName ?? FileOperations.randomName()
         let finalPath = path(name: name, mode: .persistent)
         // Locked exclusively until its row commits, so that no orphan sweep (in any process) takes it for
         // debris; the token's descriptor shares the lock, and turns it into a holder's after.

@@ -28,6 +28,19 @@ extension DiskManager {
         return ids.compactMap { try? NodeID($0) }
     }
 
+    /// Calls `body` with every node a mount lists under `/nodes` (as `listedNodeIDs()`), in ID order, from
+    /// a cursor: a listing of 1,000,000 nodes holds no array of them (`body` must not use the index).
+    public func forEachListedNodeID(_ body: (NodeID) -> Void) throws(DarkDiskError) {
+        try read { db in
+            let ids = try String.fetchCursor(db, sql: """
+                SELECT id FROM node WHERE cloudETag IS NOT NULL UNION SELECT ownerID FROM file WHERE kind != '\(FileKind.avatar.rawValue)' ORDER BY 1
+                """)
+            while let id = try ids.next() {
+                if let id = try? NodeID(id) { body(id) }
+            }
+        }
+    }
+
     /// The index entry of one node file, without opening it.
     public func storedFile(_ nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> StoredFile? {
         try read { db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }.map(StoredFile.init)

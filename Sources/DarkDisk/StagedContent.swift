@@ -64,17 +64,21 @@ public final class StagedContent: Sendable {
     static let chunkSize = 64 * 1024
     let directory: String
     let key: SymmetricKey
+    /// Makes the unnamed file a new version is sealed into.
+    let newVersionFile: @Sendable () throws(DarkDiskError) -> UnnamedFile
     let state: Mutex<State>
 
     /// Content that starts as `base` (the file's stored data; nil: empty), sealed under `key` (the node's
     /// content key) into files in `directory` (the store's persistent staging folder). `isNew`: no version
     /// is committed yet, so the first commit is due even without a write (a file made by `touch`).
-    init(base: DiskExport?, key: SymmetricKey, directory: String, isNew: Bool = false) throws(DarkDiskError) {
+    init(base: DiskExport?, key: SymmetricKey, directory: String, isNew: Bool = false,
+         newVersionFile: @escaping @Sendable () throws(DarkDiskError) -> UnnamedFile) throws(DarkDiskError) {
         let reader: CryptoFileReader?
         do { reader = try base?.reader() } catch { throw DarkDiskError(crypto: error) }
         let size = base?.plaintextSize ?? 0
         self.directory = directory
         self.key = key
+        self.newVersionFile = newVersionFile
         state = Mutex(State(size: size, base: reader, baseLimit: size, dirty: isNew))
     }
 
@@ -261,7 +265,7 @@ public final class StagedContent: Sendable {
     private func appendSequentially(_ bytes: UnsafeRawBufferPointer, _ state: inout State) throws(DarkDiskError) -> Bool {
         if state.sequential == nil {
             guard state.size == 0, state.baseLimit == 0, !(state.staging?.holdsChunks ?? false) else { return false }
-            let file = try UnnamedFile(in: directory)
+            let file = try newVersionFile()
             do throws(CryptoError) {
                 let writer = try CryptoFileWriter(fileDescriptor: file.fileDescriptor, key: key, format: .cacheFile,
                                                   chunkSize: UInt32(Self.chunkSize))
@@ -311,7 +315,7 @@ public final class StagedContent: Sendable {
     /// Seals every chunk of the content, in order, into a new file under `key`.
     private func seal(_ state: borrowing State) throws(DarkDiskError) -> (UnnamedFile, CryptoFileHeader) {
         let chunkSize = UInt64(Self.chunkSize)
-        let file = try UnnamedFile(in: directory)
+        let file = try newVersionFile()
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: Int(chunkSize), alignment: 16)
         defer { scratch.deallocate() }
         do throws(CryptoError) {
@@ -363,6 +367,19 @@ extension DiskManager {
     /// `StagedContent`).
     public func stagedContent(for nodeID: NodeID, base: DiskExport?, isNew: Bool = false) throws(DarkDiskError) -> StagedContent {
         try FileOperations.makeDirectory(location.persistentStaging)
-        return try StagedContent(base: base, key: nodeKey(nodeID), directory: location.persistentStaging, isNew: isNew)
+        return try StagedContent(base: base, key: nodeKey(nodeID), directory: location.persistentStaging, isNew: isNew) {
+            () throws(DarkDiskError) -> UnnamedFile in try self.newStoredFile(mode: .persistent)
+        }
+    }
+
+    /// An unnamed file for a new stored file: made in the folder it will be placed in, under the name it
+    /// will get, where the file system allows; else in the staging folder.
+    func newStoredFile(mode: StorageMode) throws(DarkDiskError) -> UnnamedFile {
+        let name = FileOperations.randomName()
+        let path = path(name: name, mode: mode)
+        let folder = (path as NSString).deletingLastPathComponent
+        try FileOperations.makeDirectory(folder)
+        if let file = UnnamedFile(in: folder, named: name) { return file }
+        return try UnnamedFile(in: mode == .persistent ? location.persistentStaging : location.cacheStaging)
     }
 }
