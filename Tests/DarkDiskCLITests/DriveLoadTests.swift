@@ -72,7 +72,8 @@ import Glibc
             // before writing, and a close commits: the truncated file, as on any disk.)
             let sources = store.directory + "/round-\(round)"
             try FileManager.default.createDirectory(atPath: sources, withIntermediateDirectories: true)
-            var script = "cd \(Shell.quote(files))\n"
+            // (Never anywhere else: a writer that could not enter the drive writes nothing.)
+            var script = "cd \(Shell.quote(files)) || exit 1\n"
             for index in 0..<40 {
                 let name = "f\(index % 12)"
                 let text = Self.content(round: round, index: index)
@@ -104,7 +105,10 @@ import Glibc
                 #expect(text.isEmpty || all.contains(text), "round \(round): \(name) holds a mix (\(data.count) bytes)")
                 if let last = closed[name], text != last {
                     // Only a newer write of this round (started after that close) may have replaced it.
-                    #expect(text.hasPrefix("round \(round) "), "round \(round): \(name) lost the version whose close returned")
+                    #expect(text.hasPrefix("round \(round) "), """
+                        round \(round): \(name) lost the version whose close returned; the daemons' log ends:
+                        \(again.log.split(separator: "\n").suffix(30).joined(separator: "\n"))
+                        """)
                 }
                 // What the store holds now is the old version the next round must keep (a write whose close
                 // never returned may still have committed before the kill).
