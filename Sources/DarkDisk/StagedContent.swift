@@ -60,7 +60,8 @@ public final class StagedContent: Sendable {
         public var modified: (seconds: Int64, nanoseconds: UInt32)?
     }
 
-    /// Plaintext bytes per chunk, in the staging file and in the versions sealed here.
+    /// Plaintext bytes per chunk of the staging file (the versions sealed here take the store's own chunk
+    /// size, `CryptoFormat.defaultChunkSize`, as every new file does: Docs/FORMAT.md).
     static let chunkSize = 64 * 1024
     let directory: String
     let key: SymmetricKey
@@ -68,9 +69,10 @@ public final class StagedContent: Sendable {
     let newVersionFile: @Sendable () throws(DarkDiskError) -> UnnamedFile
     let state: Mutex<State>
 
-    /// Content that starts as `base` (the file's stored data; nil: empty), sealed under `key` (the node's
-    /// content key) into files in `directory` (the store's persistent staging folder). `isNew`: no version
-    /// is committed yet, so the first commit is due even without a write (a file made by `touch`).
+    /// Content that starts as `base` (the file's stored data; nil: empty), with its staging file in
+    /// `directory` (the store's persistent staging folder) and its new versions sealed under `key` (the
+    /// node's content key) into the files `newVersionFile` makes. `isNew`: no version is committed yet, so
+    /// the first commit is due even without a write (a file made by `touch`).
     init(base: DiskExport?, key: SymmetricKey, directory: String, isNew: Bool = false,
          newVersionFile: @escaping @Sendable () throws(DarkDiskError) -> UnnamedFile) throws(DarkDiskError) {
         let reader: CryptoFileReader?
@@ -267,8 +269,7 @@ public final class StagedContent: Sendable {
             guard state.size == 0, state.baseLimit == 0, !(state.staging?.holdsChunks ?? false) else { return false }
             let file = try newVersionFile()
             do throws(CryptoError) {
-                let writer = try CryptoFileWriter(fileDescriptor: file.fileDescriptor, key: key, format: .cacheFile,
-                                                  chunkSize: UInt32(Self.chunkSize))
+                let writer = try CryptoFileWriter(fileDescriptor: file.fileDescriptor, key: key, format: .cacheFile)
                 state.sequential = SequentialVersion(file: file, writer: writer)
             } catch {
                 throw DarkDiskError(crypto: error)
@@ -319,7 +320,7 @@ public final class StagedContent: Sendable {
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: Int(chunkSize), alignment: 16)
         defer { scratch.deallocate() }
         do throws(CryptoError) {
-            let writer = try CryptoFileWriter(fileDescriptor: file.fileDescriptor, key: key, format: .cacheFile, chunkSize: UInt32(chunkSize))
+            let writer = try CryptoFileWriter(fileDescriptor: file.fileDescriptor, key: key, format: .cacheFile)
             var position: UInt64 = 0
             while position < state.size {
                 try fillThrowingCrypto(position / chunkSize, into: scratch, state)
