@@ -14,27 +14,26 @@ extension DiskManager {
     /// reads IDs only (a listing of 1,000,000 outline nodes loads no keys, names or sizes). With `kind`,
     /// only the nodes that have that section, stored or in the outline (`/thumbs`).
     public func listedNodeIDs(having kind: FileKind? = nil) throws(DarkDiskError) -> [NodeID] {
+        let ids = try read { db in try String.fetchAll(db, sql: Self.listedNodeIDsQuery(having: kind)) }
+        return ids.compactMap { try? NodeID($0) }
+    }
+
+    /// The query of `listedNodeIDs(having:)`: IDs only, stored or in the outline, sorted.
+    private static func listedNodeIDsQuery(having kind: FileKind?) -> String {
         let outlineHas = switch kind {
         case nil, .data?, .avatar?: ""
         case .metadata?: " AND metadataSize > 0"
         case .thumbnail?: " AND thumbnailSize > 0"
         }
         let stored = kind.map { "kind = '\($0.rawValue)'" } ?? "kind != '\(FileKind.avatar.rawValue)'"
-        let ids = try read { db in
-            try String.fetchAll(db, sql: """
-                SELECT id FROM node WHERE cloudETag IS NOT NULL\(outlineHas) UNION SELECT ownerID FROM file WHERE \(stored) ORDER BY 1
-                """)
-        }
-        return ids.compactMap { try? NodeID($0) }
+        return "SELECT id FROM node WHERE cloudETag IS NOT NULL\(outlineHas) UNION SELECT ownerID FROM file WHERE \(stored) ORDER BY 1"
     }
 
     /// Calls `body` with every node a mount lists under `/nodes` (as `listedNodeIDs()`), in ID order, from
     /// a cursor: a listing of 1,000,000 nodes holds no array of them (`body` must not use the index).
     public func forEachListedNodeID(_ body: (NodeID) -> Void) throws(DarkDiskError) {
         try read { db in
-            let ids = try String.fetchCursor(db, sql: """
-                SELECT id FROM node WHERE cloudETag IS NOT NULL UNION SELECT ownerID FROM file WHERE kind != '\(FileKind.avatar.rawValue)' ORDER BY 1
-                """)
+            let ids = try String.fetchCursor(db, sql: Self.listedNodeIDsQuery(having: nil))
             while let id = try ids.next() {
                 if let id = try? NodeID(id) { body(id) }
             }

@@ -14,18 +14,7 @@ extension FuseFileSystem {
                 reply.error(ENOENT)
                 return
             }
-            var param = fuse_entry_param()
-            param.ino = inodes.withLock { table in
-                let ino = table.inode(for: entry, version: current.version)
-                table.lookedUp(ino)
-                return ino
-            }
-            if let id = entry.driveNode { driveNames.withLock { $0[id] = (parent, name) } }
-            param.generation = 1
-            param.attr = current.stat
-            param.attr.st_ino = __ino_t(param.ino)
-            param.attr_timeout = cacheTimeout(for: entry)
-            param.entry_timeout = cacheTimeout(for: entry)
+            var param = lookedUpEntry(entry, current, in: parent, named: name)
             if reply.entry(&param) != 0 {
                 // The kernel did not take the reference (the lookup was interrupted).
                 inodes.withLock { $0.forget(param.ino, count: 1) }

@@ -371,8 +371,8 @@ extension FuseFileSystem {
     }
 
     /// A `fuse_entry_param` for a reply that hands the kernel `entry` as `name` in folder inode `parent`,
-    /// counted as one lookup (and remembered, as a lookup's is, for the store watcher).
-    private func lookedUpEntry(_ entry: FSEntry, _ current: (stat: stat, version: InodeTable.Version?), in parent: fuse_ino_t, named name: String) -> fuse_entry_param {
+    /// counted as one lookup and remembered (folder and name) for the store watcher.
+    func lookedUpEntry(_ entry: FSEntry, _ current: (stat: stat, version: InodeTable.Version?), in parent: fuse_ino_t, named name: String) -> fuse_entry_param {
         if let id = entry.driveNode { driveNames.withLock { $0[id] = (parent, name) } }
         var param = fuse_entry_param()
         param.ino = inodes.withLock { table in

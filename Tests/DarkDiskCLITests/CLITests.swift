@@ -59,6 +59,7 @@ import Testing
         await expectOneLineFailure(try store.darkdisk(["mount", store.directory + "/no/where"]), mentioning: "does not exist")
         await expectOneLineFailure(try store.darkdisk(["mount", try store.file("plain-file", Data())]), mentioning: "not a directory")
         await expectOneLineFailure(try store.darkdisk(["mount", store.directory, "-o", "suid_everything"]), mentioning: "unsupported mount option")
+        await expectOneLineFailure(try store.darkdisk(["mount", store.directory, "--write-back", "90000"]), mentioning: "--write-back")
         // A cache import larger than the pool: an error, nothing stored, the other cache files kept.
         await #expect(try store.darkdisk(["import", try store.file("kept", Data(count: 5_000)), "--node", "kept"]).status == 0)
         await #expect(try store.darkdisk(["config", "set", "pool.data.max_size", "100K"]).status == 0)
