@@ -8,7 +8,7 @@ public struct DriveNode: Sendable, Equatable {
     /// The folder node it is in; nil at the top of the drive.
     public let parentID: NodeID?
     public let created: Double
-    public let attributes: NodeAttributes
+    public var attributes: NodeAttributes
 }
 
 extension DiskManager {

@@ -107,8 +107,9 @@ extension DiskManager {
     /// Renames or moves drive node `nodeID` to `name` in folder `parentID` (nil: the top): an edit of the
     /// outline, never a copy of data. An entry already there is replaced as `rename(2)` does (a file by a
     /// file, an empty folder by a folder) unless `replacing` is false; the replaced node is deleted
-    /// (`deleteDriveNode`). A folder cannot move into itself or below itself.
-    public func moveDriveNode(_ nodeID: NodeID, to name: String, in parentID: NodeID?, replacing: Bool = true) throws(DarkDiskError) {
+    /// (`deleteDriveNode`). A folder cannot move into itself or below itself. Returns the replaced node, if any.
+    @discardableResult
+    public func moveDriveNode(_ nodeID: NodeID, to name: String, in parentID: NodeID?, replacing: Bool = true) throws(DarkDiskError) -> NodeID? {
         try Self.checkDriveName(name)
         let now = clock.now.timeIntervalSince1970
         let replaced = try write { db -> NodeID? in
@@ -139,6 +140,7 @@ extension DiskManager {
             return replaced
         }
         if let replaced { try finishDriveDelete(replaced) }
+        return replaced
     }
 
     /// Deletes drive node `nodeID` here and, through the queue, in the remote. A folder must be empty. Its

@@ -50,7 +50,12 @@ extension FuseFileSystem {
         case .files:
             return (baseStat(mode: S_IFDIR | 0o755, links: 2), nil)
         case .driveFolder(let id), .driveFile(let id), .driveLink(let id):
+            // A file open for writing here: its record as the writer knows it (read once, then kept).
+            let writer = if case .driveFile = entry { writers.withLock { $0[id] } } else { DriveWriter?.none }
+            let (known, generation) = writer?.knownRecord ?? (nil, 0)
+            if let known { return try driveStat(known).map { ($0, nil) } }
             guard let node = try manager.driveNode(id), Self.driveEntry(node) == entry else { return nil }
+            writer?.remember(node, ifStill: generation)
             return try driveStat(node).map { ($0, nil) }
         default:
             return nil

@@ -19,7 +19,7 @@ extension FuseFileSystem {
         do {
             let folder = try driveFolder(parent)
             let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
-            let writer = try attachWriter(node.id) { try self.manager.stagedContent(for: node.id, base: nil, isNew: true) }
+            let writer = try attachWriter(node.id, record: node) { try self.manager.stagedContent(for: node.id, base: nil, isNew: true) }
             let entry = FSEntry.driveFile(node.id)
             // (Its attributes as made: no query, as its content is the writer's.)
             guard let st = try driveStat(node) else {
@@ -94,6 +94,7 @@ extension FuseFileSystem {
             let (entry, id) = try driveChildNode(parent, name)
             if case .driveFolder = entry { throw DarkDiskError(.isDirectory, "'\(name)' is a folder") }
             try manager.deleteDriveNode(id)
+            writers.withLock { $0[id] }?.forgetRecord()
             reply.error(0)
         } catch {
             refuse(reply, "unlink \(name)", error)
@@ -118,7 +119,11 @@ extension FuseFileSystem {
             guard flags & ~UInt32(1) == 0 else { throw DarkDiskError(.invalidArgument, "rename flags \(flags) are not supported") }
             let (_, id) = try driveChildNode(parent, name)
             let folder = try driveFolder(newParent)
-            try manager.moveDriveNode(id, to: newName, in: folder, replacing: flags & 1 == 0)
+            let replaced = try manager.moveDriveNode(id, to: newName, in: folder, replacing: flags & 1 == 0)
+            writers.withLock { table in
+                table[id]?.forgetRecord()
+                if let replaced { table[replaced]?.forgetRecord() }
+            }
             // The kernel moves its entry itself: the watcher must not take the move for one made elsewhere.
             driveNames.withLock { $0[id] = (newParent, newName) }
             reply.error(0)
@@ -260,15 +265,18 @@ extension FuseFileSystem {
                     getattr(reply, ino: ino, handle: fi?.pointee.fh)
                     return
                 }
-                try manager.updateDriveAttributes(id) { (node) throws(DarkDiskError) in
+                let written = try manager.updateDriveAttributes(id) { (node) throws(DarkDiskError) in
                     if setsMode { node.mode = mode }
                     if setsTime {
                         node.modifiedSeconds = Int64(time.tv_sec)
                         node.modifiedNanoseconds = UInt32(time.tv_nsec)
                     }
                 }
-                // A time set now holds over the writes before it (`cp -p` sets it before closing).
-                if setsTime { writers.withLock { $0[id] }?.content.setModified() }
+                if let writer = writers.withLock({ $0[id] }) {
+                    writer.remember(attributes: written)
+                    // A time set now holds over the writes before it (`cp -p` sets it before closing).
+                    if setsTime { writer.content.setModified() }
+                }
             }
             getattr(reply, ino: ino, handle: fi?.pointee.fh)
         } catch {
@@ -293,13 +301,14 @@ extension FuseFileSystem {
 
     /// The staged content of a node for a new handle: shared with the handles that have it already, else
     /// made by `make` (outside the table's lock: it may read the index and open the stored file).
-    func attachWriter(_ id: NodeID, make: () throws -> StagedContent) throws -> DriveWriter {
+    /// `record`: the node's record, when the caller has just made it.
+    func attachWriter(_ id: NodeID, record: DriveNode? = nil, make: () throws -> StagedContent) throws -> DriveWriter {
         if let writer = writers.withLock({ table -> DriveWriter? in
             guard let writer = table[id] else { return nil }
             writer.users.wrappingAdd(1, ordering: .relaxed)
             return writer
         }) { return writer }
-        let fresh = DriveWriter(nodeID: id, content: try make())
+        let fresh = DriveWriter(nodeID: id, content: try make(), record: record)
         return writers.withLock { table in
             // Another open may have made one meanwhile: that one is shared.
             let writer = table[id] ?? fresh
@@ -325,6 +334,8 @@ extension FuseFileSystem {
     @discardableResult
     func commit(_ writer: DriveWriter, durable: Bool = false) throws -> Bool {
         guard writer.content.isDirty else { return false }
+        // (The attributes set before it are in the record now: read it again when asked.)
+        defer { writer.forgetRecord() }
         try manager.commitDriveFile(writer.nodeID, content: writer.content, durable: durable)
         return true
     }

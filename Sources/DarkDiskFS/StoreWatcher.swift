@@ -94,6 +94,8 @@ final class StoreWatcher: Sendable {
     private func invalidate(node id: NodeID) {
         var names: [(FSEntry, String)] = [(FSEntry.nodes, id.rawValue), (.thumbs, id.rawValue), (.nodeDirectory(id), "data"),
                                           (.nodeDirectory(id), "metadata"), (.nodeDirectory(id), "thumbnail")]
+        // A writer here reads the record again (a pull may have changed its mode or time).
+        fileSystem.writers.withLock { $0[id] }?.forgetRecord()
         let node = try? fileSystem.manager.driveNode(id)
         let known = fileSystem.driveNames.withLock { $0[id] }
         var folderStays = false
