@@ -130,7 +130,7 @@ extension DiskManager {
             try db.execute(sql: "DELETE FROM file WHERE id = ? AND name = ?", arguments: [record.id, record.name])
             if db.changesCount == 1 { deleted.append(record) }
         }
-        try FileDeleter.markPending(db, paths: deleted.map(path(of:)))
+        try deleter.markPending(db, paths: deleted.map(path(of:)))
         return deleted
     }
 

@@ -22,11 +22,24 @@ extension DiskManager {
     /// Makes a drive node named `name` in folder `parentID` (nil: the top). A folder or link is queued for
     /// upload at once (with empty data); a file is queued by its first commit (`commitDriveFile`).
     public func createDriveNode(named name: String, in parentID: NodeID?, attributes: NodeAttributes) throws(DarkDiskError) -> DriveNode {
+        try insertDriveNode(named: name, in: parentID, attributes: attributes, key: SymmetricKey.random())
+    }
+
+    /// Makes drive file `name` in folder `parentID` (nil: the top) and returns it with its content, empty and
+    /// due for its first commit (`creat`, then the writes): one transaction, no read of the key just made.
+    public func createDriveFile(named name: String, in parentID: NodeID?, attributes: NodeAttributes) throws(DarkDiskError) -> (DriveNode, StagedContent) {
+        guard attributes.kind == .file else { throw DarkDiskError(.invalidArgument, "'\(name)': not a file") }
+        let key = SymmetricKey.random()
+        let node = try insertDriveNode(named: name, in: parentID, attributes: attributes, key: key)
+        return (node, try stagedContent(key: key, base: nil, isNew: true))
+    }
+
+    private func insertDriveNode(named name: String, in parentID: NodeID?, attributes: NodeAttributes, key: SymmetricKey) throws(DarkDiskError) -> DriveNode {
         try Self.checkDriveName(name)
         if let problem = attributes.problem { throw DarkDiskError(.invalidArgument, "'\(name)': \(problem)") }
         let id: NodeID
         do { id = try NodeID(UUID().uuidString.lowercased()) } catch { throw DarkDiskError(.invalidID, "\(error)") }
-        let wrapped = Data(masterKey.wrap(SymmetricKey.random()))
+        let wrapped = Data(masterKey.wrap(key))
         let created = clock.now.timeIntervalSince1970
         let extended: Data?
         do { extended = try Self.extendedAttributesColumn(attributes) } catch {

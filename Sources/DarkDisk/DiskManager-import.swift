@@ -186,7 +186,7 @@ extension DiskManager {
             replaced = try write { db -> String? in
                 let old = try FileRecord.find(db, kind: kind, owner: owner, identity: identity)
                 if let old {
-                    try FileDeleter.markPending(db, paths: [path(of: old)])
+                    try deleter.markPending(db, paths: [path(of: old)])
                     _ = try old.delete(db)
                 }
                 try record.insert(db)

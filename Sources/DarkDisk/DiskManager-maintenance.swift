@@ -49,7 +49,7 @@ extension DiskManager {
     /// store transaction or a change notification: the upkeep may need what the caller holds.
     public func waitForMaintenance() {
         dispatchPrecondition(condition: .notOnQueue(maintenanceQueue))
-        maintenanceQueue.sync {}
+        maintenanceQueue.sync { runDueEvictions() }
     }
 
     /// A retain token let go: finish a delete that waited for it, and evict if the pool is still over its limit.
@@ -58,16 +58,24 @@ extension DiskManager {
         kickEviction(pool)
     }
 
-    /// Asks the maintenance queue to bring `pool` under its limit, soon; returns at once. Kicks that arrive
-    /// before it runs join it. `waitForMaintenance` waits for it.
+    /// Asks the maintenance queue to bring `pool` under its limit, soon (within `evictionDelay`); returns at
+    /// once. Kicks that arrive before it runs join it, so a burst of stores and releases (`tar x` kicks two per
+    /// file) costs one measure of the pool, not one each. `waitForMaintenance` runs it at once.
     func kickEviction(_ pool: Pool) {
         let first = evictionsDue.withLock { due in due.insert(pool).inserted && due.count == 1 }
         guard first else { return }
-        maintenanceQueue.async { [self] in
-            let pools = evictionsDue.withLock { due in defer { due = [] }; return due }
-            for pool in Pool.allCases where pools.contains(pool) {
-                do { try trim(pool) } catch { logger.error("eviction in the \(pool.rawValue) pool: \(error)") }
-            }
+        maintenanceQueue.asyncAfter(deadline: .now() + Self.evictionDelay) { [self] in runDueEvictions() }
+    }
+
+    /// How long a kicked eviction waits for more kicks to join it.
+    static let evictionDelay = DispatchTimeInterval.milliseconds(20)
+
+    /// Trims the pools kicked since the last run (on the maintenance queue).
+    private func runDueEvictions() {
+        dispatchPrecondition(condition: .onQueue(maintenanceQueue))
+        let pools = evictionsDue.withLock { due in defer { due = [] }; return due }
+        for pool in Pool.allCases where pools.contains(pool) {
+            do { try trim(pool) } catch { logger.error("eviction in the \(pool.rawValue) pool: \(error)") }
         }
     }
 
@@ -307,7 +315,7 @@ extension DiskManager {
                     freed += UInt64(record.storedSize)
                 }
             }
-            try FileDeleter.markPending(db, paths: evicted.map(path(of:)))
+            try deleter.markPending(db, paths: evicted.map(path(of:)))
             return (evicted, gone, held)
         }
         for record in removed.evicted { unlink(path(of: record)) }

@@ -90,7 +90,7 @@ extension DiskManager {
             try db.execute(sql: "UPDATE file SET mode = ?, name = ? WHERE id = ? AND name = ?",
                            arguments: [mode.rawValue, name, record.id, record.name])
             guard db.changesCount == 1 else { return false }
-            try FileDeleter.markPending(db, paths: [oldPath])
+            try deleter.markPending(db, paths: [oldPath])
             return true
         }
         guard committed else {

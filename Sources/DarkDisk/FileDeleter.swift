@@ -1,6 +1,7 @@
 import DarkDiskSystem
 import Foundation
 import GRDB
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,6 +10,10 @@ import Glibc
 /// those stay in the `pendingDelete` table until the last holder releases them or a later sweep runs.
 final class FileDeleter: Sendable {
     let database: DatabasePool
+    /// Paths this process marked pending and has not seen deleted: a release looks up only these in the
+    /// index (one read per `close` of every file was the cost before). A path another process marked goes at
+    /// the next sweep (`DiskManager.maintenanceInterval`).
+    private let markedHere = Mutex<Set<String>>([])
 
     init(database: DatabasePool) {
         self.database = database
@@ -16,7 +21,9 @@ final class FileDeleter: Sendable {
 
     /// Records `paths` as pending inside the caller's transaction, before the caller tries to delete them,
     /// so that a token released in between still sees the entry.
-    static func markPending(_ db: Database, paths: [String]) throws {
+    func markPending(_ db: Database, paths: [String]) throws {
+        guard !paths.isEmpty else { return }
+        markedHere.withLock { $0.formUnion(paths) }
         let now = Date().timeIntervalSince1970
         for path in paths {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO pendingDelete (path, since) VALUES (?, ?)").execute(arguments: [path, now])
@@ -40,10 +47,16 @@ final class FileDeleter: Sendable {
 
     /// Called when a retain token lets go: completes a delete that was waiting for it.
     func finishPendingDelete(_ path: String) {
+        guard markedHere.withLock({ $0.contains(path) }) else { return }
         let pending = (try? database.read { db in
             try Bool.fetchOne(db, sql: "SELECT 1 FROM pendingDelete WHERE path = ?", arguments: [path])
         }) ?? nil
-        if pending == true { tryDelete(path) }
+        if pending == true {
+            tryDelete(path)
+        } else {
+            // (Its marking was rolled back, or another process finished it.)
+            _ = markedHere.withLock { $0.remove(path) }
+        }
     }
 
     /// Retries every pending delete (at start-up and from sweeps).
@@ -58,6 +71,7 @@ final class FileDeleter: Sendable {
 
     func forget(_ paths: [String]) {
         guard !paths.isEmpty else { return }
+        markedHere.withLock { $0.subtract(paths) }
         _ = try? database.write { db in
             for path in paths { try db.execute(sql: "DELETE FROM pendingDelete WHERE path = ?", arguments: [path]) }
         }

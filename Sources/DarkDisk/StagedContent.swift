@@ -367,8 +367,12 @@ extension DiskManager {
     /// key into files on the store's disk. `isNew`: a change to commit even if nothing is written (see
     /// `StagedContent`).
     public func stagedContent(for nodeID: NodeID, base: DiskExport?, isNew: Bool = false) throws(DarkDiskError) -> StagedContent {
+        try stagedContent(key: nodeKey(nodeID), base: base, isNew: isNew)
+    }
+
+    func stagedContent(key: SymmetricKey, base: DiskExport?, isNew: Bool) throws(DarkDiskError) -> StagedContent {
         try FileOperations.makeDirectory(location.persistentStaging)
-        return try StagedContent(base: base, key: nodeKey(nodeID), directory: location.persistentStaging, isNew: isNew) {
+        return try StagedContent(base: base, key: key, directory: location.persistentStaging, isNew: isNew) {
             () throws(DarkDiskError) -> UnnamedFile in try self.newStoredFile(mode: .persistent)
         }
     }

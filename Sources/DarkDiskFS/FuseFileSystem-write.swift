@@ -18,8 +18,8 @@ extension FuseFileSystem {
     func create(_ reply: FuseReply, parent: fuse_ino_t, name: String, mode: mode_t, fi: UnsafeMutablePointer<fuse_file_info>) {
         do {
             let folder = try driveFolder(parent)
-            let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
-            let writer = try attachWriter(node.id, record: node) { try self.manager.stagedContent(for: node.id, base: nil, isNew: true) }
+            let (node, content) = try manager.createDriveFile(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
+            let writer = try attachWriter(node.id, record: node) { content }
             let entry = FSEntry.driveFile(node.id)
             // (Its attributes as made: no query, as its content is the writer's.)
             guard let st = try driveStat(node) else {
@@ -47,8 +47,8 @@ extension FuseFileSystem {
         do {
             let folder = try driveFolder(parent)
             guard mode & S_IFMT == S_IFREG else { throw DarkDiskError(.notPermitted, "the drive keeps no device files, FIFOs or sockets") }
-            let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
-            try manager.commitDriveFile(node.id, content: try manager.stagedContent(for: node.id, base: nil, isNew: true))
+            let (node, content) = try manager.createDriveFile(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
+            try manager.commitDriveFile(node.id, content: content)
             try answerEntry(reply, .driveFile(node.id), in: parent, named: name)
         } catch {
             refuse(reply, "mknod \(name)", error)
