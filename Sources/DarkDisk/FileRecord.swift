@@ -29,6 +29,27 @@ struct FileRecord: Codable, FetchableRecord, MutablePersistableRecord, Sendable 
         id = inserted.rowID
     }
 
+    /// Writes the row by column: GRDB's Codable encoding of the same record cost a tenth of a drive commit.
+    func encode(to container: inout PersistenceContainer) throws {
+        container["id"] = id
+        container["kind"] = kind.rawValue
+        container["ownerID"] = ownerID
+        container["identityID"] = identityID
+        container["pool"] = pool.rawValue
+        container["mode"] = mode.rawValue
+        container["format"] = format.rawValue
+        container["name"] = name
+        container["wrappedKey"] = wrappedKey
+        container["storedSize"] = storedSize
+        container["plaintextSize"] = plaintextSize
+        container["created"] = created
+        container["modified"] = modified
+        container["lastAccess"] = lastAccess
+        container["expiration"] = expiration
+        container["migrateToCacheAfterUpload"] = migrateToCacheAfterUpload
+        container["deleteAfterUpload"] = deleteAfterUpload
+    }
+
     static func find(_ db: Database, kind: FileKind, owner: String, identity: String = "") throws -> FileRecord? {
         try FileRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM file WHERE kind = ? AND ownerID = ? AND identityID = ?"),
                                 arguments: [kind.rawValue, owner, identity])

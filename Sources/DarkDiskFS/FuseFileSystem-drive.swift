@@ -49,7 +49,13 @@ extension FuseFileSystem {
         switch entry {
         case .files:
             return (baseStat(mode: S_IFDIR | 0o755, links: 2), nil)
-        case .driveFolder(let id), .driveFile(let id), .driveLink(let id):
+        case .driveFolder(let id):
+            let (known, generation) = folderRecords.record(id)
+            if let known { return try driveStat(known).map { ($0, nil) } }
+            guard let node = try manager.driveNode(id), Self.driveEntry(node) == entry else { return nil }
+            folderRecords.remember(node, ifStill: generation)
+            return try driveStat(node).map { ($0, nil) }
+        case .driveFile(let id), .driveLink(let id):
             // A file open for writing here: its record as the writer knows it (read once, then kept).
             let writer = if case .driveFile = entry { writers.withLock { $0[id] } } else { DriveWriter?.none }
             let (known, generation) = writer?.knownRecord ?? (nil, 0)
@@ -124,6 +130,12 @@ extension FuseFileSystem {
             st.st_ctim = time
         }
         return st
+    }
+
+    /// Forgets what this daemon keeps of the records of `ids` (a folder's, a writer's), whose nodes changed.
+    func forgetRecords(_ ids: NodeID...) {
+        folderRecords.forget(ids)
+        writers.withLock { table in for id in ids { table[id]?.forgetRecord() } }
     }
 
     /// Answers `readlink` of a drive link with its target.

@@ -94,7 +94,7 @@ extension FuseFileSystem {
             let (entry, id) = try driveChildNode(parent, name)
             if case .driveFolder = entry { throw DarkDiskError(.isDirectory, "'\(name)' is a folder") }
             try manager.deleteDriveNode(id)
-            writers.withLock { $0[id] }?.forgetRecord()
+            forgetRecords(id)
             reply.error(0)
         } catch {
             refuse(reply, "unlink \(name)", error)
@@ -106,6 +106,7 @@ extension FuseFileSystem {
             let (entry, id) = try driveChildNode(parent, name)
             guard case .driveFolder = entry else { throw DarkDiskError(.notDirectory, "'\(name)' is not a folder") }
             try manager.deleteDriveNode(id)
+            forgetRecords(id)
             reply.error(0)
         } catch {
             refuse(reply, "rmdir \(name)", error)
@@ -120,10 +121,7 @@ extension FuseFileSystem {
             let (_, id) = try driveChildNode(parent, name)
             let folder = try driveFolder(newParent)
             let replaced = try manager.moveDriveNode(id, to: newName, in: folder, replacing: flags & 1 == 0)
-            writers.withLock { table in
-                table[id]?.forgetRecord()
-                if let replaced { table[replaced]?.forgetRecord() }
-            }
+            if let replaced { forgetRecords(id, replaced) } else { forgetRecords(id) }
             // The kernel moves its entry itself: the watcher must not take the move for one made elsewhere.
             driveNames.withLock { $0[id] = (newParent, newName) }
             reply.error(0)
@@ -272,6 +270,7 @@ extension FuseFileSystem {
                         node.modifiedNanoseconds = UInt32(time.tv_nsec)
                     }
                 }
+                folderRecords.forget([id])
                 if let writer = writers.withLock({ $0[id] }) {
                     writer.remember(attributes: written)
                     // A time set now holds over the writes before it (`cp -p` sets it before closing).

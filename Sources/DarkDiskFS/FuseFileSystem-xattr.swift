@@ -56,6 +56,7 @@ extension FuseFileSystem {
     /// `removexattr(2)` do: `XATTR_CREATE` of one that exists is `EEXIST`, `XATTR_REPLACE` or a removal of
     /// one that does not is `ENODATA`, and more than 64 KiB of them on one node is `ENOSPC`.
     private func setUserAttribute(_ id: NodeID, _ name: String, _ value: [UInt8]?, flags: Int32) throws {
+        defer { forgetRecords(id) }
         try manager.updateDriveAttributes(id) { (attributes) throws(DarkDiskError) in
             let exists = attributes.extendedAttributes[name] != nil
             if flags & ExtendedAttribute.createFlag != 0, exists { throw DarkDiskError(.exists, "\(name) exists") }

@@ -28,6 +28,8 @@ public final class FuseFileSystem: Sendable {
     let driveNames = Locked<[NodeID: (folder: fuse_ino_t, name: String)]>([:])
     /// The drive files open for writing, by node: their handles share one staged content.
     let writers = Locked<[NodeID: DriveWriter]>([:])
+    /// Drive folders' records, kept between the kernel's questions.
+    let folderRecords = DriveFolderRecords()
     let nextHandle = Atomic<UInt64>(1)
     /// The mount's `max_read=N` option (0: none), which `init` must repeat to libfuse.
     let maxRead = Atomic<UInt32>(0)

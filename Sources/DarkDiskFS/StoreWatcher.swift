@@ -94,24 +94,30 @@ final class StoreWatcher: Sendable {
     private func invalidate(node id: NodeID) {
         var names: [(FSEntry, String)] = [(FSEntry.nodes, id.rawValue), (.thumbs, id.rawValue), (.nodeDirectory(id), "data"),
                                           (.nodeDirectory(id), "metadata"), (.nodeDirectory(id), "thumbnail")]
-        // A writer here reads the record again (a pull may have changed its mode or time).
-        fileSystem.writers.withLock { $0[id] }?.forgetRecord()
+        // Read the record again when next asked (a pull may have changed its mode or time).
+        fileSystem.forgetRecords(id)
         let node = try? fileSystem.manager.driveNode(id)
         let known = fileSystem.driveNames.withLock { $0[id] }
         var folderStays = false
+        var newInFolder: fuse_ino_t?
         if let node {
             let folder = node.parentID.map(FSEntry.driveFolder) ?? .files
-            if node.attributes.kind == .folder, let known, known.name == node.name,
-               fileSystem.inodes.withLock({ $0.existingInode(for: folder) }) == known.folder {
+            let folderIno = fileSystem.inodes.withLock { $0.existingInode(for: folder) }
+            if node.attributes.kind == .folder, let known, known.name == node.name, folderIno == known.folder {
                 folderStays = true
             } else {
                 names.append((folder, node.name))
             }
+            // A name the kernel does not know there (pulled, or moved there elsewhere): dropping the name alone
+            // leaves the folder's cached listing without it (the kernel resets a listing when a name it has
+            // changes, not for a new one), so its pages go.
+            if let folderIno, known?.folder != folderIno || known?.name != node.name { newInFolder = folderIno }
         }
         invalidate(names, files: [.nodeFile(id, .data), .nodeFile(id, .metadata), .nodeFile(id, .thumbnail), .thumb(id)])
         if let known, !folderStays {
             _ = known.name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, known.folder, $0, known.name.utf8.count) }
         }
+        if let newInFolder { _ = fuse_lowlevel_notify_inval_inode(session.pointer, newInFolder, 0, 0) }
         for entry in [FSEntry.driveFile(id), .driveFolder(id), .driveLink(id)] {
             guard let ino = fileSystem.inodes.withLock({ $0.existingInode(for: entry) }) else { continue }
             // A file being written here keeps its pages: they are the ones its writers made.

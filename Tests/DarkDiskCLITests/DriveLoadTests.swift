@@ -122,6 +122,25 @@ import Glibc
         #expect(check.status == 0, "\(check.output)\n\(check.stderr)")
     }
 
+    /// A folder the kernel has listed keeps that listing until told: a file that arrives in it by a pull must
+    /// show in the next `ls` (the kernel resets a cached listing when a name it knows changes, not for a new one).
+    @Test func aFilePulledIntoAListedFolderShowsInTheNextListing() async throws {
+        let setup = try RemoteBucket()
+        try setup.join("file://" + setup.bucket)
+        let mountA = try Mount(setup.a, options: ["--passphrase-file", setup.passphrase, "--poll-interval", "1"])
+        let mountB = try setup.mountB(["--poll-interval", "1"])
+        let (filesA, filesB) = (mountA.path + "/files", mountB.path + "/files")
+        try FileManager.default.createDirectory(atPath: filesA + "/shared", withIntermediateDirectories: false)
+        #expect(await Mount.wait(seconds: 30) { FileManager.default.fileExists(atPath: filesB + "/shared") }, "\(mountB.log)")
+        // B lists it (empty) twice: the kernel keeps that listing.
+        for _ in 0..<2 { #expect(try FileManager.default.contentsOfDirectory(atPath: filesB + "/shared") == []) }
+        try Data("from A".utf8).write(to: URL(fileURLWithPath: filesA + "/shared/new.txt"))
+        #expect(await Mount.wait(seconds: 30) {
+            (try? FileManager.default.contentsOfDirectory(atPath: filesB + "/shared")) == ["new.txt"]
+        }, "B's listing: \((try? FileManager.default.contentsOfDirectory(atPath: filesB + "/shared")) ?? [])\n\(mountB.log)")
+        #expect(FileManager.default.contents(atPath: filesB + "/shared/new.txt") == Data("from A".utf8))
+    }
+
     @Test func twoMountsOnOneBucketSeeEachOthersFiles() async throws {
         let setup = try RemoteBucket()
         try setup.join("file://" + setup.bucket)
