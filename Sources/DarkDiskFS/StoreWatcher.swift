@@ -116,6 +116,8 @@ final class StoreWatcher: Sendable {
         invalidate(names, files: [.nodeFile(id, .data), .nodeFile(id, .metadata), .nodeFile(id, .thumbnail), .thumb(id)])
         if let known, !folderStays {
             _ = known.name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, known.folder, $0, known.name.utf8.count) }
+            // Gone from there: a listing read without lookups holds the name with no entry to drop.
+            if node == nil || newInFolder != nil { _ = fuse_lowlevel_notify_inval_inode(session.pointer, known.folder, 0, 0) }
         }
         if let newInFolder { _ = fuse_lowlevel_notify_inval_inode(session.pointer, newInFolder, 0, 0) }
         for entry in [FSEntry.driveFile(id), .driveFolder(id), .driveLink(id)] {
