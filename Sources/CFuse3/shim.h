@@ -7,6 +7,8 @@
 #include <fuse_lowlevel.h>
 #include <errno.h>
 #include <stdlib.h>
+// getxattr/setxattr/removexattr for the command line's acts on mounted paths (Glibc's module lacks them).
+#include <sys/xattr.h>
 
 /// `fuse_session_loop_mt` is a macro; Swift needs a real function.
 static inline int darkdisk_fuse_session_loop_mt(struct fuse_session *se, unsigned max_threads, unsigned max_idle) {

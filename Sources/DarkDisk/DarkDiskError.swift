@@ -42,6 +42,8 @@ public struct DarkDiskError: DarkDiskFailure, Equatable, LocalizedError {
         case notPermitted
         /// A name longer than 255 bytes.
         case nameTooLong
+        /// The thing is kept for a reason that outlasts the request: a change not uploaded yet, a pin.
+        case busy
     }
 
     public let code: Code

@@ -35,7 +35,10 @@ extension DiskManager {
             for id in ids {
                 try db.execute(sql: "DELETE FROM node WHERE id = ?" + (keepingOutline ? " AND cloudETag IS NULL" : ""), arguments: [id])
                 try db.execute(sql: "DELETE FROM keepPersistent WHERE nodeID = ?", arguments: [id])
-                if !keepingOutline { try db.execute(sql: "DELETE FROM conflictCopy WHERE nodeID = ?", arguments: [id]) }
+                if !keepingOutline {
+                    try db.execute(sql: "DELETE FROM conflictCopy WHERE nodeID = ?", arguments: [id])
+                    try db.execute(sql: "DELETE FROM pin WHERE nodeID = ?", arguments: [id])
+                }
                 // A change of files that are gone has nothing left to upload.
                 try db.execute(sql: "DELETE FROM uploadQueue WHERE nodeID = ?", arguments: [id])
             }

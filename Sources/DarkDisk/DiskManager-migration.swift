@@ -30,15 +30,18 @@ extension DiskManager {
     }
 
     /// Tells the store that a node's file reached the cloud: `migrateToCacheAfterUpload` files become cache
-    /// files, `deleteAfterUpload` files are deleted.
+    /// files (unless the node is pinned), `deleteAfterUpload` files are deleted.
     public func didUploadNodeFile(_ nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) {
         guard let record = try read({ db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }) else { return }
         if record.deleteAfterUpload {
             try deleteRecords([record], reason: .deleted)
         } else if record.migrateToCacheAfterUpload {
-            try write { db in
+            let pinned = try write { db in
                 try db.execute(sql: "UPDATE file SET migrateToCacheAfterUpload = 0 WHERE id = ?", arguments: [record.id])
+                return kind == .data ? try Self.isPinned(db, nodeID) : false
             }
+            // A pinned file stays persistent (DESIGN §11).
+            guard !pinned else { return }
             var updated = record
             updated.migrateToCacheAfterUpload = false
             try migrate(updated, to: .cache)

@@ -49,7 +49,8 @@ extension DiskManager {
         var evicted = 0
         for candidate in candidates {
             guard try excess(freed) > 0 else { break }
-            guard let id = try? NodeID(candidate.nodeID), removeIdlePartialDownload(id) else { continue }
+            // A pinned node's download resumes where it stopped: never evicted.
+            guard let id = try? NodeID(candidate.nodeID), (try? isPinned(id)) != true, removeIdlePartialDownload(id) else { continue }
             freed += candidate.bytes
             evicted += 1
         }

@@ -315,6 +315,19 @@ enum IndexDatabase {
             // order: without an index, every commit scanned the whole queue (`tar x` of 10,000 files).
             try db.execute(sql: "CREATE INDEX uploadQueue_sequence ON uploadQueue(sequence)")
         }
+        migrator.registerMigration("v18: pins") { db in
+            // "Always keep on this device" (DESIGN §11): a node's own pin (1 keep, 0 may be freed); a node
+            // without a row inherits from the folder above it, and the row of node '' is the top's setting.
+            // `pinClock` changes with every pin set or cleared, in any process, so a daemon sees it.
+            try db.execute(sql: """
+                CREATE TABLE pin (nodeID TEXT PRIMARY KEY NOT NULL, pinned INTEGER NOT NULL, since REAL NOT NULL);
+                CREATE TABLE pinClock (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+                INSERT INTO pinClock (id, version) VALUES (1, 0);
+                CREATE TRIGGER pinInserted AFTER INSERT ON pin BEGIN UPDATE pinClock SET version = version + 1; END;
+                CREATE TRIGGER pinUpdated AFTER UPDATE ON pin BEGIN UPDATE pinClock SET version = version + 1; END;
+                CREATE TRIGGER pinDeleted AFTER DELETE ON pin BEGIN UPDATE pinClock SET version = version + 1; END;
+                """)
+        }
         return migrator
     }
 }

@@ -21,6 +21,10 @@ package enum ExtendedAttribute: Hashable, Sendable {
     case pool(Pool, PoolField)
     /// `user.darkdisk.node` of a drive entry (`/files`): the node ID behind it (read-only).
     case node
+    /// `user.darkdisk.pin` of a drive or node entry, or the root: `1` keep on this device, `0` may be freed.
+    /// Reads the pin in force (its own or inherited from the folders above); removing it makes the entry
+    /// inherit again (DESIGN §11).
+    case pin
 
     /// The per-pool attributes of the mount root.
     package enum PoolField: String, CaseIterable, Sendable {
@@ -42,6 +46,8 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case file
         case root
         case drive
+        /// What a pin can be set on: the root, `/files`, drive entries, `/nodes/<id>` and its files.
+        case pinnable
     }
 
     /// How much of a file is on this machine (`user.darkdisk.local`).
@@ -78,6 +84,8 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case locality(Locality)
         case sync(SyncState)
         case node(NodeID)
+        /// `partial` with the share of the file that has arrived (`partial 42%`).
+        case partial(percent: Int)
 
         /// The text `getfattr` shows (no trailing newline or NUL).
         var text: String {
@@ -88,6 +96,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
             case .locality(let locality): locality.rawValue
             case .sync(let state): state.rawValue
             case .node(let id): id.rawValue
+            case .partial(let percent): "partial \(percent)%"
             }
         }
     }
@@ -98,6 +107,9 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case expiration(Int64)
         case maxSize(Pool, UInt64)
         case defaultExpiration(Pool, Int64)
+        case pin(Bool)
+        /// `user.darkdisk.local` set to `none`: drop the local copy.
+        case evict
 
         /// The value as the attribute reads afterwards, for log lines.
         var text: String {
@@ -105,6 +117,8 @@ package enum ExtendedAttribute: Hashable, Sendable {
             case .persistent(let on): on ? "1" : "0"
             case .expiration(let seconds), .defaultExpiration(_, let seconds): String(seconds)
             case .maxSize(_, let bytes): String(bytes)
+            case .pin(let on): on ? "1" : "0"
+            case .evict: "none"
             }
         }
     }
@@ -145,7 +159,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
     static let replaceFlag: Int32 = 2
 
     /// Every attribute, files' first, in the order `listxattr` gives them.
-    package static let all: [ExtendedAttribute] = names(for: .file) + names(for: .root) + names(for: .drive)
+    package static let all: [ExtendedAttribute] = names(for: .file) + names(for: .root) + names(for: .drive) + names(for: .pinnable)
 
     private static let byName: [String: ExtendedAttribute] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 
@@ -155,6 +169,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case .file: [.persistent, .expiration, .local, .sync]
         case .root: Pool.allCases.flatMap { pool in PoolField.allCases.map { ExtendedAttribute.pool(pool, $0) } }
         case .drive: [.node]
+        case .pinnable: [.pin]
         }
     }
 
@@ -174,6 +189,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case .sync: Self.prefix + "sync"
         case .pool(let pool, let field): Self.prefix + "pool.\(pool.rawValue).\(field.rawValue)"
         case .node: Self.prefix + "node"
+        case .pin: Self.prefix + "pin"
         }
     }
 
@@ -183,14 +199,15 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case .persistent, .expiration, .local, .sync: .file
         case .pool: .root
         case .node: .drive
+        case .pin: .pinnable
         }
     }
 
     /// Whether `setxattr` may change it.
     package var isWritable: Bool {
         switch self {
-        case .persistent, .expiration: true
-        case .local, .sync, .node: false
+        case .persistent, .expiration, .pin, .local: true
+        case .sync, .node: false
         case .pool(_, let field): field == .maxSize || field == .defaultExpiration
         }
     }
@@ -222,7 +239,18 @@ package enum ExtendedAttribute: Hashable, Sendable {
             return .maxSize(pool, UInt64(bytes))
         case .pool(let pool, .defaultExpiration):
             return .defaultExpiration(pool, try Self.integer(value, for: name))
-        case .local, .sync, .pool, .node:
+        case .pin:
+            switch try Self.integer(value, for: name) {
+            case 0: return .pin(false)
+            case 1: return .pin(true)
+            default: throw Failure(.invalidValue, "\(name) takes 0 or 1")
+            }
+        case .local:
+            var bytes = value[...]
+            if bytes.last == UInt8(ascii: "\n") { bytes = bytes.dropLast() }
+            guard bytes.elementsEqual("none".utf8) else { throw Failure(.invalidValue, "\(name) can only be set to none (drop the local copy)") }
+            return .evict
+        case .sync, .pool, .node:
             throw Failure(.readOnly, "\(name) is read-only")
         }
     }

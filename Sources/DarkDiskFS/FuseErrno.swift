@@ -21,6 +21,7 @@ enum FuseErrno {
             case .isDirectory: return EISDIR
             case .notPermitted: return EPERM
             case .nameTooLong: return ENAMETOOLONG
+            case .busy: return EBUSY
             case .corrupt: return EIO
             case .io: return error.errno ?? EIO
             case .database, .storeNotFound, .storeExists, .keyFile, .passphraseRequired, .wrongPassphrase: return EIO

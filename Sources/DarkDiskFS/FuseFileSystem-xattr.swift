@@ -120,7 +120,15 @@ extension FuseFileSystem {
             return
         }
         do {
-            let (_, attribute) = try resolve(ino, name)
+            let (entry, attribute) = try resolve(ino, name)
+            // A pin removed: the entry inherits again.
+            if attribute == .pin, let target = Self.pinTarget(entry) {
+                try manager.setPin(nil, on: target)
+                pins?.kick()
+                logger.info("\(entry == .root ? "mount root" : entry.logName): removed \(attribute.name)")
+                reply.error(0)
+                return
+            }
             throw ExtendedAttribute.Failure(.readOnly, "\(attribute.name) cannot be removed; set it instead")
         } catch {
             reply.error(FuseErrno.from(error))
@@ -131,11 +139,23 @@ extension FuseFileSystem {
     /// file too); other folders carry none.
     static func holders(of entry: FSEntry) -> [ExtendedAttribute.Holder] {
         switch entry {
-        case .root: [.root]
-        case .nodeFile, .thumb, .avatarFile: [.file]
-        case .driveFile: [.file, .drive]
-        case .driveFolder, .driveLink: [.drive]
-        case .nodes, .thumbs, .avatars, .nodeDirectory, .avatarDirectory, .files: []
+        case .root: [.root, .pinnable]
+        case .nodeFile: [.file, .pinnable]
+        case .thumb, .avatarFile: [.file]
+        case .driveFile: [.file, .drive, .pinnable]
+        case .driveFolder: [.drive, .pinnable]
+        case .driveLink: [.drive]
+        case .nodeDirectory, .files: [.pinnable]
+        case .nodes, .thumbs, .avatars, .avatarDirectory: []
+        }
+    }
+
+    /// The node a pin on `entry` is set on (nil: the top, for the root and `/files`).
+    private static func pinTarget(_ entry: FSEntry) -> NodeID?? {
+        switch entry {
+        case .root, .files: .some(nil)
+        case .nodeFile(let id, _), .nodeDirectory(let id), .driveFile(let id), .driveFolder(let id): .some(id)
+        default: nil
         }
     }
 
@@ -178,9 +198,21 @@ extension FuseFileSystem {
             if try storedFile(of: entry) != nil { return .locality(.full) }
             guard case .nodeFile(let id, .data) = entry else { return .locality(.absent) }
             // A download running here knows what it has before the index does (its checkpoints lag).
-            if let running = downloads?.receivedBytes(ofRunningDownload: id), running > 0 { return .locality(.partial) }
-            guard let partial = try manager.partialDownload(id), partial.receivedBytes > 0 else { return .locality(.absent) }
-            return .locality(.partial)
+            let partial = try manager.partialDownload(id)
+            let received = max(downloads?.receivedBytes(ofRunningDownload: id) ?? 0, partial?.receivedBytes ?? 0)
+            guard received > 0 else { return .locality(.absent) }
+            var size = partial?.size ?? 0
+            if size == 0 { size = try manager.outlineEntry(id)?.dataSize ?? 0 }
+            guard size > 0 else { return .locality(.partial) }
+            // All of it arrived, yet it is not stored: a finished download whose file went (evicted).
+            guard received < size else { return .locality(.absent) }
+            return .partial(percent: Int(received * 100 / size))
+        case .pin:
+            switch Self.pinTarget(entry) {
+            case .some(nil): return .flag(try manager.pinSetting(nil) ?? false)
+            case .some(let id?): return .flag(try manager.isPinned(id))
+            case nil: throw DarkDiskError(.notFound, "\(entry.logName) cannot be pinned")
+            }
         case .sync:
             let id: NodeID
             switch entry {
@@ -236,6 +268,13 @@ extension FuseFileSystem {
             try manager.setMaxSize(bytes, for: pool)
         case (.defaultExpiration(let pool, let seconds), .root):
             try manager.setDefaultExpiration(Double(seconds), for: pool)
+        case (.pin(let on), _):
+            guard let target = Self.pinTarget(entry) else { throw ExtendedAttribute.Failure(.noSuchAttribute, "no such attribute") }
+            try manager.setPin(on, on: target)
+            pins?.kick()
+        case (.evict, .nodeFile(let id, .data)):
+            try manager.evictNodeData(id)
+            return
         default:
             // `resolve` only pairs file attributes with files and pool attributes with the root.
             throw ExtendedAttribute.Failure(.noSuchAttribute, "no such attribute")

@@ -16,6 +16,7 @@ public final class FuseFileSystem: Sendable {
     let manager: DiskManager
     /// Fetches what is not stored: nodes of the remote's outline are listed and read on demand.
     let downloads: DownloadManager?
+    let pins: PinKeeper?
     /// How long a read of a node that is not stored waits for its bytes before answering `EIO`.
     let remoteTimeout: Duration
     /// Where reads answered later (after a download delivered their bytes) are decrypted and replied.
@@ -60,10 +61,11 @@ public final class FuseFileSystem: Sendable {
         }
     }
 
-    /// `downloads` nil serves only what is stored.
-    public init(manager: DiskManager, downloads: DownloadManager? = nil, remoteTimeout: Duration = .seconds(30), logger: Logger) {
+    /// `downloads` nil serves only what is stored. `pins`: the keeper a pin set through the mount wakes.
+    public init(manager: DiskManager, downloads: DownloadManager? = nil, pins: PinKeeper? = nil, remoteTimeout: Duration = .seconds(30), logger: Logger) {
         self.manager = manager
         self.downloads = downloads
+        self.pins = pins
         self.remoteTimeout = remoteTimeout
         self.logger = logger
     }

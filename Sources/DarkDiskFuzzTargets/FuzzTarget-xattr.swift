@@ -23,6 +23,10 @@ extension FuzzTarget {
         case .persistent(let on): text = on ? "1" : "0"
         case .expiration(let seconds), .defaultExpiration(_, let seconds): text = String(seconds)
         case .maxSize(_, let bytes): text = String(bytes)
+        case .pin(let on): text = on ? "1" : "0"
+        case .evict:
+            guard digits == Array("none".utf8) else { fatalError("xattr: \(attribute.name) accepted \(rest) as none") }
+            return
         }
         // Leading zeros and "-0" are accepted spellings of the same number.
         guard let parsed = try? ExtendedAttribute.integer(Array(text.utf8), for: attribute.name),

@@ -18,7 +18,7 @@ struct DarkdiskCommand: ParsableCommand {
         version: "darkdisk \(DarkdiskVersion.current)",
         subcommands: [InitCommand.self, ImportCommand.self, ExportCommand.self, MountCommand.self,
                       UnmountCommand.self, PushCommand.self, PullCommand.self, FetchCommand.self,
-                      PersistCommand.self, DeleteCommand.self, StatusCommand.self, ConfigCommand.self,
+                      PersistCommand.self, PinCommand.self, UnpinCommand.self, EvictCommand.self, DeleteCommand.self, StatusCommand.self, ConfigCommand.self,
                       CheckCommand.self, GcCommand.self, SyncCommand.self, ThumbnailCommand.self, AvatarCommand.self, RemoteCommand.self, PassphraseCommand.self])
 
     /// Parses, runs, and turns every failure into one line on stderr and a non-zero exit.

@@ -77,7 +77,10 @@ struct MountCommand: ParsableCommand {
             let uploader = QueueUploader(sync: CloudSync(manager: manager, remote: downloads.remote), writeBack: writeBack,
                                          pullAfterUploads: try !StoreRemote.url(for: manager).isDefault, logger: logger)
             defer { uploader.stop() }
-            let fileSystem = FuseFileSystem(manager: manager, downloads: downloads,
+            // Pinned files are downloaded and kept (DESIGN §11), also those pinned while no mount ran.
+            let pins = PinKeeper(manager: manager, downloads: downloads, logger: logger)
+            defer { pins.stop() }
+            let fileSystem = FuseFileSystem(manager: manager, downloads: downloads, pins: pins,
                                             remoteTimeout: .milliseconds(Int64(remoteTimeout * 1000)), logger: logger)
             try fileSystem.run(mountpoint: path, options: mountOptions) {
                 if let readyFd { DaemonLauncher.signalReady(fd: readyFd) }

@@ -245,7 +245,7 @@ import Testing
             #expect(remove.status != 0 && remove.stderr.contains("No such attribute"), "remove \(name): \(remove.stderr)")
         }
         // Read-only attributes, and removing ours: "Operation not permitted".
-        for (path, name, value) in [(file, "user.darkdisk.local", "full"), (mount.path, "user.darkdisk.pool.data.size", "0"),
+        for (path, name, value) in [(file, "user.darkdisk.sync", "synced"), (mount.path, "user.darkdisk.pool.data.size", "0"),
                                     (mount.path, "user.darkdisk.pool.avatars.cached_size", "0"),
                                     (mount.path, "user.darkdisk.pool.thumbnails.persistent_size", "0")] {
             let set = try setfattr(path, name, value)
@@ -338,7 +338,7 @@ import Testing
         await #expect(Shell.wait(pid, seconds: 30) == 0)
 
         let out = try String(contentsOfFile: store.directory + "/out", encoding: .utf8)
-        #expect(out == "none\n0\n0\npartial\n0\n0\n", "\(out)")
+        #expect(out == "none\n0\n0\npartial 40%\n0\n0\n", "\(out)")
         let err = try String(contentsOfFile: store.directory + "/err", encoding: .utf8)
         #expect(err == "setfattr: /proc/\(pid)/fd/3: Object is remote\nsetfattr: /proc/\(pid)/fd/4: Object is remote\n", "\(err)")
         await #expect(Mount.wait { mount.log.contains("node gone data is not stored here") }, "log: \(mount.log)")

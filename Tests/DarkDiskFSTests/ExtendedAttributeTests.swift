@@ -7,7 +7,7 @@ import Testing
 /// `ExtendedAttribute` on its own: names, writability and the value syntax, without a mount.
 @Suite struct ExtendedAttributeTests {
     @Test func everyNameParsesBackToItsAttribute() {
-        #expect(ExtendedAttribute.all.count == 4 + 3 * 5 + 1)
+        #expect(ExtendedAttribute.all.count == 4 + 3 * 5 + 1 + 1)
         for attribute in ExtendedAttribute.all {
             #expect(ExtendedAttribute(name: Array(attribute.name.utf8)) == attribute, "\(attribute.name)")
         }
@@ -17,7 +17,7 @@ import Testing
         #expect(ExtendedAttribute.names(for: .file).allSatisfy { $0.holder == .file })
         #expect(ExtendedAttribute.names(for: .drive) == [.node] && ExtendedAttribute.node.name == "user.darkdisk.node" && !ExtendedAttribute.node.isWritable)
         #expect(ExtendedAttribute.all.filter(\.isWritable).map(\.name).sorted() == [
-            "user.darkdisk.expiration", "user.darkdisk.persistent",
+            "user.darkdisk.expiration", "user.darkdisk.local", "user.darkdisk.persistent", "user.darkdisk.pin",
             "user.darkdisk.pool.avatars.default_expiration", "user.darkdisk.pool.avatars.max_size",
             "user.darkdisk.pool.data.default_expiration", "user.darkdisk.pool.data.max_size",
             "user.darkdisk.pool.thumbnails.default_expiration", "user.darkdisk.pool.thumbnails.max_size",
@@ -87,7 +87,16 @@ import Testing
         #expect(throws: ExtendedAttribute.Failure(.invalidValue, "user.darkdisk.persistent: a value of 1048576 bytes is too long (at most 64)")) {
             try ExtendedAttribute.persistent.assignment(from: UnsafeRawBufferPointer(huge))
         }
-        for readOnly in [ExtendedAttribute.local, .pool(.data, .size), .pool(.avatars, .persistentSize), .pool(.thumbnails, .cachedSize)] {
+        // A pin takes 0 or 1; `local` takes only `none` (drop the local copy).
+        #expect(try ExtendedAttribute.pin.assignment(from: Array("1\n".utf8)) == .pin(true))
+        #expect(try ExtendedAttribute.pin.assignment(from: Array("0".utf8)) == .pin(false))
+        #expect(throws: ExtendedAttribute.Failure(.invalidValue, "user.darkdisk.pin takes 0 or 1")) { try ExtendedAttribute.pin.assignment(from: Array("2".utf8)) }
+        #expect(try ExtendedAttribute.local.assignment(from: Array("none\n".utf8)) == .evict)
+        #expect(throws: ExtendedAttribute.Failure(.invalidValue, "user.darkdisk.local can only be set to none (drop the local copy)")) {
+            try ExtendedAttribute.local.assignment(from: Array("full".utf8))
+        }
+        #expect(ExtendedAttribute.Value.partial(percent: 42).text == "partial 42%")
+        for readOnly in [ExtendedAttribute.sync, .pool(.data, .size), .pool(.avatars, .persistentSize), .pool(.thumbnails, .cachedSize)] {
             #expect(throws: ExtendedAttribute.Failure(.readOnly, "\(readOnly.name) is read-only")) {
                 try readOnly.assignment(from: Array("0".utf8))
             }

@@ -1,0 +1,164 @@
+import DarkDisk
+import DarkDiskSync
+import Foundation
+import Logging
+import Synchronization
+
+/// Keeps pinned files on this device (the mount daemon's half of DESIGN §11): it downloads the data of every
+/// pinned node that is not stored here (persistent, in the background, a few at a time), makes a pinned node
+/// already in the cache pool persistent, and does it again when the remote copy of a pinned node changes
+/// (the pull drops the old version) or a file arrives in a pinned folder. It looks at the store every
+/// `interval` seconds, at once when `kick()`ed, and on start, so pins set while no mount ran and
+/// downloads cut by a crash resume. A failing download is tried again with backoff (doubling up to a
+/// minute) and logged once until it succeeds.
+public final class PinKeeper: Sendable {
+    private let manager: DiskManager
+    private let downloads: DownloadManager
+    private let logger: Logger
+    private let concurrency: Int
+    private let task: Locked<Task<Void, Never>?> = Locked(nil)
+    private let wake = AsyncWakeup()
+    private struct State {
+        /// Nodes downloading now.
+        var inFlight: Set<NodeID> = []
+        /// Nodes whose last download failed: when to try again, and the wait after that.
+        var retry: [NodeID: (after: ContinuousClock.Instant, backoff: Double)] = [:]
+        /// Pinned bytes still to download, as of the last look.
+        var pendingBytes: UInt64 = 0
+        var pendingFiles = 0
+    }
+    private let state = Mutex(State())
+
+    public init(manager: DiskManager, downloads: DownloadManager, interval: Double = 1, concurrency: Int = 2, logger: Logger) {
+        self.manager = manager
+        self.downloads = downloads
+        self.logger = logger
+        self.concurrency = max(1, concurrency)
+        let task = Task.detached { [self] in
+            var lastClock: Int64 = -1
+            var lastChange: Int64 = -1
+            while !Task.isCancelled {
+                do {
+                    // Something may need doing when a pin changed, the outline or a stored file changed, or a
+                    // download ended (which kicks); else the store is left alone.
+                    let clock = try manager.pinClock()
+                    let change = try manager.newestEntryChange()
+                    if clock != lastClock || change != lastChange || wake.takeKick() {
+                        lastClock = clock
+                        lastChange = change
+                        try keepPinned()
+                    }
+                } catch {
+                    logger.error("pins: \(error)")
+                }
+                await wake.wait(seconds: interval)
+            }
+        }
+        self.task.withLock { $0 = task }
+    }
+
+    /// Looks at the pins now (a pin was just set through the mount).
+    public func kick() { wake.kick() }
+
+    /// Pinned bytes and files still to download, as of the last look.
+    public var pending: (bytes: UInt64, files: Int) { state.withLock { ($0.pendingBytes, $0.pendingFiles) } }
+
+    public func stop() {
+        task.withLock { $0?.cancel() }
+        wake.kick()
+    }
+
+    deinit { task.withLock { $0?.cancel() } }
+
+    /// One look: every pinned node that is not kept persistently gets what it needs.
+    private func keepPinned() throws(DarkDiskError) {
+        let nodes = try manager.pinnedNodesToKeep()
+        let missing = nodes.filter { !$0.stored }
+        state.withLock {
+            $0.pendingBytes = missing.reduce(0) { $0 + $1.size }
+            $0.pendingFiles = missing.count
+            // A pin that went away takes its retry with it.
+            let wanted = Set(missing.map(\.nodeID))
+            $0.retry = $0.retry.filter { wanted.contains($0.key) }
+        }
+        for node in nodes where node.stored {
+            try manager.makeNodeFilePersistent(true, nodeID: node.nodeID, kind: .data)
+        }
+        let now = ContinuousClock.now
+        for node in missing {
+            let start = state.withLock { state -> Bool in
+                guard state.inFlight.count < concurrency, !state.inFlight.contains(node.nodeID) else { return false }
+                if let retry = state.retry[node.nodeID], retry.after > now { return false }
+                state.inFlight.insert(node.nodeID)
+                return true
+            }
+            if start { download(node) }
+        }
+    }
+
+    private func download(_ node: DiskManager.PinnedNode) {
+        let ticket = downloads.downloadNodeData(node.nodeID, options: DownloadOptions(cacheToDiskManager: true, storePersistently: true))
+        ticket.onCompletion { [self] result in
+            let failure: String? = switch result {
+            case .success: nil
+            case .failure(let error): "\(error)"
+            }
+            let firstFailure = state.withLock { state -> Bool in
+                state.inFlight.remove(node.nodeID)
+                guard failure != nil else {
+                    state.retry[node.nodeID] = nil
+                    return false
+                }
+                let backoff = min(60, (state.retry[node.nodeID]?.backoff ?? 2.5) * 2)
+                let first = state.retry[node.nodeID] == nil
+                state.retry[node.nodeID] = (ContinuousClock.now + .milliseconds(Int(backoff * 1000)), backoff)
+                return first
+            }
+            if let failure {
+                if firstFailure { logger.warning("pin: node \(node.nodeID) could not be downloaded (tried again with backoff): \(failure)") }
+            } else {
+                logger.info("pin: node \(node.nodeID) is kept on this device (\(node.size) bytes)")
+            }
+            kick()
+        }
+    }
+}
+
+/// A wake-up for a polling task: `wait` returns after the timeout, or at once after a `kick` (kicks made
+/// while nobody waits are kept for the next wait).
+final class AsyncWakeup: Sendable {
+    private let state = Mutex<(kicked: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func kick() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.kicked = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Whether a kick came since the last call (and forgets it).
+    func takeKick() -> Bool {
+        state.withLock { state in defer { state.kicked = false }; return state.kicked }
+    }
+
+    func wait(seconds: Double) async {
+        let timer = Task { [self] in
+            try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            // Cancelled: the wait ended by a kick, and the waiter now may be the next wait's.
+            if Task.isCancelled { return }
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in defer { state.waiter = nil }; return state.waiter }
+            waiter?.resume()
+        }
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.kicked { return true }
+                state.waiter = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+        timer.cancel()
+    }
+}
