@@ -18,6 +18,8 @@ extension CloudSync {
         public var failed: [(nodeID: NodeID, error: String)] = []
         /// Changes another running process is uploading (left to it).
         public var busy: [NodeID] = []
+        /// Whether a failure was for want of the remote (it could not be reached).
+        public var unreachable = false
 
         public init() {}
 
@@ -75,6 +77,7 @@ extension CloudSync {
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
+                if (error as? RemoteError)?.code == .unreachable { result.unreachable = true }
                 result.failed.append((queued.nodeID, Self.describe(error)))
             }
             progress?(index + 1, queue.count)

@@ -16,6 +16,7 @@ public final class PinKeeper: Sendable {
     private let downloads: DownloadManager
     private let logger: Logger
     private let concurrency: Int
+    private let health: RemoteHealth?
     private let task: Locked<Task<Void, Never>?> = Locked(nil)
     private let wake = AsyncWakeup()
     private struct State {
@@ -29,10 +30,14 @@ public final class PinKeeper: Sendable {
     }
     private let state = Mutex(State())
 
-    public init(manager: DiskManager, downloads: DownloadManager, interval: Double = 1, concurrency: Int = 2, logger: Logger) {
+    /// `health`: while the remote is down nothing is started; when it answers again, every pinned download
+    /// starts at once (their backoff forgotten).
+    public init(manager: DiskManager, downloads: DownloadManager, interval: Double = 1, concurrency: Int = 2,
+                health: RemoteHealth? = nil, logger: Logger) {
         self.manager = manager
         self.downloads = downloads
         self.logger = logger
+        self.health = health
         self.concurrency = max(1, concurrency)
         let task = Task.detached { [self] in
             var lastClock: Int64 = -1
@@ -55,6 +60,10 @@ public final class PinKeeper: Sendable {
             }
         }
         self.task.withLock { $0 = task }
+        health?.onRecovery { [weak self] in
+            self?.state.withLock { $0.retry = [:] }
+            self?.kick()
+        }
     }
 
     /// Looks at the pins now (a pin was just set through the mount).
@@ -85,6 +94,7 @@ public final class PinKeeper: Sendable {
             try manager.makeNodeFilePersistent(true, nodeID: node.nodeID, kind: .data)
         }
         let now = ContinuousClock.now
+        if health?.isOffline == true { return }
         for node in missing {
             let start = state.withLock { state -> Bool in
                 guard state.inFlight.count < concurrency, !state.inFlight.contains(node.nodeID) else { return false }
@@ -114,6 +124,7 @@ public final class PinKeeper: Sendable {
                 state.retry[node.nodeID] = (ContinuousClock.now + .milliseconds(Int(backoff * 1000)), backoff)
                 return first
             }
+            if case .failure(let error) = result { health?.noteFailure(error) } else { health?.noteSuccess() }
             if let failure {
                 if firstFailure { logger.warning("pin: node \(node.nodeID) could not be downloaded (tried again with backoff): \(failure)") }
             } else {

@@ -12,12 +12,20 @@ import Logging
 public final class QueueUploader: Sendable {
     private let task: Locked<Task<Void, Never>?> = Locked(nil)
 
-    public init(sync: CloudSync, checkInterval: Double = 1, writeBack: Double = 0, pullAfterUploads: Bool = true, logger: Logger) {
+    private let wake = AsyncWakeup()
+
+    /// `health`: told whether uploads reach the remote; when it answers again after an outage, the queue drains
+    /// at once instead of after its backoff.
+    public init(sync: CloudSync, checkInterval: Double = 1, writeBack: Double = 0, pullAfterUploads: Bool = true,
+                health: RemoteHealth? = nil, logger: Logger) {
+        let wake = self.wake
+        health?.onRecovery { wake.kick() }
         let task = Task.detached {
             var backoff = checkInterval
             var failing = false
             while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(Int(backoff * 1000)))
+                await wake.wait(seconds: backoff)
+                if wake.takeKick() { backoff = checkInterval }
                 if Task.isCancelled { break }
                 do {
                     // Including changes whose uploader died (a daemon killed mid-upload and started again).
@@ -32,6 +40,8 @@ public final class QueueUploader: Sendable {
                         logger.info("upload: \(result.uploaded.count) uploaded, \(result.conflicts.count) as conflict copies")
                         if pullAfterUploads { _ = try? await sync.pull() }
                     }
+                    if !result.uploaded.isEmpty || !result.conflicts.isEmpty { health?.noteSuccess() }
+                    if result.unreachable, let first = result.failed.first { health?.noteFailure(RemoteError(.unreachable, first.error)) }
                     if let first = result.failed.first {
                         if !failing { logger.warning("upload failed (retried with backoff): node \(first.nodeID): \(first.error)") }
                         failing = true
@@ -42,6 +52,7 @@ public final class QueueUploader: Sendable {
                         backoff = checkInterval
                     }
                 } catch {
+                    health?.noteFailure(error)
                     if !failing { logger.warning("upload: \(error)") }
                     failing = true
                     backoff = min(60, backoff * 2)
@@ -54,6 +65,7 @@ public final class QueueUploader: Sendable {
     /// Stops draining; an upload in progress stops at its next step and its change stays queued.
     public func stop() {
         task.withLock { $0?.cancel() }
+        wake.kick()
     }
 
     deinit {

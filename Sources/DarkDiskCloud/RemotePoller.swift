@@ -14,7 +14,8 @@ public final class RemotePoller: Sendable {
     private let task: Locked<Task<Void, Never>?> = Locked(nil)
 
     /// Starts polling every `interval` seconds (the first round after one interval).
-    public init(sync: CloudSync, interval: Double, gcInterval: Double = 3600, gcGrace: Double = 3600, logger: Logger) {
+    /// `health`: told whether each round reached the remote.
+    public init(sync: CloudSync, interval: Double, gcInterval: Double = 3600, gcGrace: Double = 3600, health: RemoteHealth? = nil, logger: Logger) {
         let task = Task.detached {
             var failing = false
             var lastGC: ContinuousClock.Instant?
@@ -25,6 +26,7 @@ public final class RemotePoller: Sendable {
                 if Task.isCancelled { break }
                 do {
                     let result = try await sync.pull()
+                    health?.noteSuccess()
                     if failing { logger.notice("pull: the remote answers again") }
                     failing = false
                     let newlyRefused = result.skipped.filter { !refused.contains($0) }
@@ -43,6 +45,7 @@ public final class RemotePoller: Sendable {
                         if let failure = garbage.uploadCleanupFailure { logger.warning("gc: unfinished uploads were not cleaned up: \(failure)") }
                     }
                 } catch {
+                    health?.noteFailure(error)
                     if !failing { logger.warning("pull failed (tried again every \(interval) s): \(error)") }
                     failing = true
                 }

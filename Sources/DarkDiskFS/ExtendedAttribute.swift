@@ -25,6 +25,8 @@ package enum ExtendedAttribute: Hashable, Sendable {
     /// Reads the pin in force (its own or inherited from the folders above); removing it makes the entry
     /// inherit again (DESIGN §11).
     case pin
+    /// `user.darkdisk.remote` of the mount root: `online`, or `offline since TIME` (read-only).
+    case remote
 
     /// The per-pool attributes of the mount root.
     package enum PoolField: String, CaseIterable, Sendable {
@@ -86,6 +88,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case node(NodeID)
         /// `partial` with the share of the file that has arrived (`partial 42%`).
         case partial(percent: Int)
+        case text(String)
 
         /// The text `getfattr` shows (no trailing newline or NUL).
         var text: String {
@@ -97,6 +100,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
             case .sync(let state): state.rawValue
             case .node(let id): id.rawValue
             case .partial(let percent): "partial \(percent)%"
+            case .text(let text): text
             }
         }
     }
@@ -167,7 +171,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
     static func names(for holder: Holder) -> [ExtendedAttribute] {
         switch holder {
         case .file: [.persistent, .expiration, .local, .sync]
-        case .root: Pool.allCases.flatMap { pool in PoolField.allCases.map { ExtendedAttribute.pool(pool, $0) } }
+        case .root: Pool.allCases.flatMap { pool in PoolField.allCases.map { ExtendedAttribute.pool(pool, $0) } } + [.remote]
         case .drive: [.node]
         case .pinnable: [.pin]
         }
@@ -190,6 +194,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case .pool(let pool, let field): Self.prefix + "pool.\(pool.rawValue).\(field.rawValue)"
         case .node: Self.prefix + "node"
         case .pin: Self.prefix + "pin"
+        case .remote: Self.prefix + "remote"
         }
     }
 
@@ -200,6 +205,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case .pool: .root
         case .node: .drive
         case .pin: .pinnable
+        case .remote: .root
         }
     }
 
@@ -207,7 +213,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
     package var isWritable: Bool {
         switch self {
         case .persistent, .expiration, .pin, .local: true
-        case .sync, .node: false
+        case .sync, .node, .remote: false
         case .pool(_, let field): field == .maxSize || field == .defaultExpiration
         }
     }
@@ -250,7 +256,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
             if bytes.last == UInt8(ascii: "\n") { bytes = bytes.dropLast() }
             guard bytes.elementsEqual("none".utf8) else { throw Failure(.invalidValue, "\(name) can only be set to none (drop the local copy)") }
             return .evict
-        case .sync, .pool, .node:
+        case .sync, .pool, .node, .remote:
             throw Failure(.readOnly, "\(name) is read-only")
         }
     }

@@ -28,15 +28,27 @@ extension FuseFileSystem {
         guard let downloads else { reply.error(EIO); return }
         let pending = PendingRequest(reply: reply)
         let range = offset..<offset + UInt64(size)
+        // The remote known to be down: what is here already is served, the rest fails at once (DESIGN §11).
+        let offline = health?.isOffline == true
         let ticket = downloads.whenReadable(remote.nodeID, key: remote.key, plaintext: range, ticket: remote.ticket,
-                                            timeout: remote.waitLimit(remoteTimeout), on: replies, known: remote.partial) { result in
+                                            timeout: offline ? .zero : remote.waitLimit(remoteTimeout), on: replies, known: remote.partial) { result in
             do {
                 switch try result.get() {
                 case .stored(let export): self.answer(pending.reply, read: try file.adopt(export), file: file, size: size, offset: offset)
                 case .downloading(let partial): self.answer(pending.reply, read: try remote.use(partial), file: file, size: size, offset: offset)
                 }
             } catch {
-                if (error as? RemoteError)?.code == .unreachable { remote.gaveUpWaiting() }
+                if (error as? RemoteError)?.code == .unreachable {
+                    remote.gaveUpWaiting()
+                    // One line per outage (the health's), not one per read.
+                    let known = self.health?.isOffline == true
+                    self.health?.noteFailure(error)
+                    if known {
+                        self.logger.debug("\(file.entry.logName): \(error); answering \(FuseErrno.from(error))")
+                        pending.reply.error(FuseErrno.from(error))
+                        return
+                    }
+                }
                 self.logger.error("\(file.entry.logName): \(error); answering \(FuseErrno.from(error))")
                 pending.reply.error(FuseErrno.from(error))
             }

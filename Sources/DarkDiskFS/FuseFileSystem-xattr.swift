@@ -234,6 +234,8 @@ extension FuseFileSystem {
             case .driveFolder(let id), .driveFile(let id), .driveLink(let id): return .node(id)
             default: throw DarkDiskError(.notFound, "\(entry.logName) is not a drive entry")
             }
+        case .remote:
+            return .text(health?.current.text ?? "online")
         case .pool(let pool, let field):
             switch field {
             case .maxSize: return .bytes(try manager.settings(for: pool).maxSize)

@@ -17,6 +17,7 @@ public final class FuseFileSystem: Sendable {
     /// Fetches what is not stored: nodes of the remote's outline are listed and read on demand.
     let downloads: DownloadManager?
     let pins: PinKeeper?
+    let health: RemoteHealth?
     /// How long a read of a node that is not stored waits for its bytes before answering `EIO`.
     let remoteTimeout: Duration
     /// Where reads answered later (after a download delivered their bytes) are decrypted and replied.
@@ -62,10 +63,13 @@ public final class FuseFileSystem: Sendable {
     }
 
     /// `downloads` nil serves only what is stored. `pins`: the keeper a pin set through the mount wakes.
-    public init(manager: DiskManager, downloads: DownloadManager? = nil, pins: PinKeeper? = nil, remoteTimeout: Duration = .seconds(30), logger: Logger) {
+    /// `health`: whether the remote answers; while it does not, reads of remote-only files fail at once.
+    public init(manager: DiskManager, downloads: DownloadManager? = nil, pins: PinKeeper? = nil, health: RemoteHealth? = nil,
+                remoteTimeout: Duration = .seconds(30), logger: Logger) {
         self.manager = manager
         self.downloads = downloads
         self.pins = pins
+        self.health = health
         self.remoteTimeout = remoteTimeout
         self.logger = logger
     }

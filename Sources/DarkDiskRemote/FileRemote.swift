@@ -152,6 +152,7 @@ public struct FileRemote: Remote {
 
     public func delete(_ key: String, condition: WriteCondition) async throws(RemoteError) {
         try RemoteKey.check(key)
+        try checkReachable()
         guard condition != .absent else { throw RemoteError(.invalidURL, "a delete cannot be conditioned on the object being absent") }
         var lock: WriteLock?
         if case .matches(let etag) = condition {
@@ -178,6 +179,9 @@ public struct FileRemote: Remote {
     }
 
     private func temporaryPath() throws(RemoteError) -> String {
+        // A remote folder that is gone (an unmounted share or disk) is unreachable: a write must not make a
+        // new, empty one in its place.
+        try checkReachable()
         let folder = root + "/.tmp"
         do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
             throw RemoteError(.unreachable, "cannot write to remote folder \(root): \(error.localizedDescription)")

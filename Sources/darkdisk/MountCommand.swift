@@ -69,18 +69,21 @@ struct MountCommand: ParsableCommand {
             // `darkdisk status` lists what the daemon is downloading.
             let board = TransferBoard(downloads: downloads)
             defer { board.stop() }
+            // Whether the remote answers (DESIGN §11): reads fail at once while it does not, and its return
+            // drains the queue and resumes pinned downloads.
+            let health = RemoteHealth(remote: downloads.remote, manager: manager, logger: logger)
             // What other machines push appears without a command (the store's own folder needs no polling).
             let poller = try pollInterval > 0 && !StoreRemote.url(for: manager).isDefault
-                ? RemotePoller(sync: CloudSync(manager: manager, remote: downloads.remote), interval: pollInterval, logger: logger) : nil
+                ? RemotePoller(sync: CloudSync(manager: manager, remote: downloads.remote), interval: pollInterval, health: health, logger: logger) : nil
             defer { poller?.stop() }
             // The upload queue drains in the background (and a pull follows the daemon's own uploads).
             let uploader = QueueUploader(sync: CloudSync(manager: manager, remote: downloads.remote), writeBack: writeBack,
-                                         pullAfterUploads: try !StoreRemote.url(for: manager).isDefault, logger: logger)
+                                         pullAfterUploads: try !StoreRemote.url(for: manager).isDefault, health: health, logger: logger)
             defer { uploader.stop() }
             // Pinned files are downloaded and kept (DESIGN §11), also those pinned while no mount ran.
-            let pins = PinKeeper(manager: manager, downloads: downloads, logger: logger)
+            let pins = PinKeeper(manager: manager, downloads: downloads, health: health, logger: logger)
             defer { pins.stop() }
-            let fileSystem = FuseFileSystem(manager: manager, downloads: downloads, pins: pins,
+            let fileSystem = FuseFileSystem(manager: manager, downloads: downloads, pins: pins, health: health,
                                             remoteTimeout: .milliseconds(Int64(remoteTimeout * 1000)), logger: logger)
             try fileSystem.run(mountpoint: path, options: mountOptions) {
                 if let readyFd { DaemonLauncher.signalReady(fd: readyFd) }

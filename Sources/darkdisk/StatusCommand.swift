@@ -81,6 +81,7 @@ struct StatusCommand: ParsableCommand {
         print("store \(manager.location.dataDirectory)")
         print("cache \(manager.location.cacheDirectory)")
         print("remote \(remote.url)\(remote.isDefault ? " (the store's own folder: no remote set)" : "")")
+        if !remote.isDefault, let state = RemoteHealth.recorded(in: manager) { print("remote state \(state) (as the running mount sees it)") }
         let header = ["pool", "files", "size", "persistent", "cached", "partial", "max", "expiration"]
         var rows = [header]
         for status in pools {

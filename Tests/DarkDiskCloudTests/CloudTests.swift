@@ -198,6 +198,17 @@ import Testing
         let vanished = FileRemote(root: setup.directory + "/no-such-remote")
         await #expect(throws: RemoteError.self) { _ = try await CloudSync(manager: setup.b, remote: vanished).pull() }
         #expect(try setup.b.outlineEntry(NodeID("keep")) != nil)
+        // Writes and deletes to a remote folder that is gone (an unmounted share) are unreachable too, and
+        // make no new, empty folder in its place.
+        for attempt in 0..<2 {
+            do throws(RemoteError) {
+                if attempt == 0 { _ = try await vanished.write("x", data: Data("x".utf8)) } else { try await vanished.delete("x") }
+                Issue.record("attempt \(attempt) reached a remote that is not there")
+            } catch {
+                #expect(error.code == .unreachable, "\(error)")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: setup.directory + "/no-such-remote"))
     }
 
     @Test func hostileRecordsAreRefused() async throws {

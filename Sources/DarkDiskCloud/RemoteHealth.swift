@@ -1,0 +1,119 @@
+import DarkDisk
+import DarkDiskRemote
+import DarkDiskSync
+import Foundation
+import Logging
+import Synchronization
+
+/// Whether the remote answers, as the mount daemon sees it (DESIGN §11: offline use). Any remote request
+/// that fails for want of the remote (`RemoteError.unreachable`) marks it offline, logged once per outage;
+/// from then on reads of remote-only files fail at once instead of waiting, and a probe asks the remote every
+/// `probeInterval` seconds until it answers. Then it is online again: the recovery handlers run (the upload
+/// queue drains, pinned downloads resume). The state is kept in the store too (`storeText` key
+/// `remote.state`, with the daemon's process ID), so `darkdisk status` can tell it.
+public final class RemoteHealth: Sendable {
+    public enum State: Sendable, Equatable {
+        case online
+        case offline(since: Date)
+
+        /// `online`, or `offline since 2026-11-26T02:30:00Z`: the root's `user.darkdisk.remote`.
+        public var text: String {
+            switch self {
+            case .online: "online"
+            case .offline(let since): "offline since " + since.formatted(.iso8601)
+            }
+        }
+    }
+
+    private let remote: any Remote
+    private let manager: DiskManager
+    private let logger: Logger
+    private let probeInterval: Double
+    private let state = Mutex<(state: State, probing: Bool, handlers: [@Sendable () -> Void])>((.online, false, []))
+
+    public init(remote: any Remote, manager: DiskManager, probeInterval: Double = 2, logger: Logger) {
+        self.remote = remote
+        self.manager = manager
+        self.probeInterval = probeInterval
+        self.logger = logger
+        record(.online)
+    }
+
+    public var current: State { state.withLock { $0.state } }
+    public var isOffline: Bool { current != .online }
+
+    /// Runs `handler` each time the remote answers again after an outage.
+    public func onRecovery(_ handler: @escaping @Sendable () -> Void) {
+        state.withLock { $0.handlers.append(handler) }
+    }
+
+    /// A remote request failed: an outage if the remote could not be reached.
+    public func noteFailure(_ error: any Error) {
+        guard let remoteError = error as? RemoteError, remoteError.code == .unreachable else { return }
+        let (started, startProbe) = state.withLock { state -> (Date?, Bool) in
+            let started: Date? = state.state == .online ? Date() : nil
+            if let started { state.state = .offline(since: started) }
+            let startProbe = !state.probing
+            state.probing = true
+            return (started, startProbe)
+        }
+        if let started {
+            logger.warning("the remote is unreachable (\(remoteError.message)); reads of files that are only there fail at once, changes queue, until it answers again")
+            record(.offline(since: started))
+        }
+        if startProbe { probe() }
+    }
+
+    /// A remote request succeeded: the outage, if any, is over.
+    public func noteSuccess() {
+        let (since, handlers) = state.withLock { state -> (Date?, [@Sendable () -> Void]) in
+            guard case .offline(let since) = state.state else { return (nil, []) }
+            state.state = .online
+            return (since, state.handlers)
+        }
+        guard let since else { return }
+        logger.notice("the remote answers again (offline for \(Int(Date().timeIntervalSince(since))) s)")
+        record(.online)
+        for handler in handlers { handler() }
+    }
+
+    /// Asks the remote (one small request) every `probeInterval` seconds while offline.
+    private func probe() {
+        Task.detached { [self] in
+            while isOffline {
+                try? await Task.sleep(for: .milliseconds(Int(probeInterval * 1000)))
+                do throws(RemoteError) {
+                    _ = try await remote.info("darkdisk-probe")
+                    noteSuccess()
+                } catch {
+                    if error.code != .unreachable { noteSuccess() }  // it answered, if only to refuse
+                }
+            }
+            state.withLock { $0.probing = false }
+            // An outage that began as the loop ended gets its probe.
+            if isOffline { probeAgainIfIdle() }
+        }
+    }
+
+    private func probeAgainIfIdle() {
+        let start = state.withLock { state -> Bool in
+            guard !state.probing else { return false }
+            state.probing = true
+            return true
+        }
+        if start { probe() }
+    }
+
+    private func record(_ state: State) {
+        do { try manager.setText("\(getpid()) \(state.text)", for: "remote.state") } catch {
+            logger.debug("cannot record the remote's state: \(error)")
+        }
+    }
+
+    /// The state a running mount daemon recorded, if that daemon still runs: what `darkdisk status` shows.
+    public static func recorded(in manager: DiskManager) -> String? {
+        guard let text = try? manager.text("remote.state"), let space = text.firstIndex(of: " "),
+              let pid = Int32(text[..<space]), kill(pid, 0) == 0 || errno == EPERM else { return nil }
+        return String(text[text.index(after: space)...])
+    }
+}

@@ -1,0 +1,52 @@
+import DarkDiskTestSupport
+import Foundation
+import Testing
+
+/// Offline use (issue 20, DESIGN §11) through a real mount of a store whose remote (a folder) goes away and
+/// comes back: the mount starts without it, local files read and write, reads of remote-only files fail
+/// at once with one log line per outage, changes and pins wait, and all of it catches up when it returns.
+@Suite(.processSlots) struct OfflineMountTests {
+    @Test func theDriveWorksWithoutTheRemoteAndCatchesUpWhenItReturns() async throws {
+        let setup = try RemoteBucket()
+        let far = CLIStore.bytes(200_000, seed: 30)
+        try setup.push("far", far)
+        try setup.join("file://" + setup.bucket)
+        let away = setup.bucket + ".away"
+        try FileManager.default.moveItem(atPath: setup.bucket, toPath: away)
+
+        // The remote is gone before the mount starts: it mounts anyway and soon knows it is offline.
+        let mount = try setup.mountB(["--poll-interval", "1"])
+        #expect(await Mount.wait(seconds: 20) { (try? Shell.xattr("user.darkdisk.remote", mount.path))?.hasPrefix("offline since ") == true },
+                "remote: \(String(describing: try? Shell.xattr("user.darkdisk.remote", mount.path)))\n\(mount.log)")
+        let status = try setup.darkdiskB(["status"])
+        #expect(status.output.contains("remote state offline since "), "\(status.output)")
+
+        // A remote-only file fails at once, every time, with one log line for the outage.
+        for _ in 0..<3 {
+            let started = Date()
+            let cat = try await Shell.sh("cat \(Shell.quote(mount.path + "/nodes/far/data")) > /dev/null")
+            let seconds = Date().timeIntervalSince(started)
+            #expect(cat.status != 0 && cat.stderr.contains("Input/output error"), "\(cat.stderr)")
+            #expect(seconds < 1, "the read failed after \(seconds) s")
+        }
+        #expect(mount.log.components(separatedBy: "the remote is unreachable").count - 1 == 1, "\(mount.log)")
+
+        // Local files read and write; the change and a pin wait for the remote.
+        let note = mount.path + "/files/note.txt"
+        try Data("written offline".utf8).write(to: URL(fileURLWithPath: note))
+        #expect(FileManager.default.contents(atPath: note) == Data("written offline".utf8))
+        let pin = try setup.darkdiskB(["pin", "--node", "far"])
+        #expect(pin.status == 0, "\(pin.stderr)")
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        #expect(try Shell.xattr("user.darkdisk.sync", note) != "synced")
+        #expect(try Shell.xattr("user.darkdisk.local", mount.path + "/nodes/far/data") == "none")
+
+        // Back: online again, the queue drains, the pin completes.
+        try FileManager.default.moveItem(atPath: away, toPath: setup.bucket)
+        #expect(await Mount.wait(seconds: 30) { (try? Shell.xattr("user.darkdisk.remote", mount.path)) == "online" }, "\(mount.log)")
+        #expect(await Mount.wait(seconds: 30) { (try? Shell.xattr("user.darkdisk.sync", note)) == "synced" }, "\(mount.log)")
+        #expect(await Mount.wait(seconds: 30) { (try? Shell.xattr("user.darkdisk.local", mount.path + "/nodes/far/data")) == "full" }, "\(mount.log)")
+        #expect(FileManager.default.contents(atPath: mount.path + "/nodes/far/data") == far)
+        #expect(mount.log.contains("the remote answers again"), "\(mount.log)")
+    }
+}
