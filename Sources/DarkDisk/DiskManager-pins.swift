@@ -94,6 +94,15 @@ extension DiskManager {
         public let nodeID: NodeID
         public let stored: Bool
         public let size: UInt64
+        /// Whether it is kept persistently once here (always, for a pin).
+        public let persistent: Bool
+
+        public init(nodeID: NodeID, stored: Bool, size: UInt64, persistent: Bool = true) {
+            self.nodeID = nodeID
+            self.stored = stored
+            self.size = size
+            self.persistent = persistent
+        }
     }
 
     /// The pinned nodes in the remote whose data is not stored persistently here, in the outline's order.
@@ -147,5 +156,34 @@ extension DiskManager {
         let deleted = try deleteNodeFiles([nodeID], kind: .data) > 0
         removeIdlePartialDownload(nodeID)
         return deleted || hadPartial
+    }
+
+    /// Hands the download of node `nodeID`'s data to the running mount (`darkdisk fetch --background`): it
+    /// downloads it (`persistent`: to keep) and forgets the request, also after a restart.
+    public func requestDownload(_ nodeID: NodeID, persistent: Bool) throws(DarkDiskError) {
+        let now = clock.now.timeIntervalSince1970
+        try write { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM node WHERE id = ? AND cloudETag IS NOT NULL", arguments: [nodeID.rawValue]) == true else {
+                throw DarkDiskError(.notFound, "node \(nodeID) is not in the remote's outline")
+            }
+            try db.execute(sql: """
+                INSERT INTO wantedDownload (nodeID, persistent, since) VALUES (?, ?, ?)
+                ON CONFLICT(nodeID) DO UPDATE SET persistent = MAX(persistent, excluded.persistent)
+                """, arguments: [nodeID.rawValue, persistent, now])
+        }
+    }
+
+    /// The downloads handed to the mount and not done yet, oldest first.
+    public func wantedDownloads() throws(DarkDiskError) -> [(nodeID: NodeID, persistent: Bool)] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT nodeID, persistent FROM wantedDownload ORDER BY since, nodeID").compactMap { row in
+                (try? NodeID(row["nodeID"] as String)).map { ($0, row["persistent"] as Bool) }
+            }
+        }
+    }
+
+    /// A handed download is done (or its node is gone).
+    public func forgetWantedDownload(_ nodeID: NodeID) throws(DarkDiskError) {
+        try write { db in try db.execute(sql: "DELETE FROM wantedDownload WHERE nodeID = ?", arguments: [nodeID.rawValue]) }
     }
 }

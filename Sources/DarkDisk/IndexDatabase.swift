@@ -319,6 +319,7 @@ enum IndexDatabase {
             // "Always keep on this device" (DESIGN §11): a node's own pin (1 keep, 0 may be freed); a node
             // without a row inherits from the folder above it, and the row of node '' is the top's setting.
             // `pinClock` changes with every pin set or cleared, in any process, so a daemon sees it.
+            // `wantedDownload`: node data a command handed to the running mount (`fetch --background`).
             try db.execute(sql: """
                 CREATE TABLE pin (nodeID TEXT PRIMARY KEY NOT NULL, pinned INTEGER NOT NULL, since REAL NOT NULL);
                 CREATE TABLE pinClock (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
@@ -326,6 +327,8 @@ enum IndexDatabase {
                 CREATE TRIGGER pinInserted AFTER INSERT ON pin BEGIN UPDATE pinClock SET version = version + 1; END;
                 CREATE TRIGGER pinUpdated AFTER UPDATE ON pin BEGIN UPDATE pinClock SET version = version + 1; END;
                 CREATE TRIGGER pinDeleted AFTER DELETE ON pin BEGIN UPDATE pinClock SET version = version + 1; END;
+                CREATE TABLE wantedDownload (nodeID TEXT PRIMARY KEY NOT NULL, persistent INTEGER NOT NULL, since REAL NOT NULL);
+                CREATE TRIGGER wantedDownloadInserted AFTER INSERT ON wantedDownload BEGIN UPDATE pinClock SET version = version + 1; END;
                 """)
         }
         return migrator

@@ -79,10 +79,19 @@ public final class PinKeeper: Sendable {
 
     deinit { task.withLock { $0?.cancel() } }
 
-    /// One look: every pinned node that is not kept persistently gets what it needs.
+    /// One look: every pinned node that is not kept persistently gets what it needs, and so does every
+    /// download a command handed over (`fetch --background`).
     private func keepPinned() throws(DarkDiskError) {
         let nodes = try manager.pinnedNodesToKeep()
-        let missing = nodes.filter { !$0.stored }
+        var missing = nodes.filter { !$0.stored }
+        for wanted in try manager.wantedDownloads() {
+            let stored = try manager.storedFile(wanted.nodeID, kind: .data)
+            if let stored, !wanted.persistent || stored.mode == .persistent {
+                try manager.forgetWantedDownload(wanted.nodeID)
+            } else if !missing.contains(where: { $0.nodeID == wanted.nodeID }) {
+                missing.append(DiskManager.PinnedNode(nodeID: wanted.nodeID, stored: false, size: 0, persistent: wanted.persistent))
+            }
+        }
         state.withLock {
             $0.pendingBytes = missing.reduce(0) { $0 + $1.size }
             $0.pendingFiles = missing.count
@@ -107,7 +116,7 @@ public final class PinKeeper: Sendable {
     }
 
     private func download(_ node: DiskManager.PinnedNode) {
-        let ticket = downloads.downloadNodeData(node.nodeID, options: DownloadOptions(cacheToDiskManager: true, storePersistently: true))
+        let ticket = downloads.downloadNodeData(node.nodeID, options: DownloadOptions(cacheToDiskManager: true, storePersistently: node.persistent))
         ticket.onCompletion { [self] result in
             let failure: String? = switch result {
             case .success: nil
@@ -125,6 +134,8 @@ public final class PinKeeper: Sendable {
                 return first
             }
             if case .failure(let error) = result { health?.noteFailure(error) } else { health?.noteSuccess() }
+            // A handed download is done (a pinned node has no request; forgetting none is harmless).
+            if failure == nil || (try? manager.outlineEntry(node.nodeID)) == nil { try? manager.forgetWantedDownload(node.nodeID) }
             if let failure {
                 if firstFailure { logger.warning("pin: node \(node.nodeID) could not be downloaded (tried again with backoff): \(failure)") }
             } else {

@@ -27,6 +27,9 @@ struct FetchCommand: AsyncParsableCommand {
     @Flag(help: "Keep the node's file persistently (never evicted, outside the cache pool's limit); a node already cached is made persistent.")
     var persistent = false
 
+    @Flag(help: "Hand the download of a node's data to the running mount of this store and return at once (darkdisk status shows its progress).")
+    var background = false
+
     func validate() throws {
         guard (1...64).contains(parallel) else { throw ValidationError("--parallel must be between 1 and 64") }
         guard partSize >= 65536 else { throw ValidationError("--part-size must be at least 65536") }
@@ -35,6 +38,15 @@ struct FetchCommand: AsyncParsableCommand {
     func run() async throws {
         let target = try targetOptions.target(identityRequired: false)
         let manager = try storeOptions.open()
+        if background {
+            guard case .node(let id, .data) = target else { throw CLIError("--background hands over a node's data (--node ID), not a thumbnail, metadata or avatar") }
+            guard RemoteHealth.recorded(in: manager) != nil else {
+                throw CLIError("no mount of this store is running to hand the download to; mount it, or fetch without --background")
+            }
+            try manager.requestDownload(id, persistent: persistent)
+            FileHandle.standardError.write(Data("handed node '\(id)' to the running mount; darkdisk status shows its progress\n".utf8))
+            return
+        }
         let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager), partSize: partSize,
                                         parallelParts: parallel)
         let board = TransferBoard(downloads: downloads)  // `darkdisk status` elsewhere lists this fetch

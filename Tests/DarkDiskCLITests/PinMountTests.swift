@@ -82,6 +82,23 @@ import Glibc
         #expect(FileManager.default.contents(atPath: filesB + "/other.bin") == contents["other.bin"], "read again from the remote")
     }
 
+    @Test func fetchInTheBackgroundIsHandedToTheRunningMount() async throws {
+        let remote = try RemoteBucket()
+        let data = CLIStore.bytes(300_000, seed: 40)
+        try remote.push("bg", data)
+        try remote.join("file://" + remote.bucket)
+        let alone = try remote.darkdiskB(["fetch", "--node", "bg", "--background"])
+        #expect(alone.status == 1 && alone.stderr == "darkdisk: no mount of this store is running to hand the download to; mount it, or fetch without --background\n",
+                "\(alone.stderr)")
+        let mount = try remote.mountB()
+        let handed = try remote.darkdiskB(["fetch", "--node", "bg", "--background", "--persistent"])
+        #expect(handed.status == 0 && handed.stderr.contains("handed node 'bg' to the running mount"), "\(handed.stderr)")
+        let path = mount.path + "/nodes/bg/data"
+        #expect(await Mount.wait(seconds: 30) { Self.local(path) == "full" }, "\(mount.log)")
+        #expect(try Shell.xattr("user.darkdisk.persistent", path) == "1")
+        #expect(FileManager.default.contents(atPath: path) == data)
+    }
+
     @Test func aPinnedDownloadCutByKill9ResumesAfterRemount() async throws {
         let remote = try RemoteBucket()
         let big = try randomBytes(24 << 20)
