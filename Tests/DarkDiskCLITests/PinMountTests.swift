@@ -60,6 +60,12 @@ import Glibc
         #expect(FileManager.default.contents(atPath: filesB + "/album/new.bin") == arrived)
         #expect(FileManager.default.contents(atPath: filesB + "/album/a.bin") == changed)
 
+        // A file written into the pinned folder here stays persistent after its upload.
+        let written = CLIStore.bytes(50_000, seed: 22)
+        try written.write(to: URL(fileURLWithPath: filesB + "/album/here.bin"))
+        #expect(await Mount.wait(seconds: 60) { (try? Shell.xattr("user.darkdisk.sync", filesB + "/album/here.bin")) == "synced" }, "\(mountB.log)")
+        #expect(try Shell.xattr("user.darkdisk.persistent", filesB + "/album/here.bin") == "1", "an upload does not free a pinned file")
+
         // A pinned file cannot be evicted; one file unpinned inside the pinned folder can, and goes.
         let refused = try setup.darkdiskB(["evict", filesB + "/album/b.bin"])
         #expect(refused.status == 1 && refused.stderr.contains("is pinned; unpin it first"), "\(refused.stderr)")
@@ -117,6 +123,8 @@ import Glibc
             guard let text = Self.local(data), text.hasPrefix("partial "), let percent = Int(text.dropFirst(8).dropLast()) else { return false }
             return percent >= 40
         }, "the pin's download runs: \(Self.local(data) ?? "?")")
+        let status = try remote.darkdiskB(["status"])
+        #expect(status.output.contains("pinned, still to download: 1 file, 24.0 MiB"), "\(status.output)")
         let daemon = try #require(MountDaemon.pid(serving: mount.path))
         kill(daemon, SIGKILL)
         _ = try await Shell.sh("fusermount3 -u -z \(Shell.quote(mount.path))")
