@@ -10,10 +10,10 @@ import Glibc
 /// those stay in the `pendingDelete` table until the last holder releases them or a later sweep runs.
 final class FileDeleter: Sendable {
     let database: DatabasePool
-    /// Paths this process marked pending and has not seen deleted: a release looks up only these in the
-    /// index (one read per `close` of every file was the cost before). A path another process marked goes at
-    /// the next sweep (`DiskManager.maintenanceInterval`).
-    private let markedHere = Mutex<Set<String>>([])
+    /// Paths this process marked pending (through any store instance) and has not seen deleted: a release
+    /// looks up only these in the index (one read per `close` of every file was the cost before). A path
+    /// another process marked goes at the next sweep of a process that has the store open (`DiskManager.maintenanceInterval`).
+    private static let markedHere = Mutex<Set<String>>([])
 
     init(database: DatabasePool) {
         self.database = database
@@ -23,7 +23,7 @@ final class FileDeleter: Sendable {
     /// so that a token released in between still sees the entry.
     func markPending(_ db: Database, paths: [String]) throws {
         guard !paths.isEmpty else { return }
-        markedHere.withLock { $0.formUnion(paths) }
+        Self.markedHere.withLock { $0.formUnion(paths) }
         let now = Date().timeIntervalSince1970
         for path in paths {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO pendingDelete (path, since) VALUES (?, ?)").execute(arguments: [path, now])
@@ -47,7 +47,7 @@ final class FileDeleter: Sendable {
 
     /// Called when a retain token lets go: completes a delete that was waiting for it.
     func finishPendingDelete(_ path: String) {
-        guard markedHere.withLock({ $0.contains(path) }) else { return }
+        guard Self.markedHere.withLock({ $0.contains(path) }) else { return }
         let pending = (try? database.read { db in
             try Bool.fetchOne(db, sql: "SELECT 1 FROM pendingDelete WHERE path = ?", arguments: [path])
         }) ?? nil
@@ -55,7 +55,7 @@ final class FileDeleter: Sendable {
             tryDelete(path)
         } else {
             // (Its marking was rolled back, or another process finished it.)
-            _ = markedHere.withLock { $0.remove(path) }
+            _ = Self.markedHere.withLock { $0.remove(path) }
         }
     }
 
@@ -71,7 +71,7 @@ final class FileDeleter: Sendable {
 
     func forget(_ paths: [String]) {
         guard !paths.isEmpty else { return }
-        markedHere.withLock { $0.subtract(paths) }
+        Self.markedHere.withLock { $0.subtract(paths) }
         _ = try? database.write { db in
             for path in paths { try db.execute(sql: "DELETE FROM pendingDelete WHERE path = ?", arguments: [path]) }
         }

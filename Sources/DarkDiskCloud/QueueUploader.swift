@@ -62,6 +62,20 @@ public final class QueueUploader: Sendable {
         self.task.withLock { $0 = task }
     }
 
+    /// Stops draining and waits up to `timeout` seconds for the round in progress to end (its upload stops at
+    /// its next step), so that another drain does not meet this one's claims.
+    public func stopAndWait(timeout: Double) {
+        let running = task.withLock { $0 }
+        stop()
+        guard let running else { return }
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            await running.value
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + timeout)
+    }
+
     /// Stops draining; an upload in progress stops at its next step and its change stays queued.
     public func stop() {
         task.withLock { $0?.cancel() }

@@ -2,7 +2,9 @@ import ArgumentParser
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskFS
+import DarkDiskSystem
 import Foundation
+import Logging
 
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -35,6 +37,9 @@ struct MountCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Upload a change once it has rested SECONDS (a file written again meanwhile waits again, so a burst of writes, an editor's saves or a 'tar x', uploads once and after the work; 0: at once).", valueName: "SECONDS"))
     var writeBack: Double = 5
 
+    @Option(help: ArgumentHelp("On SIGTERM or unmount, upload the queued changes for at most SECONDS before stopping (what is left stays queued for the next mount; 0: none).", valueName: "SECONDS"))
+    var stopTimeout: Double = 20
+
     @Option(help: .hidden)
     var readyFd: Int32?
 
@@ -44,6 +49,7 @@ struct MountCommand: ParsableCommand {
             throw ValidationError("--poll-interval must be 0 (off) or between 0.5 and 86400 seconds")
         }
         guard writeBack >= 0, writeBack <= 86_400 else { throw ValidationError("--write-back must be between 0 and 86400 seconds") }
+        guard stopTimeout >= 0, stopTimeout <= 3600 else { throw ValidationError("--stop-timeout must be between 0 and 3600 seconds") }
     }
 
     func run() throws {
@@ -51,7 +57,8 @@ struct MountCommand: ParsableCommand {
         do { mountOptions = try MountOptions.parse(options) } catch { throw CLIError(error.description) }
         let path = URL(fileURLWithPath: mountpoint).standardizedFileURL.path
         // Refuse to stack a second mount (and daemon) here. The daemon skips this: its parent just checked.
-        if readyFd == nil, let mounted = MountTable.top(at: MountTable.resolve(path)) {
+        // (An automount point systemd put there first is what an fstab line with x-systemd.automount mounts over.)
+        if readyFd == nil, let mounted = MountTable.top(at: MountTable.resolve(path)), mounted.fileSystemType != "autofs" {
             let advice = mounted.isDarkdisk ? "darkdisk unmount \(mountpoint) first" : "a \(mounted.fileSystemType) mount; choose another directory"
             throw CLIError("\(mountpoint) is already a mount point (\(advice))")
         }
@@ -87,10 +94,32 @@ struct MountCommand: ParsableCommand {
                                             remoteTimeout: .milliseconds(Int64(remoteTimeout * 1000)), logger: logger)
             try fileSystem.run(mountpoint: path, options: mountOptions) {
                 if let readyFd { DaemonLauncher.signalReady(fd: readyFd) }
+                // A `Type=notify` unit is started once the mount serves.
+                SystemdNotify.send("READY=1\nSTATUS=serving \(path)")
             }
+            SystemdNotify.send("STOPPING=1")
+            uploader.stopAndWait(timeout: 5)
+            uploadBeforeStopping(CloudSync(manager: manager, remote: downloads.remote), logger: logger)
         } catch {
             if let readyFd { DaemonLauncher.signalFailure(fd: readyFd, message: "\(error)") }
             throw error
         }
+    }
+
+    /// Uploads what is queued, for at most `--stop-timeout` seconds; what is left stays queued.
+    private func uploadBeforeStopping(_ sync: CloudSync, logger: Logger) {
+        guard stopTimeout > 0, let queued = try? sync.manager.uploadQueue().count, queued > 0 else { return }
+        logger.info("uploading \(queued) queued change\(queued == 1 ? "" : "s") before stopping (at most \(Int(stopTimeout)) s)")
+        let done = DispatchSemaphore(value: 0)
+        let task = Task.detached {
+            defer { done.signal() }
+            return try? await sync.drainQueue()
+        }
+        if done.wait(timeout: .now() + stopTimeout) == .timedOut {
+            task.cancel()
+            done.wait()
+        }
+        let left = (try? sync.manager.uploadQueue().count) ?? 0
+        if left > 0 { logger.notice("\(left) change\(left == 1 ? "" : "s") left queued for the next mount or 'darkdisk sync'") }
     }
 }
