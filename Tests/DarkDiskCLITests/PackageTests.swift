@@ -101,4 +101,27 @@ import Glibc
         #expect(lines.contains { $0.hasPrefix("<6>") && $0.contains("mounted") }, "\(lines)")
         #expect(lines.allSatisfy { $0.first == "<" && $0.dropFirst(2).first == ">" }, "\(lines)")
     }
+
+    /// SIGTERM (systemd's stop): a change still resting in the queue is uploaded before the daemon exits, and
+    /// with `--stop-timeout 0` it stays queued for the next mount.
+    @Test func aStoppedMountUploadsWhatIsQueuedFirst() async throws {
+        for stopTimeout in ["20", "0"] {
+            let store = try CLIStore()
+            let mountpoint = store.directory + "/mnt"
+            let daemon = try Background("exec \(Shell.quote(Shell.darkdisk)) mount --foreground --store \(Shell.quote(store.storePath)) \(Shell.quote(mountpoint)) --write-back 600 --stop-timeout \(stopTimeout) 2> \(Shell.quote(store.directory + "/daemon.err"))", in: store.directory)
+            #expect(await Mount.wait(seconds: 30) { Mount.isMounted(mountpoint) })
+            try Data("resting".utf8).write(to: URL(fileURLWithPath: mountpoint + "/files/note.txt"))
+            #expect(try await store.darkdisk(["status"]).output.contains("upload queue: 1 pending"))
+            kill(-daemon.pid, SIGTERM)
+            let log = { (try? String(contentsOfFile: store.directory + "/daemon.err", encoding: .utf8)) ?? "" }
+            #expect(await daemon.wait(seconds: 60) == 0, "\(log())")
+            let status = try await store.darkdisk(["status"]).output
+            if stopTimeout == "0" {
+                #expect(status.contains("upload queue: 1 pending"), "left queued: \(status)")
+            } else {
+                #expect(!status.contains("upload queue"), "uploaded before stopping: \(status)\n\(log())")
+                #expect(log().contains("uploading 1 queued change before stopping"), "\(log())")
+            }
+        }
+    }
 }
