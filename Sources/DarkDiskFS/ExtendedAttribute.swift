@@ -232,11 +232,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
         }
         switch self {
         case .persistent:
-            switch try Self.integer(value, for: name) {
-            case 0: return .persistent(false)
-            case 1: return .persistent(true)
-            default: throw Failure(.invalidValue, "\(name) takes 0 or 1")
-            }
+            return .persistent(try Self.flag(value, for: name))
         case .expiration:
             return .expiration(try Self.integer(value, for: name))
         case .pool(let pool, .maxSize):
@@ -246,11 +242,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
         case .pool(let pool, .defaultExpiration):
             return .defaultExpiration(pool, try Self.integer(value, for: name))
         case .pin:
-            switch try Self.integer(value, for: name) {
-            case 0: return .pin(false)
-            case 1: return .pin(true)
-            default: throw Failure(.invalidValue, "\(name) takes 0 or 1")
-            }
+            return .pin(try Self.flag(value, for: name))
         case .local:
             var bytes = value[...]
             if bytes.last == UInt8(ascii: "\n") { bytes = bytes.dropLast() }
@@ -258,6 +250,15 @@ package enum ExtendedAttribute: Hashable, Sendable {
             return .evict
         case .sync, .pool, .node, .remote:
             throw Failure(.readOnly, "\(name) is read-only")
+        }
+    }
+
+    /// `0` or `1` (as `integer` spells them), as false or true.
+    static func flag(_ value: some BidirectionalCollection<UInt8>, for name: String) throws(Failure) -> Bool {
+        switch try integer(value, for: name) {
+        case 0: return false
+        case 1: return true
+        default: throw Failure(.invalidValue, "\(name) takes 0 or 1")
         }
     }
 

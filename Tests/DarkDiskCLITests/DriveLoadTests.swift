@@ -125,10 +125,7 @@ import Glibc
     /// A folder the kernel has listed keeps that listing until told: a file that arrives in it by a pull must
     /// show in the next `ls` (the kernel resets a cached listing when a name it knows changes, not for a new one).
     @Test func aFilePulledIntoAListedFolderShowsInTheNextListing() async throws {
-        let setup = try RemoteBucket()
-        try setup.join("file://" + setup.bucket)
-        let mountA = try Mount(setup.a, options: ["--passphrase-file", setup.passphrase, "--poll-interval", "1"])
-        let mountB = try setup.mountB(["--poll-interval", "1"])
+        let (_, mountA, mountB) = try Self.twoMounts()
         let (filesA, filesB) = (mountA.path + "/files", mountB.path + "/files")
         try FileManager.default.createDirectory(atPath: filesA + "/shared", withIntermediateDirectories: false)
         #expect(await Mount.wait(seconds: 30) { FileManager.default.fileExists(atPath: filesB + "/shared") }, "\(mountB.log)")
@@ -141,11 +138,16 @@ import Glibc
         #expect(FileManager.default.contents(atPath: filesB + "/shared/new.txt") == Data("from A".utf8))
     }
 
-    @Test func twoMountsOnOneBucketSeeEachOthersFiles() async throws {
+    /// Stores A and B on one file bucket, each mounted and pulling every second.
+    static func twoMounts() throws -> (RemoteBucket, Mount, Mount) {
         let setup = try RemoteBucket()
         try setup.join("file://" + setup.bucket)
         let mountA = try Mount(setup.a, options: ["--passphrase-file", setup.passphrase, "--poll-interval", "1"])
-        let mountB = try setup.mountB(["--poll-interval", "1"])
+        return (setup, mountA, try setup.mountB(["--poll-interval", "1"]))
+    }
+
+    @Test func twoMountsOnOneBucketSeeEachOthersFiles() async throws {
+        let (setup, mountA, mountB) = try Self.twoMounts()
         let (filesA, filesB) = (mountA.path + "/files", mountB.path + "/files")
         let report = CLIStore.bytes(300_000, seed: 5)
         try await DriveWriteTests.sh("mkdir \(Shell.quote(filesA + "/shared")) && touch -d '2022-02-02 02:02:02' \(Shell.quote(filesA + "/shared"))")

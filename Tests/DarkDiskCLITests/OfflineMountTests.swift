@@ -49,4 +49,29 @@ import Testing
         #expect(FileManager.default.contents(atPath: mount.path + "/nodes/far/data") == far)
         #expect(mount.log.contains("the remote answers again"), "\(mount.log)")
     }
+
+    /// The same with an HTTP server (nginx behind our proxy) stopped and started again on its port: reads of
+    /// remote-only files fail at once while it is down, and a pin made meanwhile completes when it is back.
+    @Test func aStoppedServerFailsReadsAtOnceAndItsReturnResumesPins() async throws {
+        let remote = try RemoteBucket()
+        let data = CLIStore.bytes(400_000, seed: 31)
+        try remote.push("far", data)
+        var proxy: FaultProxy? = try FaultProxy(servingRoot: remote.bucket)
+        let port = try #require(proxy?.port)
+        try remote.join(try #require(proxy?.url))
+        let mount = try remote.mountB(["--poll-interval", "1"])
+        #expect(try Shell.xattr("user.darkdisk.remote", mount.path) == "online")
+        proxy = nil  // the server stops
+        #expect(await Mount.wait(seconds: 20) { (try? Shell.xattr("user.darkdisk.remote", mount.path))?.hasPrefix("offline since ") == true },
+                "\(mount.log)")
+        let started = Date()
+        let cat = try await Shell.sh("cat \(Shell.quote(mount.path + "/nodes/far/data")) > /dev/null")
+        #expect(cat.status != 0 && Date().timeIntervalSince(started) < 1, "\(cat.stderr), after \(Date().timeIntervalSince(started)) s")
+        #expect(try remote.darkdiskB(["pin", "--node", "far"]).status == 0)
+        proxy = try FaultProxy(servingRoot: remote.bucket, port: port)  // and starts again
+        defer { withExtendedLifetime(proxy) {} }
+        #expect(await Mount.wait(seconds: 30) { (try? Shell.xattr("user.darkdisk.local", mount.path + "/nodes/far/data")) == "full" }, "\(mount.log)")
+        #expect(try Shell.xattr("user.darkdisk.remote", mount.path) == "online")
+        #expect(FileManager.default.contents(atPath: mount.path + "/nodes/far/data") == data)
+    }
 }

@@ -19,18 +19,19 @@ public final class FaultProxy: Sendable {
         try self.init(arguments: ["--upstream", upstream])
     }
 
-    /// A proxy that starts its own nginx serving `root` (stopped with the proxy).
-    public convenience init(servingRoot root: String) throws {
-        try self.init(arguments: ["--serve-root", root])
+    /// A proxy that starts its own nginx serving `root` (stopped with the proxy), on `port` (0: any free
+    /// one; a port again: a server that was stopped comes back where its clients look for it).
+    public convenience init(servingRoot root: String, port: Int = 0) throws {
+        try self.init(arguments: ["--serve-root", root], port: port)
     }
 
-    private init(arguments: [String]) throws {
+    private init(arguments: [String], port: Int = 0) throws {
         scratch = NSTemporaryDirectory() + "darkdisk-proxy-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "/usr/local/bin/python3"
         let child: pid_t
         do {
-            child = try ChildProcess.spawn(python, [FaultProxy.script] + arguments + ["--port", "0"],
+            child = try ChildProcess.spawn(python, [FaultProxy.script] + arguments + ["--port", String(port)],
                                            stdout: scratch + "/stdout", stderr: scratch + "/stderr")
         } catch {
             throw ProxyFailed(message: "\(error)")
