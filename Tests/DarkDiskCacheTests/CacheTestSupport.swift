@@ -25,7 +25,7 @@ func bytes(_ count: Int, seed: UInt64 = 1) -> Data {
 
 /// Polls `condition` until it holds or `seconds` pass.
 func eventually(within seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
+    let deadline = Date().addingTimeInterval(TestTiming.patience(seconds))
     while Date() < deadline {
         if try condition() { return true }
         usleep(20_000)

@@ -2,6 +2,7 @@ import CVips
 @testable import DarkDiskImages
 import DarkDisk
 import DarkDiskCloud
+import DarkDiskTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -165,7 +166,7 @@ final class FetchRecord: Sendable {
 
 /// Polls `condition` until it holds or `seconds` pass (for effects that arrive asynchronously).
 func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
+    let deadline = Date().addingTimeInterval(TestTiming.patience(seconds))
     while Date() < deadline {
         if try condition() { return true }
         try? await Task.sleep(nanoseconds: 20_000_000)

@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskTestSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +10,7 @@ import Glibc
 /// Polls `condition` every 50 ms until it holds or `seconds` pass; returns whether it held. Async, so a
 /// waiting test does not block one of the few threads of Swift's cooperative pool.
 func eventually(within seconds: Double, _ condition: () throws -> Bool) async throws -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
+    let deadline = Date().addingTimeInterval(TestTiming.patience(seconds))
     while true {
         if try condition() { return true }
         if Date() >= deadline { return false }
