@@ -53,8 +53,9 @@ final class FileDeleter: Sendable {
         }) ?? nil
         if pending == true {
             tryDelete(path)
-        } else {
-            // (Its marking was rolled back, or another process finished it.)
+        } else if access(path, F_OK) != 0, errno == ENOENT {
+            // Another process finished it. (A path still there stays marked: its marking may not have
+            // committed yet, as when a migration's own reader of the original lets go first.)
             _ = Self.markedHere.withLock { $0.remove(path) }
         }
     }
