@@ -63,17 +63,18 @@ public final class QueueUploader: Sendable {
     }
 
     /// Stops draining and waits up to `timeout` seconds for the round in progress to end (its upload stops at
-    /// its next step), so that another drain does not meet this one's claims.
-    public func stopAndWait(timeout: Double) {
+    /// its next step), so that another drain does not meet this one's claims; whether it ended.
+    @discardableResult
+    public func stopAndWait(timeout: Double) -> Bool {
         let running = task.withLock { $0 }
         stop()
-        guard let running else { return }
+        guard let running else { return true }
         let done = DispatchSemaphore(value: 0)
         Task.detached {
             await running.value
             done.signal()
         }
-        _ = done.wait(timeout: .now() + timeout)
+        return done.wait(timeout: .now() + timeout) == .success
     }
 
     /// Stops draining; an upload in progress stops at its next step and its change stays queued.

@@ -98,8 +98,10 @@ struct MountCommand: ParsableCommand {
                 SystemdNotify.send("READY=1\nSTATUS=serving \(path)")
             }
             SystemdNotify.send("STOPPING=1")
-            uploader.stopAndWait(timeout: 5)
-            uploadBeforeStopping(CloudSync(manager: manager, remote: downloads.remote), logger: logger)
+            // (An upload still running after that, a large file's, would meet a second drain's claim of it.)
+            if uploader.stopAndWait(timeout: 5) {
+                uploadBeforeStopping(CloudSync(manager: manager, remote: downloads.remote), logger: logger)
+            }
         } catch {
             if let readyFd { DaemonLauncher.signalFailure(fd: readyFd, message: "\(error)") }
             throw error
