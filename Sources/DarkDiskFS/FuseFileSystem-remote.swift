@@ -40,10 +40,10 @@ extension FuseFileSystem {
             } catch {
                 if (error as? RemoteError)?.code == .unreachable {
                     remote.gaveUpWaiting()
-                    // One line per outage (the health's), not one per read.
-                    let known = self.health?.isOffline == true
-                    self.health?.noteFailure(error)
-                    if known {
+                    // One line per outage (the health's), not one per read. (A read's failure does not mark
+                    // the remote offline itself: it may only have waited too long on a slow or misbehaving
+                    // server; the poller, the uploader and the pins' downloads tell an outage.)
+                    if self.health?.isOffline == true {
                         self.logger.debug("\(file.entry.logName): \(error); answering \(FuseErrno.from(error))")
                         pending.reply.error(FuseErrno.from(error))
                         return
