@@ -24,9 +24,6 @@ public final class PinKeeper: Sendable {
         var inFlight: Set<NodeID> = []
         /// Nodes whose last download failed: when to try again, and the wait after that.
         var retry: [NodeID: (after: ContinuousClock.Instant, backoff: Double)] = [:]
-        /// Pinned bytes still to download, as of the last look.
-        var pendingBytes: UInt64 = 0
-        var pendingFiles = 0
     }
     private let state = Mutex(State())
 
@@ -69,9 +66,6 @@ public final class PinKeeper: Sendable {
     /// Looks at the pins now (a pin was just set through the mount).
     public func kick() { wake.kick() }
 
-    /// Pinned bytes and files still to download, as of the last look.
-    public var pending: (bytes: UInt64, files: Int) { state.withLock { ($0.pendingBytes, $0.pendingFiles) } }
-
     public func stop() {
         task.withLock { $0?.cancel() }
         wake.kick()
@@ -93,8 +87,6 @@ public final class PinKeeper: Sendable {
             }
         }
         state.withLock {
-            $0.pendingBytes = missing.reduce(0) { $0 + $1.size }
-            $0.pendingFiles = missing.count
             // A pin that went away takes its retry with it.
             let wanted = Set(missing.map(\.nodeID))
             $0.retry = $0.retry.filter { wanted.contains($0.key) }

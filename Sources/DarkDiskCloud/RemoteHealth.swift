@@ -50,18 +50,17 @@ public final class RemoteHealth: Sendable {
     /// A remote request failed: an outage if the remote could not be reached.
     public func noteFailure(_ error: any Error) {
         guard let remoteError = error as? RemoteError, remoteError.code == .unreachable else { return }
-        let (started, startProbe) = state.withLock { state -> (Date?, Bool) in
-            let started: Date? = state.state == .online ? Date() : nil
-            if let started { state.state = .offline(since: started) }
-            let startProbe = !state.probing
-            state.probing = true
-            return (started, startProbe)
+        let started = state.withLock { state -> Date? in
+            guard state.state == .online else { return nil }
+            let now = Date()
+            state.state = .offline(since: now)
+            return now
         }
         if let started {
             logger.warning("the remote is unreachable (\(remoteError.message)); reads of files that are only there fail at once, changes queue, until it answers again")
             record(.offline(since: started))
         }
-        if startProbe { probe() }
+        probeIfIdle()
     }
 
     /// A remote request succeeded: the outage, if any, is over.
@@ -91,11 +90,12 @@ public final class RemoteHealth: Sendable {
             }
             state.withLock { $0.probing = false }
             // An outage that began as the loop ended gets its probe.
-            if isOffline { probeAgainIfIdle() }
+            if isOffline { probeIfIdle() }
         }
     }
 
-    private func probeAgainIfIdle() {
+    /// Starts the probe unless it runs already.
+    private func probeIfIdle() {
         let start = state.withLock { state -> Bool in
             guard !state.probing else { return false }
             state.probing = true
