@@ -6,12 +6,12 @@ import Glibc
 #endif
 
 /// Backgrounds the mount without `fork()` (unsafe in a threaded Swift process): the command starts
-/// itself again with `--foreground --ready-fd N` in a new session, its output going to the store's log,
-/// and waits until the child reports "mounted" or an error through the pipe.
+/// itself again with `--foreground --ready-fd N`, its output going to the store's log, and waits until the
+/// child reports "mounted" or an error through the pipe. The child leaves the caller's session only once
+/// the kernel mount exists (`detach()`), as libfuse's `fuse_daemonize` does after `fuse_mount`: an
+/// automounter (autofs, systemd) lets only its own process group look at a mount point while it mounts
+/// there, and holds every other process's `stat` of it until the mount is done.
 enum DaemonLauncher {
-    /// glibc's POSIX_SPAWN_SETSID (hidden behind _GNU_SOURCE, so not imported): detach from the terminal's session.
-    private static let posixSpawnSetsid: Int16 = 0x80
-
     static func launch(location: StoreLocation) throws {
         var pipeFds: [Int32] = [0, 0]
         guard pipe(&pipeFds) == 0 else { throw CLIError("cannot create a pipe: \(String(cString: strerror(errno)))") }
@@ -33,7 +33,7 @@ enum DaemonLauncher {
         var noSignals = sigset_t()
         sigemptyset(&noSignals)
         posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setflags(&attributes, posixSpawnSetsid | Int16(POSIX_SPAWN_SETSIGMASK))
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
 
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for arg in argv { free(arg) } }
@@ -65,6 +65,12 @@ enum DaemonLauncher {
     /// stays alive for `-o auto_unmount` and would otherwise hold the pipe open for as long as the mount.
     static func keepReadyFdPrivate(_ fd: Int32) {
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    }
+
+    /// Called by the daemon once it is mounted, before it tells its parent: a session of its own, so the
+    /// terminal's hangup and Ctrl-C no longer reach it.
+    static func detach() {
+        _ = setsid()
     }
 
     static func signalReady(fd: Int32) {

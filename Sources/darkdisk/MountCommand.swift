@@ -93,7 +93,10 @@ struct MountCommand: ParsableCommand {
             let fileSystem = FuseFileSystem(manager: manager, downloads: downloads, pins: pins, health: health,
                                             remoteTimeout: .milliseconds(Int64(remoteTimeout * 1000)), logger: logger)
             try fileSystem.run(mountpoint: path, options: mountOptions) {
-                if let readyFd { DaemonLauncher.signalReady(fd: readyFd) }
+                if let readyFd {
+                    DaemonLauncher.detach()
+                    DaemonLauncher.signalReady(fd: readyFd)
+                }
                 // A `Type=notify` unit is started once the mount serves.
                 SystemdNotify.send("READY=1\nSTATUS=serving \(path)")
             }

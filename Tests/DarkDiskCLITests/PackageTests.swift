@@ -1,3 +1,4 @@
+import DarkDiskFS
 import DarkDiskTestSupport
 import Foundation
 import Testing
@@ -63,6 +64,7 @@ import Glibc
             #expect(FileManager.default.contents(atPath: mountpoint + "/nodes/hello/data") == Data("hello from the package".utf8), "\(way)")
             #expect(try Shell.sh("/usr/bin/darkdisk unmount \(Shell.quote(mountpoint))", timeout: 60).status == 0)
         }
+        try await automountedStoreServes(store, at: mountpoint)
         let unknown = try await Shell.sh("mount -t darkdisk \(Shell.quote(store.storePath)) \(Shell.quote(mountpoint)) -o colour=blue")
         #expect(unknown.status != 0 && unknown.stderr.contains("unsupported mount option 'colour=blue'"), "\(unknown.stderr)")
 
@@ -71,6 +73,30 @@ import Glibc
         for path in ["/usr/bin/darkdisk", "/usr/sbin/mount.darkdisk", "/usr/lib/systemd/system/darkdisk@.service", "/usr/share/man/man1/darkdisk.1.gz"] {
             #expect(!FileManager.default.fileExists(atPath: path), "\(path) outlived the purge")
         }
+    }
+
+    /// Over an automount point, as `x-systemd.automount` makes one: Debian's automounter puts the kernel's
+    /// autofs trigger there (what systemd's automount units use too), and the first look into it has the
+    /// automounter run `mount -t darkdisk` over the trigger while the looking process waits. Only the
+    /// automounter's own process group may look at the mount point meanwhile, so a daemon that left it too
+    /// early waits for itself for ever.
+    private func automountedStoreServes(_ store: CLIStore, at mountpoint: String) async throws {
+        let master = store.directory + "/auto.master", map = store.directory + "/auto.darkdisk"
+        try "/- \(map)\n".write(toFile: master, atomically: true, encoding: .utf8)
+        try "\(mountpoint) -fstype=darkdisk,poll_interval=0,write_back=0 :\(store.storePath)\n".write(toFile: map, atomically: true, encoding: .utf8)
+        let automounter = try Background("exec automount --foreground --timeout 0 \(Shell.quote(master))", in: store.directory)
+        defer { kill(-automounter.pid, SIGKILL) }
+        let trigger = { MountTable.top(at: mountpoint)?.fileSystemType }
+        #expect(await Mount.wait(seconds: 30) { trigger() == "autofs" }, "no autofs trigger: \(automounter.stderr)")
+        // (SIGKILL: a process waiting on an automount ignores gentler signals.)
+        let read = try await Shell.sh("timeout -s KILL 60 cat \(Shell.quote(mountpoint + "/nodes/hello/data"))")
+        #expect(read.output == "hello from the package", "the automounted store did not serve (\(read.status)): \(automounter.stderr.suffix(1500))")
+        #expect(trigger() == "fuse.darkdisk", "the store is mounted over the trigger")
+        #expect(try Shell.sh("/usr/bin/darkdisk unmount \(Shell.quote(mountpoint))", timeout: 60).status == 0)
+        #expect(trigger() == "autofs", "the trigger stays for the next look")
+        kill(-automounter.pid, SIGTERM)
+        #expect(await automounter.wait(seconds: 30) == 0, "\(automounter.stderr.suffix(1500))")
+        #expect(trigger() == nil, "the automounter took its trigger away")
     }
 
     /// A unit's `ExecStart` (Type=notify): READY=1 only once the mount serves, STOPPING=1 on SIGTERM, and a
