@@ -24,6 +24,8 @@ final class FileDeleter: Sendable {
     func markPending(_ db: Database, paths: [String]) throws {
         guard !paths.isEmpty else { return }
         Self.markedHere.withLock { $0.formUnion(paths) }
+        // Marked before the commit (a release in between must look), unmarked if the marking never commits.
+        db.afterNextTransaction(onCommit: { _ in }, onRollback: { _ in Self.markedHere.withLock { $0.subtract(paths) } })
         let now = Date().timeIntervalSince1970
         for path in paths {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO pendingDelete (path, since) VALUES (?, ?)").execute(arguments: [path, now])
@@ -47,7 +49,7 @@ final class FileDeleter: Sendable {
 
     /// Called when a retain token lets go: completes a delete that was waiting for it.
     func finishPendingDelete(_ path: String) {
-        guard Self.markedHere.withLock({ $0.contains(path) }) else { return }
+        guard Self.isMarkedHere(path) else { return }
         let pending = (try? database.read { db in
             try Bool.fetchOne(db, sql: "SELECT 1 FROM pendingDelete WHERE path = ?", arguments: [path])
         }) ?? nil
@@ -58,6 +60,11 @@ final class FileDeleter: Sendable {
             // committed yet, as when a migration's own reader of the original lets go first.)
             _ = Self.markedHere.withLock { $0.remove(path) }
         }
+    }
+
+    /// Whether a release of `path` in this process looks for it in the index.
+    static func isMarkedHere(_ path: String) -> Bool {
+        markedHere.withLock { $0.contains(path) }
     }
 
     /// Retries every pending delete (at start-up and from sweeps).
