@@ -1,0 +1,24 @@
+@testable import DarkDiskCloud
+import Foundation
+import Testing
+
+/// The wake-up of the uploader's and the pin keeper's loops: a wait ends at its time or at a kick, and is
+/// never lost (a lost one stopped the loop until the next kick).
+@Suite struct AsyncWakeupTests {
+    /// With no time to wait, the timer often runs before the wait has begun: each wait still ends.
+    @Test(.timeLimit(.minutes(1))) func aWaitWhoseTimeRunsOutFirstStillEnds() async {
+        let wake = AsyncWakeup()
+        for _ in 0..<5_000 { await wake.wait(seconds: 0) }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aKickEndsTheWaitAndOneMadeBeforeIsKept() async {
+        let wake = AsyncWakeup()
+        wake.kick()
+        let start = ContinuousClock.now
+        await wake.wait(seconds: 600)
+        #expect(wake.takeKick() && !wake.takeKick(), "the kick is seen once")
+        Task { try? await Task.sleep(for: .milliseconds(50)); wake.kick() }
+        await wake.wait(seconds: 600)
+        #expect(ContinuousClock.now - start < .seconds(30), "both waits ended by kicks")
+    }
+}
