@@ -30,7 +30,7 @@ let package = Package(
         // The one syscall and errno layer (swift-system's shape): Errno, EINTR-retrying calls, full-length
         // pread/pwrite, a throwing flock, and the error protocol every module's error types conform to.
         .target(name: "DarkDiskSystem"),
-        .target(name: "DarkDiskCrypto", dependencies: ["COpenSSL", "DarkDiskSystem"]),
+        .target(name: "DarkDiskCrypto", dependencies: ["COpenSSL", "DarkDiskSync", "DarkDiskSystem"]),
         .target(name: "DarkDisk", dependencies: ["DarkDiskSync", "DarkDiskSystem",
             "DarkDiskCrypto",
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -76,7 +76,7 @@ let package = Package(
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskSync", "DarkDiskTestSupport"]),
         // Real servers for the tests (nginx, our fault-injecting proxy), shared by the test targets.
-        .target(name: "DarkDiskTestSupport", dependencies: ["DarkDiskSystem"], path: "Tests/TestSupport"),
+        .target(name: "DarkDiskTestSupport", dependencies: ["DarkDiskSync", "DarkDiskSystem"], path: "Tests/TestSupport"),
         .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskSync", "DarkDiskCloud", "DarkDiskRemote", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport",
                                                         .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets", "DarkDiskTestSupport"]),

@@ -1,7 +1,7 @@
+import DarkDiskSync
 import DarkDiskSystem
 import Foundation
 import GRDB
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,7 +13,7 @@ final class FileDeleter: Sendable {
     /// Paths this process marked pending (through any store instance) and has not seen deleted: a release
     /// looks up only these in the index (one read per `close` of every file was the cost before). A path
     /// another process marked goes at the next sweep of a process that has the store open (`DiskManager.maintenanceInterval`).
-    private static let markedHere = Mutex<Set<String>>([])
+    private static let markedHere = Locked<Set<String>>([])
 
     init(database: DatabasePool) {
         self.database = database

@@ -1,6 +1,6 @@
 import DarkDiskCrypto
+import DarkDiskSync
 import Foundation
-import Synchronization
 
 /// The content of a drive file open for writing (DESIGN §10): the file's committed version (its stored
 /// data, read through its export's reader) under an encrypted staging file that holds each chunk written
@@ -67,7 +67,7 @@ public final class StagedContent: Sendable {
     let key: SymmetricKey
     /// Makes the unnamed file a new version is sealed into.
     let newVersionFile: @Sendable () throws(DarkDiskError) -> UnnamedFile
-    let state: Mutex<State>
+    let state: Locked<State>
 
     /// Content that starts as `base` (the file's stored data; nil: empty), with its staging file in
     /// `directory` (the store's persistent staging folder) and its new versions sealed under `key` (the
@@ -81,7 +81,7 @@ public final class StagedContent: Sendable {
         self.directory = directory
         self.key = key
         self.newVersionFile = newVersionFile
-        state = Mutex(State(size: size, base: reader, baseLimit: size, dirty: isNew))
+        state = Locked(State(size: size, base: reader, baseLimit: size, dirty: isNew))
     }
 
     /// The plaintext size now.

@@ -1,4 +1,4 @@
-import Synchronization
+import DarkDiskSync
 
 /// A wake-up for a polling task: `wait` returns after the timeout, or at once after a `kick` (kicks made
 /// while nobody waits are kept for the next wait). One task waits at a time.
@@ -10,7 +10,7 @@ final class AsyncWakeup: Sendable {
         var expired: UInt64?
         var nextWait: UInt64 = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func kick() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in

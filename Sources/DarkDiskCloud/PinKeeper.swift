@@ -2,7 +2,6 @@ import DarkDisk
 import DarkDiskSync
 import Foundation
 import Logging
-import Synchronization
 
 /// Keeps pinned files on this device (the mount daemon's half of DESIGN §11): it downloads the data of every
 /// pinned node that is not stored here (persistent, in the background, a few at a time), makes a pinned node
@@ -25,7 +24,7 @@ public final class PinKeeper: Sendable {
         /// Nodes whose last download failed: when to try again, and the wait after that.
         var retry: [NodeID: (after: ContinuousClock.Instant, backoff: Double)] = [:]
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// `health`: while the remote is down nothing is started; when it answers again, every pinned download
     /// starts at once (their backoff forgotten).

@@ -3,7 +3,6 @@ import DarkDiskRemote
 import DarkDiskSync
 import Foundation
 import Logging
-import Synchronization
 
 /// Whether the remote answers, as the mount daemon sees it (DESIGN §11: offline use). Any remote request
 /// that fails for want of the remote (`RemoteError.unreachable`) marks it offline, logged once per outage;
@@ -29,7 +28,7 @@ public final class RemoteHealth: Sendable {
     private let manager: DiskManager
     private let logger: Logger
     private let probeInterval: Double
-    private let state = Mutex<(state: State, probing: Bool, handlers: [@Sendable () -> Void])>((.online, false, []))
+    private let state = Locked<(state: State, probing: Bool, handlers: [@Sendable () -> Void])>((.online, false, []))
 
     public init(remote: any Remote, manager: DiskManager, probeInterval: Double = 2, logger: Logger) {
         self.remote = remote

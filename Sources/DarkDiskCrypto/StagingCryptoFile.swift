@@ -1,4 +1,4 @@
-import Synchronization
+import DarkDiskSync
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,7 +21,7 @@ public final class StagingCryptoFile: Sendable {
     let fileID: [UInt8]
     private let name: String
     /// The chunks written since the file was made or last cleared.
-    private let present = Mutex<Set<UInt64>>([])
+    private let present = Locked<Set<UInt64>>([])
 
     static let nonceSize = GCMContext.nonceSize
     static let aadSize = 16 + 8

@@ -1,5 +1,5 @@
 import DarkDisk
-import Synchronization
+import DarkDiskSync
 
 /// Drive folders' records as last read from the index, so that the attributes the kernel asks for after
 /// every entry made in a folder (it drops them at each create, mkdir, unlink and rename there) cost no index
@@ -8,7 +8,7 @@ import Synchronization
 final class DriveFolderRecords: Sendable {
     /// Records kept at most; the next one past it starts the table again (a listing of many folders).
     static let limit = 10_000
-    private let state = Mutex<(records: [NodeID: DriveNode], generation: UInt64)>(([:], 0))
+    private let state = Locked<(records: [NodeID: DriveNode], generation: UInt64)>(([:], 0))
 
     /// The record of folder `id` if kept, and the generation to pass to `remember` after reading it anew.
     func record(_ id: NodeID) -> (record: DriveNode?, generation: UInt64) {

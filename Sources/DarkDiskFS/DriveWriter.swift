@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskSync
 import Synchronization
 
 /// A drive file open for writing in this daemon: its staged content, shared by every handle of the node
@@ -12,7 +13,7 @@ final class DriveWriter: Sendable {
     /// The node's record as this daemon last wrote or read it, so that the attribute answers `tar x` and
     /// `cp -p` ask for after each `fchown`, `fchmod` and `utimensat` need no index read. Each change of the
     /// record here replaces it; a change the store watcher sees (a pull, another process) forgets it.
-    private let known = Mutex<(record: DriveNode?, generation: UInt64)>((nil, 0))
+    private let known = Locked<(record: DriveNode?, generation: UInt64)>((nil, 0))
 
     init(nodeID: NodeID, content: StagedContent, record: DriveNode? = nil) {
         self.nodeID = nodeID

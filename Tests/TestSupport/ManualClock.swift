@@ -1,13 +1,13 @@
+import DarkDiskSync
 import DarkDiskSystem
 import Foundation
-import Synchronization
 
 /// A store or cache clock that moves only when a test moves it: expiry tests advance it instead of sleeping.
 public final class ManualClock: StoreClock {
-    private let current: Mutex<Date>
+    private let current: Locked<Date>
 
     public init(_ start: Date = Date()) {
-        current = Mutex(start)
+        current = Locked(start)
     }
 
     public var now: Date { current.withLock { $0 } }
