@@ -1,5 +1,6 @@
 import CFuse3
 import DarkDisk
+import DarkDiskCloud
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -136,6 +137,33 @@ extension FuseFileSystem {
     func forgetRecords(_ ids: NodeID...) {
         folderRecords.forget(ids)
         writers.withLock { table in for id in ids { table[id]?.forgetRecord() } }
+    }
+
+    /// Drive node `id` has a new version (committed here, or found by the store watcher): every handle
+    /// reading it chooses its source again at its next read.
+    func driveVersionChanged(_ id: NodeID) {
+        let open = handles.withLock { handles in handles.values.filter { $0.entry == .driveFile(id) } }
+        for file in open { file.markStale() }
+    }
+
+    /// A handle reading drive file `id` after the node got a new version reads that version from now on, as
+    /// a descriptor on a local disk reads a file rewritten in place (it read its old version for good, and
+    /// once the kernel dropped its pages, a mix of both). A node deleted meanwhile keeps serving what the
+    /// handle had, as a deleted file does for its holders.
+    func refreshDriveHandle(_ file: OpenFile, _ id: NodeID) {
+        do {
+            if let export = try manager.nodeFile(id, kind: .data) {
+                let reader = try export.reader()
+                if case .stored(_, let current) = file.source, current.header.fileID == reader.header.fileID { return }
+                file.rebind(.stored(export, reader))
+            } else if let downloads, let outline = try manager.outlineEntry(id) {
+                let key = try manager.unwrapKey(outline.wrappedKey)
+                let ticket = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
+                file.rebind(.remote(RemoteData(nodeID: id, key: key, size: outline.dataSize, ticket: ticket)))
+            }
+        } catch {
+            logger.error("\(file.entry.logName): cannot open its new version (\(error)); this handle keeps the one it had")
+        }
     }
 
     /// Answers `readlink` of a drive link with its target.

@@ -108,10 +108,14 @@ extension FuseFileSystem {
     func read(_ reply: FuseReply, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = handles.withLock({ $0[fi.pointee.fh] }) else { reply.error(EBADF); return }
         guard offset >= 0 else { reply.error(EINVAL); return }
-        // A drive file being written is read from its staged content, through any handle.
-        if case .driveFile(let id) = file.entry, let writer = writers.withLock({ $0[id] }) {
-            answer(reply, read: writer, size: size, offset: UInt64(offset))
-            return
+        // A drive file being written is read from its staged content, through any handle; one rewritten since
+        // this handle chose its source is read at its current version.
+        if case .driveFile(let id) = file.entry {
+            if let writer = writers.withLock({ $0[id] }) {
+                answer(reply, read: writer, size: size, offset: UInt64(offset))
+                return
+            }
+            if file.takeStale() { refreshDriveHandle(file, id) }
         }
         switch file.source {
         case .drive(let writer):

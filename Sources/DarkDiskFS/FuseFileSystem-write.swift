@@ -336,6 +336,7 @@ extension FuseFileSystem {
         // (The attributes set before it are in the record now: read it again when asked.)
         defer { writer.forgetRecord() }
         try manager.commitDriveFile(writer.nodeID, content: writer.content, durable: durable)
+        driveVersionChanged(writer.nodeID)
         return true
     }
 

@@ -10,9 +10,12 @@ import DarkDiskSync
 /// file open for writing, from its staged content.
 final class OpenFile: Sendable {
     let entry: FSEntry
-    /// The inode opened: it serves one version of the entry, which this handle keeps reading to its close.
+    /// The inode opened. Under `/nodes` an inode serves one version of the entry, which this handle keeps
+    /// reading to its close; a drive file's inode serves every version of its node (`refreshDriveHandle`).
     let ino: fuse_ino_t
     private let state: Locked<Source>
+    /// Whether the node got a new version since this drive handle's source was chosen.
+    private let stale = Locked(false)
 
     enum Source: Sendable {
         case stored(DiskExport, CryptoFileReader)
@@ -47,6 +50,24 @@ final class OpenFile: Sendable {
         }
         if case .remote(let remote) = previous { remote.finish() }
         return kept
+    }
+
+    /// A drive file's node got a new version (committed here, pulled, imported by another process): the
+    /// next read chooses its source again.
+    func markStale() {
+        stale.withLock { $0 = true }
+    }
+
+    /// Whether the node changed since the source was chosen (and forgets it).
+    func takeStale() -> Bool {
+        stale.withLock { stale in defer { stale = false }; return stale }
+    }
+
+    /// Serves `source` from now on. A read in flight keeps the source it took (its reader holds its export,
+    /// and with it the descriptor); a download this handle kept going stops unless others wait for it.
+    func rebind(_ source: Source) {
+        let previous = state.withLock { state in defer { state = source }; return state }
+        if case .remote(let remote) = previous { remote.cancel() }
     }
 
     /// Lets go of the download this handle kept going (it goes on only if other readers wait for it).

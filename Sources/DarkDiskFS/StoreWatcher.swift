@@ -94,8 +94,10 @@ final class StoreWatcher: Sendable {
     private func invalidate(node id: NodeID) {
         var names: [(FSEntry, String)] = [(FSEntry.nodes, id.rawValue), (.thumbs, id.rawValue), (.nodeDirectory(id), "data"),
                                           (.nodeDirectory(id), "metadata"), (.nodeDirectory(id), "thumbnail")]
-        // Read the record again when next asked (a pull may have changed its mode or time).
+        // Read the record again when next asked (a pull may have changed its mode or time), and the data at
+        // its current version through the handles open on it.
         fileSystem.forgetRecords(id)
+        fileSystem.driveVersionChanged(id)
         let node = try? fileSystem.manager.driveNode(id)
         let known = fileSystem.driveNames.withLock { $0[id] }
         var folderStays = false

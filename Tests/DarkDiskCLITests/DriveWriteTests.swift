@@ -212,6 +212,14 @@ import Testing
             echo 'and writable' >&3
             exec 3>&-
             test ! -e open.txt
+            # A descriptor opened before another process rewrites the file reads the new bytes, as on a local
+            # disk, also once the kernel dropped its pages (it read the old version then).
+            printf AAAAAAAA > rewritten.txt
+            exec 4<rewritten.txt
+            printf BBBBBBBBBBBB > rewritten.txt
+            sync; echo 1 > /proc/sys/vm/drop_caches
+            test "$(cat <&4)" = BBBBBBBBBBBB
+            exec 4<&-
             # Modes and times are kept.
             chmod 640 doc.txt && test "$(stat -c %a doc.txt)" = 640
             touch -d '2020-01-02 03:04:05.25' doc.txt && test "$(stat -c %y doc.txt)" = '2020-01-02 03:04:05.250000000 +0000'
@@ -238,7 +246,7 @@ import Testing
         let again = try Mount(store)
         try await Self.sh("""
             cd \(Shell.quote(again.path + "/files"))
-            test "$(ls -A | sort | tr '\\n' ' ')" = 'c full '
+            test "$(ls -A | sort | tr '\\n' ' ')" = 'c full rewritten.txt '
             test "$(stat -c '%a %s %y' c/doc.txt)" = '640 100000 2020-01-02 03:04:05.250000000 +0000'
             test "$(cat c/b/x)" = inner
             """)
