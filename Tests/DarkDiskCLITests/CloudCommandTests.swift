@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -103,7 +104,7 @@ import Glibc
             .map(Shell.quote).joined(separator: " ")
         let push = try Background("exec " + command, in: setup.a.directory)
         let scratch = { ((try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []).filter { $0.hasSuffix(".scratch") } }
-        await #expect(Mount.wait(seconds: 30) { !scratch().isEmpty }, "the push composes its cloud file in the store's staging folder")
+        await #expect(Mount.wait(seconds: TestTiming.patience(30)) { !scratch().isEmpty }, "the push composes its cloud file in the store's staging folder")
         kill(push.pid, signal)
         _ = await push.wait(seconds: 30)
         let after = Set((try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? [])

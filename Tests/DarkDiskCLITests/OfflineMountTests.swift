@@ -6,6 +6,10 @@ import Testing
 /// comes back: the mount starts without it, local files read and write, reads of remote-only files fail
 /// at once with one log line per outage, changes and pins wait, and all of it catches up when it returns.
 @Suite(.processSlots) struct OfflineMountTests {
+    /// "At once": under a second, against the 30 s a read waits for a remote thought up; under a sanitizer
+    /// (a daemon several times slower on a machine two suites share) under half that wait.
+    static let atOnce: Double = TestTiming.isSanitized ? 15 : 1
+
     @Test func theDriveWorksWithoutTheRemoteAndCatchesUpWhenItReturns() async throws {
         let setup = try RemoteBucket()
         let far = CLIStore.bytes(200_000, seed: 30)
@@ -27,7 +31,7 @@ import Testing
             let cat = try await Shell.sh("cat \(Shell.quote(mount.path + "/nodes/far/data")) > /dev/null")
             let seconds = Date().timeIntervalSince(started)
             #expect(cat.status != 0 && cat.stderr.contains("Input/output error"), "\(cat.stderr)")
-            #expect(seconds < 1, "the read failed after \(seconds) s")
+            #expect(seconds < Self.atOnce, "the read failed after \(seconds) s")
         }
         #expect(mount.log.components(separatedBy: "the remote is unreachable").count - 1 == 1, "\(mount.log)")
 
@@ -66,7 +70,7 @@ import Testing
                 "\(mount.log)")
         let started = Date()
         let cat = try await Shell.sh("cat \(Shell.quote(mount.path + "/nodes/far/data")) > /dev/null")
-        #expect(cat.status != 0 && Date().timeIntervalSince(started) < 1, "\(cat.stderr), after \(Date().timeIntervalSince(started)) s")
+        #expect(cat.status != 0 && Date().timeIntervalSince(started) < Self.atOnce, "\(cat.stderr), after \(Date().timeIntervalSince(started)) s")
         #expect(try remote.darkdiskB(["pin", "--node", "far"]).status == 0)
         proxy = try FaultProxy(servingRoot: remote.bucket, port: port)  // and starts again
         defer { withExtendedLifetime(proxy) {} }
