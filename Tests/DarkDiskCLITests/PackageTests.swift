@@ -29,9 +29,9 @@ import Glibc
         }
         #expect(control.output.contains("Recommends: libvips42"))
 
-        let install = try Shell.sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q \(Shell.quote(deb))", timeout: 300)
+        let install = try Shell.sh("DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=240 install -y -q \(Shell.quote(deb))", timeout: 300)
         #expect(install.status == 0, "\(install.output.suffix(2000))\(install.stderr.suffix(2000))")
-        defer { _ = try? Shell.sh("DEBIAN_FRONTEND=noninteractive apt-get purge -y -q darkdisk", timeout: 300) }
+        defer { _ = try? Shell.sh("DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=240 purge -y -q darkdisk", timeout: 300) }
         #expect(try await Shell.sh("/usr/bin/darkdisk --version").output == version + "\n")
         #expect(try await Shell.sh("bash -n /usr/share/bash-completion/completions/darkdisk").status == 0)
         #expect(FileManager.default.fileExists(atPath: "/usr/share/zsh/vendor-completions/_darkdisk"))
@@ -68,7 +68,7 @@ import Glibc
         let unknown = try await Shell.sh("mount -t darkdisk \(Shell.quote(store.storePath)) \(Shell.quote(mountpoint)) -o colour=blue")
         #expect(unknown.status != 0 && unknown.stderr.contains("unsupported mount option 'colour=blue'"), "\(unknown.stderr)")
 
-        let purge = try Shell.sh("DEBIAN_FRONTEND=noninteractive apt-get purge -y -q darkdisk", timeout: 300)
+        let purge = try Shell.sh("DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=240 purge -y -q darkdisk", timeout: 300)
         #expect(purge.status == 0, "\(purge.stderr)")
         for path in ["/usr/bin/darkdisk", "/usr/sbin/mount.darkdisk", "/usr/lib/systemd/system/darkdisk@.service", "/usr/share/man/man1/darkdisk.1.gz"] {
             #expect(!FileManager.default.fileExists(atPath: path), "\(path) outlived the purge")
