@@ -3,6 +3,7 @@ import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
 import DarkDiskSync
+import Synchronization
 
 /// One open file handle of the mount. A stored file is served from its retained export (its token keeps
 /// the file on disk until `release`) through a random-access reader; a node that is only in the remote is
@@ -14,8 +15,9 @@ final class OpenFile: Sendable {
     /// reading to its close; a drive file's inode serves every version of its node (`refreshDriveHandle`).
     let ino: fuse_ino_t
     private let state: Locked<Source>
-    /// Whether the node got a new version since this drive handle's source was chosen.
-    private let stale = Locked(false)
+    /// Whether the node got a new version since this drive handle's source was chosen (an atomic, not a
+    /// lock: every read of a drive file looks at it).
+    private let stale = Atomic<Bool>(false)
 
     enum Source: Sendable {
         case stored(DiskExport, CryptoFileReader)
@@ -55,12 +57,12 @@ final class OpenFile: Sendable {
     /// A drive file's node got a new version (committed here, pulled, imported by another process): the
     /// next read chooses its source again.
     func markStale() {
-        stale.withLock { $0 = true }
+        stale.store(true, ordering: .releasing)
     }
 
     /// Whether the node changed since the source was chosen (and forgets it).
     func takeStale() -> Bool {
-        stale.withLock { stale in defer { stale = false }; return stale }
+        stale.load(ordering: .acquiring) && stale.exchange(false, ordering: .acquiringAndReleasing)
     }
 
     /// Serves `source` from now on. A read in flight keeps the source it took (its reader holds its export,
