@@ -1,3 +1,4 @@
+import DarkDiskCrypto
 import Foundation
 import GRDB
 
@@ -9,6 +10,14 @@ public struct DriveNode: Sendable, Equatable {
     public let parentID: NodeID?
     public let created: Double
     public var attributes: NodeAttributes
+}
+
+/// A drive node as a folder's listing shows it (`DiskManager.driveListing`): with its stored data, if any,
+/// else the size the outline gives its data (nil: the remote does not have the node).
+public struct DriveListedNode: Sendable, Equatable {
+    public let node: DriveNode
+    public let data: StoredFile?
+    public let remoteDataSize: UInt64?
 }
 
 extension DiskManager {
@@ -29,7 +38,7 @@ extension DiskManager {
         try read { db in
             try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE id = ? AND name IS NOT NULL"),
                              arguments: [nodeID.rawValue]).flatMap { row in
-                let parent = (row["parentID"] as String?).flatMap { try? NodeID($0) }
+                let parent = (row[2] as String?).flatMap { try? NodeID($0) }
                 return try Self.driveNode(from: row, in: try parent.map { try Self.isDriveFolder($0, db) } == true ? parent : nil)
             }
         }
@@ -49,29 +58,45 @@ extension DiskManager {
         }
     }
 
-    /// The state (stored files, outline entry) of every node whose folder is `parentID` (nil: the top, not
-    /// counting the orphans shown there), in two indexed queries instead of one `nodeState` per child: a
-    /// listing with attributes asks for all of them at once.
-    public func driveChildStates(of parentID: NodeID?) throws(DarkDiskError) -> [NodeID: NodeState] {
+    /// The drive nodes in folder `parentID` (nil: the top, with the orphans shown there), each with what a
+    /// listing shows of its data: the stored data file, else the size the outline gives it. One indexed query,
+    /// read by column position: `ls -l`, `find` and `du` of a folder cost this and nothing per entry.
+    public func driveListing(of parentID: NodeID?) throws(DarkDiskError) -> [DriveListedNode] {
         try read { db in
-            var files: [NodeID: [StoredFile]] = [:]
-            let rows = try FileRecord.fetchAll(db.cachedStatement(sql: """
-                SELECT file.* FROM node JOIN file ON file.ownerID = node.id
-                WHERE node.parentID IS ? AND node.name IS NOT NULL AND file.kind != 'avatar'
-                """), arguments: [parentID?.rawValue])
-            for row in rows {
-                guard let id = try? NodeID(row.ownerID) else { continue }
-                files[id, default: []].append(StoredFile(row))
+            var listed: [DriveListedNode] = []
+            try Self.appendListed(db.cachedStatement(sql: "\(Self.listingSelect) WHERE child.parentID IS ? AND child.name IS NOT NULL"),
+                                  arguments: [parentID?.rawValue], in: parentID, to: &listed)
+            if parentID == nil {
+                try Self.appendListed(db.cachedStatement(sql: "\(Self.listingSelect) WHERE child.name IS NOT NULL AND \(Self.orphan)"),
+                                      arguments: [], in: nil, to: &listed)
             }
-            var states: [NodeID: NodeState] = [:]
-            let outlined = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM node WHERE parentID IS ? AND name IS NOT NULL"),
-                                            arguments: [parentID?.rawValue])
-            for row in outlined {
-                guard let id = try? NodeID(row["id"] as String) else { continue }
-                let outline = (row["cloudETag"] as String?) == nil ? nil : try Self.entry(from: row)
-                states[id] = NodeState(nodeID: id, files: files[id] ?? [], outline: outline)
+            return listed
+        }
+    }
+
+    /// The drive columns (0–9), the outline's ETag and data size (10, 11), and the stored data file's (12–19).
+    private static let listingSelect = """
+        SELECT child.id, child.name, child.parentID, child.created, child.type, child.mode, child.mtime, child.mtimeNsec,
+               child.target, child.xattrs, child.cloudETag, child.dataSize,
+               file.id, file.mode, file.plaintextSize, file.storedSize, file.modified, file.lastAccess, file.expiration, file.format
+        FROM node AS child LEFT JOIN file ON file.kind = 'data' AND file.ownerID = child.id AND file.identityID = ''
+        """
+
+    private static func appendListed(_ statement: Statement, arguments: StatementArguments, in folder: NodeID?,
+                                     to listed: inout [DriveListedNode]) throws {
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() {
+            guard let node = try driveNode(from: row, in: folder) else { continue }
+            var data: StoredFile?
+            if let fileID: Int64 = row[12], let mode = (row[13] as String?).flatMap(StorageMode.init),
+               let format = (row[19] as UInt8?).flatMap(CryptoFileFormat.init) {
+                data = StoredFile(fileID: fileID, kind: .data, ownerID: node.id.rawValue, identityID: "", mode: mode,
+                                  plaintextSize: UInt64(row[14] as Int64), storedSize: UInt64(row[15] as Int64),
+                                  modified: Date(timeIntervalSince1970: row[16]), lastAccess: Date(timeIntervalSince1970: row[17]),
+                                  expiration: row[18], format: format)
             }
-            return states
+            let remoteSize: UInt64? = (row[10] as String?) == nil ? nil : UInt64(row[11] as Int64)
+            listed.append(DriveListedNode(node: node, data: data, remoteDataSize: remoteSize))
         }
     }
 
@@ -89,12 +114,19 @@ extension DiskManager {
         }
     }
 
-    /// A row as a drive node shown in `folder` (nil: the top, as the query that found it knows); nil for a
-    /// name no folder can show: `.`, `..`, or one with a `/`.
+    /// A row of `driveColumns` (first, in that order) as a drive node shown in `folder` (nil: the top, as the
+    /// query that found it knows); nil for a name no folder can show: `.`, `..`, or one with a `/`.
     private static func driveNode(from row: Row, in folder: NodeID?) throws -> DriveNode? {
-        guard let id = try? NodeID(row["id"] as String), let name: String = row["name"], !name.isEmpty,
-              !name.contains("/"), name != ".", name != ".." else { return nil }
-        return DriveNode(id: id, name: name, parentID: folder, created: row["created"], attributes: try attributes(from: row))
+        guard let id = try? NodeID(row[0] as String), let name: String = row[1], !name.isEmpty,
+              !name.utf8.contains(UInt8(ascii: "/")), name != ".", name != ".." else { return nil }
+        let mode: Int64? = row[5]
+        let nanoseconds: Int64? = row[7]
+        let extended: Data? = row[9]
+        let attributes = NodeAttributes(
+            kind: (row[4] as String?).flatMap(NodeAttributes.Kind.init) ?? .file, mode: mode.map { UInt32($0) },
+            modifiedSeconds: row[6], modifiedNanoseconds: UInt32(nanoseconds ?? 0), target: row[8],
+            extendedAttributes: try extended.map { try JSONDecoder().decode([String: Data].self, from: $0).mapValues { Array($0) } } ?? [:])
+        return DriveNode(id: id, name: name, parentID: folder, created: row[3], attributes: attributes)
     }
 
     static func isDriveFolder(_ id: NodeID, _ db: Database) throws -> Bool {

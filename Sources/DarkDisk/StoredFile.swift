@@ -17,6 +17,21 @@ public struct StoredFile: Sendable, Equatable {
     /// A cache file (one section, imported here or a downloaded section) or a whole downloaded cloud file.
     public let format: CryptoFileFormat
 
+    init(fileID: Int64, kind: FileKind, ownerID: String, identityID: String, mode: StorageMode, plaintextSize: UInt64,
+         storedSize: UInt64, modified: Date, lastAccess: Date, expiration: Double, format: CryptoFileFormat) {
+        self.fileID = fileID
+        self.kind = kind
+        self.ownerID = ownerID
+        self.identityID = identityID
+        self.mode = mode
+        self.plaintextSize = plaintextSize
+        self.storedSize = storedSize
+        self.modified = modified
+        self.lastAccess = lastAccess
+        self.expiration = expiration
+        self.format = format
+    }
+
     init(_ record: FileRecord) {
         fileID = record.id ?? 0
         kind = record.kind

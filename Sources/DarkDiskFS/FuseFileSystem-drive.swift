@@ -69,9 +69,9 @@ extension FuseFileSystem {
         }
     }
 
-    /// The `stat` of a drive node as its entry shows it (nil: a link without a target). `state`: the node's
-    /// state when the caller has it already (a listing reads all of a folder's at once).
-    func driveStat(_ node: DriveNode, state: NodeState? = nil) throws(DarkDiskError) -> stat? {
+    /// The `stat` of a drive node as its entry shows it (nil: a link without a target). `listed`: the node as
+    /// a folder's listing read it, with its data's state (else that is read here).
+    func driveStat(_ node: DriveNode, listed: DriveListedNode? = nil) throws(DarkDiskError) -> stat? {
         switch node.attributes.kind {
         case .folder:
             return withAttributes(baseStat(mode: S_IFDIR, links: 2), node.attributes)
@@ -81,12 +81,17 @@ extension FuseFileSystem {
         case .file:
             var st: stat
             let writer = writers.withLock { $0[node.id] }
-            let state = try writer == nil && state == nil ? manager.nodeState(node.id) : state
             if let writer {
                 let size = writer.content.size
                 st = baseStat(mode: S_IFREG, links: 1, size: size)
                 st.st_blocks = blkcnt_t((size + 511) / 512)
-            } else if let state, let data = current(section: .data, of: state) {
+            } else if let listed {
+                if let data = listed.data {
+                    st = attributes(of: data)
+                } else {
+                    st = baseStat(mode: S_IFREG, links: 1, size: listed.remoteDataSize ?? 0)
+                }
+            } else if let data = current(section: .data, of: try manager.nodeState(node.id)) {
                 st = data.stat
             } else {
                 st = baseStat(mode: S_IFREG, links: 1)
@@ -104,18 +109,18 @@ extension FuseFileSystem {
         }
     }
 
-    /// A drive folder's entries with their attributes, from the query that lists the folder and the two that
-    /// read its files' data (`driveChildStates`).
+    /// A drive folder's entries with their attributes, from the one query that lists the folder with its
+    /// files' data (`driveListing`).
     func listedDriveChildren(of folder: NodeID?) throws(DarkDiskError) -> [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)] {
-        let nodes = try manager.driveChildren(of: folder)
-        let states = nodes.contains { $0.attributes.kind == .file } ? try manager.driveChildStates(of: folder) : [:]
-        var byID: [NodeID: DriveNode] = [:]
-        for node in nodes { byID[node.id] = node }
+        let nodes = try manager.driveListing(of: folder)
+        var byID: [NodeID: DriveListedNode] = [:]
+        byID.reserveCapacity(nodes.count)
+        for listed in nodes { byID[listed.node.id] = listed }
         var listed: [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)] = []
         listed.reserveCapacity(nodes.count)
-        for shown in DriveNames.shown(nodes.map { DriveNames.Child(id: $0.id, name: $0.name, created: $0.created) }) {
-            guard let node = byID[shown.id], let st = try driveStat(node, state: states[node.id]) else { continue }
-            listed.append((shown.name, Self.driveEntry(node), FileAttributes(st), nil))
+        for shown in DriveNames.shown(nodes.map { DriveNames.Child(id: $0.node.id, name: $0.node.name, created: $0.node.created) }) {
+            guard let entry = byID[shown.id], let st = try driveStat(entry.node, listed: entry) else { continue }
+            listed.append((shown.name, Self.driveEntry(entry.node), FileAttributes(st), nil))
         }
         return listed
     }

@@ -333,7 +333,7 @@ extension FuseFileSystem {
     }
 
     /// The attributes of a stored file: its plaintext size, the blocks it takes here, its times.
-    private func attributes(of file: StoredFile) -> stat {
+    func attributes(of file: StoredFile) -> stat {
         var st = baseStat(mode: S_IFREG | 0o644, links: 1, size: file.plaintextSize)
         st.st_blocks = blkcnt_t((file.storedSize + 511) / 512)
         let modified = timespec(tv_sec: Int(file.modified.timeIntervalSince1970), tv_nsec: 0)
