@@ -57,6 +57,20 @@ extension DiskManager {
         try read { db in try Row.fetchAll(db, sql: "SELECT * FROM uploadQueue ORDER BY queuedAt, sequence").compactMap(Self.queued(from:)) }
     }
 
+    /// Whether a queued change that has rested since `rested` is free to upload: not being uploaded by a
+    /// running process. The uploader asks this every second; it reads no row it does not need, so a queue of
+    /// thousands of changes written a moment ago (a `tar x`) costs a scan, not thousands of decoded rows.
+    public func hasUploadsToStart(restedSince rested: Date) throws(DarkDiskError) -> Bool {
+        try read { db in
+            let time = rested.timeIntervalSince1970
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM uploadQueue WHERE queuedAt <= ? AND state != 'uploading' LIMIT 1", arguments: [time]) == true {
+                return true
+            }
+            let claimers = try Int64?.fetchAll(db, sql: "SELECT DISTINCT claimedBy FROM uploadQueue WHERE queuedAt <= ? AND state = 'uploading'", arguments: [time])
+            return claimers.contains { claimer in claimer.map { !Self.isRunning(Int32(truncatingIfNeeded: $0)) } ?? true }
+        }
+    }
+
     /// The node's queued change, if any.
     public func queuedUpload(_ nodeID: NodeID) throws(DarkDiskError) -> QueuedUpload? {
         try read { db in try Row.fetchOne(db, sql: "SELECT * FROM uploadQueue WHERE nodeID = ?", arguments: [nodeID.rawValue]).flatMap(Self.queued(from:)) }

@@ -105,7 +105,17 @@ enum FileOperations {
     /// A fresh random file name (128 bits, hex) with an extension.
     static func randomName(extension ext: String = "ddf") -> String {
         var rng = SystemRandomNumberGenerator()
-        return String(format: "%016llx%016llx.%@", rng.next() as UInt64, rng.next() as UInt64, ext)
+        // 32 hex digits, then the extension (no `String(format:)`: one is made for every new stored file).
+        let digits = Array("0123456789abcdef".utf8)
+        var name = [UInt8](repeating: 0, count: 32)
+        for half in 0..<2 {
+            var value: UInt64 = rng.next()
+            for index in stride(from: half * 16 + 15, through: half * 16, by: -1) {
+                name[index] = digits[Int(value & 0xF)]
+                value >>= 4
+            }
+        }
+        return String(decoding: name, as: UTF8.self) + "." + ext
     }
 
     /// Seconds since the file's status last changed (created, renamed, written), or 0 if it is gone.

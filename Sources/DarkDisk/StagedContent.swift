@@ -40,7 +40,7 @@ public final class StagedContent: Sendable {
         var sequential: SequentialVersion?
         /// The sequential version once set aside as the base: a commit that finds nothing written over it
         /// stores it as it is.
-        var setAside: (file: UnnamedFile, header: CryptoFileHeader)?
+        var setAside: (file: UnnamedFile, finished: FinishedCryptoFile)?
         /// Why the content cannot be used any more (a sequential version's write failed part-way).
         var failure: DarkDiskError?
         /// Whether the content differs from the committed version.
@@ -234,18 +234,22 @@ public final class StagedContent: Sendable {
             try usable(state)
             try setAsideSequential(&state)
             let file: UnnamedFile
-            let header: CryptoFileHeader
+            let finished: FinishedCryptoFile
             if let setAside = state.setAside, !setAside.file.isPlaced, state.baseLimit == state.size,
-               setAside.header.sectionSizes.first == state.size, !(state.staging?.holdsChunks ?? false) {
-                (file, header) = setAside
+               setAside.finished.header.sectionSizes.first == state.size, !(state.staging?.holdsChunks ?? false) {
+                (file, finished) = setAside
             } else {
-                (file, header) = try seal(state)
+                (file, finished) = try seal(state)
             }
+            let header = finished.header
             // (If storing fails, the content stays as it was: a set-aside version remains its base.)
             let export = try store(file, header, Self.attributeChanges(state))
             let reader: CryptoFileReader
             do throws(CryptoError) {
-                reader = try export.reader()
+                // The stored version is the file just sealed: read with what its writer knows.
+                reader = Self.isSameFile(export.retainToken.fileDescriptor, file.fileDescriptor)
+                    ? CryptoFileReader(finished: finished, fileDescriptor: export.retainToken.fileDescriptor, owner: export.retainToken)
+                    : try export.reader()
                 try state.staging?.removeChunks(from: 0)
             } catch {
                 throw DarkDiskError(crypto: error)
@@ -290,10 +294,10 @@ public final class StagedContent: Sendable {
         guard let sequential = state.sequential else { return }
         state.sequential = nil
         do throws(CryptoError) {
-            let header = try sequential.writer.finish()
-            let reader = try CryptoFileReader(fileDescriptor: sequential.file.fileDescriptor, key: key, owner: sequential.file)
-            state.base = reader
-            state.setAside = (sequential.file, header)
+            _ = try sequential.writer.finish()
+            guard let finished = sequential.writer.finishedFile else { throw CryptoError(.io, "the new version was not finished") }
+            state.base = CryptoFileReader(finished: finished, fileDescriptor: sequential.file.fileDescriptor, owner: sequential.file)
+            state.setAside = (sequential.file, finished)
             state.baseLimit = state.size
         } catch {
             state.failure = DarkDiskError(crypto: error)
@@ -314,7 +318,7 @@ public final class StagedContent: Sendable {
     }
 
     /// Seals every chunk of the content, in order, into a new file under `key`.
-    private func seal(_ state: borrowing State) throws(DarkDiskError) -> (UnnamedFile, CryptoFileHeader) {
+    private func seal(_ state: borrowing State) throws(DarkDiskError) -> (UnnamedFile, FinishedCryptoFile) {
         let chunkSize = UInt64(Self.chunkSize)
         let file = try newVersionFile()
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: Int(chunkSize), alignment: 16)
@@ -328,10 +332,18 @@ public final class StagedContent: Sendable {
                 try writer.append(UnsafeRawBufferPointer(start: scratch, count: count))
                 position += UInt64(count)
             }
-            return (file, try writer.finish())
+            _ = try writer.finish()
+            guard let finished = writer.finishedFile else { throw CryptoError(.io, "the new version was not finished") }
+            return (file, finished)
         } catch {
             throw DarkDiskError(crypto: error)
         }
+    }
+
+    /// Whether two descriptors are open on one file.
+    private static func isSameFile(_ a: Int32, _ b: Int32) -> Bool {
+        var first = stat(), second = stat()
+        return fstat(a, &first) == 0 && fstat(b, &second) == 0 && first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 
     /// Throws the failure that ended the content, if one did.

@@ -30,8 +30,7 @@ public final class QueueUploader: Sendable {
                 do {
                     // Including changes whose uploader died (a daemon killed mid-upload and started again).
                     let rested = sync.manager.clock.now.addingTimeInterval(-writeBack)
-                    let waiting = try sync.manager.uploadQueue().filter { !$0.isBeingUploaded && $0.queuedAt <= rested }
-                    guard !waiting.isEmpty else { continue }
+                    guard try sync.manager.hasUploadsToStart(restedSince: rested) else { continue }
                     let result = try await sync.drainQueue(restedSince: rested)
                     for conflict in result.conflicts {
                         logger.warning("upload: node \(conflict.originalID) changed in the remote; this store's change is node \(conflict.nodeID) '\(conflict.name)'")

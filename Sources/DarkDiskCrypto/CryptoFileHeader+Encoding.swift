@@ -27,7 +27,7 @@ extension CryptoFileHeader {
     /// Parses and authenticates header bytes read from the start of a file (`bytes` may be shorter than
     /// 80 if the file is), returning the header and the file key derived from `contentKey`.
     /// `name` identifies the file in error messages.
-    static func decode(_ bytes: [UInt8], contentKey: SymmetricKey, name: String) throws(CryptoError) -> (CryptoFileHeader, [UInt8]) {
+    static func decode(_ bytes: [UInt8], contentKey: SymmetricKey, name: some CustomStringConvertible) throws(CryptoError) -> (CryptoFileHeader, [UInt8]) {
         let magicLength = min(bytes.count, CryptoFormat.magic.count)
         guard bytes.prefix(magicLength).elementsEqual(CryptoFormat.magic.prefix(magicLength)) else {
             throw CryptoError(.badMagic, "\(name) is not a darkdisk encrypted file (bad magic)")

@@ -17,20 +17,27 @@ public final class CryptoFileReader: Sendable {
     private let owner: (any AnyObject & Sendable)?
     private let fileID: [UInt8]
     private let fileKey: [UInt8]
-    let name: String
+    let name: FileName
 
     /// Reads the file open at `fileDescriptor` (readable with `pread`), which `owner` keeps open (a retain
     /// token, a shared descriptor): the reader keeps `owner` alive for as long as the reader lives.
     public convenience init(fileDescriptor: Int32, key: SymmetricKey, owner: any AnyObject & Sendable) throws(CryptoError) {
-        let name = POSIXIO.name(of: fileDescriptor)
+        let name = FileName(descriptor: fileDescriptor)
         let (header, fileKey) = try Self.authenticate(fileDescriptor, key: key, name: name)
         self.init(fileDescriptor: fileDescriptor, header: header, fileKey: fileKey, owner: owner, name: name)
+    }
+
+    /// Reads `file`, which this process finished writing, open at `fileDescriptor` (which `owner` keeps
+    /// open): nothing is read back or authenticated again (a drive commit opened each new version twice,
+    /// for a header it had just written).
+    public convenience init(finished file: FinishedCryptoFile, fileDescriptor: Int32, owner: any AnyObject & Sendable) {
+        self.init(fileDescriptor: fileDescriptor, header: file.header, fileKey: file.fileKey, owner: owner, name: FileName(descriptor: fileDescriptor))
     }
 
     /// Reads the file open at `fileDescriptor` and owns the descriptor: the reader closes it when released
     /// (if opening throws, the descriptor is left open, still the caller's).
     public convenience init(takingOwnershipOf fileDescriptor: Int32, key: SymmetricKey) throws(CryptoError) {
-        let name = POSIXIO.name(of: fileDescriptor)
+        let name = FileName(descriptor: fileDescriptor)
         let (header, fileKey) = try Self.authenticate(fileDescriptor, key: key, name: name)
         self.init(fileDescriptor: fileDescriptor, header: header, fileKey: fileKey, owner: nil, name: name)
     }
@@ -41,15 +48,15 @@ public final class CryptoFileReader: Sendable {
         let header: CryptoFileHeader
         let fileKey: [UInt8]
         do {
-            (header, fileKey) = try Self.authenticate(fd, key: key, name: path)
+            (header, fileKey) = try Self.authenticate(fd, key: key, name: FileName(path: path))
         } catch {
             close(fd)
             throw error
         }
-        self.init(fileDescriptor: fd, header: header, fileKey: fileKey, owner: nil, name: path)
+        self.init(fileDescriptor: fd, header: header, fileKey: fileKey, owner: nil, name: FileName(path: path))
     }
 
-    private init(fileDescriptor: Int32, header: CryptoFileHeader, fileKey: [UInt8], owner: (any AnyObject & Sendable)?, name: String) {
+    private init(fileDescriptor: Int32, header: CryptoFileHeader, fileKey: [UInt8], owner: (any AnyObject & Sendable)?, name: FileName) {
         fd = fileDescriptor
         self.header = header
         self.fileID = header.fileID
@@ -63,16 +70,16 @@ public final class CryptoFileReader: Sendable {
     }
 
     /// Reads, parses and authenticates the header and checks that the file has exactly the length it implies.
-    private static func authenticate(_ fd: Int32, key: SymmetricKey, name: String) throws(CryptoError) -> (CryptoFileHeader, [UInt8]) {
+    private static func authenticate(_ fd: Int32, key: SymmetricKey, name: FileName) throws(CryptoError) -> (CryptoFileHeader, [UInt8]) {
         var bytes = [UInt8](repeating: 0, count: CryptoFormat.headerSize)
         let readResult: Result<Int, CryptoError> = bytes.withUnsafeMutableBytes { buffer in
             Result { () throws(CryptoError) in
-                try POSIXIO.pread(fd, into: buffer.baseAddress!, count: buffer.count, at: 0, name: name)
+                try POSIXIO.pread(fd, into: buffer.baseAddress!, count: buffer.count, at: 0, name: name.description)
             }
         }
         let count = try readResult.get()
         let (header, fileKey) = try CryptoFileHeader.decode(Array(bytes[0..<count]), contentKey: key, name: name)
-        let actual = try POSIXIO.fileSize(fd, name: name)
+        let actual = try POSIXIO.fileSize(fd, name: name.description)
         let expected = header.fileLength
         if actual < expected {
             throw CryptoError(.truncated, "\(name) is truncated: \(actual) bytes, the header says \(expected)")
@@ -122,7 +129,7 @@ public final class CryptoFileReader: Sendable {
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: Self.scratchPrefix + readLength, alignment: 16)
         defer { scratch.deallocate() }
         let ciphertext = scratch + Self.scratchPrefix
-        let got = try POSIXIO.pread(fd, into: ciphertext, count: readLength, at: readStart, name: name)
+        let got = try POSIXIO.pread(fd, into: ciphertext, count: readLength, at: readStart, name: name.description)
         guard got == readLength else {
             throw CryptoError(.truncated, "\(name) was truncated after it was opened", section: section, chunk: firstChunk)
         }

@@ -12,12 +12,12 @@ import Glibc
 public final class CryptoFileWriter {
     private enum State {
         case writing
-        case finished
+        case finished(CryptoFileHeader)
         case failed(CryptoError)
     }
 
     private let fd: Int32
-    private let name: String
+    private let name: FileName
     private let format: CryptoFileFormat
     private let chunkSize: Int
     private let fileID: [UInt8]
@@ -45,11 +45,11 @@ public final class CryptoFileWriter {
     public convenience init(fileDescriptor: Int32, key: SymmetricKey, format: CryptoFileFormat,
                             chunkSize: UInt32 = CryptoFormat.defaultChunkSize) throws(CryptoError) {
         try self.init(fileDescriptor: fileDescriptor, key: key, format: format, chunkSize: chunkSize,
-                      name: POSIXIO.name(of: fileDescriptor))
+                      name: FileName(descriptor: fileDescriptor))
     }
 
     /// As the public initializer; `name` identifies the file in error messages.
-    init(fileDescriptor: Int32, key: SymmetricKey, format: CryptoFileFormat, chunkSize: UInt32, name: String) throws(CryptoError) {
+    init(fileDescriptor: Int32, key: SymmetricKey, format: CryptoFileFormat, chunkSize: UInt32, name: FileName) throws(CryptoError) {
         guard CryptoFormat.isValidChunkSize(chunkSize) else {
             throw CryptoError(.outOfRange, "chunk size \(chunkSize) is not a power of two between \(CryptoFormat.minimumChunkSize) and \(CryptoFormat.maximumChunkSize)")
         }
@@ -136,8 +136,14 @@ public final class CryptoFileWriter {
             state = .failed(error)
             throw error
         }
-        state = .finished
+        state = .finished(header)
         return header
+    }
+
+    /// What a reader of the finished file needs, known without reading it back (nil before `finish()`).
+    public var finishedFile: FinishedCryptoFile? {
+        if case .finished(let header) = state { return FinishedCryptoFile(header: header, fileKey: fileKey) }
+        return nil
     }
 
     /// Writes the header at offset 0 and cuts off anything beyond the sealed data.
@@ -145,11 +151,11 @@ public final class CryptoFileWriter {
         let bytes = try header.encoded(fileKey: fileKey)
         let written: Result<Void, CryptoError> = bytes.withUnsafeBytes { bytes in
             Result { () throws(CryptoError) in
-                try POSIXIO.pwrite(fd, from: bytes.baseAddress!, count: bytes.count, at: 0, name: name)
+                try POSIXIO.pwrite(fd, from: bytes.baseAddress!, count: bytes.count, at: 0, name: name.description)
             }
         }
         try written.get()
-        if try POSIXIO.fileSize(fd, name: name) > writeOffset, ftruncate(fd, off_t(writeOffset)) != 0 {
+        if try POSIXIO.fileSize(fd, name: name.description) > writeOffset, ftruncate(fd, off_t(writeOffset)) != 0 {
             throw CryptoError.posix("cannot truncate \(name)", errno: errno)
         }
     }
@@ -210,7 +216,7 @@ public final class CryptoFileWriter {
     /// Writes the sealed chunks held in the batch where they belong (they end at `writeOffset`).
     private func flush() throws(CryptoError) {
         guard batched > 0 else { return }
-        try POSIXIO.pwrite(fd, from: batch, count: batched, at: writeOffset - UInt64(batched), name: name)
+        try POSIXIO.pwrite(fd, from: batch, count: batched, at: writeOffset - UInt64(batched), name: name.description)
         batched = 0
     }
 }

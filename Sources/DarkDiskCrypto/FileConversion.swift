@@ -136,7 +136,7 @@ public enum FileConversion {
         let fd = try POSIXIO.createFile(path)
         var closed = false
         do {
-            let writer = try CryptoFileWriter(fileDescriptor: fd, key: key, format: format, chunkSize: chunkSize, name: path)
+            let writer = try CryptoFileWriter(fileDescriptor: fd, key: key, format: format, chunkSize: chunkSize, name: FileName(path: path))
             try body(writer)
             let header = try writer.finish()
             closed = true

@@ -30,44 +30,44 @@ enum POSIXIO {
     }
 
     /// Closes a descriptor this module wrote to, reporting a failed close (which can carry a deferred write error).
-    static func closeWritten(_ fd: Int32, name: String) throws(CryptoError) {
-        guard close(fd) == 0 else { throw .posix("cannot write \(name)", errno: errno) }
+    static func closeWritten(_ fd: Int32, name: @autoclosure () -> String) throws(CryptoError) {
+        guard close(fd) == 0 else { throw .posix("cannot write \(name())", errno: errno) }
     }
 
     /// Reads up to `count` bytes at `offset`, stopping early only at end of file; returns the bytes read.
     static func pread(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: UInt64,
-                      name: String) throws(CryptoError) -> Int {
+                      name: @autoclosure () -> String) throws(CryptoError) -> Int {
         do { return try SystemCall.pread(fd, into: buffer, count: count, at: offset) } catch {
-            throw .posix("cannot read \(name)", errno: error.rawValue)
+            throw .posix("cannot read \(name())", errno: error.rawValue)
         }
     }
 
     /// Writes all `count` bytes at `offset`.
     static func pwrite(_ fd: Int32, from buffer: UnsafeRawPointer, count: Int, at offset: UInt64,
-                       name: String) throws(CryptoError) {
+                       name: @autoclosure () -> String) throws(CryptoError) {
         do { try SystemCall.pwrite(fd, from: buffer, count: count, at: offset) } catch {
-            throw .posix("cannot write \(name)", errno: error.rawValue)
+            throw .posix("cannot write \(name())", errno: error.rawValue)
         }
     }
 
     /// Reads from a stream until `count` bytes arrived or it ended; returns the bytes read (0 only at end).
-    static func read(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, name: String) throws(CryptoError) -> Int {
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, name: @autoclosure () -> String) throws(CryptoError) -> Int {
         do { return try SystemCall.read(fd, into: buffer, count: count) } catch {
-            throw .posix("cannot read \(name)", errno: error.rawValue)
+            throw .posix("cannot read \(name())", errno: error.rawValue)
         }
     }
 
     /// Writes all `count` bytes to a stream at its current position.
-    static func write(_ fd: Int32, from buffer: UnsafeRawPointer, count: Int, name: String) throws(CryptoError) {
+    static func write(_ fd: Int32, from buffer: UnsafeRawPointer, count: Int, name: @autoclosure () -> String) throws(CryptoError) {
         do { try SystemCall.write(fd, from: buffer, count: count) } catch {
-            throw .posix("cannot write \(name)", errno: error.rawValue)
+            throw .posix("cannot write \(name())", errno: error.rawValue)
         }
     }
 
     /// The size of the open file `fd`.
-    static func fileSize(_ fd: Int32, name: String) throws(CryptoError) -> UInt64 {
+    static func fileSize(_ fd: Int32, name: @autoclosure () -> String) throws(CryptoError) -> UInt64 {
         var status = stat()
-        guard fstat(fd, &status) == 0 else { throw .posix("cannot stat \(name)", errno: errno) }
+        guard fstat(fd, &status) == 0 else { throw .posix("cannot stat \(name())", errno: errno) }
         return UInt64(status.st_size)
     }
 }

@@ -40,6 +40,42 @@ struct WriterTests {
         }
     }
 
+    /// The reader made from what the writer knows reads what one that authenticates the file reads, and a
+    /// chunk damaged on disk afterwards still fails, naming the file (it trusts the header, never the chunks).
+    @Test func aReaderOfAFinishedFileNeedsNoSecondOpen() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let key = SymmetricKey.random()
+        let path = directory.file("finished")
+        let fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0o600)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        let writer = try CryptoFileWriter(fileDescriptor: fd, key: key, format: .cacheFile, chunkSize: 4096)
+        #expect(writer.finishedFile == nil)
+        let bytes = SplitMix64.bytes(20_000, seed: 5)
+        try writer.append(Data(bytes))
+        let header = try writer.finish()
+        let finished = try #require(writer.finishedFile)
+        #expect(finished.header == header)
+
+        final class Holder: Sendable {}
+        let fromWriter = CryptoFileReader(finished: finished, fileDescriptor: fd, owner: Holder())
+        let authenticated = try CryptoFileReader(path: path, key: key)
+        #expect(fromWriter.header == authenticated.header)
+        #expect(try fromWriter.read(section: 0, offset: 0, count: 30_000) == bytes)
+        #expect(try fromWriter.read(section: 0, offset: 12_345, count: 100) == Array(bytes[12_345..<12_445]))
+
+        // Flip a bit of the second chunk on disk.
+        var byte: UInt8 = 0
+        let offset = off_t(CryptoFormat.headerSize + 4096 + 16 + 100)
+        #expect(pread(fd, &byte, 1, offset) == 1)
+        byte ^= 1
+        #expect(pwrite(fd, &byte, 1, offset) == 1)
+        let error = #expect(throws: CryptoError.self) { _ = try fromWriter.read(section: 0, offset: 4096, count: 10) }
+        #expect(error?.chunk == 1)
+        #expect(error?.message.contains(path) == true, "\(error?.message ?? "")")
+    }
+
     @Test func callsAfterFinishOrPastTheLastSectionFail() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
