@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import DarkDiskSync
 import DarkDiskSystem
 
 /// A remote that is a local folder (`file:///path`): the embedded default, and what tests and a second store
@@ -24,18 +25,37 @@ public struct FileRemote: Remote {
     public func list(prefix: String) async throws(RemoteError) -> [ObjectInfo] {
         // A missing folder is an unreachable remote, never an empty one (that would read as "all deleted").
         try checkReachable()
-        let base = URL(fileURLWithPath: root)
+        // Only the prefix's own folder is walked: a pull lists `records/`, not every node's cloud file.
+        let folder = prefix.lastIndex(of: "/").map { String(prefix[..<$0]) } ?? ""
         var result: [ObjectInfo] = []
-        guard let enumerator = FileManager.default.enumerator(atPath: root) else {
-            throw RemoteError(.unreachable, "remote folder \(root) cannot be read")
-        }
-        while let sub = enumerator.nextObject() as? String {
-            guard sub.hasPrefix(prefix), !sub.hasPrefix(".tmp/"), !sub.hasPrefix(".locks/") else { continue }
-            var st = stat()
-            guard stat(base.appendingPathComponent(sub).path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
-            result.append(ObjectInfo(key: sub, size: UInt64(st.st_size), etag: Self.etag(st)))
+        try Self.walk(folder.isEmpty ? root : root + "/" + folder, as: folder.isEmpty ? "" : folder + "/") { key, st in
+            guard key.hasPrefix(prefix), !key.hasPrefix(".tmp/"), !key.hasPrefix(".locks/") else { return }
+            result.append(ObjectInfo(key: key, size: UInt64(st.st_size), etag: Self.etag(st)))
         }
         return result.sorted { $0.key < $1.key }
+    }
+
+    /// Calls `found` with the key (`keyPrefix` and the path below `folder`) and status of every regular file
+    /// below `folder`, following no links. A folder that is not there holds nothing.
+    private static func walk(_ folder: String, as keyPrefix: String, _ found: (String, stat) -> Void) throws(RemoteError) {
+        guard let directory = opendir(folder) else {
+            if errno == ENOENT || errno == ENOTDIR { return }
+            throw RemoteError(.unreachable, "remote folder \(folder) cannot be read: \(String(cString: strerror(errno)))")
+        }
+        defer { closedir(directory) }
+        var folders: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name != ".", name != ".." else { continue }
+            var st = stat()
+            guard fstatat(dirfd(directory), name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+            switch st.st_mode & S_IFMT {
+            case S_IFREG: found(keyPrefix + name, st)
+            case S_IFDIR: folders.append(name)
+            default: break
+            }
+        }
+        for name in folders { try walk(folder + "/" + name, as: keyPrefix + name + "/", found) }
     }
 
     public func info(_ key: String) async throws(RemoteError) -> ObjectInfo? {
@@ -83,12 +103,37 @@ public struct FileRemote: Remote {
     public func write(_ key: String, fromFile source: String) async throws(RemoteError) -> ObjectInfo {
         try RemoteKey.check(key)
         let temporary = try temporaryPath()
-        do {
-            try FileManager.default.copyItem(atPath: source, toPath: temporary)
-        } catch {
-            throw RemoteError(.io, "cannot copy \(source) to \(url): \(error.localizedDescription)")
+        do { try Self.copy(source, to: temporary, mode: shared ? 0o644 : 0o600) } catch {
+            unlink(temporary)
+            throw RemoteError(.io, "cannot copy \(source) to \(url): \(String(cString: strerror(error.rawValue)))")
         }
         return try commit(temporary, as: key)
+    }
+
+    /// Copies the file at `source` to a new file at `destination`, 1 MiB at a time.
+    private static func copy(_ source: String, to destination: String, mode: mode_t) throws(Errno) {
+        let input = try SystemCall.open(source, O_RDONLY | O_CLOEXEC)
+        defer { close(input) }
+        let output = try SystemCall.open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: mode)
+        defer { close(output) }
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = try SystemCall.read(input, into: buffer, count: 1 << 20)
+            if count == 0 { return }
+            try SystemCall.write(output, from: buffer, count: count)
+        }
+    }
+
+    /// Writes `data` to a new file at `path`.
+    private static func create(_ path: String, contents data: Data, mode: mode_t) throws(Errno) {
+        let fd = try SystemCall.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: mode)
+        defer { close(fd) }
+        let written: Result<Void, Errno> = data.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return .success(()) }
+            return Result { () throws(Errno) in try SystemCall.write(fd, from: base, count: bytes.count) }
+        }
+        try written.get()
     }
 
     /// Writes through a temporary file and a rename. A conditional write holds the remote's write lock
@@ -97,8 +142,9 @@ public struct FileRemote: Remote {
     public func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo {
         try RemoteKey.check(key)
         let temporary = try temporaryPath()
-        guard FileManager.default.createFile(atPath: temporary, contents: data) else {
-            throw RemoteError(.io, "cannot write \(temporary)")
+        do { try Self.create(temporary, contents: data, mode: shared ? 0o644 : 0o600) } catch {
+            unlink(temporary)
+            throw RemoteError(.io, "cannot write \(temporary): \(String(cString: strerror(error.rawValue)))")
         }
         guard condition != .none else { return try commit(temporary, as: key) }
         let lock = try WriteLock(root: root, shared: shared)
@@ -172,21 +218,32 @@ public struct FileRemote: Remote {
     private func path(_ key: String) -> String { root + "/" + key }
 
     private func checkReachable() throws(RemoteError) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
+        var st = stat()
+        guard stat(root, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
             throw RemoteError(.unreachable, "remote folder \(root) does not exist")
         }
     }
+
+    /// When each remote folder's `.tmp/` was last swept by this process.
+    private static let swept = Locked<[String: Double]>([:])
 
     private func temporaryPath() throws(RemoteError) -> String {
         // A remote folder that is gone (an unmounted share or disk) is unreachable: a write must not make a
         // new, empty one in its place.
         try checkReachable()
         let folder = root + "/.tmp"
-        do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
-            throw RemoteError(.unreachable, "cannot write to remote folder \(root): \(error.localizedDescription)")
+        guard mkdir(folder, 0o700) == 0 || errno == EEXIST else {
+            throw RemoteError(.unreachable, "cannot write to remote folder \(root): \(String(cString: strerror(errno)))")
         }
-        Self.sweepAbandoned(folder)  // a listing of a folder that holds only the writes in flight
+        // Abandoned writes are an hour old before they go: one sweep every ten minutes is enough (a sweep at
+        // every write listed the folder once per object uploaded).
+        let now = Date().timeIntervalSince1970
+        let due = Self.swept.withLock { swept in
+            guard now - (swept[folder] ?? 0) >= 600 else { return false }
+            swept[folder] = now
+            return true
+        }
+        if due { Self.sweepAbandoned(folder) }
         return folder + "/" + UUID().uuidString
     }
 
@@ -204,11 +261,9 @@ public struct FileRemote: Remote {
 
     private func commit(_ temporary: String, as key: String) throws(RemoteError) -> ObjectInfo {
         let destination = path(key)
-        do {
-            try FileManager.default.createDirectory(atPath: (destination as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        } catch {
+        guard Self.makeFolders(of: destination, below: root) else {
             unlink(temporary)
-            throw RemoteError(.io, "cannot create the folder of \(destination)")
+            throw RemoteError(.io, "cannot create the folder of \(destination): \(String(cString: strerror(errno)))")
         }
         let fd = open(temporary, O_RDONLY | O_CLOEXEC)
         if fd >= 0 { fchmod(fd, shared ? 0o644 : 0o600); fsync(fd); close(fd) }
@@ -222,7 +277,17 @@ public struct FileRemote: Remote {
         return ObjectInfo(key: key, size: UInt64(st.st_size), etag: Self.etag(st))
     }
 
+    /// Makes the folders of `path` below `root` (which exists) that are missing.
+    private static func makeFolders(of path: String, below root: String) -> Bool {
+        guard let slash = path.lastIndex(of: "/") else { return true }
+        let folder = String(path[..<slash])
+        if folder.utf8.count <= root.utf8.count || mkdir(folder, 0o755) == 0 || errno == EEXIST { return true }
+        guard errno == ENOENT, makeFolders(of: folder, below: root) else { return false }
+        return mkdir(folder, 0o755) == 0 || errno == EEXIST
+    }
+
     static func etag(_ st: stat) -> String {
-        String(format: "%llx-%llx-%llx", UInt64(st.st_ino), UInt64(st.st_size), UInt64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ UInt64(st.st_mtim.tv_nsec))
+        String(UInt64(st.st_ino), radix: 16) + "-" + String(UInt64(st.st_size), radix: 16) + "-"
+            + String(UInt64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ UInt64(st.st_mtim.tv_nsec), radix: 16)
     }
 }
