@@ -12,6 +12,13 @@ public struct DriveNode: Sendable, Equatable {
     public var attributes: NodeAttributes
 }
 
+/// A new drive file not yet in the index (`DiskManager.prepareDriveFile`): its node and its content.
+public struct PreparedDriveFile: Sendable {
+    let row: DiskManager.DriveNodeRow
+    public var node: DriveNode { row.node }
+    public let content: StagedContent
+}
+
 /// A drive node as a folder's listing shows it (`DiskManager.driveListing`): with its stored data, if any,
 /// else the size the outline gives its data (nil: the remote does not have the node).
 public struct DriveListedNode: Sendable, Equatable {

@@ -28,34 +28,32 @@ extension DiskManager {
     /// Makes drive file `name` in folder `parentID` (nil: the top) and returns it with its content, empty and
     /// due for its first commit (`creat`, then the writes): one transaction, no read of the key just made.
     public func createDriveFile(named name: String, in parentID: NodeID?, attributes: NodeAttributes) throws(DarkDiskError) -> (DriveNode, StagedContent) {
+        let prepared = try prepareDriveFile(named: name, in: parentID, attributes: attributes)
+        try insertDriveFile(prepared)
+        return (prepared.node, prepared.content)
+    }
+
+    /// A new drive file made in memory only: its node (ID, key, attributes) and its empty content, checked as
+    /// `createDriveFile` checks them but not yet in the index. `insertDriveFile` writes it there; until it
+    /// has, nothing else in the index knows the node (the mount answers a `creat` with it at once, and inserts
+    /// it while the program writes).
+    public func prepareDriveFile(named name: String, in parentID: NodeID?, attributes: NodeAttributes) throws(DarkDiskError) -> PreparedDriveFile {
         guard attributes.kind == .file else { throw DarkDiskError(.invalidArgument, "'\(name)': not a file") }
         let key = SymmetricKey.random()
-        let node = try insertDriveNode(named: name, in: parentID, attributes: attributes, key: key)
-        return (node, try stagedContent(key: key, base: nil, isNew: true))
+        let row = try newDriveNodeRow(named: name, in: parentID, attributes: attributes, key: key)
+        return PreparedDriveFile(row: row, content: try stagedContent(key: key, base: nil, isNew: true))
+    }
+
+    /// Writes a prepared drive file's node into the index. `allowingDuplicate`: another node may hold the name
+    /// already (made meanwhile by another process; the drive shows both, DESIGN §10), else that is `.exists`.
+    public func insertDriveFile(_ prepared: PreparedDriveFile, allowingDuplicate: Bool = false) throws(DarkDiskError) {
+        try insert(prepared.row, allowingDuplicate: allowingDuplicate)
     }
 
     private func insertDriveNode(named name: String, in parentID: NodeID?, attributes: NodeAttributes, key: SymmetricKey) throws(DarkDiskError) -> DriveNode {
-        try Self.checkDriveName(name)
-        if let problem = attributes.problem { throw DarkDiskError(.invalidArgument, "'\(name)': \(problem)") }
-        let id: NodeID
-        do { id = try NodeID(UUID().uuidString.lowercased()) } catch { throw DarkDiskError(.invalidID, "\(error)") }
-        let wrapped = Data(masterKey.wrap(key))
-        let created = clock.now.timeIntervalSince1970
-        let extended: Data?
-        do { extended = try Self.extendedAttributesColumn(attributes) } catch {
-            throw DarkDiskError(.invalidArgument, "'\(name)': cannot encode its extended attributes")
-        }
-        try write { db in
-            try Self.checkDriveFolder(parentID, db)
-            guard try Self.driveChildID(named: name, in: parentID, db) == nil else {
-                throw DarkDiskError(.exists, "'\(name)' exists already")
-            }
-            try db.cachedStatement(sql: """
-                INSERT INTO node (id, wrappedKey, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [id.rawValue, wrapped, name, parentID?.rawValue, created, attributes.kind.rawValue, Int64(attributes.mode),
-                                 attributes.modifiedSeconds, Int64(attributes.modifiedNanoseconds), attributes.target, extended])
-        }
+        let row = try newDriveNodeRow(named: name, in: parentID, attributes: attributes, key: key)
+        try insert(row, allowingDuplicate: false)
+        let id = row.node.id
         if attributes.kind != .file {
             // A folder or link has no content: its record rides on an empty cloud file.
             var empty = DiskImport(cleartextData: Data())
@@ -66,7 +64,37 @@ extension DiskManager {
                 try Self.queue(db, id, .content, name: nil, parentID: nil, operation: "'content'", now: now)
             }
         }
-        return DriveNode(id: id, name: name, parentID: parentID, created: created, attributes: attributes)
+        return row.node
+    }
+
+    /// A new node's row: checked, with a fresh ID and its key wrapped.
+    private func newDriveNodeRow(named name: String, in parentID: NodeID?, attributes: NodeAttributes, key: SymmetricKey) throws(DarkDiskError) -> DriveNodeRow {
+        try Self.checkDriveName(name)
+        if let problem = attributes.problem { throw DarkDiskError(.invalidArgument, "'\(name)': \(problem)") }
+        let id: NodeID
+        do { id = try NodeID(UUID().uuidString.lowercased()) } catch { throw DarkDiskError(.invalidID, "\(error)") }
+        let extended: Data?
+        do { extended = try Self.extendedAttributesColumn(attributes) } catch {
+            throw DarkDiskError(.invalidArgument, "'\(name)': cannot encode its extended attributes")
+        }
+        let node = DriveNode(id: id, name: name, parentID: parentID, created: clock.now.timeIntervalSince1970, attributes: attributes)
+        return DriveNodeRow(node: node, wrappedKey: Data(masterKey.wrap(key)), extendedAttributes: extended)
+    }
+
+    private func insert(_ row: DriveNodeRow, allowingDuplicate: Bool) throws(DarkDiskError) {
+        let node = row.node, attributes = row.node.attributes
+        try write { db in
+            try Self.checkDriveFolder(node.parentID, db)
+            if !allowingDuplicate, try Self.driveChildID(named: node.name, in: node.parentID, db) != nil {
+                throw DarkDiskError(.exists, "'\(node.name)' exists already")
+            }
+            try db.cachedStatement(sql: """
+                INSERT INTO node (id, wrappedKey, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """).execute(arguments: [node.id.rawValue, row.wrappedKey, node.name, node.parentID?.rawValue, node.created, attributes.kind.rawValue,
+                                         Int64(attributes.mode), attributes.modifiedSeconds, Int64(attributes.modifiedNanoseconds),
+                                         attributes.target, row.extendedAttributes])
+        }
     }
 
     /// Commits `content` as the next version of drive file `nodeID`: sealed into a store file (already, when
@@ -224,6 +252,13 @@ extension DiskManager {
     private static func driveChildID(named name: String, in folder: NodeID?, _ db: Database) throws -> NodeID? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT id FROM node WHERE parentID IS ? AND name = ? ORDER BY created, id LIMIT 1"),
                             arguments: [folder?.rawValue, name]).flatMap { try? NodeID($0) }
+    }
+
+    /// A new node's row as the index keeps it.
+    struct DriveNodeRow: Sendable {
+        let node: DriveNode
+        let wrappedKey: Data
+        let extendedAttributes: Data?
     }
 
     /// Thrown in a commit's transaction when the node has gone meanwhile, to roll it back.

@@ -18,8 +18,13 @@ extension FuseFileSystem {
     func create(_ reply: FuseReply, parent: fuse_ino_t, name: String, mode: mode_t, fi: UnsafeMutablePointer<fuse_file_info>) {
         do {
             let folder = try driveFolder(parent)
-            let (node, content) = try manager.createDriveFile(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
-            let writer = try attachWriter(node.id, record: node) { content }
+            // Made in memory and answered at once; its row goes into the index while the program writes.
+            let prepared = try manager.prepareDriveFile(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
+            let node = prepared.node
+            let writer = try attachWriter(node.id, record: node) { prepared.content }
+            // (The kernel looked the name up first and holds the folder meanwhile; a node another process
+            // gave the same name since is shown beside it.)
+            creates.submit(node.id) { [manager] () throws(DarkDiskError) in try manager.insertDriveFile(prepared, allowingDuplicate: true) }
             let entry = FSEntry.driveFile(node.id)
             // (Its attributes as made: no query, as its content is the writer's.)
             guard let st = try driveStat(node) else {
@@ -263,6 +268,7 @@ extension FuseFileSystem {
                     getattr(reply, ino: ino, handle: fi?.pointee.fh)
                     return
                 }
+                creates.drain()
                 let written = try manager.updateDriveAttributes(id) { (node) throws(DarkDiskError) in
                     if setsMode { node.mode = mode }
                     if setsTime {
@@ -324,6 +330,7 @@ extension FuseFileSystem {
         do { try commit(writer) } catch {
             logger.error("drive file (node \(writer.nodeID)): its last changes could not be committed: \(error)")
         }
+        creates.forget(writer.nodeID)
         writers.withLock { table in
             if writer.users.load(ordering: .relaxed) == 0, table[writer.nodeID] === writer { table[writer.nodeID] = nil }
         }
@@ -332,6 +339,7 @@ extension FuseFileSystem {
     /// Commits what was written, if anything (`durable`: flushed to the disk); whether there was.
     @discardableResult
     func commit(_ writer: DriveWriter, durable: Bool = false) throws -> Bool {
+        try creates.settle(writer.nodeID)
         guard writer.content.isDirty else { return false }
         // (The attributes set before it are in the record now: read it again when asked.)
         defer { writer.forgetRecord() }

@@ -32,6 +32,8 @@ public final class FuseFileSystem: Sendable {
     let writers = Locked<[NodeID: DriveWriter]>([:])
     /// Drive folders' records, kept between the kernel's questions.
     let folderRecords = DriveFolderRecords()
+    /// New drive files whose index rows are being inserted.
+    let creates = PendingCreates()
     let nextHandle = Atomic<UInt64>(1)
     /// The mount's `max_read=N` option (0: none), which `init` must repeat to libfuse.
     let maxRead = Atomic<UInt32>(0)
@@ -150,6 +152,7 @@ public final class FuseFileSystem: Sendable {
             // Released after the lock: each handle's last reference lets go of retain tokens and descriptors.
             let closed = handles.withLock { open in defer { open.removeAll() }; return Array(open.values) }
             for handle in closed { close(handle) }
+            creates.drain()
             logger.info("unmounted \(mountpoint) (loop ended with \(rc))")
         }
     }
@@ -157,6 +160,14 @@ public final class FuseFileSystem: Sendable {
     /// The driver behind a request.
     static func from(_ req: fuse_req_t?) -> FuseFileSystem {
         Unmanaged<FuseFileSystem>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue()
+    }
+
+    /// The driver behind a request that reads or changes the drive's index, once the files made before it
+    /// are in the index (`PendingCreates`).
+    static func settled(_ req: fuse_req_t?) -> FuseFileSystem {
+        let fileSystem = from(req)
+        fileSystem.creates.drain()
+        return fileSystem
     }
 
     /// The owning answer to a request of `operation` (answered `EIO` with a log line if dropped unanswered).

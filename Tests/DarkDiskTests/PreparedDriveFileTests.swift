@@ -1,0 +1,56 @@
+import DarkDisk
+import DarkDiskCrypto
+import Foundation
+import Testing
+
+/// A drive file made in two steps (`prepareDriveFile`, then `insertDriveFile`), as the mount makes one for a
+/// `creat`: prepared, it is checked and has its content but the index does not know it; inserted, it is
+/// there with the attributes it was made with; an insert that can no longer land fails with a typed error
+/// and stores nothing.
+@Suite struct PreparedDriveFileTests {
+    @Test func aPreparedFileIsInTheIndexOnlyOnceInserted() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let folder = try manager.createDriveNode(named: "docs", in: nil, attributes: NodeAttributes(kind: .folder, mode: 0o755))
+        let prepared = try manager.prepareDriveFile(named: "new.txt", in: folder.id, attributes: NodeAttributes(kind: .file, mode: 0o640))
+        #expect(try manager.driveNode(prepared.node.id) == nil)
+        #expect(try manager.driveListing(of: folder.id).isEmpty)
+
+        try manager.insertDriveFile(prepared)
+        let inserted = try #require(try manager.driveNode(prepared.node.id))
+        #expect(inserted.name == "new.txt")
+        #expect(inserted.parentID == folder.id)
+        #expect(inserted.attributes.mode == 0o640)
+        let bytes = TemporaryStore.bytes(5_000, seed: 2)
+        try bytes.withUnsafeBytes { try prepared.content.write(offset: 0, bytes: $0) }
+        try manager.commitDriveFile(prepared.node.id, content: prepared.content)
+        #expect(try manager.driveListing(of: folder.id).map(\.data?.plaintextSize) == [5_000])
+    }
+
+    @Test func badNamesAreRefusedBeforeAnythingIsMade() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        for name in ["", ".", "..", "a/b", String(repeating: "x", count: 256)] {
+            #expect(throws: DarkDiskError.self) { _ = try manager.prepareDriveFile(named: name, in: nil, attributes: NodeAttributes(kind: .file)) }
+        }
+        #expect(throws: DarkDiskError.self) { _ = try manager.prepareDriveFile(named: "folder", in: nil, attributes: NodeAttributes(kind: .folder)) }
+    }
+
+    @Test func anInsertThatCannotLandStoresNothing() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let folder = try manager.createDriveNode(named: "gone", in: nil, attributes: NodeAttributes(kind: .folder))
+        let orphan = try manager.prepareDriveFile(named: "late.txt", in: folder.id, attributes: NodeAttributes(kind: .file))
+        try manager.deleteDriveNode(folder.id)
+        let error = #expect(throws: DarkDiskError.self) { try manager.insertDriveFile(orphan) }
+        #expect(error?.code == .notFound)
+        #expect(try manager.driveNode(orphan.node.id) == nil)
+
+        // A name taken meanwhile: refused, unless the caller shows both (two makers of one name, DESIGN §10).
+        _ = try manager.createDriveFile(named: "same.txt", in: nil, attributes: NodeAttributes(kind: .file))
+        let second = try manager.prepareDriveFile(named: "same.txt", in: nil, attributes: NodeAttributes(kind: .file))
+        #expect((#expect(throws: DarkDiskError.self) { try manager.insertDriveFile(second) })?.code == .exists)
+        try manager.insertDriveFile(second, allowingDuplicate: true)
+        #expect(try manager.driveChildren(of: nil, named: "same.txt").count == 2)
+    }
+}
