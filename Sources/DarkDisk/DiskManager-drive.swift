@@ -51,6 +51,21 @@ extension DiskManager {
         }
     }
 
+    /// The drive nodes of `ids` that the outline names, by ID, in one read (the store watcher asks for every
+    /// node that changed in the last second at once).
+    public func driveNodes(_ ids: [NodeID]) throws(DarkDiskError) -> [NodeID: DriveNode] {
+        try read { db in
+            var nodes: [NodeID: DriveNode] = [:]
+            let statement = try db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE id = ? AND name IS NOT NULL")
+            for id in ids {
+                guard let row = try Row.fetchOne(statement, arguments: [id.rawValue]) else { continue }
+                let parent = (row[2] as String?).flatMap { try? NodeID($0) }
+                nodes[id] = try Self.driveNode(from: row, in: try parent.map { try Self.isDriveFolder($0, db) } == true ? parent : nil)
+            }
+            return nodes
+        }
+    }
+
     /// The drive nodes in folder `parentID` (nil: the top), in one indexed query.
     public func driveChildren(of parentID: NodeID?) throws(DarkDiskError) -> [DriveNode] {
         try read { db in

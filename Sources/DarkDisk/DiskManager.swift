@@ -23,6 +23,8 @@ public final class DiskManager: Sendable {
     /// Pools an eviction was asked for and not yet run (kicks arriving meanwhile join it).
     let evictionsDue = Locked<Set<Pool>>([])
     let maintenanceTimer = Locked<MaintenanceTimer?>(nil)
+    /// Checkpoints the index off every writer's path (nil: read-only, or SQLite's own checkpoints).
+    let checkpointer: IndexCheckpointer?
     let broadcaster = ChangeBroadcaster()
     /// Other processes' changes: this instance's origin tag, and the last log row it has read.
     let changeLog = ChangeLog()
@@ -88,6 +90,7 @@ public final class DiskManager: Sendable {
         let readOnly = SpaceReserve.isReadOnly(location.dataDirectory)
         self.database = try Self.openIndex(location, readOnly: readOnly, counter: indexCounter)
         self.deleter = FileDeleter(database: database)
+        checkpointer = readOnly ? nil : Self.startCheckpointer(location.indexPath, database, logger: logger)
         if !readOnly { SpaceReserve.ensure(in: location.dataDirectory) }
         // Start-up enforcement: finish interrupted deletes, expire, evict. All index-driven, so fast at any size;
         // the directory scan for orphans runs in the background.
@@ -104,7 +107,21 @@ public final class DiskManager: Sendable {
         startMaintenanceTimer()
     }
 
+    /// The background checkpointer, with this process's writes no longer checkpointing; nil (SQLite's
+    /// automatic checkpoints stay) if its connection cannot be opened.
+    private static func startCheckpointer(_ path: String, _ database: DatabasePool, logger: Logger) -> IndexCheckpointer? {
+        do {
+            let checkpointer = try IndexCheckpointer(path: path, logger: logger)
+            try database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
+            return checkpointer
+        } catch {
+            logger.warning("index checkpoints stay in the writers' commits: \(error)")
+            return nil
+        }
+    }
+
     deinit {
+        checkpointer?.stop()
         maintenanceTimer.withLock { $0?.cancel() }
         broadcaster.finish()
     }

@@ -68,7 +68,9 @@ final class StoreWatcher: Sendable {
                 case .avatar(let user, let identity): avatars.append((user, identity))
                 }
             }
-            for id in nodes { invalidate(node: id) }
+            // Their records in one read, not one read per node (a `tar x` changes thousands a second).
+            let current = (try? fileSystem.manager.driveNodes(nodes)) ?? [:]
+            for id in nodes { invalidate(node: id, current: current[id]) }
             for (user, identity) in avatars { invalidate(avatar: user, identity) }
             let named = nodes.count <= 10 ? " (" + nodes.map(\.rawValue).sorted().joined(separator: ", ") + ")" : ""
             fileSystem.logger.info("the store changed: \(nodes.count) nodes\(named) and \(avatars.count) avatars changed, appeared or went")
@@ -91,14 +93,13 @@ final class StoreWatcher: Sendable {
     /// A drive folder still where the kernel knows it keeps its name: dropping it would unhash the folder's
     /// dentry, and every process working in it would lose its working directory (`getcwd`: ENOENT, which
     /// failed `git gc` in a clone whose folder had just been uploaded). Its attributes and listing go.
-    private func invalidate(node id: NodeID) {
+    private func invalidate(node id: NodeID, current node: DriveNode?) {
         var names: [(FSEntry, String)] = [(FSEntry.nodes, id.rawValue), (.thumbs, id.rawValue), (.nodeDirectory(id), "data"),
                                           (.nodeDirectory(id), "metadata"), (.nodeDirectory(id), "thumbnail")]
         // Read the record again when next asked (a pull may have changed its mode or time), and the data at
         // its current version through the handles open on it.
         fileSystem.forgetRecords(id)
         fileSystem.driveVersionChanged(id)
-        let node = try? fileSystem.manager.driveNode(id)
         let known = fileSystem.driveNames.withLock { $0[id] }
         var folderStays = false
         var newInFolder: fuse_ino_t?
