@@ -42,7 +42,7 @@ extension DiskManager {
 
     /// The drive node `nodeID`, if the outline names it.
     public func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
-        try read { db in
+        try quickRead { db in
             try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE id = ? AND name IS NOT NULL"),
                              arguments: [nodeID.rawValue]).flatMap { row in
                 let parent = (row[2] as String?).flatMap { try? NodeID($0) }
@@ -54,7 +54,7 @@ extension DiskManager {
     /// The drive nodes of `ids` that the outline names, by ID, in one read (the store watcher asks for every
     /// node that changed in the last second at once).
     public func driveNodes(_ ids: [NodeID]) throws(DarkDiskError) -> [NodeID: DriveNode] {
-        try read { db in
+        try quickRead { db in
             var nodes: [NodeID: DriveNode] = [:]
             let statement = try db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE id = ? AND name IS NOT NULL")
             for id in ids {
@@ -84,7 +84,7 @@ extension DiskManager {
     /// listing shows of its data: the stored data file, else the size the outline gives it. One indexed query,
     /// read by column position: `ls -l`, `find` and `du` of a folder cost this and nothing per entry.
     public func driveListing(of parentID: NodeID?) throws(DarkDiskError) -> [DriveListedNode] {
-        try read { db in
+        try quickRead { db in
             var listed: [DriveListedNode] = []
             try Self.appendListed(db.cachedStatement(sql: "\(Self.listingSelect) WHERE child.parentID IS ? AND child.name IS NOT NULL"),
                                   arguments: [parentID?.rawValue], in: parentID, to: &listed)
@@ -125,7 +125,7 @@ extension DiskManager {
     /// The drive nodes named `name` in folder `parentID` (nil: the top): usually one, more when two machines
     /// gave one name in one folder (`DriveNames`).
     public func driveChildren(of parentID: NodeID?, named name: String) throws(DarkDiskError) -> [DriveNode] {
-        try read { db in
+        try quickRead { db in
             var nodes = try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name = ?"),
                                          arguments: [parentID?.rawValue, name]).compactMap { try Self.driveNode(from: $0, in: parentID) }
             if parentID == nil {

@@ -113,17 +113,18 @@ extension DiskManager {
                 // The new version, its time and its queued upload commit as one.
                 return try placeNodeData(file, header: header, key: content.key, nodeID: nodeID, durable: durable) { db in
                     // Deleted while this was written (an unlink racing the last close): nothing is stored.
-                    guard try String.fetchOne(db.cachedStatement(sql: "SELECT name FROM node WHERE id = ?"), arguments: [nodeID.rawValue]) != nil else {
-                        throw DeletedMeanwhile()
-                    }
                     if changes.mode != nil || changes.modified != nil {
-                        var attributes = try Self.nodeAttributes(db, nodeID)
-                        if let mode = changes.mode { attributes.mode = mode }
-                        if let modified = changes.modified {
-                            attributes.modifiedSeconds = modified.seconds
-                            attributes.modifiedNanoseconds = modified.nanoseconds
+                        // One statement sets them and finds the node still named.
+                        try db.cachedStatement(sql: """
+                            UPDATE node SET mode = COALESCE(?, mode), mtime = COALESCE(?, mtime), mtimeNsec = COALESCE(?, mtimeNsec)
+                            WHERE id = ? AND name IS NOT NULL
+                            """).execute(arguments: [changes.mode.map { Int64($0 & 0o7777) }, changes.modified?.seconds,
+                                                     changes.modified.map { Int64($0.nanoseconds) }, nodeID.rawValue])
+                        guard db.changesCount > 0 else { throw DeletedMeanwhile() }
+                    } else {
+                        guard try String.fetchOne(db.cachedStatement(sql: "SELECT name FROM node WHERE id = ?"), arguments: [nodeID.rawValue]) != nil else {
+                            throw DeletedMeanwhile()
                         }
-                        _ = try Self.setNodeAttributes(db, attributes, of: nodeID)
                     }
                     try Self.queue(db, nodeID, .content, name: nil, parentID: nil, operation: "'content'", now: now)
                 }

@@ -189,7 +189,7 @@ extension DiskManager {
                     try deleter.markPending(db, paths: [path(of: old)])
                     _ = try old.delete(db)
                 }
-                try record.insert(db)
+                try record.insertRow(db)
                 try also?(db)
                 if mode == .persistent, kind != .avatar {
                     try db.cachedStatement(sql: "DELETE FROM keepPersistent WHERE nodeID = ? AND kind = ?").execute(arguments: [owner, kind.rawValue])

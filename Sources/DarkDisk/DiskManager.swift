@@ -170,6 +170,16 @@ public final class DiskManager: Sendable {
         }
     }
 
+    /// Runs a read of one statement (or of statements that need not see one snapshot) on the index without a
+    /// transaction of its own: a statement is one snapshot by itself, and GRDB's isolated read costs four
+    /// statements more (`query_only` on and off, a savepoint and its release), more than a drive lookup's
+    /// own query.
+    func quickRead<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {
+        do { return try database.unsafeRead(body) } catch let error as DarkDiskError { throw error } catch {
+            throw DarkDiskError(.database, "index read failed: \(error)")
+        }
+    }
+
     /// Runs a write transaction on the index, mapping database errors to `DarkDiskError`. On a full disk it
     /// gives up the space reserve and tries once more, so a write that frees space (a delete) gets through.
     func write<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {

@@ -50,6 +50,19 @@ struct FileRecord: Codable, FetchableRecord, MutablePersistableRecord, Sendable 
         container["deleteAfterUpload"] = deleteAfterUpload
     }
 
+    /// Inserts the row with one cached statement (GRDB's `insert` builds its statement and runs the record's
+    /// callbacks each time: half the cost of a drive commit's statements) and takes its new ID.
+    mutating func insertRow(_ db: Database) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO file (id, kind, ownerID, identityID, pool, mode, format, name, wrappedKey, storedSize, plaintextSize,
+                              created, modified, lastAccess, expiration, migrateToCacheAfterUpload, deleteAfterUpload)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [id, kind.rawValue, ownerID, identityID, pool.rawValue, mode.rawValue, format.rawValue, name, wrappedKey,
+                                     storedSize, plaintextSize, created, modified, lastAccess, expiration, migrateToCacheAfterUpload,
+                                     deleteAfterUpload])
+        id = db.lastInsertedRowID
+    }
+
     static func find(_ db: Database, kind: FileKind, owner: String, identity: String = "") throws -> FileRecord? {
         try FileRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM file WHERE kind = ? AND ownerID = ? AND identityID = ?"),
                                 arguments: [kind.rawValue, owner, identity])

@@ -309,10 +309,18 @@ public final class StagedContent: Sendable {
     private func stagingFile(_ state: inout State) throws(DarkDiskError) -> StagingCryptoFile {
         if let staging = state.staging { return staging }
         do throws(CryptoError) {
-            let staging = try StagingCryptoFile(directory: directory, chunkSize: Self.chunkSize)
+            let staging: StagingCryptoFile
+            do {
+                staging = try StagingCryptoFile(directory: directory, chunkSize: Self.chunkSize)
+            } catch where error.errno == ENOENT {
+                // The staging folder went (removed by hand while the store was open): made again.
+                do throws(DarkDiskError) { try FileOperations.makeDirectory(directory) } catch { throw CryptoError(.io, error.message, errno: error.errno) }
+                staging = try StagingCryptoFile(directory: directory, chunkSize: Self.chunkSize)
+            }
             state.staging = staging
             return staging
-        } catch {
+        }
+        catch {
             throw DarkDiskError(crypto: error)
         }
     }
@@ -383,8 +391,8 @@ extension DiskManager {
     }
 
     func stagedContent(key: SymmetricKey, base: DiskExport?, isNew: Bool) throws(DarkDiskError) -> StagedContent {
-        try FileOperations.makeDirectory(location.persistentStaging)
-        return try StagedContent(base: base, key: key, directory: location.persistentStaging, isNew: isNew) {
+        // (The staging folder is made when the store opens, and again if a staging file finds it gone.)
+        try StagedContent(base: base, key: key, directory: location.persistentStaging, isNew: isNew) {
             () throws(DarkDiskError) -> UnnamedFile in try self.newStoredFile(mode: .persistent)
         }
     }
@@ -393,10 +401,14 @@ extension DiskManager {
     /// will get, where the file system allows; else in the staging folder.
     func newStoredFile(mode: StorageMode) throws(DarkDiskError) -> UnnamedFile {
         let name = FileOperations.randomName()
-        let path = path(name: name, mode: mode)
-        let folder = (path as NSString).deletingLastPathComponent
+        let root = mode == .persistent ? location.persistentFiles : location.cacheFiles
+        let folder = root + "/" + name.prefix(2)
+        // The shard folder exists but for the first file in it: made only then.
+        if let file = UnnamedFile(in: folder, named: name) { return file }
         try FileOperations.makeDirectory(folder)
         if let file = UnnamedFile(in: folder, named: name) { return file }
-        return try UnnamedFile(in: mode == .persistent ? location.persistentStaging : location.cacheStaging)
+        let staging = mode == .persistent ? location.persistentStaging : location.cacheStaging
+        try FileOperations.makeDirectory(staging)
+        return try UnnamedFile(in: staging)
     }
 }

@@ -24,7 +24,7 @@ final class UnnamedFile: Sendable {
     /// A new, empty file on the file system of `directory` (which must exist), mode 0600.
     init(in directory: String) throws(DarkDiskError) {
         intendedName = nil
-        if let fd = try? SystemCall.open(directory, Self.tmpfile | O_RDWR, mode: 0o600) {
+        if let fd = try? SystemCall.open(directory, Self.tmpfile | O_RDWR | O_NOFOLLOW, mode: 0o600) {
             fileDescriptor = fd
             temporaryPath = nil
             return
@@ -39,12 +39,13 @@ final class UnnamedFile: Sendable {
         StagingFiles.register(path)
     }
 
-    /// A new, empty file made in `directory`, the folder it is to be placed in as `name`, so that its inode
+    /// A new, empty file made in `directory` (never through a symbolic link), the folder it is to be placed
+    /// in as `name`, so that its inode
     /// is allocated near its neighbours (ext4 searches the folder's group for a free inode: made in one
     /// staging folder, thousands of new files took twice as long). Nil where the file system has no
     /// `O_TMPFILE` (a named stand-in there would be taken for debris before it is placed).
     init?(in directory: String, named name: String) {
-        guard let fd = try? SystemCall.open(directory, Self.tmpfile | O_RDWR, mode: 0o600) else { return nil }
+        guard let fd = try? SystemCall.open(directory, Self.tmpfile | O_RDWR | O_NOFOLLOW, mode: 0o600) else { return nil }
         fileDescriptor = fd
         temporaryPath = nil
         intendedName = name
