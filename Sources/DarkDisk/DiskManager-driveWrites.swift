@@ -55,14 +55,10 @@ extension DiskManager {
         try insert(row, allowingDuplicate: false)
         let id = row.node.id
         if attributes.kind != .file {
-            // A folder or link has no content: its record rides on an empty cloud file.
-            var empty = DiskImport(cleartextData: Data())
-            empty.storePersistently = true
-            empty.migrateToCacheAfterUpload = true
-            let now = clock.now.timeIntervalSince1970
-            _ = try importNodeFile(empty, nodeID: id) { db in
-                try Self.queue(db, id, .content, name: nil, parentID: nil, operation: "'content'", now: now)
-            }
+            // A folder or link has no content: its record rides on an empty cloud file, committed (and queued)
+            // as a drive file's first version is, without an `fsync` (a `mkdir` is kept as a local disk keeps
+            // one: safe from a crash of this process at once, on the disk with the next flush).
+            try commitDriveFile(id, content: stagedContent(key: key, base: nil, isNew: true))
         }
         return row.node
     }
