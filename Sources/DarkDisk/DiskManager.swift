@@ -155,8 +155,9 @@ public final class DiskManager: Sendable {
     }
 
     /// Flushes the index's last commits to the disk: its write-ahead log, which `synchronous = NORMAL` leaves
-    /// to the next checkpoint (a crash of the process loses nothing either way; a power loss could).
-    func syncIndex() {
+    /// to the next checkpoint (a crash of the process loses nothing either way; a power loss could). The
+    /// drive's folders live there: an `fsync` of a folder is this.
+    public func syncIndex() {
         let fd = open(location.indexPath + "-wal", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return }  // (no log: every commit is in the database file, flushed by its checkpoint)
         defer { close(fd) }

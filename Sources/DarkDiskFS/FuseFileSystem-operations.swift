@@ -100,6 +100,9 @@ extension FuseFileSystem {
         ops.fsync = { req, _, _, fi in
             FuseFileSystem.from(req).fsync(FuseFileSystem.reply(req, "fsync"), fi: fi!)
         }
+        ops.fsyncdir = { req, ino, _, _ in
+            FuseFileSystem.settled(req).fsyncdir(FuseFileSystem.reply(req, "fsyncdir"), ino: ino)
+        }
         ops.fallocate = { req, _, mode, offset, length, fi in
             FuseFileSystem.from(req).fallocate(FuseFileSystem.reply(req, "fallocate"), mode: mode, offset: offset, length: length, fi: fi!)
         }

@@ -221,6 +221,15 @@ extension FuseFileSystem {
         }
     }
 
+    /// `fsync` of a folder: its entries, and every other, are in the index (the files made before it were
+    /// inserted: the request is `settled`), and the index's log is on the disk. A folder's names live in
+    /// the index alone; the files' contents are flushed by their own `fsync`, as on a local disk.
+    func fsyncdir(_ reply: FuseReply, ino: fuse_ino_t) {
+        guard inodes.withLock({ $0.entry(for: ino) })?.isDirectory == true else { reply.error(ENOTDIR); return }
+        manager.syncIndex()
+        reply.error(0)
+    }
+
     /// `posix_fallocate` (mode 0): the file grows to cover the range; other modes are not supported.
     func fallocate(_ reply: FuseReply, mode: Int32, offset: off_t, length: off_t, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = handles.withLock({ $0[fi.pointee.fh] }), case .drive(let writer) = file.source else { reply.error(EBADF); return }

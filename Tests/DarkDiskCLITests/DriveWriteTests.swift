@@ -211,6 +211,36 @@ import Testing
         #expect(try await Self.sh("ls \(Shell.quote(files))/work | wc -l") == "201\n")
     }
 
+    /// An `fsync` of a folder keeps its names: a file made in it and still open (never closed, so nothing of
+    /// its content is promised) is there, empty, after `kill -9` of the daemon right after the `fsync`, even
+    /// when its index row could not be written at once (another process held the index for a second).
+    @Test func aFolderFsyncKeepsTheNamesMadeInItThroughAKill() async throws {
+        let (store, mount, files) = try await Self.mounted()
+        try FileManager.default.createDirectory(atPath: files + "/kept", withIntermediateDirectories: false)
+        let daemon = try #require(MountDaemon.pid(serving: mount.path))
+        let out = try await Self.sh("""
+            python3 - \(Shell.quote(files + "/kept")) \(daemon) \(Shell.quote(store.storePath + "/data/index.sqlite")) <<'PY'
+            import os, signal, sqlite3, sys, threading, time
+            folder, daemon, index = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+            d = os.open(folder, os.O_RDONLY)  # (opened first, as a program that made the folder keeps it)
+            holder = sqlite3.connect(index, isolation_level=None, timeout=10, check_same_thread=False)
+            holder.execute("BEGIN IMMEDIATE")
+            threading.Thread(target=lambda: (time.sleep(1), holder.execute("COMMIT"))).start()
+            held = os.open(f"{folder}/made-while-held", os.O_CREAT | os.O_WRONLY, 0o644)
+            started = time.time()
+            os.fsync(d)
+            waited = time.time() - started
+            os.kill(daemon, signal.SIGKILL)
+            print("synced", "after the index was free" if waited > 0.5 else f"at once ({waited:.3f} s)")
+            PY
+            """, log: mount)
+        #expect(out == "synced after the index was free\n")
+        _ = try await Shell.sh("fusermount3 -u -z \(Shell.quote(mount.path))")
+        let again = try Mount(store)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: again.path + "/files/kept") == ["made-while-held"], "\(again.log)")
+        #expect(try await Self.sh("wc -c < \(Shell.quote(again.path))/files/kept/made-while-held") == "0\n")
+    }
+
     @Test func editorsRenameOverFilesAndOpenFilesOutliveTheirNames() async throws {
         let (store, mount, files) = try await Self.mounted()
         try await Self.sh("""
