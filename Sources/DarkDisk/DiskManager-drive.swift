@@ -42,7 +42,7 @@ extension DiskManager {
 
     /// The drive node `nodeID`, if the outline names it.
     public func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
-        try quickRead { db in
+        try lookupRead { db in
             try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE id = ? AND name IS NOT NULL"),
                              arguments: [nodeID.rawValue]).flatMap { row in
                 let parent = (row[2] as String?).flatMap { try? NodeID($0) }
@@ -125,7 +125,7 @@ extension DiskManager {
     /// The drive nodes named `name` in folder `parentID` (nil: the top): usually one, more when two machines
     /// gave one name in one folder (`DriveNames`).
     public func driveChildren(of parentID: NodeID?, named name: String) throws(DarkDiskError) -> [DriveNode] {
-        try quickRead { db in
+        try lookupRead { db in
             var nodes = try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name = ?"),
                                          arguments: [parentID?.rawValue, name]).compactMap { try Self.driveNode(from: $0, in: parentID) }
             if parentID == nil {

@@ -25,6 +25,15 @@ public final class DiskManager: Sendable {
     let maintenanceTimer = Locked<MaintenanceTimer?>(nil)
     /// Checkpoints the index off every writer's path (nil: read-only, or SQLite's own checkpoints).
     let checkpointer: IndexCheckpointer?
+    /// A read-only connection of its own for the drive's lookups (`lookupRead`): opened at the first, given
+    /// up for good (`.unusable`) if it cannot be opened or fails.
+    let lookupConnection = Locked<LookupConnection>(.unopened)
+
+    enum LookupConnection {
+        case unopened
+        case open(DatabaseQueue)
+        case unusable
+    }
     let broadcaster = ChangeBroadcaster()
     /// Other processes' changes: this instance's origin tag, and the last log row it has read.
     let changeLog = ChangeLog()
@@ -178,6 +187,32 @@ public final class DiskManager: Sendable {
     func quickRead<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {
         do { return try database.unsafeRead(body) } catch let error as DarkDiskError { throw error } catch {
             throw DarkDiskError(.database, "index read failed: \(error)")
+        }
+    }
+
+    /// Runs a lookup (one short indexed statement, or a few that need not see one snapshot) on a read-only
+    /// connection of its own, as it is: no pool checkout, no `PRAGMA schema_version`, no transaction, which
+    /// GRDB's reads add and which cost more than a drive lookup's query. Lookups take turns on it; anything
+    /// longer reads through the pool. A store opened read-only (its index is a private copy) reads through
+    /// the pool, and so does every lookup after the connection cannot be opened or fails.
+    func lookupRead<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {
+        guard checkpointer != nil else { return try quickRead(body) }
+        let connection: DatabaseQueue? = lookupConnection.withLock { state in
+            if case .unopened = state {
+                var config = Configuration()
+                config.readonly = true
+                config.busyMode = .timeout(10)
+                config.label = "darkdisk.index.lookups"
+                state = (try? DatabaseQueue(path: location.indexPath, configuration: config)).map { .open($0) } ?? .unusable
+            }
+            if case .open(let connection) = state { return connection }
+            return nil
+        }
+        guard let connection else { return try quickRead(body) }
+        do { return try connection.inDatabase(body) } catch let error as DarkDiskError { throw error } catch {
+            logger.warning("the index's lookup connection failed (\(error)); lookups read through the pool from now on")
+            lookupConnection.withLock { $0 = .unusable }
+            return try quickRead(body)
         }
     }
 
