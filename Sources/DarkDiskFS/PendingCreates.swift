@@ -8,8 +8,9 @@ import Synchronization
 /// a `tar x` then waits for one transaction per file, its commit's, not two). They run one at a time, in
 /// the order made. Every request that reads or changes the drive's index first waits for them (`drain`),
 /// so nothing the kernel asks can miss a file it was told of; a file's commit waits, and fails with its
-/// insert's error if the insert failed (`settle`). Nothing is promised of a file before its `close`
-/// returns (DESIGN §10): a daemon killed meanwhile leaves no trace of it.
+/// insert's error if the insert failed (`settle`), and an `fsync` of a folder waits for them all. Nothing is
+/// promised of a file before its `close`, its `fsync` or its folder's `fsync` returns (DESIGN §10): a daemon
+/// killed before that may leave no trace of it.
 final class PendingCreates: Sendable {
     private let queue = DispatchQueue(label: "darkdisk.creates")
     private let pending = Atomic<Int>(0)
