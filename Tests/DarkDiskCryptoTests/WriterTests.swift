@@ -8,13 +8,19 @@ import Glibc
 
 /// `CryptoFileWriter` used directly: many small appends, misuse, and I/O failures.
 struct WriterTests {
+    /// A new empty file `name` in `directory`, open for reading and writing.
+    static func scratch(_ directory: TemporaryDirectory, _ name: String) throws -> (path: String, fd: Int32) {
+        let path = directory.file(name)
+        let fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        return (path, fd)
+    }
+
     @Test func manySmallAppendsAcrossSections() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let key = SymmetricKey.random()
-        let path = directory.file("cloud")
-        let fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0o600)
-        #expect(fd >= 0)
+        let (_, fd) = try Self.scratch(directory, "cloud")
         defer { close(fd) }
         let writer = try CryptoFileWriter(fileDescriptor: fd, key: key, format: .cloudFile, chunkSize: 4096)
         var generator = SplitMix64(seed: 99)
@@ -46,9 +52,7 @@ struct WriterTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let key = SymmetricKey.random()
-        let path = directory.file("finished")
-        let fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0o600)
-        #expect(fd >= 0)
+        let (path, fd) = try Self.scratch(directory, "finished")
         defer { close(fd) }
         let writer = try CryptoFileWriter(fileDescriptor: fd, key: key, format: .cacheFile, chunkSize: 4096)
         #expect(writer.finishedFile == nil)
