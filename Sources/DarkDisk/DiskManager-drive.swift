@@ -42,13 +42,7 @@ extension DiskManager {
 
     /// The drive node `nodeID`, if the outline names it.
     public func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
-        try lookupRead { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE id = ? AND name IS NOT NULL"),
-                             arguments: [nodeID.rawValue]).flatMap { row in
-                let parent = (row[2] as String?).flatMap { try? NodeID($0) }
-                return try Self.driveNode(from: row, in: try parent.map { try Self.isDriveFolder($0, db) } == true ? parent : nil)
-            }
-        }
+        try lookupRead { db in try Self.namedDriveNode(nodeID, db) }
     }
 
     /// The drive nodes of `ids` that the outline names, by ID, in one read (the store watcher asks for every
@@ -56,14 +50,18 @@ extension DiskManager {
     public func driveNodes(_ ids: [NodeID]) throws(DarkDiskError) -> [NodeID: DriveNode] {
         try quickRead { db in
             var nodes: [NodeID: DriveNode] = [:]
-            let statement = try db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE id = ? AND name IS NOT NULL")
-            for id in ids {
-                guard let row = try Row.fetchOne(statement, arguments: [id.rawValue]) else { continue }
-                let parent = (row[2] as String?).flatMap { try? NodeID($0) }
-                nodes[id] = try Self.driveNode(from: row, in: try parent.map { try Self.isDriveFolder($0, db) } == true ? parent : nil)
-            }
+            for id in ids { nodes[id] = try Self.namedDriveNode(id, db) }
             return nodes
         }
+    }
+
+    /// Node `id` as the drive shows it, if the outline names it: in its folder, or at the top when its
+    /// parent is not a drive folder.
+    private static func namedDriveNode(_ id: NodeID, _ db: Database) throws -> DriveNode? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(driveColumns) FROM node WHERE id = ? AND name IS NOT NULL"),
+                                         arguments: [id.rawValue]) else { return nil }
+        let parent = (row[2] as String?).flatMap { try? NodeID($0) }
+        return try driveNode(from: row, in: try parent.map { try isDriveFolder($0, db) } == true ? parent : nil)
     }
 
     /// The drive nodes in folder `parentID` (nil: the top), in one indexed query.
@@ -147,7 +145,7 @@ extension DiskManager {
         let attributes = NodeAttributes(
             kind: (row[4] as String?).flatMap(NodeAttributes.Kind.init) ?? .file, mode: mode.map { UInt32($0) },
             modifiedSeconds: row[6], modifiedNanoseconds: UInt32(nanoseconds ?? 0), target: row[8],
-            extendedAttributes: try extended.map { try JSONDecoder().decode([String: Data].self, from: $0).mapValues { Array($0) } } ?? [:])
+            extendedAttributes: try extendedAttributes(fromColumn: extended))
         return DriveNode(id: id, name: name, parentID: folder, created: row[3], attributes: attributes)
     }
 

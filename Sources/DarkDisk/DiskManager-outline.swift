@@ -202,6 +202,11 @@ extension DiskManager {
         let nanoseconds: Int64? = row["mtimeNsec"]
         return NodeAttributes(kind: (row["type"] as String?).flatMap(NodeAttributes.Kind.init) ?? .file, mode: mode.map { UInt32($0) },
                               modifiedSeconds: row["mtime"], modifiedNanoseconds: UInt32(nanoseconds ?? 0), target: row["target"],
-                              extendedAttributes: try extended.map { try JSONDecoder().decode([String: Data].self, from: $0).mapValues { Array($0) } } ?? [:])
+                              extendedAttributes: try extendedAttributes(fromColumn: extended))
+    }
+
+    /// The extended attributes the `xattrs` column holds (`extendedAttributesColumn`); none for NULL.
+    static func extendedAttributes(fromColumn column: Data?) throws -> [String: [UInt8]] {
+        try column.map { try JSONDecoder().decode([String: Data].self, from: $0).mapValues { Array($0) } } ?? [:]
     }
 }
