@@ -74,11 +74,14 @@ let package = Package(
         .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskSync", "DarkDiskCache", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto", "DarkDiskTestSupport"],
                     resources: [.copy("Fixtures")]),
-        .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskSync", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskSync", "DarkDiskTestSupport",
+                                                   .product(name: "GRDB", package: "GRDB.swift"),
+                                                   .product(name: "Logging", package: "swift-log")]),
         // Real servers for the tests (nginx, our fault-injecting proxy), shared by the test targets.
         .target(name: "DarkDiskTestSupport", dependencies: ["DarkDiskSync", "DarkDiskSystem"], path: "Tests/TestSupport"),
         .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskSync", "DarkDiskCloud", "DarkDiskRemote", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport",
-                                                        .product(name: "GRDB", package: "GRDB.swift")]),
+                                                        .product(name: "GRDB", package: "GRDB.swift"),
+                                                   .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSync", "DarkDiskTestSupport"]),
         // The FUSE layer's pure parts, without a mount: inode table, errno mapping, attribute values, options.

@@ -97,9 +97,10 @@ public final class DiskManager: Sendable {
         try FileOperations.makeDirectory(location.persistentFiles)
         try FileOperations.makeDirectory(location.persistentStaging)
         let readOnly = SpaceReserve.isReadOnly(location.dataDirectory)
-        self.database = try Self.openIndex(location, readOnly: readOnly, counter: indexCounter)
+        let trigger = readOnly ? nil : IndexCheckpointer.Trigger()
+        self.database = try Self.openIndex(location, readOnly: readOnly, counter: indexCounter, trigger: trigger)
         self.deleter = FileDeleter(database: database)
-        checkpointer = readOnly ? nil : Self.startCheckpointer(location.indexPath, database, logger: logger)
+        checkpointer = trigger.flatMap { Self.startCheckpointer(location.indexPath, $0, logger: logger) }
         if !readOnly { SpaceReserve.ensure(in: location.dataDirectory) }
         // Start-up enforcement: finish interrupted deletes, expire, evict. All index-driven, so fast at any size;
         // the directory scan for orphans runs in the background.
@@ -116,13 +117,11 @@ public final class DiskManager: Sendable {
         startMaintenanceTimer()
     }
 
-    /// The background checkpointer, with this process's writes no longer checkpointing; nil (SQLite's
-    /// automatic checkpoints stay) if its connection cannot be opened.
-    private static func startCheckpointer(_ path: String, _ database: DatabasePool, logger: Logger) -> IndexCheckpointer? {
+    /// The background checkpointer, woken by `trigger`; nil (commits checkpoint as SQLite's automatic
+    /// checkpoint would) if its connection cannot be opened.
+    private static func startCheckpointer(_ path: String, _ trigger: IndexCheckpointer.Trigger, logger: Logger) -> IndexCheckpointer? {
         do {
-            let checkpointer = try IndexCheckpointer(path: path, logger: logger)
-            try database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
-            return checkpointer
+            return try IndexCheckpointer(path: path, trigger: trigger, logger: logger)
         } catch {
             logger.warning("index checkpoints stay in the writers' commits: \(error)")
             return nil
@@ -229,11 +228,12 @@ public final class DiskManager: Sendable {
     }
 
     /// Opens the index; on a full disk (SQLite cannot even make its shared-memory file) the reserve goes first.
-    private static func openIndex(_ location: StoreLocation, readOnly: Bool, counter: IndexStatistics.Counter) throws(DarkDiskError) -> DatabasePool {
-        do { return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly, counter: counter) } catch {
+    private static func openIndex(_ location: StoreLocation, readOnly: Bool, counter: IndexStatistics.Counter,
+                                  trigger: IndexCheckpointer.Trigger?) throws(DarkDiskError) -> DatabasePool {
+        do { return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly, counter: counter, trigger: trigger) } catch {
             guard !readOnly, error.errno == ENOSPC || error.message.contains("disk is full") || error.message.contains("I/O error"),
                   SpaceReserve.release(in: location.dataDirectory) else { throw error }
-            return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly, counter: counter)
+            return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly, counter: counter, trigger: trigger)
         }
     }
 

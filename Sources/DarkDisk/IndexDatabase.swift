@@ -5,13 +5,15 @@ import GRDB
 enum IndexDatabase {
     /// Opens (creating and migrating if needed) the index at `path`.
     /// `readOnly`: the store's file system is mounted read-only; reads work, every write fails with EROFS.
-    static func open(path: String, readOnly: Bool = false, counter: IndexStatistics.Counter) throws(DarkDiskError) -> DatabasePool {
+    static func open(path: String, readOnly: Bool = false, counter: IndexStatistics.Counter,
+                     trigger: IndexCheckpointer.Trigger?) throws(DarkDiskError) -> DatabasePool {
         var config = Configuration()
         config.busyMode = .timeout(10)
         config.label = "darkdisk.index"
         config.readonly = readOnly
         config.prepareDatabase { db in
-            counter.count(db)  // (the configuration, and so the pool, keeps the counter alive)
+            counter.count(db)  // (the configuration, and so the pool, keeps the counter and the trigger alive)
+            trigger?.install(on: db)
             if !readOnly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         }
         // On a read-only file system SQLite cannot make the WAL's shared-memory file, and an immutable open

@@ -1,9 +1,13 @@
-import DarkDisk
+@testable import DarkDisk
+import DarkDiskSync
 import Foundation
+import GRDB
+import Logging
 import Testing
 
 /// The index's log is copied back into the index in the background (`IndexCheckpointer`): writers make no
-/// checkpoint of their own, and still the log stays near its threshold however much is written.
+/// checkpoint of their own, and still the log stays near its threshold however much is written; another
+/// connection in the way delays a checkpoint without a warning, unless it stays in the way.
 @Suite struct IndexCheckpointerTests {
     @Test(.timeLimit(.minutes(2))) func theLogStaysBoundedWhileWritesGoOn() throws {
         let store = try TemporaryStore()
@@ -21,5 +25,136 @@ import Testing
         #expect(largest > 0, "the index is in WAL mode")
         #expect(largest < 24 << 20, "the log grew to \(largest) bytes: no checkpoint ran")
         #expect(try manager.text("checkpoint-test-5") == big + "299")
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aCheckpointThatFindsTheLogBusyIsTriedAgainWithoutAWarning() throws {
+        let scene = try BusyLog()
+        let checkpointer = try IndexCheckpointer(path: scene.path, trigger: IndexCheckpointer.Trigger(),
+                                                 logger: scene.logger, patience: .seconds(10))
+        try scene.whileBusy { checkpointer.wake() }
+        try scene.waitUntil { checkpointer.checkpointsRun.load(ordering: .relaxed) == 1 }
+        #expect(checkpointer.busyAttempts.load(ordering: .relaxed) >= 3, "the log was busy for over a second")
+        #expect(scene.messages.isEmpty, "\(scene.messages)")
+        checkpointer.stop()
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aLogBusyPastThePatienceIsOneWarningAndItsEndIsSaid() throws {
+        let scene = try BusyLog()
+        let checkpointer = try IndexCheckpointer(path: scene.path, trigger: IndexCheckpointer.Trigger(),
+                                                 logger: scene.logger, patience: .milliseconds(300))
+        try scene.whileBusy { checkpointer.wake() }
+        try scene.waitUntil { checkpointer.checkpointsRun.load(ordering: .relaxed) == 1 }
+        let messages = scene.messages
+        #expect(messages.count == 2, "\(messages)")
+        #expect(messages.first?.level == .warning && messages.first?.text.contains("another connection keeps it busy") == true, "\(messages)")
+        #expect(messages.last?.level == .info && messages.last?.text.contains("copied into the index again") == true, "\(messages)")
+        checkpointer.stop()
+    }
+
+    @Test func aCommitPastTheThresholdWakesTheCheckpointerOrWithoutOneCheckpointsItself() throws {
+        let scene = try BusyLog()
+        let trigger = IndexCheckpointer.Trigger()
+        let checkpointer = try IndexCheckpointer(path: scene.path, trigger: trigger, logger: scene.logger)
+        var config = Configuration()
+        config.prepareDatabase { db in trigger.install(on: db) }
+        let writer = try DatabaseQueue(path: scene.path, configuration: config)
+        // 1,200 pages in one commit: the log passes the threshold.
+        try writer.write { db in
+            for _ in 0..<1200 { try db.execute(sql: "INSERT INTO t VALUES (randomblob(4000))") }
+        }
+        try scene.waitUntil { checkpointer.checkpointsRun.load(ordering: .relaxed) == 1 }
+        try writer.write { db in try db.execute(sql: "INSERT INTO t VALUES (1)") }
+        #expect(checkpointer.checkpointsRun.load(ordering: .relaxed) == 1, "a commit under the threshold wakes nothing")
+        checkpointer.stop()
+        // Without a checkpointer the commit itself checkpoints, as SQLite's automatic checkpoint does.
+        try writer.write { db in
+            for _ in 0..<1200 { try db.execute(sql: "INSERT INTO t VALUES (randomblob(4000))") }
+        }
+        // (It copied the whole log, so the next commit starts the log again.)
+        try writer.write { db in try db.execute(sql: "INSERT INTO t VALUES (2)") }
+        let (logged, _) = try writer.writeWithoutTransaction { try $0.checkpoint(.passive) }
+        #expect(logged < 100, "the log holds \(logged) pages")
+        #expect(checkpointer.checkpointsRun.load(ordering: .relaxed) == 1)
+    }
+}
+
+/// A scratch WAL database whose log another connection can keep busy: a reader holds an old snapshot
+/// while a full checkpoint waits for it, holding the checkpoint lock meanwhile (a passive checkpoint then
+/// fails with SQLite's "database is locked").
+private final class BusyLog: Sendable {
+    let directory: String
+    let path: String
+    let records = Locked<[(level: Logger.Level, text: String)]>([])
+    var messages: [(level: Logger.Level, text: String)] { records.withLock { $0 } }
+    var logger: Logger { Logger(label: "test") { _ in Recorder(records: self.records) } }
+
+    init() throws {
+        directory = NSTemporaryDirectory() + "checkpoint-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        path = directory + "/index.sqlite"
+        let setup = try DatabaseQueue(path: path)
+        try setup.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "CREATE TABLE t(x); INSERT INTO t VALUES (randomblob(1000))")
+        }
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// Runs `body` while the log is busy (for about 1.5 s), and returns once it no longer is.
+    func whileBusy(_ body: () -> Void) throws {
+        let reader = try DatabaseQueue(path: path)
+        let writer = try DatabaseQueue(path: path)
+        var config = Configuration()
+        config.busyMode = .timeout(1.5)
+        let blocker = try DatabaseQueue(path: path, configuration: config)
+        let reading = DispatchSemaphore(value: 0), readerDone = DispatchSemaphore(value: 0), blockerDone = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread {
+            try? reader.read { db in
+                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM t")
+                reading.signal()
+                release.wait()
+            }
+            readerDone.signal()
+        }.start()
+        reading.wait()
+        try writer.write { db in try db.execute(sql: "INSERT INTO t VALUES (randomblob(1000))") }
+        Thread {
+            _ = try? blocker.writeWithoutTransaction { try $0.checkpoint(.full) }
+            blockerDone.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.2)
+        body()
+        blockerDone.wait()
+        release.signal()
+        readerDone.wait()
+    }
+
+    struct TimedOut: Error {}
+
+    /// Waits up to 10 s for `condition`.
+    func waitUntil(_ condition: () -> Bool) throws {
+        let deadline = Date() + 10
+        while !condition() {
+            guard Date() < deadline else { throw TimedOut() }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+}
+
+/// A log handler that keeps every message.
+private struct Recorder: LogHandler {
+    let records: Locked<[(level: Logger.Level, text: String)]>
+    var logLevel: Logger.Level = .trace
+    var metadata: Logger.Metadata = [:]
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        records.withLock { $0.append((event.level, "\(event.message)")) }
     }
 }
