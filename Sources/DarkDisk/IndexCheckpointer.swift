@@ -8,27 +8,44 @@ import Synchronization
 /// Copies the index's write-ahead log back into the database on a connection and a thread of its own, so
 /// that no writer pays for it. SQLite's automatic checkpoint runs inside the commit that leaves 1,000 or
 /// more pages in the log, and in the mount that was a `close` every sixty-odd files of a `tar x`, waiting
-/// for a copy of 4 MiB and an `fsync`. Here the same commit only wakes this thread (`Trigger`, SQLite's WAL
-/// hook), which runs a passive checkpoint: one that never waits for a reader or a writer.
+/// for a copy of 4 MiB and an `fsync`. Here a commit that has added `threshold` pages since the last
+/// checkpoint only wakes this thread (`Trigger`, SQLite's WAL hook), which runs a passive checkpoint: one
+/// that never waits for a reader or a writer.
 ///
-/// A checkpoint that finds another connection in the way (SQLite's "database is locked": another process
-/// checkpointing, a writer mid-commit) is ordinary under load and is tried again every 100 ms without a
-/// word; only when that has gone on for `patience` does a warning say so. Any other failure is logged (at
-/// most once a minute) and tried again at the next commit past the threshold.
+/// A log that is copied while readers and writers keep using it is never started again from its
+/// beginning (a writer restarts it only when everything is copied and no reader is in it), so it would
+/// grow for as long as the mount is busy (90 MB after a `tar x` of 10,000 files). Once it holds
+/// `restartAfter` pages, a restarting checkpoint follows the passive one: it holds writers back while it
+/// copies what the passive one left and waits, up to `restartWait`, for the readers to leave the log.
+///
+/// A passive checkpoint that finds another connection in the way (SQLite's "database is locked": another
+/// process checkpointing, a writer mid-commit) is ordinary under load and is tried again every 100 ms
+/// without a word; only when that has gone on for `patience` does a warning say so. A restart that cannot
+/// happen now waits for the next wake. Any other failure is logged (at most once a minute) and tried again
+/// at the next wake.
 final class IndexCheckpointer: Sendable {
-    /// Log pages at or past which a commit calls for a checkpoint: SQLite's default of 1,000.
+    /// Pages added to the log since the last checkpoint at which a commit calls for the next one: SQLite's
+    /// default of 1,000.
     static let threshold: Int32 = 1000
+    /// Pages in the log past which a checkpoint also restarts it.
+    static let restartAfter = 4 * Int(threshold)
+    /// How long a restarting checkpoint waits for readers to leave the log (writers wait meanwhile).
+    static let restartWait: Int32 = 100
     /// The pause before a checkpoint that found the log busy is tried again.
     static let retryDelay = 0.1
     /// The shortest time between two warnings about the same run of failures.
     static let warningInterval: Duration = .seconds(60)
 
     /// What the index's connections run after each commit, in place of SQLite's automatic checkpoint: it
-    /// wakes the checkpointer once the log holds `threshold` pages or more, or, while no checkpointer is
-    /// connected (its connection could not be opened, or it stopped), checkpoints in the commit as SQLite
-    /// would have. The pool's configuration keeps it alive as long as the connections that call it.
+    /// hands the log's length to the checkpointer once the log holds `threshold` pages or more, or, while
+    /// no checkpointer is connected (its connection could not be opened, or it stopped), checkpoints in the
+    /// commit as SQLite would have. The pool's configuration keeps it alive as long as the connections that
+    /// call it.
     final class Trigger: Sendable {
-        fileprivate let due = Locked<(@Sendable () -> Void)?>(nil)
+        /// (A reference, not a closure: a closure read and written back through `Locked`'s generic `inout`
+        /// gains two reabstraction thunks each time, and calling it soon walked thousands of them.)
+        fileprivate struct Target { weak var checkpointer: IndexCheckpointer? }
+        fileprivate let target = Locked(Target())
 
         init() {}
 
@@ -37,8 +54,8 @@ final class IndexCheckpointer: Sendable {
             sqlite3_wal_hook(db.sqliteConnection, { context, connection, name, pages in
                 guard pages >= IndexCheckpointer.threshold, let context else { return SQLITE_OK }
                 let trigger = Unmanaged<Trigger>.fromOpaque(context).takeUnretainedValue()
-                if let due = trigger.due.withLock({ $0 }) {
-                    due()
+                if let checkpointer = trigger.target.withLock({ $0.checkpointer }) {
+                    checkpointer.wake(logLength: pages)
                 } else {
                     _ = sqlite3_wal_checkpoint(connection, name)
                 }
@@ -60,11 +77,14 @@ final class IndexCheckpointer: Sendable {
     private let queue = DispatchQueue(label: "darkdisk.checkpoint", qos: .utility)
     /// A checkpoint is queued, running, or waiting to be tried again: commits meanwhile add nothing.
     private let scheduled = Atomic<Bool>(false)
+    /// The log's length in pages when the last checkpoint ran.
+    private let lastLength = Atomic<Int32>(0)
     private let stopped = Atomic<Bool>(false)
     private let streak = Locked(Streak())
-    /// Checkpoints that ran (whether or not readers let them copy the whole log), and attempts that found
-    /// the log busy: for tests.
+    /// Checkpoints that ran (whether or not readers let them copy the whole log), restarts of the log, and
+    /// attempts that found the log busy: for tests.
     let checkpointsRun = Atomic<Int>(0)
+    let restarts = Atomic<Int>(0)
     let busyAttempts = Atomic<Int>(0)
 
     /// Opens its connection to the index at `path` (in WAL mode already) and takes over `trigger`'s calls.
@@ -77,23 +97,24 @@ final class IndexCheckpointer: Sendable {
         self.trigger = trigger
         self.logger = logger
         self.patience = patience
-        trigger.due.withLock { $0 = { [weak self] in self?.wake() } }
+        trigger.target.withLock { $0.checkpointer = self }
     }
 
     /// Stops checkpointing (the store is closing); commits from now on checkpoint as SQLite's would.
     func stop() {
         stopped.store(true, ordering: .releasing)
-        trigger.due.withLock { $0 = nil }
+        trigger.target.withLock { $0.checkpointer = nil }
         queue.sync {}
     }
 
-    deinit {
-        trigger.due.withLock { $0 = nil }
-    }
-
-    /// Queues a checkpoint unless one is queued already: called from a commit that left the log at or past
-    /// the threshold (and by tests).
-    func wake() {
+    /// Queues a checkpoint unless one is queued already or the log has grown by less than `threshold` pages
+    /// since the last: called from a commit that left `logLength` pages in the log (and by tests, without).
+    func wake(logLength: Int32? = nil) {
+        if let logLength {
+            let last = lastLength.load(ordering: .relaxed)
+            // (A log shorter than at the last checkpoint was started again since.)
+            guard logLength < last || logLength - last >= Self.threshold else { return }
+        }
         guard !stopped.load(ordering: .acquiring),
               scheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return }
@@ -103,8 +124,10 @@ final class IndexCheckpointer: Sendable {
     private func attempt() {
         guard !stopped.load(ordering: .acquiring) else { return }
         do {
-            try connection.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
+            let length = try connection.writeWithoutTransaction { db in try db.checkpoint(.passive).walFrameCount }
+            lastLength.store(Int32(clamping: length), ordering: .relaxed)
             checkpointsRun.add(1, ordering: .relaxed)
+            if length >= Self.restartAfter { restart() }
             let warned = streak.withLock { streak in
                 defer { streak = Streak() }
                 return streak.warnedAt != nil
@@ -119,6 +142,23 @@ final class IndexCheckpointer: Sendable {
                 logger.warning("cannot copy the index's log into the index (\(error)); trying again at the next commit")
             }
             scheduled.store(false, ordering: .releasing)
+        }
+    }
+
+    /// Copies what is left of the log and starts it again, if the readers leave it within `restartWait`;
+    /// otherwise the next wake tries again.
+    private func restart() {
+        do {
+            try connection.writeWithoutTransaction { db in
+                sqlite3_busy_timeout(db.sqliteConnection, Self.restartWait)
+                defer { sqlite3_busy_timeout(db.sqliteConnection, 10_000) }
+                _ = try db.checkpoint(.restart)
+            }
+            lastLength.store(0, ordering: .relaxed)
+            restarts.add(1, ordering: .relaxed)
+        } catch {
+            // (Busy: a reader stayed in the log, or another checkpoint ran. Anything else recurs at the next
+            // passive checkpoint, which reports it.)
         }
     }
 

@@ -3,6 +3,7 @@ import DarkDiskSync
 import Foundation
 import GRDB
 import Logging
+import Synchronization
 import Testing
 
 /// The index's log is copied back into the index in the background (`IndexCheckpointer`): writers make no
@@ -25,6 +26,43 @@ import Testing
         #expect(largest > 0, "the index is in WAL mode")
         #expect(largest < 24 << 20, "the log grew to \(largest) bytes: no checkpoint ran")
         #expect(try manager.text("checkpoint-test-5") == big + "299")
+    }
+
+    @Test(.timeLimit(.minutes(2))) func theLogStartsAgainThoughReadersNeverStop() throws {
+        let scene = try BusyLog()
+        let trigger = IndexCheckpointer.Trigger()
+        let checkpointer = try IndexCheckpointer(path: scene.path, trigger: trigger, logger: scene.logger)
+        var config = Configuration()
+        config.busyMode = .timeout(10)  // (as the store's: a restart holds writers back)
+        config.prepareDatabase { db in trigger.install(on: db) }
+        let writer = try DatabaseQueue(path: scene.path, configuration: config)
+        // Short reads one after another on two threads (a mount's lookups), while small commits follow one
+        // another (a `tar x`'s closes): some reader is nearly always in the log.
+        let reading = Atomic<Bool>(true)
+        let readersDone = DispatchGroup()
+        for _ in 0..<2 {
+            let reader = try DatabaseQueue(path: scene.path)
+            readersDone.enter()
+            Thread {
+                while reading.load(ordering: .relaxed) {
+                    _ = try? reader.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM t WHERE rowid > 0") }
+                }
+                readersDone.leave()
+            }.start()
+        }
+        defer { reading.store(false, ordering: .relaxed); readersDone.wait() }
+        var largest: Int64 = 0
+        for _ in 0..<8000 {
+            try writer.write { db in try db.execute(sql: "INSERT INTO t VALUES (randomblob(3000))") }
+            var st = stat()
+            if stat(scene.path + "-wal", &st) == 0 { largest = max(largest, Int64(st.st_size)) }
+        }
+        reading.store(false, ordering: .relaxed)
+        readersDone.wait()
+        #expect(largest < 40 << 20, "the log grew to \(largest) bytes")
+        #expect(checkpointer.restarts.load(ordering: .relaxed) > 0)
+        #expect(scene.messages.isEmpty, "\(scene.messages)")
+        checkpointer.stop()
     }
 
     @Test(.timeLimit(.minutes(1))) func aCheckpointThatFindsTheLogBusyIsTriedAgainWithoutAWarning() throws {
