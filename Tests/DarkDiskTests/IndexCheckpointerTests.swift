@@ -54,12 +54,14 @@ import Testing
         var largest: Int64 = 0
         for _ in 0..<8000 {
             try writer.write { db in try db.execute(sql: "INSERT INTO t VALUES (randomblob(3000))") }
+            usleep(200)  // (a program's closes come with gaps, in which a restart can take the write lock)
             var st = stat()
             if stat(scene.path + "-wal", &st) == 0 { largest = max(largest, Int64(st.st_size)) }
         }
         reading.store(false, ordering: .relaxed)
         readersDone.wait()
-        #expect(largest < 40 << 20, "the log grew to \(largest) bytes")
+        // (Without restarts it reaches 100 MB: every page these commits wrote.)
+        #expect(largest < 48 << 20, "the log grew to \(largest) bytes")
         #expect(checkpointer.restarts.load(ordering: .relaxed) > 0)
         #expect(scene.messages.isEmpty, "\(scene.messages)")
         checkpointer.stop()
