@@ -47,6 +47,6 @@ struct ChangeLog: Sendable {
 
     /// Removes rows older than an hour (every process has long read them).
     static func prune(_ db: Database, now: Double) throws {
-        try db.execute(sql: "DELETE FROM changeLog WHERE at < ?", arguments: [now - 3600])
+        try IndexDatabase.pruneLog("changeLog", db, before: now - 3600)
     }
 }

@@ -28,6 +28,6 @@ extension DiskManager {
 
     /// Removes change rows older than an hour (every watcher has long read them).
     static func pruneEntryChanges(_ db: Database, now: Double) throws {
-        try db.execute(sql: "DELETE FROM entryChange WHERE at < ?", arguments: [now - 3600])
+        try IndexDatabase.pruneLog("entryChange", db, before: now - 3600)
     }
 }

@@ -333,6 +333,21 @@ enum IndexDatabase {
                 CREATE TRIGGER wantedDownloadInserted AFTER INSERT ON wantedDownload BEGIN UPDATE pinClock SET version = version + 1; END;
                 """)
         }
+        migrator.registerMigration("v19: change tables without time indexes") { db in
+            // Their rows are appended in time order, so the rows older than the pruning's cutoff are the first
+            // ones (`pruneLog`): an index of the time cost every commit a page of the log, for nothing.
+            try db.execute(sql: "DROP INDEX IF EXISTS changeLog_at; DROP INDEX IF EXISTS entryChange_at")
+        }
         return migrator
+    }
+
+    /// Removes the rows of change table `table` (`changeLog`, `entryChange`: `seq` and `at` columns, rows
+    /// appended in time order) before the first one written at `cutoff` or later. It reads the rows it removes
+    /// and one more, whatever the table's size.
+    static func pruneLog(_ table: String, _ db: Database, before cutoff: Double) throws {
+        try db.execute(sql: """
+            DELETE FROM \(table) WHERE seq < COALESCE(
+              (SELECT seq FROM \(table) WHERE at >= ? ORDER BY seq LIMIT 1), (SELECT MAX(seq) FROM \(table)) + 1)
+            """, arguments: [cutoff])
     }
 }
