@@ -21,7 +21,7 @@ import Synchronization
 /// A passive checkpoint that finds another connection in the way (SQLite's "database is locked": another
 /// process checkpointing, a writer mid-commit) is ordinary under load and is tried again every 100 ms
 /// without a word; only when that has gone on for `patience` does a warning say so. A restart that cannot
-/// happen now waits for the next wake. Any other failure is logged (at most once a minute) and tried again
+/// happen now (a long read) is not tried again before the log has grown as much again. Any other failure is logged (at most once a minute) and tried again
 /// at the next wake.
 final class IndexCheckpointer: Sendable {
     /// Pages added to the log since the last checkpoint at which a commit calls for the next one: SQLite's
@@ -79,12 +79,17 @@ final class IndexCheckpointer: Sendable {
     private let scheduled = Atomic<Bool>(false)
     /// The log's length in pages when the last checkpoint ran.
     private let lastLength = Atomic<Int32>(0)
+    /// The log's length below which no restart is tried: after one failed (a reader stayed in the log, as a
+    /// long read does), not before the log has grown by `restartAfter` again, so that such a reader does not
+    /// cost the writers `restartWait` at every checkpoint. Touched on `queue` only.
+    private let restartFloor = Atomic<Int>(IndexCheckpointer.restartAfter)
     private let stopped = Atomic<Bool>(false)
     private let streak = Locked(Streak())
     /// Checkpoints that ran (whether or not readers let them copy the whole log), restarts of the log, and
     /// attempts that found the log busy: for tests.
     let checkpointsRun = Atomic<Int>(0)
     let restarts = Atomic<Int>(0)
+    let restartAttempts = Atomic<Int>(0)
     let busyAttempts = Atomic<Int>(0)
 
     /// Opens its connection to the index at `path` (in WAL mode already) and takes over `trigger`'s calls.
@@ -127,7 +132,7 @@ final class IndexCheckpointer: Sendable {
             let length = try connection.writeWithoutTransaction { db in try db.checkpoint(.passive).walFrameCount }
             lastLength.store(Int32(clamping: length), ordering: .relaxed)
             checkpointsRun.add(1, ordering: .relaxed)
-            if length >= Self.restartAfter { restart() }
+            if length >= restartFloor.load(ordering: .relaxed) { restart(length: length) }
             let warned = streak.withLock { streak in
                 defer { streak = Streak() }
                 return streak.warnedAt != nil
@@ -146,8 +151,9 @@ final class IndexCheckpointer: Sendable {
     }
 
     /// Copies what is left of the log and starts it again, if the readers leave it within `restartWait`;
-    /// otherwise the next wake tries again.
-    private func restart() {
+    /// otherwise none is tried again before the log has grown by `restartAfter` pages more.
+    private func restart(length: Int) {
+        restartAttempts.add(1, ordering: .relaxed)
         do {
             try connection.writeWithoutTransaction { db in
                 sqlite3_busy_timeout(db.sqliteConnection, Self.restartWait)
@@ -155,8 +161,10 @@ final class IndexCheckpointer: Sendable {
                 _ = try db.checkpoint(.restart)
             }
             lastLength.store(0, ordering: .relaxed)
+            restartFloor.store(Self.restartAfter, ordering: .relaxed)
             restarts.add(1, ordering: .relaxed)
         } catch {
+            restartFloor.store(length + Self.restartAfter, ordering: .relaxed)
             // (Busy: a reader stayed in the log, or another checkpoint ran. Anything else recurs at the next
             // passive checkpoint, which reports it.)
         }

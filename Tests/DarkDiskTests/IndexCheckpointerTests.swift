@@ -67,6 +67,42 @@ import Testing
         checkpointer.stop()
     }
 
+    @Test(.timeLimit(.minutes(2))) func aLongReadIsNotMadeToHoldWritersBackAtEveryCheckpoint() throws {
+        let scene = try BusyLog()
+        let trigger = IndexCheckpointer.Trigger()
+        let checkpointer = try IndexCheckpointer(path: scene.path, trigger: trigger, logger: scene.logger)
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        config.prepareDatabase { db in trigger.install(on: db) }
+        let writer = try DatabaseQueue(path: scene.path, configuration: config)
+        // A read that lasts the whole test (an export, a `check --full` in another process) keeps the log
+        // from starting again; each restart tried holds the writers back for `restartWait`.
+        let reader = try DatabaseQueue(path: scene.path)
+        let reading = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        Thread {
+            try? reader.read { db in
+                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM t")
+                reading.signal()
+                release.wait()
+            }
+            done.signal()
+        }.start()
+        reading.wait()
+        defer { release.signal(); done.wait() }
+        // 1,000 commits of 20 pages: 20,000 pages, a checkpoint every 1,000.
+        for _ in 0..<1000 {
+            try writer.write { db in
+                for _ in 0..<20 { try db.execute(sql: "INSERT INTO t VALUES (randomblob(3000))") }
+            }
+        }
+        try scene.waitUntil { checkpointer.restartAttempts.load(ordering: .relaxed) >= 1 }
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(checkpointer.restarts.load(ordering: .relaxed) == 0, "the reader was in the log throughout")
+        let attempts = checkpointer.restartAttempts.load(ordering: .relaxed)
+        #expect(attempts >= 1 && attempts <= 5, "\(attempts) restarts tried for 20,000 pages (one per 4,000 expected)")
+        checkpointer.stop()
+    }
+
     @Test(.timeLimit(.minutes(1))) func aCheckpointThatFindsTheLogBusyIsTriedAgainWithoutAWarning() throws {
         let scene = try BusyLog()
         let checkpointer = try IndexCheckpointer(path: scene.path, trigger: IndexCheckpointer.Trigger(),
