@@ -26,8 +26,8 @@ public final class DiskManager: Sendable {
     /// Checkpoints the index off every writer's path (nil: read-only, or SQLite's own checkpoints).
     let checkpointer: IndexCheckpointer?
     /// A read-only connection of its own for the drive's lookups (`lookupRead`): opened at the first, given
-    /// up for good (`.unusable`) if it cannot be opened or fails.
-    let lookupConnection = Locked<LookupConnection>(.unopened)
+    /// up for good (`.unusable`) if it cannot be opened or fails; never opened for a read-only store.
+    let lookupConnection: Locked<LookupConnection>
 
     enum LookupConnection {
         case unopened
@@ -97,6 +97,7 @@ public final class DiskManager: Sendable {
         try FileOperations.makeDirectory(location.persistentFiles)
         try FileOperations.makeDirectory(location.persistentStaging)
         let readOnly = SpaceReserve.isReadOnly(location.dataDirectory)
+        lookupConnection = Locked(readOnly ? .unusable : .unopened)
         let trigger = readOnly ? nil : IndexCheckpointer.Trigger()
         self.database = try Self.openIndex(location, readOnly: readOnly, counter: indexCounter, trigger: trigger)
         self.deleter = FileDeleter(database: database)
@@ -195,7 +196,6 @@ public final class DiskManager: Sendable {
     /// longer reads through the pool. A store opened read-only (its index is a private copy) reads through
     /// the pool, and so does every lookup after the connection cannot be opened or fails.
     func lookupRead<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {
-        guard checkpointer != nil else { return try quickRead(body) }
         let connection: DatabaseQueue? = lookupConnection.withLock { state in
             if case .unopened = state {
                 var config = Configuration()

@@ -29,8 +29,10 @@ final class IndexCheckpointer: Sendable {
     static let threshold: Int32 = 1000
     /// Pages in the log past which a checkpoint also restarts it.
     static let restartAfter = 4 * Int(threshold)
-    /// How long a restarting checkpoint waits for readers to leave the log (writers wait meanwhile).
+    /// How long a restarting checkpoint waits for readers to leave the log (writers wait meanwhile), and
+    /// how long any other statement of this connection waits for a lock, in milliseconds.
     static let restartWait: Int32 = 100
+    static let busyTimeout: Int32 = 10_000
     /// The pause before a checkpoint that found the log busy is tried again.
     static let retryDelay = 0.1
     /// The shortest time between two warnings about the same run of failures.
@@ -95,7 +97,7 @@ final class IndexCheckpointer: Sendable {
     /// Opens its connection to the index at `path` (in WAL mode already) and takes over `trigger`'s calls.
     init(path: String, trigger: Trigger, logger: Logger, patience: Duration = .seconds(10)) throws {
         var config = Configuration()
-        config.busyMode = .timeout(10)
+        config.busyMode = .timeout(Double(Self.busyTimeout) / 1000)
         config.label = "darkdisk.index.checkpoint"
         config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         connection = try DatabaseQueue(path: path, configuration: config)
@@ -157,7 +159,7 @@ final class IndexCheckpointer: Sendable {
         do {
             try connection.writeWithoutTransaction { db in
                 sqlite3_busy_timeout(db.sqliteConnection, Self.restartWait)
-                defer { sqlite3_busy_timeout(db.sqliteConnection, 10_000) }
+                defer { sqlite3_busy_timeout(db.sqliteConnection, Self.busyTimeout) }
                 _ = try db.checkpoint(.restart)
             }
             lastLength.store(0, ordering: .relaxed)

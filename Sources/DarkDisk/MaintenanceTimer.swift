@@ -5,10 +5,10 @@ import Dispatch
 final class MaintenanceTimer: @unchecked Sendable {
     private let source: DispatchSourceTimer
 
-    init(queue: DispatchQueue, interval: Double, leeway: Double = 0.2, handler: @escaping @Sendable () -> Void) {
+    init(queue: DispatchQueue, interval: Double, handler: @escaping @Sendable () -> Void) {
         source = DispatchSource.makeTimerSource(queue: queue)
         let period = DispatchTimeInterval.milliseconds(Int(interval * 1000))
-        source.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(Int(leeway * 1000)))
+        source.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(200))
         source.setEventHandler(handler: handler)
         source.resume()
     }

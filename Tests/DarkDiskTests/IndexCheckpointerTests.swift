@@ -32,10 +32,7 @@ import Testing
         let scene = try BusyLog()
         let trigger = IndexCheckpointer.Trigger()
         let checkpointer = try IndexCheckpointer(path: scene.path, trigger: trigger, logger: scene.logger)
-        var config = Configuration()
-        config.busyMode = .timeout(10)  // (as the store's: a restart holds writers back)
-        config.prepareDatabase { db in trigger.install(on: db) }
-        let writer = try DatabaseQueue(path: scene.path, configuration: config)
+        let writer = try scene.writer(calling: trigger)
         // Short reads one after another on two threads (a mount's lookups), while small commits follow one
         // another (a `tar x`'s closes): some reader is nearly always in the log.
         let reading = Atomic<Bool>(true)
@@ -71,10 +68,7 @@ import Testing
         let scene = try BusyLog()
         let trigger = IndexCheckpointer.Trigger()
         let checkpointer = try IndexCheckpointer(path: scene.path, trigger: trigger, logger: scene.logger)
-        var config = Configuration()
-        config.busyMode = .timeout(10)
-        config.prepareDatabase { db in trigger.install(on: db) }
-        let writer = try DatabaseQueue(path: scene.path, configuration: config)
+        let writer = try scene.writer(calling: trigger)
         // A read that lasts the whole test (an export, a `check --full` in another process) keeps the log
         // from starting again; each restart tried holds the writers back for `restartWait`.
         let reader = try DatabaseQueue(path: scene.path)
@@ -131,9 +125,7 @@ import Testing
         let scene = try BusyLog()
         let trigger = IndexCheckpointer.Trigger()
         let checkpointer = try IndexCheckpointer(path: scene.path, trigger: trigger, logger: scene.logger)
-        var config = Configuration()
-        config.prepareDatabase { db in trigger.install(on: db) }
-        let writer = try DatabaseQueue(path: scene.path, configuration: config)
+        let writer = try scene.writer(calling: trigger)
         // 1,200 pages in one commit: the log passes the threshold.
         try writer.write { db in
             for _ in 0..<1200 { try db.execute(sql: "INSERT INTO t VALUES (randomblob(4000))") }
@@ -176,6 +168,15 @@ private final class BusyLog: Sendable {
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// A writer whose commits call `trigger`, waiting for locks as the store's connections do (a restart
+    /// holds writers back).
+    func writer(calling trigger: IndexCheckpointer.Trigger) throws -> DatabaseQueue {
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        config.prepareDatabase { db in trigger.install(on: db) }
+        return try DatabaseQueue(path: path, configuration: config)
+    }
 
     /// Runs `body` while the log is busy (for about 1.5 s), and returns once it no longer is.
     func whileBusy(_ body: () -> Void) throws {
