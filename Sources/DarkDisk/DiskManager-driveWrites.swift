@@ -78,19 +78,22 @@ extension DiskManager {
     }
 
     private func insert(_ row: DriveNodeRow, allowingDuplicate: Bool) throws(DarkDiskError) {
+        try write { db in try Self.insert(row, allowingDuplicate: allowingDuplicate, db) }
+    }
+
+    /// Inserts a new node's row, in the caller's transaction.
+    private static func insert(_ row: DriveNodeRow, allowingDuplicate: Bool, _ db: Database) throws {
         let node = row.node, attributes = row.node.attributes
-        try write { db in
-            try Self.checkDriveFolder(node.parentID, db)
-            if !allowingDuplicate, try Self.driveChildID(named: node.name, in: node.parentID, db) != nil {
-                throw DarkDiskError(.exists, "'\(node.name)' exists already")
-            }
-            try db.cachedStatement(sql: """
-                INSERT INTO node (id, wrappedKey, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [node.id.rawValue, row.wrappedKey, node.name, node.parentID?.rawValue, node.created, attributes.kind.rawValue,
-                                         Int64(attributes.mode), attributes.modifiedSeconds, Int64(attributes.modifiedNanoseconds),
-                                         attributes.target, row.extendedAttributes])
+        try checkDriveFolder(node.parentID, db)
+        if !allowingDuplicate, try driveChildID(named: node.name, in: node.parentID, db) != nil {
+            throw DarkDiskError(.exists, "'\(node.name)' exists already")
         }
+        try db.cachedStatement(sql: """
+            INSERT INTO node (id, wrappedKey, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [node.id.rawValue, row.wrappedKey, node.name, node.parentID?.rawValue, node.created, attributes.kind.rawValue,
+                                     Int64(attributes.mode), attributes.modifiedSeconds, Int64(attributes.modifiedNanoseconds),
+                                     attributes.target, row.extendedAttributes])
     }
 
     /// Commits `content` as the next version of drive file `nodeID`: sealed into a store file (already, when
@@ -100,14 +103,22 @@ extension DiskManager {
     /// after it), with the permission bits set meanwhile, in the same transaction. `durable`
     /// (an `fsync`): on the disk before this returns, else as a local file system keeps a closed file (safe
     /// from a crash of this process, not from a power loss). Nil, and nothing stored, when the node has been
-    /// deleted meanwhile (its open handles keep reading `content`).
+    /// deleted meanwhile (its open handles keep reading `content`). `inserting`: the prepared file this is the
+    /// first commit of, not yet in the index (`prepareDriveFile`): its row is inserted in the same transaction
+    /// (as `insertDriveFile(_:allowingDuplicate: true)` would), so a new file costs one transaction, not two;
+    /// if the commit fails, so does the insert.
     @discardableResult
-    public func commitDriveFile(_ nodeID: NodeID, content: StagedContent, durable: Bool = false) throws(DarkDiskError) -> DiskExport? {
+    public func commitDriveFile(_ nodeID: NodeID, content: StagedContent, durable: Bool = false,
+                                inserting prepared: PreparedDriveFile? = nil) throws(DarkDiskError) -> DiskExport? {
+        if let prepared, prepared.node.id != nodeID || prepared.content !== content {
+            throw DarkDiskError(.invalidArgument, "node \(nodeID): the prepared file to insert is another node's")
+        }
         do {
             return try content.commit { (file, header, changes) throws(DarkDiskError) -> DiskExport in
                 let now = clock.now.timeIntervalSince1970
                 // The new version, its time and its queued upload commit as one.
                 return try placeNodeData(file, header: header, key: content.key, nodeID: nodeID, durable: durable) { db in
+                    if let prepared { try Self.insert(prepared.row, allowingDuplicate: true, db) }
                     // Deleted while this was written (an unlink racing the last close): nothing is stored.
                     if changes.mode != nil || changes.modified != nil {
                         // One statement sets them and finds the node still named.
@@ -126,8 +137,9 @@ extension DiskManager {
                 }
             }
         } catch {
-            // (`DeletedMeanwhile`, turned into a database error by the transaction it was thrown in.)
-            if try read({ db in try String.fetchOne(db, sql: "SELECT name FROM node WHERE id = ?", arguments: [nodeID.rawValue]) }) == nil { return nil }
+            // (`DeletedMeanwhile`, turned into a database error by the transaction it was thrown in. A node this
+            // commit was to insert is not in the index either way: the error is the insert's or the commit's.)
+            if prepared == nil, try read({ db in try String.fetchOne(db, sql: "SELECT name FROM node WHERE id = ?", arguments: [nodeID.rawValue]) }) == nil { return nil }
             throw error
         }
     }

@@ -98,7 +98,7 @@ public final class DiskManager: Sendable {
         try FileOperations.makeDirectory(location.persistentStaging)
         let readOnly = SpaceReserve.isReadOnly(location.dataDirectory)
         lookupConnection = Locked(readOnly ? .unusable : .unopened)
-        let trigger = readOnly ? nil : IndexCheckpointer.Trigger()
+        let trigger = readOnly ? nil : IndexCheckpointer.Trigger(counting: indexCounter)
         self.database = try Self.openIndex(location, readOnly: readOnly, counter: indexCounter, trigger: trigger)
         self.deleter = FileDeleter(database: database)
         checkpointer = trigger.flatMap { Self.startCheckpointer(location.indexPath, $0, logger: logger) }

@@ -48,14 +48,20 @@ final class IndexCheckpointer: Sendable {
         /// gains two reabstraction thunks each time, and calling it soon walked thousands of them.)
         fileprivate struct Target { weak var checkpointer: IndexCheckpointer? }
         fileprivate let target = Locked(Target())
+        /// Where each commit is counted (`IndexStatistics.commits`).
+        fileprivate let counter: IndexStatistics.Counter?
 
-        init() {}
+        init(counting counter: IndexStatistics.Counter? = nil) {
+            self.counter = counter
+        }
 
         /// Makes `db` call this after each of its commits (replacing its automatic checkpoint).
         func install(on db: Database) {
             sqlite3_wal_hook(db.sqliteConnection, { context, connection, name, pages in
-                guard pages >= IndexCheckpointer.threshold, let context else { return SQLITE_OK }
+                guard let context else { return SQLITE_OK }
                 let trigger = Unmanaged<Trigger>.fromOpaque(context).takeUnretainedValue()
+                trigger.counter?.commits.add(1, ordering: .relaxed)
+                guard pages >= IndexCheckpointer.threshold else { return SQLITE_OK }
                 if let checkpointer = trigger.target.withLock({ $0.checkpointer }) {
                     checkpointer.wake(logLength: pages)
                 } else {

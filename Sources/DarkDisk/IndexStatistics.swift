@@ -4,23 +4,35 @@ import Synchronization
 
 /// The work a store's index did in this process: statements run and the SQLite virtual-machine steps they
 /// took (a full-table scan costs a step per row, an indexed lookup a few dozen). For checking that an
-/// operation costs what it should at scale (a listing O(n), a lookup O(log n)), in tests and benchmarks.
+/// operation costs what it should at scale (a listing O(n), a lookup O(log n)), in tests and benchmarks;
+/// and the write transactions committed (each costs a lock, its pages in the log and a share of a checkpoint).
 public struct IndexStatistics: Sendable, Equatable {
     public var statements: Int
     public var steps: Int
+    public var commits: Int
+
+    public init(statements: Int, steps: Int, commits: Int = 0) {
+        self.statements = statements
+        self.steps = steps
+        self.commits = commits
+    }
 
     /// What happened between `earlier` and this.
     public static func - (later: IndexStatistics, earlier: IndexStatistics) -> IndexStatistics {
-        IndexStatistics(statements: later.statements - earlier.statements, steps: later.steps - earlier.steps)
+        IndexStatistics(statements: later.statements - earlier.statements, steps: later.steps - earlier.steps,
+                        commits: later.commits - earlier.commits)
     }
 
     /// The running totals of one index (all its connections).
     final class Counter: Sendable {
         let statements = Atomic<Int>(0)
         let steps = Atomic<Int>(0)
+        /// Counted by the connections' WAL hook (`IndexCheckpointer.Trigger`), which SQLite calls once per commit.
+        let commits = Atomic<Int>(0)
 
         var totals: IndexStatistics {
-            IndexStatistics(statements: statements.load(ordering: .relaxed), steps: steps.load(ordering: .relaxed))
+            IndexStatistics(statements: statements.load(ordering: .relaxed), steps: steps.load(ordering: .relaxed),
+                            commits: commits.load(ordering: .relaxed))
         }
 
         /// Counts every statement `db` runs from now on. SQLite's profile callback fires when a statement

@@ -18,13 +18,13 @@ extension FuseFileSystem {
     func create(_ reply: FuseReply, parent: fuse_ino_t, name: String, mode: mode_t, fi: UnsafeMutablePointer<fuse_file_info>) {
         do {
             let folder = try driveFolder(parent)
-            // Made in memory and answered at once; its row goes into the index while the program writes.
+            // Made in memory and answered at once; its row goes into the index with its first commit.
             let prepared = try manager.prepareDriveFile(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
             let node = prepared.node
             let writer = try attachWriter(node.id, record: node) { prepared.content }
             // (The kernel looked the name up first and holds the folder meanwhile; a node another process
             // gave the same name since is shown beside it.)
-            creates.submit(node.id) { [manager] () throws(DarkDiskError) in try manager.insertDriveFile(prepared, allowingDuplicate: true) }
+            creates.add(prepared)
             let entry = FSEntry.driveFile(node.id)
             // (Its attributes as made: no query, as its content is the writer's.)
             guard let st = try driveStat(node) else {
@@ -346,14 +346,30 @@ extension FuseFileSystem {
     }
 
     /// Commits what was written, if anything (`durable`: flushed to the disk); whether there was.
+    /// A new file's row goes into the index with its first commit, in one transaction.
     @discardableResult
     func commit(_ writer: DriveWriter, durable: Bool = false) throws -> Bool {
-        try creates.settle(writer.nodeID)
-        guard writer.content.isDirty else { return false }
+        let id = writer.nodeID
+        let row = try creates.take(id)
+        guard writer.content.isDirty else {
+            if let row {
+                do { try manager.insertDriveFile(row, allowingDuplicate: true) } catch {
+                    creates.finish(id, putBack: row, failure: nil)
+                    throw error
+                }
+                creates.finish(id, putBack: nil, failure: nil)
+            }
+            return false
+        }
         // (The attributes set before it are in the record now: read it again when asked.)
         defer { writer.forgetRecord() }
-        try manager.commitDriveFile(writer.nodeID, content: writer.content, durable: durable)
-        driveVersionChanged(writer.nodeID)
+        do { try manager.commitDriveFile(id, content: writer.content, durable: durable, inserting: row) } catch {
+            // (Unless the transaction landed and what failed came after it.)
+            if let row { creates.finish(id, putBack: (try? manager.driveNode(id)) == nil ? row : nil, failure: nil) }
+            throw error
+        }
+        if row != nil { creates.finish(id, putBack: nil, failure: nil) }
+        driveVersionChanged(id)
         return true
     }
 

@@ -32,8 +32,8 @@ public final class FuseFileSystem: Sendable {
     let writers = Locked<[NodeID: DriveWriter]>([:])
     /// Drive folders' records, kept between the kernel's questions.
     let folderRecords = DriveFolderRecords()
-    /// New drive files whose index rows are being inserted.
-    let creates = PendingCreates()
+    /// New drive files whose index rows wait for their first commit.
+    let creates: PendingCreates
     let nextHandle = Atomic<UInt64>(1)
     /// The mount's `max_read=N` option (0: none), which `init` must repeat to libfuse.
     let maxRead = Atomic<UInt32>(0)
@@ -74,6 +74,7 @@ public final class FuseFileSystem: Sendable {
         self.health = health
         self.remoteTimeout = remoteTimeout
         self.logger = logger
+        creates = PendingCreates(manager: manager)
     }
 
     /// Mounts at `mountpoint` and serves requests until unmounted (`fusermount3 -u`, `darkdisk unmount`)

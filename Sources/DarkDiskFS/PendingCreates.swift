@@ -1,44 +1,103 @@
 import DarkDisk
 import DarkDiskSync
-import Dispatch
+import Foundation
 import Synchronization
 
-/// The index inserts of drive files the mount has made but not yet written to the index (`creat` is
-/// answered from the node made in memory, and its row is inserted on this queue while the program writes:
-/// a `tar x` then waits for one transaction per file, its commit's, not two). They run one at a time, in
-/// the order made. Every request that reads or changes the drive's index first waits for them (`drain`),
-/// so nothing the kernel asks can miss a file it was told of; a file's commit waits, and fails with its
-/// insert's error if the insert failed (`settle`), and an `fsync` of a folder waits for them all. Nothing is
-/// promised of a file before its `close`, its `fsync` or its folder's `fsync` returns (DESIGN §10): a daemon
-/// killed before that may leave no trace of it.
+/// The drive files the mount has made but not yet written to the index. `creat` is answered from the node
+/// made in memory; its row goes into the index with the file's first commit, in that commit's transaction
+/// (`take`), so a `tar x` pays one transaction per file, not two. Every request that reads or changes the
+/// drive's index first puts the rows still waiting there (`drain`), so nothing the kernel asks can miss a
+/// file it was told of; a commit whose insert failed there fails with that error. Nothing is promised of a
+/// file before its `close`, its `fsync` or its folder's `fsync` returns (DESIGN §10): a daemon killed before
+/// that may leave no trace of it.
 final class PendingCreates: Sendable {
-    private let queue = DispatchQueue(label: "darkdisk.creates")
-    private let pending = Atomic<Int>(0)
-    private let failures = Locked<[NodeID: DarkDiskError]>([:])
+    private let manager: DiskManager
+    private let state = Locked<State>(State())
+    /// Signalled whenever a row being written lands or goes back (waiters look again).
+    private let landed = NSCondition()
+    /// Rows waiting plus rows being written: `drain` returns at once when there are none.
+    private let outstanding = Atomic<Int>(0)
 
-    /// Runs `insert`, the index row of new node `id`, after the inserts submitted before it.
-    func submit(_ id: NodeID, _ insert: @escaping @Sendable () throws(DarkDiskError) -> Void) {
-        pending.wrappingAdd(1, ordering: .acquiringAndReleasing)
-        queue.async { [self] in
-            do throws(DarkDiskError) { try insert() } catch { failures.withLock { $0[id] = error } }
-            pending.wrappingSubtract(1, ordering: .acquiringAndReleasing)
+    private struct State: Sendable {
+        /// Rows not yet written, in the order made (a drain inserts them in that order).
+        var waiting: [PreparedDriveFile] = []
+        /// Nodes whose rows a drain or a commit is writing now.
+        var writing: Set<NodeID> = []
+        /// Inserts that failed in a drain, by node: the node's commit fails with it.
+        var failures: [NodeID: DarkDiskError] = [:]
+    }
+
+    init(manager: DiskManager) {
+        self.manager = manager
+    }
+
+    /// Keeps new file `prepared` until its first commit or the next drain writes its row.
+    func add(_ prepared: PreparedDriveFile) {
+        outstanding.wrappingAdd(1, ordering: .acquiringAndReleasing)
+        state.withLock { $0.waiting.append(prepared) }
+    }
+
+    /// Writes every waiting row to the index (each in its own transaction, so one that cannot land, its
+    /// folder gone, fails alone) and waits for the rows others are writing; at once when there are none.
+    func drain() {
+        guard outstanding.load(ordering: .acquiring) > 0 else { return }
+        let rows = state.withLock { state in
+            defer { state.waiting = [] }
+            for row in state.waiting { state.writing.insert(row.node.id) }
+            return state.waiting
+        }
+        for row in rows {
+            do throws(DarkDiskError) {
+                try manager.insertDriveFile(row, allowingDuplicate: true)
+                finish(row.node.id, putBack: nil, failure: nil)
+            } catch {
+                finish(row.node.id, putBack: nil, failure: error)
+            }
+        }
+        landed.lock()
+        while state.withLock({ !$0.writing.isEmpty }) { landed.wait() }
+        landed.unlock()
+    }
+
+    /// The row of node `id` if it still waits, now the caller's to insert with the node's first commit (then
+    /// `finish` it); nil when it is in the index already (or the node is not one made here). Waits while a
+    /// drain writes it, and throws the error that stopped that insert, if one did.
+    func take(_ id: NodeID) throws(DarkDiskError) -> PreparedDriveFile? {
+        guard outstanding.load(ordering: .acquiring) > 0 || state.withLock({ $0.failures[id] != nil }) else { return nil }
+        landed.lock()
+        defer { landed.unlock() }
+        while true {
+            let (row, busy, failure) = state.withLock { state -> (PreparedDriveFile?, Bool, DarkDiskError?) in
+                if let index = state.waiting.firstIndex(where: { $0.node.id == id }) {
+                    let row = state.waiting.remove(at: index)
+                    state.writing.insert(id)
+                    return (row, false, nil)
+                }
+                return (nil, state.writing.contains(id), state.failures[id])
+            }
+            if let row { return row }
+            if let failure { throw failure }
+            if !busy { return nil }
+            landed.wait()
         }
     }
 
-    /// Waits until every insert submitted so far has run (at once when none is waiting).
-    func drain() {
-        guard pending.load(ordering: .acquiring) > 0 else { return }
-        queue.sync {}
-    }
-
-    /// Waits for the inserts, then throws the error that stopped node `id`'s, if one did.
-    func settle(_ id: NodeID) throws(DarkDiskError) {
-        drain()
-        if let failure = failures.withLock({ $0[id] }) { throw failure }
+    /// Ends the writing of node `id`'s row: landed, or not (`putBack`: the row waits again, as the commit
+    /// that was to insert it failed; `failure`: a drain's insert failed, and the node's commit will say so).
+    func finish(_ id: NodeID, putBack: PreparedDriveFile?, failure: DarkDiskError?) {
+        state.withLock { state in
+            state.writing.remove(id)
+            if let putBack { state.waiting.insert(putBack, at: 0) }
+            if let failure { state.failures[id] = failure }
+        }
+        if putBack == nil { outstanding.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
+        landed.lock()
+        landed.broadcast()
+        landed.unlock()
     }
 
     /// Forgets node `id`'s failure (its last handle has gone).
     func forget(_ id: NodeID) {
-        failures.withLock { _ = $0.removeValue(forKey: id) }
+        state.withLock { _ = $0.failures.removeValue(forKey: id) }
     }
 }

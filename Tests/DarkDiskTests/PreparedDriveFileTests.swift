@@ -53,4 +53,58 @@ import Testing
         try manager.insertDriveFile(second, allowingDuplicate: true)
         #expect(try manager.driveChildren(of: nil, named: "same.txt").count == 2)
     }
+
+    /// The mount's way for a `creat`: the row goes into the index with the file's first commit, in the commit's
+    /// transaction (one transaction per new file where it was two).
+    @Test func aFirstCommitInsertsThePreparedFileInItsTransaction() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let folder = try manager.createDriveNode(named: "docs", in: nil, attributes: NodeAttributes(kind: .folder, mode: 0o755))
+        let bytes = TemporaryStore.bytes(5_000, seed: 3)
+
+        let twoSteps = try manager.prepareDriveFile(named: "a.txt", in: folder.id, attributes: NodeAttributes(kind: .file, mode: 0o600))
+        try bytes.withUnsafeBytes { try twoSteps.content.write(offset: 0, bytes: $0) }
+        var before = manager.indexStatistics
+        try manager.insertDriveFile(twoSteps)
+        try manager.commitDriveFile(twoSteps.node.id, content: twoSteps.content)
+        #expect((manager.indexStatistics - before).commits == 2)
+
+        let oneStep = try manager.prepareDriveFile(named: "b.txt", in: folder.id, attributes: NodeAttributes(kind: .file, mode: 0o640))
+        try bytes.withUnsafeBytes { try oneStep.content.write(offset: 0, bytes: $0) }
+        before = manager.indexStatistics
+        try manager.commitDriveFile(oneStep.node.id, content: oneStep.content, inserting: oneStep)
+        #expect((manager.indexStatistics - before).commits == 1)
+
+        let inserted = try #require(try manager.driveNode(oneStep.node.id))
+        #expect(inserted.name == "b.txt")
+        #expect(inserted.attributes.mode == 0o640)
+        #expect(try manager.driveListing(of: folder.id).map(\.data?.plaintextSize) == [5_000, 5_000])
+        #expect(try manager.uploadQueue().contains { $0.nodeID == oneStep.node.id })
+        let export = try #require(try manager.nodeFile(oneStep.node.id))
+        #expect(try Data(export.reader().read(section: 0, offset: 0, count: 10_000)) == bytes)
+    }
+
+    @Test func aFirstCommitThatCannotInsertStoresNothing() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let folder = try manager.createDriveNode(named: "gone", in: nil, attributes: NodeAttributes(kind: .folder))
+        let orphan = try manager.prepareDriveFile(named: "late.txt", in: folder.id, attributes: NodeAttributes(kind: .file))
+        try Data("late".utf8).withUnsafeBytes { try orphan.content.write(offset: 0, bytes: $0) }
+        try manager.deleteDriveNode(folder.id)
+        let queued = try manager.uploadQueue().count
+
+        let error = #expect(throws: DarkDiskError.self) { try manager.commitDriveFile(orphan.node.id, content: orphan.content, inserting: orphan) }
+        #expect(error?.code == .notFound)
+        #expect(try manager.driveNode(orphan.node.id) == nil)
+        #expect(try manager.nodeFile(orphan.node.id) == nil)
+        #expect(try manager.uploadQueue().count == queued)
+
+        // Another node's prepared file is refused before anything is written.
+        let other = try manager.prepareDriveFile(named: "other.txt", in: nil, attributes: NodeAttributes(kind: .file))
+        let mine = try manager.prepareDriveFile(named: "mine.txt", in: nil, attributes: NodeAttributes(kind: .file))
+        let mismatch = #expect(throws: DarkDiskError.self) { try manager.commitDriveFile(mine.node.id, content: mine.content, inserting: other) }
+        #expect(mismatch?.code == .invalidArgument)
+        #expect(try manager.driveNode(mine.node.id) == nil)
+        #expect(try manager.driveNode(other.node.id) == nil)
+    }
 }
