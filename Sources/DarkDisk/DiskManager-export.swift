@@ -87,7 +87,7 @@ extension DiskManager {
             _ = try? database.write { db in
                 try db.execute(sql: "UPDATE file SET lastAccess = ? WHERE id = ?", arguments: [now, record.id])
             }
-            return export(record, fileKey: fileKey, token: RetainToken(fileDescriptor: fd, path: filePath, pool: record.pool, manager: self))
+            return export(record, fileKey: fileKey, token: RetainToken(fileDescriptor: fd, path: filePath, pool: record.pool, mode: record.mode, manager: self))
         }
         throw DarkDiskError(.io, "\(kind.rawValue) '\(owner)' keeps changing while being opened; try again")
     }

@@ -207,7 +207,7 @@ extension DiskManager {
         if let replaced { deleter.tryDelete(replaced) }
         notify(record, .imported)
         if mode == .cache { kickEviction(record.pool) }
-        let token = RetainToken(fileDescriptor: fd, path: finalPath, pool: record.pool, manager: self)
+        let token = RetainToken(fileDescriptor: fd, path: finalPath, pool: record.pool, mode: record.mode, manager: self)
         return export(record, fileKey: fileKey, token: token)
     }
 

@@ -52,15 +52,16 @@ extension DiskManager {
         maintenanceQueue.sync { runDueEvictions() }
     }
 
-    /// A retain token let go: finish a delete that waited for it, and evict if the pool is still over its limit.
-    func released(path: String, pool: Pool) {
+    /// A retain token let go: finish a delete that waited for it, and (`evictable`: it held a cache file) evict
+    /// if the pool is still over its limit.
+    func released(path: String, pool: Pool, evictable: Bool) {
         deleter.finishPendingDelete(path)
-        kickEviction(pool)
+        if evictable { kickEviction(pool) }
     }
 
     /// Asks the maintenance queue to bring `pool` under its limit, soon (within `evictionDelay`); returns at
-    /// once. Kicks that arrive before it runs join it, so a burst of stores and releases (`tar x` kicks two per
-    /// file) costs one measure of the pool, not one each. `waitForMaintenance` runs it at once.
+    /// once. Kicks that arrive before it runs join it, so a burst of stores and releases of cache files costs
+    /// one measure of the pool, not one each. `waitForMaintenance` runs it at once.
     func kickEviction(_ pool: Pool) {
         let first = evictionsDue.withLock { due in due.insert(pool).inserted && due.count == 1 }
         guard first else { return }

@@ -338,6 +338,16 @@ enum IndexDatabase {
             // ones (`pruneLog`): an index of the time cost every commit a page of the log, for nothing.
             try db.execute(sql: "DROP INDEX IF EXISTS changeLog_at; DROP INDEX IF EXISTS entryChange_at")
         }
+        migrator.registerMigration("v20: eviction indexes of cache files only") { db in
+            // Eviction and expiry look only at cache files (`mode = 'cache'`); a persistent file (a drive file
+            // until uploaded, a pinned one) in their indexes cost each commit two pages of the log, for nothing.
+            try db.execute(sql: """
+                DROP INDEX file_lru;
+                CREATE INDEX file_lru ON file(pool, mode, lastAccess) WHERE mode = 'cache';
+                DROP INDEX file_expiry;
+                CREATE INDEX file_expiry ON file(pool, mode, expiration, modified) WHERE mode = 'cache';
+                """)
+        }
         return migrator
     }
 

@@ -7,24 +7,28 @@ import Glibc
 /// It holds an open descriptor with a shared `flock`; deleters and evictors take an exclusive lock without
 /// waiting. Eviction leaves a held file in place (and evicts no newer file instead); a delete, expiry or
 /// migration leaves its path in the index's pending-delete list, and the last holder to let go finishes
-/// it. Releasing a token also re-checks the pool's limit, since the released file may now be evicted. The kernel drops the lock if the process
+/// it. Releasing a token of a cache file also re-checks the pool's limit, since the file may now be evicted. The kernel drops the lock if the process
 /// dies, so a `kill -9` never strands a file.
 public final class RetainToken: Sendable {
     /// An open, read-only descriptor of the retained file (readers may `pread` it; the token closes it).
     public let fileDescriptor: Int32
     let path: String
     let pool: Pool
+    /// Where the file was when retained: only a cache file's release can let an eviction go further (a
+    /// persistent file is never evicted; one that moved to the cache meanwhile is a new file at a new path).
+    let mode: StorageMode
     private let manager: DiskManager
 
-    init(fileDescriptor: Int32, path: String, pool: Pool, manager: DiskManager) {
+    init(fileDescriptor: Int32, path: String, pool: Pool, mode: StorageMode, manager: DiskManager) {
         self.fileDescriptor = fileDescriptor
         self.path = path
         self.pool = pool
+        self.mode = mode
         self.manager = manager
     }
 
     deinit {
         close(fileDescriptor)
-        manager.released(path: path, pool: pool)
+        manager.released(path: path, pool: pool, evictable: mode == .cache)
     }
 }

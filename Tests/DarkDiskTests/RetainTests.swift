@@ -38,6 +38,29 @@ import Glibc
         #expect(!fileExists(path), "gone with the last holder")
     }
 
+    /// Only a cache file's release can let an eviction go further: letting go of a persistent file (every
+    /// drive file until it is uploaded; `tar x` closes thousands a second) measures no pool.
+    @Test func onlyACacheFilesReleaseMeasuresThePool() async throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        var persistent = DiskImport(cleartextData: contents("p"))
+        persistent.storePersistently = true
+        var held: DiskExport? = try await manager.importNodeFile(persistent, nodeID: NodeID("p"))
+        manager.waitForMaintenance()
+        var before = manager.indexStatistics
+        held = nil
+        manager.waitForMaintenance()
+        #expect((manager.indexStatistics - before).statements == 0, "a persistent file's release")
+
+        held = try await manager.importNodeFile(DiskImport(cleartextData: contents("c")), nodeID: NodeID("c"))
+        manager.waitForMaintenance()
+        before = manager.indexStatistics
+        held = nil
+        manager.waitForMaintenance()
+        #expect((manager.indexStatistics - before).statements > 0, "a cache file's release")
+        _ = held
+    }
+
     /// A held file next in LRU order counts as going: it stays while held, no newer file goes in its place
     /// (the pool may exceed its max meanwhile, as the seeds say), and its release evicts it.
     @Test func retainedFileIsKeptWhileHeldAndGoesAfterRelease() async throws {
