@@ -81,7 +81,7 @@ final class StoreWatcher: Sendable {
 
     /// Drops an avatar's names (its user's folder, the avatar in it) and the attributes of its file.
     private func invalidate(avatar user: UserID, _ identity: IdentityID) {
-        invalidate([(FSEntry.avatars, user.rawValue), (.avatarDirectory(user), identity.rawValue)],
+        invalidate([(FSEntry.avatars, user.rawValue, .avatarDirectory(user)), (.avatarDirectory(user), identity.rawValue, .avatarFile(user, identity))],
                    files: [.avatarFile(user, identity)])
     }
 
@@ -94,14 +94,18 @@ final class StoreWatcher: Sendable {
     /// dentry, and every process working in it would lose its working directory (`getcwd`: ENOENT, which
     /// failed `git gc` in a clone whose folder had just been uploaded). Its attributes and listing go.
     private func invalidate(node id: NodeID, current node: DriveNode?) {
-        var names: [(FSEntry, String)] = [(FSEntry.nodes, id.rawValue), (.thumbs, id.rawValue), (.nodeDirectory(id), "data"),
-                                          (.nodeDirectory(id), "metadata"), (.nodeDirectory(id), "thumbnail")]
+        // (Each with the entry it names: the kernel holds no such name unless it was given that entry.)
+        var names: [(FSEntry, String, FSEntry?)] = [
+            (.nodes, id.rawValue, .nodeDirectory(id)), (.thumbs, id.rawValue, .thumb(id)),
+            (.nodeDirectory(id), "data", .nodeFile(id, .data)), (.nodeDirectory(id), "metadata", .nodeFile(id, .metadata)),
+            (.nodeDirectory(id), "thumbnail", .nodeFile(id, .thumbnail))]
         // Read the record again when next asked (a pull may have changed its mode or time), and the data at
         // its current version through the handles open on it.
         fileSystem.forgetRecords(id)
         fileSystem.driveVersionChanged(id)
         let known = fileSystem.driveNames.withLock { $0[id] }
         var folderStays = false
+        var knownNameDropped = false
         var newInFolder: fuse_ino_t?
         if let node {
             let folder = node.parentID.map(FSEntry.driveFolder) ?? .files
@@ -109,7 +113,9 @@ final class StoreWatcher: Sendable {
             if node.attributes.kind == .folder, let known, known.name == node.name, folderIno == known.folder {
                 folderStays = true
             } else {
-                names.append((folder, node.name))
+                // (Whatever entry the kernel has under this name: another node may have held it.)
+                names.append((folder, node.name, nil))
+                knownNameDropped = folderIno != nil && known?.folder == folderIno && known?.name == node.name
             }
             // A name the kernel does not know there (pulled, or moved there elsewhere): dropping the name alone
             // leaves the folder's cached listing without it (the kernel resets a listing when a name it has
@@ -118,7 +124,9 @@ final class StoreWatcher: Sendable {
         }
         invalidate(names, files: [.nodeFile(id, .data), .nodeFile(id, .metadata), .nodeFile(id, .thumbnail), .thumb(id)])
         if let known, !folderStays {
-            _ = known.name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, known.folder, $0, known.name.utf8.count) }
+            if !knownNameDropped {
+                _ = known.name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, known.folder, $0, known.name.utf8.count) }
+            }
             // Gone from there: a listing read without lookups holds the name with no entry to drop.
             if node == nil || newInFolder != nil { _ = fuse_lowlevel_notify_inval_inode(session.pointer, known.folder, 0, 0) }
         }
@@ -134,10 +142,16 @@ final class StoreWatcher: Sendable {
         }
     }
 
-    private func invalidate(_ names: [(FSEntry, String)], files: [FSEntry]) {
-        for (parent, name) in names {
-            guard let ino = fileSystem.inodes.withLock({ $0.existingInode(for: parent) }) else { continue }
-            _ = name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, ino, $0, name.utf8.count) }
+    /// Drops `names` (folder, name, and the entry the name leads to when only that one can be there: a name the
+    /// kernel was never given that entry for is not in its cache, and telling it costs a failed system call)
+    /// and the attributes of `files`.
+    private func invalidate(_ names: [(FSEntry, String, FSEntry?)], files: [FSEntry]) {
+        for (parent, name, child) in names {
+            let (folder, childKnown) = fileSystem.inodes.withLock { table in
+                (table.existingInode(for: parent), child.map { table.existingInode(for: $0) ?? table.newestInode(for: $0) != nil } ?? true)
+            }
+            guard let folder, childKnown else { continue }
+            _ = name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, folder, $0, name.utf8.count) }
         }
         // Attributes only (a negative offset): the size of a file's blocks changes with a download or an
         // eviction while its inode stays.
