@@ -67,8 +67,7 @@ extension DiskManager {
     private func newDriveNodeRow(named name: String, in parentID: NodeID?, attributes: NodeAttributes, key: SymmetricKey) throws(DarkDiskError) -> DriveNodeRow {
         try Self.checkDriveName(name)
         if let problem = attributes.problem { throw DarkDiskError(.invalidArgument, "'\(name)': \(problem)") }
-        let id: NodeID
-        do { id = try NodeID(UUID().uuidString.lowercased()) } catch { throw DarkDiskError(.invalidID, "\(error)") }
+        let id = NodeID.random()
         let extended: Data?
         do { extended = try Self.extendedAttributesColumn(attributes) } catch {
             throw DarkDiskError(.invalidArgument, "'\(name)': cannot encode its extended attributes")

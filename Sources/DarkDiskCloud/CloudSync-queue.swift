@@ -258,7 +258,7 @@ extension CloudSync {
     func uploadConflictCopy(_ content: Content, of nodeID: NodeID, name: String?, parentID: String?) async throws -> PushResult {
         // To the second, as the name says it (and as the index keeps it).
         let now = Date(timeIntervalSince1970: manager.clock.now.timeIntervalSince1970.rounded(.down))
-        let copyID = try NodeID(UUID().uuidString.lowercased())
+        let copyID = NodeID.random()
         let copyName = ConflictName.make(original: name ?? nodeID.rawValue, host: host, date: now)
         guard case .pushed(let entry) = try await upload(content, nodeID: copyID, name: copyName, parentID: parentID) else {
             throw RemoteError(.preconditionFailed, "\(remote.url): the conflict copy of node '\(nodeID)' (a new node, '\(copyID)') met a record already there")
