@@ -38,13 +38,15 @@ final class PendingCreates: Sendable {
     }
 
     /// Writes every waiting row to the index (each in its own transaction, so one that cannot land, its
-    /// folder gone, fails alone) and waits for the rows others are writing; at once when there are none.
+    /// folder gone, fails alone) and waits for the rows others were writing when it was called (not for rows
+    /// made since: a stream of commits cannot hold it up); at once when there are none.
     func drain() {
         guard outstanding.load(ordering: .acquiring) > 0 else { return }
-        let rows = state.withLock { state in
+        let (rows, others) = state.withLock { state in
             defer { state.waiting = [] }
+            let others = state.writing
             for row in state.waiting { state.writing.insert(row.node.id) }
-            return state.waiting
+            return (state.waiting, others)
         }
         for row in rows {
             do throws(DarkDiskError) {
@@ -54,8 +56,9 @@ final class PendingCreates: Sendable {
                 finish(row.node.id, putBack: nil, failure: error)
             }
         }
+        guard !others.isEmpty else { return }
         landed.lock()
-        while state.withLock({ !$0.writing.isEmpty }) { landed.wait() }
+        while state.withLock({ !$0.writing.isDisjoint(with: others) }) { landed.wait() }
         landed.unlock()
     }
 
