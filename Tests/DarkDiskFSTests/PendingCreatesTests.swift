@@ -8,21 +8,31 @@ import Testing
 /// request that reads the index drains it; either way no answer misses a file the kernel was told of, and an
 /// insert that cannot land is the commit's error.
 @Suite struct PendingCreatesTests {
-    private func store() throws -> (DiskManager, String) {
+    /// A fresh store (gone at `remove`) and the mount's queue of rows over it.
+    private final class Fixture {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("creates-\(UUID().uuidString)").path
-        return (try DiskManager.create(at: StoreLocation(directory: directory)), directory)
-    }
+        let manager: DiskManager
+        let creates: PendingCreates
 
-    private func newFile(_ manager: DiskManager, _ name: String, in folder: NodeID? = nil) throws -> PreparedDriveFile {
-        try manager.prepareDriveFile(named: name, in: folder, attributes: NodeAttributes(kind: .file, mode: 0o644))
+        init() throws {
+            manager = try DiskManager.create(at: StoreLocation(directory: directory))
+            creates = PendingCreates(manager: manager)
+        }
+
+        func remove() { try? FileManager.default.removeItem(atPath: directory) }
+
+        /// A new file made as a `creat` makes it, its row waiting in the queue.
+        func created(_ name: String, in folder: NodeID? = nil) throws -> PreparedDriveFile {
+            let file = try manager.prepareDriveFile(named: name, in: folder, attributes: NodeAttributes(kind: .file, mode: 0o644))
+            creates.add(file)
+            return file
+        }
     }
 
     @Test func aRowWaitsUntilADrainWritesIt() throws {
-        let (manager, directory) = try store()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let creates = PendingCreates(manager: manager)
-        let file = try newFile(manager, "a.txt")
-        creates.add(file)
+        let fixture = try Fixture(), manager = fixture.manager, creates = fixture.creates
+        defer { fixture.remove() }
+        let file = try fixture.created("a.txt")
         #expect(try manager.driveNode(file.node.id) == nil)
         creates.drain()
         #expect(try manager.driveNode(file.node.id)?.name == "a.txt")
@@ -30,11 +40,9 @@ import Testing
     }
 
     @Test func aTakenRowHoldsADrainUntilItLands() throws {
-        let (manager, directory) = try store()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let creates = PendingCreates(manager: manager)
-        let file = try newFile(manager, "b.txt")
-        creates.add(file)
+        let fixture = try Fixture(), manager = fixture.manager, creates = fixture.creates
+        defer { fixture.remove() }
+        let file = try fixture.created("b.txt")
         let row = try #require(try creates.take(file.node.id))
         let drained = Flag()
         let thread = Thread { creates.drain(); drained.value.store(true, ordering: .releasing) }
@@ -53,11 +61,9 @@ import Testing
     }
 
     @Test func aRowPutBackByAFailedCommitIsDrainedLater() throws {
-        let (manager, directory) = try store()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let creates = PendingCreates(manager: manager)
-        let file = try newFile(manager, "c.txt")
-        creates.add(file)
+        let fixture = try Fixture(), manager = fixture.manager, creates = fixture.creates
+        defer { fixture.remove() }
+        let file = try fixture.created("c.txt")
         let row = try #require(try creates.take(file.node.id))
         creates.finish(row.node.id, putBack: row, failure: nil)
         #expect(try manager.driveNode(file.node.id) == nil)
@@ -66,14 +72,11 @@ import Testing
     }
 
     @Test func anInsertThatCannotLandIsTheCommitsError() throws {
-        let (manager, directory) = try store()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let creates = PendingCreates(manager: manager)
+        let fixture = try Fixture(), manager = fixture.manager, creates = fixture.creates
+        defer { fixture.remove() }
         let folder = try manager.createDriveNode(named: "gone", in: nil, attributes: NodeAttributes(kind: .folder))
-        let orphan = try newFile(manager, "late.txt", in: folder.id)
-        let fine = try newFile(manager, "fine.txt")
-        creates.add(orphan)
-        creates.add(fine)
+        let orphan = try fixture.created("late.txt", in: folder.id)
+        let fine = try fixture.created("fine.txt")
         try manager.deleteDriveNode(folder.id)
         creates.drain()
         #expect(try manager.driveNode(fine.node.id) != nil, "one row that cannot land does not stop the others")
