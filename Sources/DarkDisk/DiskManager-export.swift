@@ -84,13 +84,21 @@ extension DiskManager {
             }
             let fileKey = try unwrap(record.wrappedKey)
             let now = clock.now.timeIntervalSince1970
-            _ = try? database.write { db in
-                try db.execute(sql: "UPDATE file SET lastAccess = ? WHERE id = ?", arguments: [now, record.id])
+            // A cache file's access orders its eviction: kept at every export. A persistent file is in no such
+            // order until it moves to the cache: its time is kept to the minute (the upload that reads each
+            // drive file seconds after its commit then costs no write transaction).
+            if record.mode == .cache || now - record.lastAccess >= Self.persistentAccessResolution {
+                _ = try? database.write { db in
+                    try db.execute(sql: "UPDATE file SET lastAccess = ? WHERE id = ?", arguments: [now, record.id])
+                }
             }
             return export(record, fileKey: fileKey, token: RetainToken(fileDescriptor: fd, path: filePath, pool: record.pool, mode: record.mode, manager: self))
         }
         throw DarkDiskError(.io, "\(kind.rawValue) '\(owner)' keeps changing while being opened; try again")
     }
+
+    /// How old a persistent file's recorded access may be before an export records a new one, in seconds.
+    static let persistentAccessResolution: Double = 60
 
     /// Whether a cache file is past its expiration (its own, or its pool's default when its own is 0).
     func isExpired(_ record: FileRecord) throws(DarkDiskError) -> Bool {

@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -192,6 +193,32 @@ import Glibc
         #expect(try isStored(reopened, "a0"), "the touched file survives after a restart")
         #expect(try !isStored(reopened, "a1"), "the least recently accessed goes first after a restart")
         try expectEvictedInLRUOrder(reopened, ["a1", "a2", "a3", "a4", "a0", "a5"])
+    }
+
+    /// A cache file's access is recorded at every read (it orders eviction); a persistent file's to the minute (it
+    /// is in no eviction order until it moves to the cache), so the upload that reads each drive file seconds after
+    /// its commit writes nothing to the index.
+    @Test func aPersistentFilesAccessIsKeptToTheMinute() async throws {
+        let store = try TemporaryStore()
+        let clock = ManualClock()
+        let manager = try store.create(clock: clock)
+        try importFile(manager, "p", persistent: true)
+        try importFile(manager, "c")
+        let made = try #require(try manager.storedFile(NodeID("p"))).lastAccess
+
+        clock.advance(by: 10)
+        var before = manager.indexStatistics
+        _ = try await manager.nodeFile(NodeID("p"))
+        #expect((manager.indexStatistics - before).commits == 0, "a persistent file read 10 s after its access")
+        #expect(try manager.storedFile(NodeID("p"))?.lastAccess == made)
+        before = manager.indexStatistics
+        _ = try await manager.nodeFile(NodeID("c"))
+        #expect((manager.indexStatistics - before).commits >= 1, "a cache file's read is recorded")
+        #expect(try manager.storedFile(NodeID("c"))?.lastAccess == clock.now)
+
+        clock.advance(by: 60)
+        _ = try await manager.nodeFile(NodeID("p"))
+        #expect(try manager.storedFile(NodeID("p"))?.lastAccess == clock.now, "a minute later it is recorded")
     }
 
     @Test func startUpEvictsAPoolThatIsOverItsMax() async throws {
