@@ -206,15 +206,12 @@ import Glibc
         try importFile(manager, "c")
         let made = try #require(try manager.storedFile(NodeID("p"))).lastAccess
 
+        // (Times, not commits, are compared: the store's own maintenance may commit meanwhile.)
         clock.advance(by: 10)
-        var before = manager.indexStatistics
         _ = try await manager.nodeFile(NodeID("p"))
-        #expect((manager.indexStatistics - before).commits == 0, "a persistent file read 10 s after its access")
-        #expect(try manager.storedFile(NodeID("p"))?.lastAccess == made)
-        before = manager.indexStatistics
+        #expect(try manager.storedFile(NodeID("p"))?.lastAccess == made, "a persistent file read 10 s after its access")
         _ = try await manager.nodeFile(NodeID("c"))
-        #expect((manager.indexStatistics - before).commits >= 1, "a cache file's read is recorded")
-        #expect(try manager.storedFile(NodeID("c"))?.lastAccess == clock.now)
+        #expect(try manager.storedFile(NodeID("c"))?.lastAccess == clock.now, "a cache file's read is recorded")
 
         clock.advance(by: 60)
         _ = try await manager.nodeFile(NodeID("p"))
