@@ -14,8 +14,9 @@ public final class RetainToken: Sendable {
     public let fileDescriptor: Int32
     let path: String
     let pool: Pool
-    /// Where the file was when retained: only a cache file's release can let an eviction go further (a
-    /// persistent file is never evicted; one that moved to the cache meanwhile is a new file at a new path).
+    /// Where the file was when retained: a cache file's release kicks an eviction, as the file may now go. A
+    /// persistent file is never evicted; one moved to the cache while held (a hard link, so it counts as held
+    /// too) is taken by the maintenance timer's next pass (at most 2 s later).
     let mode: StorageMode
     private let manager: DiskManager
 
