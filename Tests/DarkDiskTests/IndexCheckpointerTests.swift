@@ -71,18 +71,8 @@ import Testing
         let writer = try scene.writer(calling: trigger)
         // A read that lasts the whole test (an export, a `check --full` in another process) keeps the log
         // from starting again; each restart tried holds the writers back for `restartWait`.
-        let reader = try DatabaseQueue(path: scene.path)
-        let reading = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
-        Thread {
-            try? reader.read { db in
-                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM t")
-                reading.signal()
-                release.wait()
-            }
-            done.signal()
-        }.start()
-        reading.wait()
-        defer { release.signal(); done.wait() }
+        let end = try scene.startLongRead()
+        defer { end() }
         // 1,000 commits of 20 pages: 20,000 pages, a checkpoint every 1,000.
         for _ in 0..<1000 {
             try writer.write { db in
@@ -180,22 +170,12 @@ private final class BusyLog: Sendable {
 
     /// Runs `body` while the log is busy (for about 1.5 s), and returns once it no longer is.
     func whileBusy(_ body: () -> Void) throws {
-        let reader = try DatabaseQueue(path: path)
         let writer = try DatabaseQueue(path: path)
         var config = Configuration()
         config.busyMode = .timeout(1.5)
         let blocker = try DatabaseQueue(path: path, configuration: config)
-        let reading = DispatchSemaphore(value: 0), readerDone = DispatchSemaphore(value: 0), blockerDone = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        Thread {
-            try? reader.read { db in
-                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM t")
-                reading.signal()
-                release.wait()
-            }
-            readerDone.signal()
-        }.start()
-        reading.wait()
+        let blockerDone = DispatchSemaphore(value: 0)
+        let endRead = try startLongRead()
         try writer.write { db in try db.execute(sql: "INSERT INTO t VALUES (randomblob(1000))") }
         Thread {
             _ = try? blocker.writeWithoutTransaction { try $0.checkpoint(.full) }
@@ -204,8 +184,24 @@ private final class BusyLog: Sendable {
         Thread.sleep(forTimeInterval: 0.2)
         body()
         blockerDone.wait()
-        release.signal()
-        readerDone.wait()
+        endRead()
+    }
+
+    /// Starts a read on a thread of its own that keeps its snapshot (the log cannot start again meanwhile)
+    /// until the returned function is called; that call waits for the read to end.
+    func startLongRead() throws -> () -> Void {
+        let reader = try DatabaseQueue(path: path)
+        let reading = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        Thread {
+            try? reader.read { db in
+                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM t")
+                reading.signal()
+                release.wait()
+            }
+            done.signal()
+        }.start()
+        reading.wait()
+        return { release.signal(); done.wait() }
     }
 
     struct TimedOut: Error {}
