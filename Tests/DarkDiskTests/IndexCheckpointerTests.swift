@@ -57,8 +57,9 @@ import Testing
         }
         reading.store(false, ordering: .relaxed)
         readersDone.wait()
-        // (Without restarts it reaches 100 MB: every page these commits wrote.)
-        #expect(largest < 48 << 20, "the log grew to \(largest) bytes")
+        // (Without restarts it reaches 100 MB: every page these commits wrote. Under a loaded suite a restart
+        // may wait its turn longer: 51 MB was seen once, so the bound is two thirds of the unrestarted log.)
+        #expect(largest < 64 << 20, "the log grew to \(largest) bytes")
         #expect(checkpointer.restarts.load(ordering: .relaxed) > 0)
         #expect(scene.messages.isEmpty, "\(scene.messages)")
         checkpointer.stop()
