@@ -87,12 +87,19 @@ extension DiskManager {
         if !allowingDuplicate, try driveChildID(named: node.name, in: node.parentID, db) != nil {
             throw DarkDiskError(.exists, "'\(node.name)' exists already")
         }
+        try insertNodeColumns(db, id: node.id.rawValue, wrappedKey: row.wrappedKey, name: node.name, parentID: node.parentID?.rawValue,
+                              created: node.created, type: attributes.kind.rawValue, mode: Int64(attributes.mode),
+                              mtime: attributes.modifiedSeconds, mtimeNsec: Int64(attributes.modifiedNanoseconds),
+                              target: attributes.target, xattrs: row.extendedAttributes)
+    }
+
+    /// Inserts a new node's row from its columns (a journaled commit keeps them so), in the caller's transaction.
+    static func insertNodeColumns(_ db: Database, id: String, wrappedKey: Data, name: String, parentID: String?, created: Double,
+                                  type: String, mode: Int64, mtime: Int64?, mtimeNsec: Int64, target: String?, xattrs: Data?) throws {
         try db.cachedStatement(sql: """
             INSERT INTO node (id, wrappedKey, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [node.id.rawValue, row.wrappedKey, node.name, node.parentID?.rawValue, node.created, attributes.kind.rawValue,
-                                     Int64(attributes.mode), attributes.modifiedSeconds, Int64(attributes.modifiedNanoseconds),
-                                     attributes.target, row.extendedAttributes])
+            """).execute(arguments: [id, wrappedKey, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs])
     }
 
     /// Commits `content` as the next version of drive file `nodeID`: sealed into a store file (already, when
@@ -106,12 +113,28 @@ extension DiskManager {
     /// first commit of, not yet in the index (`prepareDriveFile`): its row is inserted in the same transaction
     /// (as `insertDriveFile(_:allowingDuplicate: true)` would), so a new file costs one transaction, not two;
     /// if the commit fails, so does the insert.
+    ///
+    /// `whenIndexed`, in the instance that journals the drive's commits (`startDriveJournal`) and when not
+    /// `durable`: the rows go into the journal, not the index, and this returns once they are there (as safe
+    /// from a crash of this process as a transaction is); the index takes them moments later, and
+    /// `whenIndexed` is told what became of them (a node deleted meanwhile stores nothing). Otherwise (and for
+    /// a `durable` commit, after what the journal holds) one transaction, as before.
     @discardableResult
     public func commitDriveFile(_ nodeID: NodeID, content: StagedContent, durable: Bool = false,
-                                inserting prepared: PreparedDriveFile? = nil) throws(DarkDiskError) -> DiskExport? {
+                                inserting prepared: PreparedDriveFile? = nil,
+                                whenIndexed: (@Sendable (DriveCommitOutcome) -> Void)? = nil) throws(DarkDiskError) -> DiskExport? {
         if let prepared, prepared.node.id != nodeID || prepared.content !== content {
             throw DarkDiskError(.invalidArgument, "node \(nodeID): the prepared file to insert is another node's")
         }
+        let journal = driveJournal.withLock { $0 }
+        if let journal, let whenIndexed, !durable {
+            return try content.commit { (file, header, changes) throws(DarkDiskError) -> DiskExport in
+                try journalNodeData(file, header: header, key: content.key, nodeID: nodeID, changes: changes, inserting: prepared,
+                                    journal: journal, whenIndexed: whenIndexed)
+            }
+        }
+        // (A transaction of its own comes after what the journal holds, this node's versions among them.)
+        journal?.drain()
         do {
             return try content.commit { (file, header, changes) throws(DarkDiskError) -> DiskExport in
                 let now = clock.now.timeIntervalSince1970
@@ -242,7 +265,7 @@ extension DiskManager {
     }
 
     /// Throws unless `folder` is nil (the top) or a drive folder.
-    private static func checkDriveFolder(_ folder: NodeID?, _ db: Database) throws {
+    static func checkDriveFolder(_ folder: NodeID?, _ db: Database) throws {
         guard let folder else { return }
         switch try driveKind(of: folder, db) {
         case .folder?: return
@@ -270,7 +293,7 @@ extension DiskManager {
     }
 
     /// Thrown in a commit's transaction when the node has gone meanwhile, to roll it back.
-    private struct DeletedMeanwhile: Error {}
+    struct DeletedMeanwhile: Error {}
 
     private static func driveChildIDs(of folder: NodeID, _ db: Database) throws -> [NodeID] {
         try String.fetchAll(db, sql: "SELECT id FROM node WHERE parentID = ? AND name IS NOT NULL LIMIT 1", arguments: [folder.rawValue])

@@ -38,6 +38,8 @@ public final class DiskManager: Sendable {
     /// Other processes' changes: this instance's origin tag, and the last log row it has read.
     let changeLog = ChangeLog()
     let changeLogSeen = Locked<(seq: Int64, rounds: Int)>((0, 0))
+    /// The drive's commit journal, in the instance that writes it (`startDriveJournal`: the mount daemon).
+    let driveJournal = Locked<DriveCommitJournal?>(nil)
     /// Orphans the start-up sweep found locked (by a reader of the same inode); each maintenance round retries them.
     let lockedOrphans = Locked<Set<String>>([])
     /// How often the timer enforces expiry, pool limits and the free-space floor.
@@ -113,6 +115,8 @@ public final class DiskManager: Sendable {
         } catch {
             throw IndexDatabase.failure(error, doing: "cannot set up the index's change log")
         }
+        // What a stopped daemon journaled goes into the index before anything looks for orphans.
+        try replayDriveJournal()
         maintenanceQueue.sync { runMaintenance() }
         maintenanceQueue.async { [weak self] in self?.sweepOrphans() }
         startMaintenanceTimer()

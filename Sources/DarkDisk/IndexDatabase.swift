@@ -355,6 +355,13 @@ enum IndexDatabase {
                 CREATE INDEX file_expiry ON file(pool, mode, expiration, modified) WHERE mode = 'cache';
                 """)
         }
+        migrator.registerMigration("v21: the drive's commit journal") { db in
+            // The last journaled drive commit the index has (`DriveCommitJournal`): a replay skips those.
+            try db.execute(sql: """
+                CREATE TABLE driveJournal (id INTEGER PRIMARY KEY CHECK (id = 1), appliedThrough INTEGER NOT NULL);
+                INSERT INTO driveJournal (id, appliedThrough) VALUES (1, 0);
+                """)
+        }
         return migrator
     }
 

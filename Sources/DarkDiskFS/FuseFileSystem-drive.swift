@@ -61,6 +61,7 @@ extension FuseFileSystem {
             let writer = if case .driveFile = entry { writers.withLock { $0[id] } } else { DriveWriter?.none }
             let (known, generation) = writer?.knownRecord ?? (nil, 0)
             if let known { return try driveStat(known).map { ($0, nil) } }
+            settle(id)
             guard let node = try manager.driveNode(id), Self.driveEntry(node) == entry else { return nil }
             writer?.remember(node, ifStill: generation)
             return try driveStat(node).map { ($0, nil) }

@@ -9,7 +9,7 @@ extension FuseFileSystem {
     static var operations: fuse_lowlevel_ops {
         var ops = fuse_lowlevel_ops()
         ops.lookup = { req, parent, name in
-            FuseFileSystem.settled(req).lookup(FuseFileSystem.reply(req, "lookup"), parent: parent, name: String(cString: name!))
+            FuseFileSystem.from(req).lookup(FuseFileSystem.reply(req, "lookup"), parent: parent, name: String(cString: name!))
         }
         // libfuse turns a batch of forgets into one call each.
         ops.forget = { req, ino, nlookup in

@@ -9,6 +9,16 @@ import Glibc
 extension FuseFileSystem {
     func lookup(_ reply: FuseReply, parent: fuse_ino_t, name: String) {
         guard let parentEntry = inodes.withLock({ $0.entry(for: parent) }) else { reply.error(ENOENT); return }
+        creates.drain()
+        // Journaled commits need not be in the index first, unless one makes this name (a node found whose
+        // commit waits is settled when its attributes are read, `currentDriveEntry`).
+        if !manager.driveCommitsIdle {
+            switch parentEntry {
+            case .files: if manager.hasPendingDriveCommit(named: name, in: nil) { manager.drainDriveCommits() }
+            case .driveFolder(let folder): if manager.hasPendingDriveCommit(named: name, in: folder) { manager.drainDriveCommits() }
+            default: manager.drainDriveCommits()
+            }
+        }
         do {
             guard let entry = try child(of: parentEntry, named: name), let current = try current(entry) else {
                 reply.error(ENOENT)

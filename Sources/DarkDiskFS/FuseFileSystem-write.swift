@@ -214,7 +214,10 @@ extension FuseFileSystem {
     func fsync(_ reply: FuseReply, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = handles.withLock({ $0[fi.pointee.fh] }), case .drive(let writer) = file.source else { reply.error(0); return }
         do {
-            if try !commit(writer, durable: true) { try manager.syncNodeData(writer.nodeID) }
+            if try !commit(writer, durable: true) {
+                manager.drainDriveCommits()
+                try manager.syncNodeData(writer.nodeID)
+            }
             reply.error(0)
         } catch {
             refuse(reply, "fsync of \(file.entry.logName)", error)
@@ -254,6 +257,7 @@ extension FuseFileSystem {
         case .driveFile(let node), .driveFolder(let node), .driveLink(let node): id = node
         default: reply.error(EROFS); return
         }
+        settle(id)
         do {
             if toSet & FUSE_SET_ATTR_UID != 0, attributes.st_uid != uid {
                 throw DarkDiskError(.notPermitted, "drive entries belong to the mounting user")
@@ -363,13 +367,19 @@ extension FuseFileSystem {
         }
         // (The attributes set before it are in the record now: read it again when asked.)
         defer { writer.forgetRecord() }
-        do { try manager.commitDriveFile(id, content: writer.content, durable: durable, inserting: row) } catch {
+        do {
+            // A `close` returns once its record is in the journal; handles reading the node change over once the
+            // index has it. (An `fsync` waits for the index.)
+            try manager.commitDriveFile(id, content: writer.content, durable: durable, inserting: row) { [weak self] outcome in
+                if case .indexed = outcome { self?.driveVersionChanged(id) }
+            }
+        } catch {
             // (Unless the transaction landed and what failed came after it.)
             if let row { creates.finish(id, putBack: (try? manager.driveNode(id)) == nil ? row : nil, failure: nil) }
             throw error
         }
         if row != nil { creates.finish(id, putBack: nil, failure: nil) }
-        driveVersionChanged(id)
+        if durable || manager.driveCommitsIdle { driveVersionChanged(id) }
         return true
     }
 

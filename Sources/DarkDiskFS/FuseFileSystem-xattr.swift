@@ -11,7 +11,10 @@ extension FuseFileSystem {
     func getxattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>, size: Int) {
         // The kernel asks for `security.capability` before every write: that one needs no index, and must
         // not wait for the insert of the file being written.
-        if strncmp(name, "security.", 9) != 0 { creates.drain() }
+        if strncmp(name, "security.", 9) != 0 {
+            creates.drain()
+            manager.drainDriveCommits()
+        }
         if let (id, userName) = userAttribute(ino, name) {
             do {
                 guard let value = try manager.nodeAttributes(of: id).extendedAttributes[userName] else { reply.error(ENODATA); return }

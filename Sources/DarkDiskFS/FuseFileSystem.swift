@@ -137,6 +137,12 @@ public final class FuseFileSystem: Sendable {
             // The daemon lives on: it must not keep the caller's working directory busy (every path it uses
             // is absolute by now).
             _ = chdir("/")
+            // A `close` commits a drive file with a record in the journal; the index takes the records in batches.
+            do {
+                if try !manager.startDriveJournal() { logger.notice("drive files commit one transaction each (another process journals this store)") }
+            } catch {
+                logger.error("drive files commit one transaction each: \(error)")
+            }
             let raised = ReadAhead.raise(resolvedMountpoint: resolvedMountpoint, kilobytes: Int(FuseFileSystem.maxReadahead / 1024))
             logger.info("mounted \(manager.location.dataDirectory) at \(mountpoint)\(raised ? "" : " (readahead left at the kernel default)")")
             ready()
@@ -154,6 +160,9 @@ public final class FuseFileSystem: Sendable {
             let closed = handles.withLock { open in defer { open.removeAll() }; return Array(open.values) }
             for handle in closed { close(handle) }
             creates.drain()
+            if !manager.stopDriveJournal(timeout: 60) {
+                logger.error("the index did not take every drive commit in a minute; the rest waits in the journal for the store's next opening")
+            }
             logger.info("unmounted \(mountpoint) (loop ended with \(rc))")
         }
     }
@@ -168,7 +177,16 @@ public final class FuseFileSystem: Sendable {
     static func settled(_ req: fuse_req_t?) -> FuseFileSystem {
         let fileSystem = from(req)
         fileSystem.creates.drain()
+        fileSystem.manager.drainDriveCommits()
         return fileSystem
+    }
+
+    /// Waits until the index has the journaled commits of drive node `id`, if any wait (a `close` returns
+    /// before the index has its commit: `DiskManager.commitDriveFile(whenIndexed:)`); a request about that
+    /// node alone that reads or changes its rows calls this first. One atomic load when nothing waits.
+    func settle(_ id: NodeID) {
+        guard !manager.driveCommitsIdle, manager.hasPendingDriveCommit(id) else { return }
+        manager.drainDriveCommits()
     }
 
     /// The owning answer to a request of `operation` (answered `EIO` with a log line if dropped unanswered).

@@ -1,0 +1,199 @@
+import DarkDiskSystem
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The drive's commit journal (`drive-commits.journal` beside the index): how a `close` in the mount commits
+/// a drive file with one `write`, not one index transaction. The new version is sealed and named in place,
+/// its rows are appended here (`DriveCommitRecord`), and the `close` returns: the kernel holds the record, so
+/// a daemon killed from then on loses nothing. One thread writes the records waiting into the index, as many
+/// as are waiting in one transaction, which also notes the last one it wrote (`driveJournal.appliedThrough`),
+/// so a record is written once; the file is emptied once the index has them all. The next opening of the
+/// store writes what a killed daemon left (`DiskManager.replayDriveJournal`). The daemon holds an exclusive
+/// `flock` on the file while it journals, so nobody else replays what it is still writing.
+final class DriveCommitJournal: Sendable {
+    /// A record waiting for the index, with what its commit keeps until then: a descriptor of its stored
+    /// file, holding the writer's exclusive lock (no orphan sweep takes a file whose row is not yet in),
+    /// the row the commit hands out, and whom to tell.
+    struct Pending: Sendable {
+        let record: DriveCommitRecord
+        let lockHolder: Int32
+        let fileRecord: FileRecord
+        let completion: @Sendable (DriveCommitOutcome) -> Void
+    }
+
+    /// Writes `Pending`s into the index in one transaction, returns each one's outcome; throws when the
+    /// transaction could not run (all of them wait, and are tried again).
+    typealias Apply = @Sendable ([Pending]) throws(DarkDiskError) -> [DriveCommitOutcome]
+
+    let path: String
+    private let fd: Int32
+    private let apply: Apply
+    private let logger: @Sendable (String) -> Void
+    private let state: Mutex<State>
+    /// Signalled whenever records are written (or dropped): drains look again.
+    private let progressed = NSCondition()
+    private let queue = DispatchQueue(label: "darkdisk.drive-commits")
+    /// Quick checks on every request: whether anything waits at all.
+    private let outstanding = Atomic<Int>(0)
+
+    private struct State: Sendable {
+        var nextSequence: UInt64
+        /// The last record appended, and the last one the index has (or that was dropped).
+        var appended: UInt64
+        var processed: UInt64
+        var waiting: [Pending] = []
+        var scheduled = false
+        var failing = false
+        var stopped = false
+        /// Records waiting, by node and by (folder, name) of the nodes they insert.
+        var nodes: [String: Int] = [:]
+        var names: [NameKey: Int] = [:]
+    }
+
+    struct NameKey: Hashable, Sendable {
+        let parentID: String?
+        let name: String
+    }
+
+    /// Takes over the journal at `path` (open at `fd`, locked exclusively, emptied): sequences continue after
+    /// `after`.
+    init(path: String, fd: Int32, after sequence: UInt64, apply: @escaping Apply, logger: @escaping @Sendable (String) -> Void) {
+        self.path = path
+        self.fd = fd
+        self.apply = apply
+        self.logger = logger
+        state = Mutex(State(nextSequence: sequence + 1, appended: sequence, processed: sequence))
+    }
+
+    deinit {
+        close(fd)
+    }
+
+    /// Appends `record` (given its sequence here) and queues it for the index; once this returns, the record
+    /// outlives the process. `make` builds the pending entry from the numbered record.
+    func append(_ make: (UInt64) -> Pending) throws(DarkDiskError) {
+        try state.withLock { (state) throws(DarkDiskError) in
+            guard !state.stopped else { throw DarkDiskError(.io, "the drive's commit journal is closed") }
+            let pending = make(state.nextSequence)
+            let bytes = pending.record.framed()
+            let end = lseek(fd, 0, SEEK_END)
+            let failure = bytes.withUnsafeBytes { buffer -> Errno? in
+                do throws(Errno) { try SystemCall.write(fd, from: buffer.baseAddress!, count: buffer.count) } catch { return error }
+                return nil
+            }
+            if let failure {
+                // A part written would stop a replay there: it goes.
+                if end >= 0 { _ = ftruncate(fd, end) }
+                throw DarkDiskError.posix("cannot append to", path: path, errno: failure.rawValue)
+            }
+            state.nextSequence += 1
+            state.appended = pending.record.sequence
+            state.waiting.append(pending)
+            state.nodes[pending.record.nodeID, default: 0] += 1
+            if let node = pending.record.newNode { state.names[NameKey(parentID: node.parentID, name: node.name), default: 0] += 1 }
+            outstanding.wrappingAdd(1, ordering: .releasing)
+            if !state.scheduled {
+                state.scheduled = true
+                queue.async { self.run() }
+            }
+        }
+    }
+
+    /// Whether records wait for the index.
+    var isIdle: Bool { outstanding.load(ordering: .acquiring) == 0 }
+
+    /// Whether a record of node `nodeID` waits for the index.
+    func isPending(node nodeID: String) -> Bool {
+        guard !isIdle else { return false }
+        return state.withLock { $0.nodes[nodeID] != nil }
+    }
+
+    /// Whether a record inserting a node named `name` in folder `parentID` waits for the index.
+    func isPending(name: String, in parentID: String?) -> Bool {
+        guard !isIdle else { return false }
+        return state.withLock { $0.names[NameKey(parentID: parentID, name: name)] != nil }
+    }
+
+    /// Waits until the index has every record appended before the call (at most `timeout` seconds); whether
+    /// it does.
+    @discardableResult
+    func drain(timeout: Double? = nil) -> Bool {
+        guard !isIdle else { return true }
+        let target = state.withLock { $0.appended }
+        let deadline = timeout.map { Date(timeIntervalSinceNow: $0) }
+        progressed.lock()
+        defer { progressed.unlock() }
+        while state.withLock({ $0.processed < target }) {
+            if let deadline {
+                guard progressed.wait(until: deadline) else { return state.withLock { $0.processed >= target } }
+            } else {
+                progressed.wait()
+            }
+        }
+        return true
+    }
+
+    /// Appends nothing more; what waits stays in the journal for the next opening unless written first.
+    func stop() {
+        state.withLock { $0.stopped = true }
+    }
+
+    /// Writes what waits into the index, round after round, until nothing does.
+    private func run() {
+        while true {
+            let batch = state.withLock { state -> [Pending] in
+                if state.waiting.isEmpty {
+                    state.scheduled = false
+                    // Everything is in the index: the journal starts over (appends come after, under this lock).
+                    if state.processed == state.appended, ftruncate(fd, 0) != 0 {
+                        logger("cannot empty the drive's commit journal \(path): \(Errno.current)")
+                    }
+                    return []
+                }
+                return state.waiting
+            }
+            guard !batch.isEmpty else { return }
+            let outcomes: [DriveCommitOutcome]
+            do throws(DarkDiskError) {
+                outcomes = try apply(batch)
+            } catch {
+                let first = state.withLock { state in defer { state.failing = true }; return !state.failing }
+                if first { logger("drive commits wait for the index (tried again every second): \(error)") }
+                queue.asyncAfter(deadline: .now() + 1) { self.run() }
+                return
+            }
+            state.withLock { state in
+                if state.failing { logger("drive commits reach the index again") }
+                state.failing = false
+                state.waiting.removeFirst(batch.count)
+                state.processed = batch.last!.record.sequence
+                for pending in batch {
+                    let node = pending.record.nodeID
+                    state.nodes[node]! -= 1
+                    if state.nodes[node] == 0 { state.nodes[node] = nil }
+                    if let new = pending.record.newNode {
+                        let key = NameKey(parentID: new.parentID, name: new.name)
+                        state.names[key]! -= 1
+                        if state.names[key] == 0 { state.names[key] = nil }
+                    }
+                }
+            }
+            outstanding.wrappingSubtract(batch.count, ordering: .releasing)
+            progressed.lock()
+            progressed.broadcast()
+            progressed.unlock()
+            for (pending, outcome) in zip(batch, outcomes) { pending.completion(outcome) }
+        }
+    }
+}
+
+/// What became of a drive commit the journal held.
+public enum DriveCommitOutcome: Sendable {
+    /// In the index.
+    case indexed
+    /// Not stored: the node was deleted meanwhile (`nil`), or the index refused the rows (why).
+    case dropped(DarkDiskError?)
+}
