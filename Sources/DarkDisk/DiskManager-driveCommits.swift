@@ -49,10 +49,9 @@ extension DiskManager {
     /// stays in the journal for the store's next opening.
     @discardableResult
     public func stopDriveJournal(timeout: Double) -> Bool {
-        guard let journal = driveJournal.withLock({ $0 }) else { return true }
+        guard let journal = driveJournal.withLock({ state in defer { state = nil }; return state }) else { return true }
         let done = journal.drain(timeout: timeout)
         journal.stop()
-        driveJournal.withLock { $0 = nil }
         return done
     }
 

@@ -69,7 +69,9 @@ final class DriveCommitJournal: Sendable {
     }
 
     deinit {
-        close(fd)
+        state.withLock { state in
+            if !state.stopped { close(fd) }
+        }
     }
 
     /// Appends `record` (given its sequence here) and queues it for the index; once this returns, the record
@@ -126,33 +128,46 @@ final class DriveCommitJournal: Sendable {
         let deadline = timeout.map { Date(timeIntervalSinceNow: $0) }
         progressed.lock()
         defer { progressed.unlock() }
-        while state.withLock({ $0.processed < target }) {
+        while state.withLock({ $0.processed < target && !$0.stopped }) {
             if let deadline {
-                guard progressed.wait(until: deadline) else { return state.withLock { $0.processed >= target } }
+                guard progressed.wait(until: deadline) else { break }
             } else {
                 progressed.wait()
             }
         }
-        return true
+        return state.withLock { $0.processed >= target }
     }
 
-    /// Appends nothing more; what waits stays in the journal for the next opening unless written first.
+    /// Appends and writes nothing more, and lets go of the file (and its lock) and of the stored files' locks:
+    /// what still waits stays in the journal for the store's next opening, which writes it into the index
+    /// before it looks for orphans. Drains waiting return.
     func stop() {
-        state.withLock { $0.stopped = true }
+        state.withLock { state in
+            guard !state.stopped else { return }
+            state.stopped = true
+            close(fd)
+            for pending in state.waiting where pending.lockHolder >= 0 { close(pending.lockHolder) }
+            state.waiting = []
+        }
+        progressed.lock()
+        progressed.broadcast()
+        progressed.unlock()
     }
 
     /// Writes what waits into the index, round after round, until nothing does.
     private func run() {
         while true {
+            // The batch leaves `waiting` (a `stop` meanwhile leaves its locks to this round).
             let batch = state.withLock { state -> [Pending] in
-                if state.waiting.isEmpty {
+                guard !state.stopped, !state.waiting.isEmpty else {
                     state.scheduled = false
                     // Everything is in the index: the journal starts over (appends come after, under this lock).
-                    if state.processed == state.appended, ftruncate(fd, 0) != 0 {
+                    if !state.stopped, state.processed == state.appended, ftruncate(fd, 0) != 0 {
                         logger("cannot empty the drive's commit journal \(path): \(Errno.current)")
                     }
                     return []
                 }
+                defer { state.waiting = [] }
                 return state.waiting
             }
             guard !batch.isEmpty else { return }
@@ -160,23 +175,33 @@ final class DriveCommitJournal: Sendable {
             do throws(DarkDiskError) {
                 outcomes = try apply(batch)
             } catch {
-                let first = state.withLock { state in defer { state.failing = true }; return !state.failing }
-                if first { logger("drive commits wait for the index (tried again every second): \(error)") }
-                queue.asyncAfter(deadline: .now() + 1) { self.run() }
+                let retry = state.withLock { state -> Bool in
+                    guard !state.stopped else {
+                        for pending in batch where pending.lockHolder >= 0 { close(pending.lockHolder) }
+                        state.scheduled = false
+                        return false
+                    }
+                    if !state.failing { logger("drive commits wait for the index (tried again every second): \(error)") }
+                    state.failing = true
+                    state.waiting.insert(contentsOf: batch, at: 0)
+                    return true
+                }
+                if retry { queue.asyncAfter(deadline: .now() + 1) { self.run() } }
                 return
             }
+            // (Told before a drain returns: what waits for the index sees what followed from it.)
+            for (pending, outcome) in zip(batch, outcomes) { pending.completion(outcome) }
             state.withLock { state in
                 if state.failing { logger("drive commits reach the index again") }
                 state.failing = false
-                state.waiting.removeFirst(batch.count)
                 state.processed = batch.last!.record.sequence
                 for pending in batch {
                     let node = pending.record.nodeID
-                    state.nodes[node]! -= 1
+                    state.nodes[node, default: 1] -= 1
                     if state.nodes[node] == 0 { state.nodes[node] = nil }
                     if let new = pending.record.newNode {
                         let key = NameKey(parentID: new.parentID, name: new.name)
-                        state.names[key]! -= 1
+                        state.names[key, default: 1] -= 1
                         if state.names[key] == 0 { state.names[key] = nil }
                     }
                 }
@@ -185,7 +210,6 @@ final class DriveCommitJournal: Sendable {
             progressed.lock()
             progressed.broadcast()
             progressed.unlock()
-            for (pending, outcome) in zip(batch, outcomes) { pending.completion(outcome) }
         }
     }
 }

@@ -1,0 +1,169 @@
+@testable import DarkDisk
+import DarkDiskCrypto
+import DarkDiskSystem
+import Foundation
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The drive's commit journal (`DriveCommitJournal`): a journaled commit returns before the index has it,
+/// reaches the index moments later and leaves the journal empty; what a daemon killed before that left in
+/// the journal reaches the index at the store's next opening, each record once, and neither a torn last
+/// record nor a record whose stored file went stops the others.
+@Suite struct DriveJournalTests {
+    @Test func aJournaledCommitReachesTheIndexAndLeavesTheJournalEmpty() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        #expect(try manager.startDriveJournal())
+        let folder = try manager.createDriveNode(named: "docs", in: nil, attributes: NodeAttributes(kind: .folder, mode: 0o755))
+        let bytes = TemporaryStore.bytes(70_000, seed: 4)
+        let prepared = try manager.prepareDriveFile(named: "a.bin", in: folder.id, attributes: NodeAttributes(kind: .file, mode: 0o600))
+        try bytes.withUnsafeBytes { try prepared.content.write(offset: 0, bytes: $0) }
+        let outcomes = Outcomes()
+        let export = try #require(try manager.commitDriveFile(prepared.node.id, content: prepared.content, inserting: prepared, whenIndexed: outcomes.add))
+        // The new version reads at once, from the export the commit hands out.
+        #expect(try decrypt(export) == bytes)
+
+        manager.drainDriveCommits()
+        #expect(outcomes.indexed == 1)
+        #expect(try manager.driveNode(prepared.node.id)?.name == "a.bin")
+        #expect(try decrypt(try #require(try manager.nodeFile(prepared.node.id, kind: .data))) == bytes)
+        #expect(try manager.uploadQueue().map(\.nodeID).contains(prepared.node.id))
+        #expect(try waitFor { fileSize(manager.driveJournalPath) == 0 })
+
+        // Only the journal's writer journals: another instance on the store commits as before.
+        let other = try store.open()
+        #expect(try !other.startDriveJournal())
+        #expect(manager.stopDriveJournal(timeout: 5))
+    }
+
+    @Test func whatAKilledDaemonJournaledReachesTheIndexAtTheNextOpening() throws {
+        let store = try TemporaryStore()
+        let (first, second, journalBytes) = try journalWithoutIndex(store)
+        // (A killed daemon: its records are in the journal, not in the index.)
+        #expect(journalBytes.count > 0)
+
+        let reopened = try store.open()
+        let node = try #require(try reopened.driveNode(first.id))
+        #expect(node.name == "first.txt")
+        #expect(node.attributes.mode == 0o640)
+        #expect(try decrypt(try #require(try reopened.nodeFile(first.id, kind: .data))) == first.latest)
+        #expect(try decrypt(try #require(try reopened.nodeFile(second.id, kind: .data))) == second.latest)
+        #expect(Set(try reopened.uploadQueue().map(\.nodeID)).isSuperset(of: [first.id, second.id]))
+        #expect(fileSize(reopened.driveJournalPath) == 0)
+        // The first version of the rewritten file went with its replacement.
+        #expect(try storedFileCount(store) == 2)
+        #expect(try reopened.check().problems.isEmpty)
+    }
+
+    @Test func aReplayWritesEachRecordOnce() throws {
+        let store = try TemporaryStore()
+        let (first, _, journalBytes) = try journalWithoutIndex(store)
+        let replayed = try store.open()
+        #expect(try decrypt(try #require(try replayed.nodeFile(first.id, kind: .data))) == first.latest)
+
+        // A newer version committed the ordinary way; the old records put back in the journal (as if its
+        // emptying had not happened) are not written again over it.
+        let newest = TemporaryStore.bytes(3_000, seed: 99)
+        let content = try replayed.stagedContent(for: first.id, base: nil, isNew: true)
+        try newest.withUnsafeBytes { try content.write(offset: 0, bytes: $0) }
+        try replayed.commitDriveFile(first.id, content: content)
+        try Data(journalBytes).write(to: URL(fileURLWithPath: replayed.driveJournalPath))
+
+        let again = try store.open()
+        #expect(try decrypt(try #require(try again.nodeFile(first.id, kind: .data))) == newest)
+        #expect(fileSize(again.driveJournalPath) == 0)
+        #expect(try again.check().problems.isEmpty)
+    }
+
+    @Test func aTornLastRecordAndAVanishedFileStopNoOtherRecord() throws {
+        let store = try TemporaryStore()
+        let (first, second, journalBytes) = try journalWithoutIndex(store)
+        // The second file's stored version removed by hand, and half a record after the last whole one.
+        try FileManager.default.removeItem(atPath: second.storedPath)
+        let torn = journalBytes + Array(journalBytes.prefix(20))
+        try Data(torn).write(to: URL(fileURLWithPath: store.location.dataDirectory + "/drive-commits.journal"))
+
+        let reopened = try store.open()
+        #expect(try decrypt(try #require(try reopened.nodeFile(first.id, kind: .data))) == first.latest)
+        #expect(try reopened.driveNode(second.id) == nil)
+        #expect(fileSize(reopened.driveJournalPath) == 0)
+        #expect(try reopened.check().problems.isEmpty)
+    }
+
+    // MARK: Helpers
+
+    struct Written {
+        let id: NodeID
+        let latest: Data
+        let storedPath: String
+    }
+
+    /// A store whose journal holds commits the index never took, as a daemon killed at once would leave it:
+    /// a new file committed twice (its mode changed before the second), and another new file. The instance
+    /// journals with an index that refuses every batch, then stops; the journal's bytes.
+    private func journalWithoutIndex(_ store: TemporaryStore) throws -> (Written, Written, [UInt8]) {
+        let manager = try store.create()
+        let path = manager.driveJournalPath
+        let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        try #require(try SystemCall.tryLock(fd, .exclusive))
+        let journal = DriveCommitJournal(path: path, fd: fd, after: 0, apply: { _ throws(DarkDiskError) in
+            throw DarkDiskError(.io, "the index is not written in this test")
+        }, logger: { _ in })
+        manager.driveJournal.withLock { $0 = journal }
+
+        let one = try manager.prepareDriveFile(named: "first.txt", in: nil, attributes: NodeAttributes(kind: .file, mode: 0o600))
+        let v1 = TemporaryStore.bytes(5_000, seed: 1), v2 = TemporaryStore.bytes(90_000, seed: 2)
+        try v1.withUnsafeBytes { try one.content.write(offset: 0, bytes: $0) }
+        _ = try manager.commitDriveFile(one.node.id, content: one.content, inserting: one) { _ in }
+        try v2.withUnsafeBytes { try one.content.write(offset: 0, bytes: $0) }
+        #expect(one.content.deferAttributes(mode: 0o640, modified: nil))
+        let oneExport = try #require(try manager.commitDriveFile(one.node.id, content: one.content) { _ in })
+
+        let two = try manager.prepareDriveFile(named: "second.txt", in: nil, attributes: NodeAttributes(kind: .file))
+        let w = TemporaryStore.bytes(1_234, seed: 3)
+        try w.withUnsafeBytes { try two.content.write(offset: 0, bytes: $0) }
+        let twoExport = try #require(try manager.commitDriveFile(two.node.id, content: two.content, inserting: two) { _ in })
+
+        #expect(try manager.driveNode(one.node.id) == nil)
+        #expect(try manager.driveNode(two.node.id) == nil)
+        journal.stop()
+        manager.driveJournal.withLock { $0 = nil }
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(DriveCommitRecord.records(in: bytes).records.map(\.sequence) == [1, 2, 3])
+        return (Written(id: one.node.id, latest: v2, storedPath: oneExport.retainToken.path),
+                Written(id: two.node.id, latest: w, storedPath: twoExport.retainToken.path), bytes)
+    }
+
+    private func fileSize(_ path: String) -> Int {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_size) : -1
+    }
+
+    private func storedFileCount(_ store: TemporaryStore) throws -> Int {
+        let root = store.location.persistentFiles
+        return try FileManager.default.subpathsOfDirectory(atPath: root).filter { $0.hasSuffix(".ddf") }.count
+    }
+
+    private func waitFor(_ condition: () -> Bool) throws -> Bool {
+        for _ in 0..<200 {
+            if condition() { return true }
+            usleep(10_000)
+        }
+        return condition()
+    }
+
+    final class Outcomes: Sendable {
+        private let counts = Mutex<(indexed: Int, dropped: Int)>((0, 0))
+        var indexed: Int { counts.withLock { $0.indexed } }
+
+        @Sendable func add(_ outcome: DriveCommitOutcome) {
+            counts.withLock { counts in
+                if case .indexed = outcome { counts.indexed += 1 } else { counts.dropped += 1 }
+            }
+        }
+    }
+}
