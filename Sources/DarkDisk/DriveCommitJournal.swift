@@ -36,6 +36,8 @@ final class DriveCommitJournal: Sendable {
     /// Signalled whenever records are written (or dropped): drains look again.
     private let progressed = NSCondition()
     private let queue = DispatchQueue(label: "darkdisk.drive-commits")
+    /// How long the first record of a batch waits for others (unless a drain wants it sooner).
+    static let gathering: DispatchTimeInterval = .milliseconds(5)
     /// Quick checks on every request: whether anything waits at all.
     private let outstanding = Atomic<Int>(0)
 
@@ -99,7 +101,9 @@ final class DriveCommitJournal: Sendable {
             outstanding.wrappingAdd(1, ordering: .releasing)
             if !state.scheduled {
                 state.scheduled = true
-                queue.async { self.run() }
+                // A moment's wait gathers the commits of a `tar x` or `cp -r` into one transaction; a drain
+                // does not wait for it.
+                queue.asyncAfter(deadline: .now() + Self.gathering) { self.run() }
             }
         }
     }
@@ -125,6 +129,7 @@ final class DriveCommitJournal: Sendable {
     func drain(timeout: Double? = nil) -> Bool {
         guard !isIdle else { return true }
         let target = state.withLock { $0.appended }
+        queue.async { self.run() }
         let deadline = timeout.map { Date(timeIntervalSinceNow: $0) }
         progressed.lock()
         defer { progressed.unlock() }
