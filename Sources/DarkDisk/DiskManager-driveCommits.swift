@@ -96,7 +96,8 @@ extension DiskManager {
         }
         let now = clock.now.timeIntervalSince1970
         let plaintextSize = Int64(header.sectionSizes[header.format == .cloudFile ? CloudFileSection.data.rawValue : 0])
-        let fileWrappedKey = Data(masterKey.wrap(key))
+        // (A new file's content key is its node's: the row's wrapping serves both.)
+        let fileWrappedKey = prepared?.row.wrappedKey ?? Data(masterKey.wrap(key))
         let fileRecord = FileRecord(
             id: nil, kind: .data, ownerID: nodeID.rawValue, identityID: "", pool: FileKind.data.pool, mode: .persistent,
             format: header.format, name: name, wrappedKey: fileWrappedKey, storedSize: Int64(st.st_size), plaintextSize: plaintextSize,
@@ -208,12 +209,13 @@ extension DiskManager {
         }
         try fileRecord.insertRow(db)
         if let node = record.newNode {
+            // A new node's row goes in with the attributes set since it was made.
             try checkDriveFolder(try node.parentID.map { try NodeID($0) }, db)
             try insertNodeColumns(db, id: record.nodeID, wrappedKey: node.wrappedKey, name: node.name, parentID: node.parentID,
-                                  created: node.created, type: node.type, mode: node.mode, mtime: node.mtime, mtimeNsec: node.mtimeNsec,
+                                  created: node.created, type: node.type, mode: record.mode ?? node.mode,
+                                  mtime: record.modified?.seconds ?? node.mtime, mtimeNsec: record.modified?.nanoseconds ?? node.mtimeNsec,
                                   target: node.target, xattrs: node.xattrs)
-        }
-        if record.mode != nil || record.modified != nil {
+        } else if record.mode != nil || record.modified != nil {
             try db.cachedStatement(sql: """
                 UPDATE node SET mode = COALESCE(?, mode), mtime = COALESCE(?, mtime), mtimeNsec = COALESCE(?, mtimeNsec)
                 WHERE id = ? AND name IS NOT NULL

@@ -159,63 +159,66 @@ final class DriveCommitJournal: Sendable {
         progressed.unlock()
     }
 
-    /// Writes what waits into the index, round after round, until nothing does.
+    /// Writes what waits into the index: one batch, then the next after another moment's gathering (at once
+    /// when a drain asks); empties the journal once the index has every record.
     private func run() {
-        while true {
-            // The batch leaves `waiting` (a `stop` meanwhile leaves its locks to this round).
-            let batch = state.withLock { state -> [Pending] in
-                guard !state.stopped, !state.waiting.isEmpty else {
-                    state.scheduled = false
-                    // Everything is in the index: the journal starts over (appends come after, under this lock).
-                    if !state.stopped, state.processed == state.appended, ftruncate(fd, 0) != 0 {
-                        logger("cannot empty the drive's commit journal \(path): \(Errno.current)")
-                    }
-                    return []
-                }
-                defer { state.waiting = [] }
-                return state.waiting
-            }
-            guard !batch.isEmpty else { return }
-            let outcomes: [DriveCommitOutcome]
-            do throws(DarkDiskError) {
-                outcomes = try apply(batch)
-            } catch {
-                let retry = state.withLock { state -> Bool in
-                    guard !state.stopped else {
-                        for pending in batch where pending.lockHolder >= 0 { close(pending.lockHolder) }
-                        state.scheduled = false
-                        return false
-                    }
-                    if !state.failing { logger("drive commits wait for the index (tried again every second): \(error)") }
-                    state.failing = true
-                    state.waiting.insert(contentsOf: batch, at: 0)
-                    return true
-                }
-                if retry { queue.asyncAfter(deadline: .now() + 1) { self.run() } }
-                return
-            }
-            // (Told before a drain returns: what waits for the index sees what followed from it.)
-            for (pending, outcome) in zip(batch, outcomes) { pending.completion(outcome) }
-            state.withLock { state in
-                if state.failing { logger("drive commits reach the index again") }
-                state.failing = false
-                state.processed = batch.last!.record.sequence
-                for pending in batch {
-                    let node = pending.record.nodeID
-                    state.nodes[node, default: 1] -= 1
-                    if state.nodes[node] == 0 { state.nodes[node] = nil }
-                    if let new = pending.record.newNode {
-                        let key = NameKey(parentID: new.parentID, name: new.name)
-                        state.names[key, default: 1] -= 1
-                        if state.names[key] == 0 { state.names[key] = nil }
-                    }
-                }
-            }
-            outstanding.wrappingSubtract(batch.count, ordering: .releasing)
-            progressed.lock()
-            progressed.broadcast()
-            progressed.unlock()
+        // The batch leaves `waiting` (a `stop` meanwhile leaves its locks to this round).
+        let batch = state.withLock { state -> [Pending] in
+            guard !state.stopped, !state.waiting.isEmpty else { return [] }
+            defer { state.waiting = [] }
+            return state.waiting
         }
+        guard !batch.isEmpty else { return }
+        let outcomes: [DriveCommitOutcome]
+        do throws(DarkDiskError) {
+            outcomes = try apply(batch)
+        } catch {
+            let retry = state.withLock { state -> Bool in
+                guard !state.stopped else {
+                    for pending in batch where pending.lockHolder >= 0 { close(pending.lockHolder) }
+                    state.scheduled = false
+                    return false
+                }
+                if !state.failing { logger("drive commits wait for the index (tried again every second): \(error)") }
+                state.failing = true
+                state.waiting.insert(contentsOf: batch, at: 0)
+                return true
+            }
+            if retry { queue.asyncAfter(deadline: .now() + 1) { self.run() } }
+            return
+        }
+        // (Told before a drain returns: what waits for the index sees what followed from it.)
+        for (pending, outcome) in zip(batch, outcomes) { pending.completion(outcome) }
+        state.withLock { state in
+            if state.failing { logger("drive commits reach the index again") }
+            state.failing = false
+            state.processed = batch.last!.record.sequence
+            for pending in batch {
+                let node = pending.record.nodeID
+                state.nodes[node, default: 1] -= 1
+                if state.nodes[node] == 0 { state.nodes[node] = nil }
+                if let new = pending.record.newNode {
+                    let key = NameKey(parentID: new.parentID, name: new.name)
+                    state.names[key, default: 1] -= 1
+                    if state.names[key] == 0 { state.names[key] = nil }
+                }
+            }
+            if state.stopped {
+                state.scheduled = false
+            } else if state.waiting.isEmpty {
+                state.scheduled = false
+                // Everything is in the index: the journal starts over (appends come after, under this lock).
+                if state.processed == state.appended, ftruncate(fd, 0) != 0 {
+                    logger("cannot empty the drive's commit journal \(path): \(Errno.current)")
+                }
+            } else {
+                queue.asyncAfter(deadline: .now() + Self.gathering) { self.run() }
+            }
+        }
+        outstanding.wrappingSubtract(batch.count, ordering: .releasing)
+        progressed.lock()
+        progressed.broadcast()
+        progressed.unlock()
     }
 }
 

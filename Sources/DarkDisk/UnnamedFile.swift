@@ -65,13 +65,19 @@ final class UnnamedFile: Sendable {
     /// Gives the file the name `path` (whose folder is made if missing); nothing may be there yet.
     func place(at path: String) throws(DarkDiskError) {
         precondition(!isPlaced, "an unnamed file is placed once")
-        try FileOperations.makeDirectory((path as NSString).deletingLastPathComponent)
         if let temporaryPath {
+            try FileOperations.makeDirectory((path as NSString).deletingLastPathComponent)
             guard rename(temporaryPath, path) == 0 else { throw .posix("cannot move \(temporaryPath) to", path: path) }
             StagingFiles.unregister(temporaryPath)
         } else {
-            guard linkat(AT_FDCWD, "/proc/self/fd/\(fileDescriptor)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 else {
-                throw .posix("cannot name the new file", path: path)
+            let source = "/proc/self/fd/\(fileDescriptor)"
+            // The folder is made when the link finds it missing (once per folder), not looked for every time.
+            if linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0 {
+                guard errno == ENOENT else { throw .posix("cannot name the new file", path: path) }
+                try FileOperations.makeDirectory((path as NSString).deletingLastPathComponent)
+                guard linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 else {
+                    throw .posix("cannot name the new file", path: path)
+                }
             }
         }
         placed.withLock { $0 = true }
