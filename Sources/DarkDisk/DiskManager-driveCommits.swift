@@ -199,8 +199,10 @@ extension DiskManager {
     /// One journaled commit's rows, in the caller's savepoint: the new stored file replaces the node's
     /// previous one, the node's row goes in (a first commit) or takes the attributes set meanwhile, and its
     /// upload is queued; the previous file's path, to delete once this commits.
-    private static func applyDriveCommit(_ record: DriveCommitRecord, _ fileRecord: inout FileRecord, _ db: Database, manager: DiskManager) throws -> String? {
-        let old = try FileRecord.find(db, kind: .data, owner: record.nodeID)
+    private static func applyDriveCommit(_ record: DriveCommitRecord, _ fileRecord: inout FileRecord, _ db: Database,
+                                         manager: DiskManager) throws -> String? {
+        // (A node made here has no stored file yet, and nothing kept for it.)
+        let old = record.newNode == nil ? try FileRecord.find(db, kind: .data, owner: record.nodeID) : nil
         var oldPath: String?
         if let old {
             oldPath = manager.path(of: old)
@@ -209,8 +211,8 @@ extension DiskManager {
         }
         try fileRecord.insertRow(db)
         if let node = record.newNode {
-            // A new node's row goes in with the attributes set since it was made.
-            try checkDriveFolder(try node.parentID.map { try NodeID($0) }, db)
+            // A new node's row goes in with the attributes set since it was made. (Its folder was checked when
+            // it was made; one deleted since, by a pull, leaves it an orphan, shown at the top: never lost.)
             try insertNodeColumns(db, id: record.nodeID, wrappedKey: node.wrappedKey, name: node.name, parentID: node.parentID,
                                   created: node.created, type: node.type, mode: record.mode ?? node.mode,
                                   mtime: record.modified?.seconds ?? node.mtime, mtimeNsec: record.modified?.nanoseconds ?? node.mtimeNsec,
@@ -228,7 +230,9 @@ extension DiskManager {
         }
         let nodeID = try NodeID(record.nodeID)
         try queue(db, nodeID, .content, name: nil, parentID: nil, operation: "'content'", now: record.time)
-        try db.cachedStatement(sql: "DELETE FROM keepPersistent WHERE nodeID = ? AND kind = ?").execute(arguments: [record.nodeID, FileKind.data.rawValue])
+        if record.newNode == nil {
+            try db.cachedStatement(sql: "DELETE FROM keepPersistent WHERE nodeID = ? AND kind = ?").execute(arguments: [record.nodeID, FileKind.data.rawValue])
+        }
         return oldPath
     }
 
@@ -255,6 +259,8 @@ extension DiskManager {
         }
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw .posix("cannot stat", path: path) }
+        // (Every opening of the store comes here: an empty journal costs no index read.)
+        if st.st_size == 0, lockedFD == nil { return 0 }
         let applied = try read { db in try Int64.fetchOne(db, sql: "SELECT appliedThrough FROM driveJournal WHERE id = 1") } ?? 0
         var last = UInt64(max(applied, 0))
         guard st.st_size > 0 else { return last }

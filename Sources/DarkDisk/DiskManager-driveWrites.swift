@@ -47,10 +47,14 @@ extension DiskManager {
     /// Writes a prepared drive file's node into the index. `allowingDuplicate`: another node may hold the name
     /// already (made meanwhile by another process; the drive shows both, DESIGN §10), else that is `.exists`.
     public func insertDriveFile(_ prepared: PreparedDriveFile, allowingDuplicate: Bool = false) throws(DarkDiskError) {
+        // (A name refused if taken is looked for after the journal's new files are in.)
+        if !allowingDuplicate { drainDriveCommits() }
         try insert(prepared.row, allowingDuplicate: allowingDuplicate)
     }
 
     private func insertDriveNode(named name: String, in parentID: NodeID?, attributes: NodeAttributes, key: SymmetricKey) throws(DarkDiskError) -> DriveNode {
+        // (After what the drive's journal holds: its commits may make or change this node.)
+        drainDriveCommits()
         let row = try newDriveNodeRow(named: name, in: parentID, attributes: attributes, key: key)
         try insert(row, allowingDuplicate: false)
         let id = row.node.id
@@ -182,6 +186,8 @@ extension DiskManager {
     /// (`deleteDriveNode`). A folder cannot move into itself or below itself. Returns the replaced node, if any.
     @discardableResult
     public func moveDriveNode(_ nodeID: NodeID, to name: String, in parentID: NodeID?, replacing: Bool = true) throws(DarkDiskError) -> NodeID? {
+        // (After what the drive's journal holds: its commits may make or change this node.)
+        drainDriveCommits()
         try Self.checkDriveName(name)
         let now = clock.now.timeIntervalSince1970
         let replaced = try write { db -> NodeID? in
@@ -218,6 +224,8 @@ extension DiskManager {
     /// Deletes drive node `nodeID` here and, through the queue, in the remote. A folder must be empty. Its
     /// stored files go when no one holds them any more: an open file keeps working for its holders.
     public func deleteDriveNode(_ nodeID: NodeID) throws(DarkDiskError) {
+        // (After what the drive's journal holds: its commits may make or change this node.)
+        drainDriveCommits()
         try write { db in
             guard let kind = try Self.driveKind(of: nodeID, db) else { throw DarkDiskError(.notFound, "node \(nodeID) is not in the drive") }
             if kind == .folder, try !Self.driveChildIDs(of: nodeID, db).isEmpty {
@@ -231,6 +239,8 @@ extension DiskManager {
     /// Changes a drive node's attributes (mode, times, extended attributes) and queues the record change.
     @discardableResult
     public func updateDriveAttributes(_ nodeID: NodeID, _ change: (inout NodeAttributes) throws(DarkDiskError) -> Void) throws(DarkDiskError) -> NodeAttributes {
+        // (After what the drive's journal holds: its commits may make or change this node.)
+        drainDriveCommits()
         let now = clock.now.timeIntervalSince1970
         return try write { db in
             var attributes = try Self.nodeAttributes(db, nodeID)
