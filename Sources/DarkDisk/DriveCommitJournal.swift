@@ -1,3 +1,4 @@
+import DarkDiskSync
 import DarkDiskSystem
 import Foundation
 import Synchronization
@@ -32,7 +33,7 @@ final class DriveCommitJournal: Sendable {
     private let fd: Int32
     private let apply: Apply
     private let logger: @Sendable (String) -> Void
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Signalled whenever records are written (or dropped): drains look again.
     private let progressed = NSCondition()
     private let queue = DispatchQueue(label: "darkdisk.drive-commits")
@@ -67,7 +68,7 @@ final class DriveCommitJournal: Sendable {
         self.fd = fd
         self.apply = apply
         self.logger = logger
-        state = Mutex(State(nextSequence: sequence + 1, appended: sequence, processed: sequence))
+        state = Locked(State(nextSequence: sequence + 1, appended: sequence, processed: sequence))
     }
 
     deinit {

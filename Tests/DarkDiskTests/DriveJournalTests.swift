@@ -2,7 +2,7 @@
 import DarkDiskCrypto
 import DarkDiskSystem
 import Foundation
-import Synchronization
+import DarkDiskSync
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -157,7 +157,7 @@ import Glibc
     }
 
     final class Outcomes: Sendable {
-        private let counts = Mutex<(indexed: Int, dropped: Int)>((0, 0))
+        private let counts = Locked<(indexed: Int, dropped: Int)>((0, 0))
         var indexed: Int { counts.withLock { $0.indexed } }
 
         @Sendable func add(_ outcome: DriveCommitOutcome) {
