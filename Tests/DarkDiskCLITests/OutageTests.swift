@@ -67,12 +67,13 @@ import Testing
         let port = try Self.closedPort()
         for url in ["s3://bucket/prefix?endpoint=http://127.0.0.1:\(port)", "http://127.0.0.1:\(port)/bucket"] {
             let store = try CLIStore()
-            let started = Date()
-            let run = try await store.darkdisk(["init", "--remote", url], environment: ["AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"])
-            let seconds = Date().timeIntervalSince(started)
+            // Timed by `timeout`, beside the program: the test's own wait for it can lag behind under the full
+            // suite's load (one such wait took 43 s; the program itself, run beside the drive's stress load, takes 0.13–0.27 s).
+            let run = try await Shell.run("/usr/bin/timeout", ["-s", "KILL", "5", Shell.darkdisk, "init", "--remote", url, "--store", store.storePath],
+                                          environment: ["AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"])
+            #expect(run.status != 137, "\(url): still trying after 5 s")
             expectOneLineFailure(run, mentioning: "connection refused (is the server running?)")
             #expect(!run.stderr.contains("error set") && !run.stderr.contains("errno"), "\(run.stderr)")
-            #expect(seconds < 5, "\(url): failed after \(String(format: "%.1f", seconds)) s")
         }
     }
 
