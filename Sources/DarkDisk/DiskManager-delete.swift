@@ -27,6 +27,8 @@ extension DiskManager {
     }
 
     private func deleteNodes(_ nodeIDs: [NodeID], keepingOutline: Bool) throws(DarkDiskError) {
+        // (After what the drive's journal holds: a change waiting there is a local change to keep.)
+        drainDriveCommits()
         let ids = nodeIDs.map(\.rawValue)
         let records = try read { db in
             try FileRecord.filter(ids.contains(Column("ownerID")) && Column("kind") != FileKind.avatar.rawValue).fetchAll(db)

@@ -57,8 +57,10 @@ extension DiskManager {
 
     /// Waits until the index has every drive commit journaled before the call: what a request reading the
     /// index must see.
-    public func drainDriveCommits() {
-        driveJournal.withLock { $0 }?.drain()
+    /// At most `timeout` seconds (nil: as long as it takes); whether nothing journaled before the call waits.
+    @discardableResult
+    public func drainDriveCommits(timeout: Double? = nil) -> Bool {
+        driveJournal.withLock { $0 }?.drain(timeout: timeout) ?? true
     }
 
     /// Whether no journaled drive commit waits for the index (one atomic load).
@@ -138,15 +140,25 @@ extension DiskManager {
     /// cannot run.
     func applyDriveCommits(_ batch: [DriveCommitJournal.Pending]) throws(DarkDiskError) -> [DriveCommitOutcome] {
         guard let last = batch.last?.record.sequence else { return [] }
-        let (outcomes, replaced, inserted) = try write { db -> ([DriveCommitOutcome], [String?], [FileRecord]) in
+        let (outcomes, replaced, inserted) = try write { db -> ([DriveCommitOutcome], [String?], [FileRecord?]) in
             var outcomes: [DriveCommitOutcome] = []
             var replaced: [String?] = []
-            var inserted: [FileRecord] = []
+            var inserted: [FileRecord?] = []
+            // Read in the transaction that writes: a record another process's replay wrote meanwhile (a daemon
+            // stopped while this batch ran) is not written twice.
+            let applied = try Int64.fetchOne(db.cachedStatement(sql: "SELECT appliedThrough FROM driveJournal WHERE id = 1")) ?? 0
             for pending in batch {
+                guard pending.record.sequence > UInt64(max(applied, 0)) else {
+                    outcomes.append(.indexed)
+                    replaced.append(nil)
+                    inserted.append(nil)
+                    continue
+                }
                 if pending.lockHolder < 0, access(path(name: pending.record.fileName, mode: .persistent), F_OK) != 0 {
                     // A replayed record whose stored file went (removed by hand): nothing to index.
                     outcomes.append(.dropped(DarkDiskError(.notFound, "its stored file \(pending.record.fileName) is gone")))
                     replaced.append(nil)
+                    inserted.append(nil)
                     continue
                 }
                 var fileRecord = pending.fileRecord
@@ -162,18 +174,20 @@ extension DiskManager {
                 } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                     outcomes.append(.dropped(DarkDiskError(.database, "node \(pending.record.nodeID): \(error)")))
                     replaced.append(nil)
+                    inserted.append(nil)
                 } catch is DeletedMeanwhile {
                     outcomes.append(.dropped(nil))
                     replaced.append(nil)
+                    inserted.append(nil)
                 } catch let error as DarkDiskError {
                     outcomes.append(.dropped(error))
                     replaced.append(nil)
+                    inserted.append(nil)
                 }
             }
-            try db.cachedStatement(sql: "UPDATE driveJournal SET appliedThrough = ? WHERE id = 1").execute(arguments: [Int64(last)])
+            try db.cachedStatement(sql: "UPDATE driveJournal SET appliedThrough = MAX(appliedThrough, ?) WHERE id = 1").execute(arguments: [Int64(last)])
             return (outcomes, replaced, inserted)
         }
-        var records = inserted.makeIterator()
         for (index, pending) in batch.enumerated() {
             let finalPath = path(name: pending.record.fileName, mode: .persistent)
             switch outcomes[index] {
@@ -186,7 +200,7 @@ extension DiskManager {
                     close(pending.lockHolder)
                 }
                 if let old = replaced[index] { deleter.tryDelete(old) }
-                if let record = records.next() { notify(record, .imported) }
+                if let record = inserted[index] { notify(record, .imported) }
             case .dropped(let error):
                 if let error { logger.error("drive file (node \(pending.record.nodeID)): its version could not enter the index: \(error)") }
                 if pending.lockHolder >= 0 { close(pending.lockHolder) }

@@ -137,10 +137,11 @@ extension DiskManager {
                                     journal: journal, whenIndexed: whenIndexed)
             }
         }
-        // (A transaction of its own comes after what the journal holds, this node's versions among them.)
-        journal?.drain()
         do {
             return try content.commit { (file, header, changes) throws(DarkDiskError) -> DiskExport in
+                // A transaction of its own comes after what the journal holds, this node's versions among them;
+                // waited for under the content's lock, so no `close` journals an older version meanwhile.
+                journal?.drain()
                 let now = clock.now.timeIntervalSince1970
                 // The new version, its time and its queued upload commit as one.
                 return try placeNodeData(file, header: header, key: content.key, nodeID: nodeID, durable: durable) { db in

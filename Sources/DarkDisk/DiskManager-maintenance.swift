@@ -374,7 +374,14 @@ extension DiskManager {
             }) ?? nil) != nil
         }
         guard !known(), access(path, F_OK) == 0 else { return .notOrphan }
-        return removeIfUnlocked(path, stillOrphan: { !known() }) ? .removed : .locked
+        return removeIfUnlocked(path, stillOrphan: { [self] in
+            // A version a daemon journaled but the index does not have yet: its daemon locks it while alive;
+            // once it is gone (the lock with it), its journal is replayed first, and names it.
+            if mode == .persistent {
+                do { try replayDriveJournal() } catch { logger.error("the drive's commit journal: \(error)") }
+            }
+            return !known()
+        }) ? .removed : .locked
     }
 
     private func retryLockedOrphans() {

@@ -96,6 +96,8 @@ extension DiskManager {
             + "mtime = excluded.mtime, mtimeNsec = excluded.mtimeNsec, target = excluded.target, xattrs = excluded.xattrs"
         for entry in entries { _ = try unwrapKey(entry.wrappedKey) }
         let created = clock.now.timeIntervalSince1970
+        // A pull sees the local changes waiting in the drive's journal (their queued uploads keep them).
+        drainDriveCommits()
         // One transaction: the version compared is the one replaced, even with a pull in another process.
         let (changed, stale) = try write { db -> (Set<NodeID>, [FileRecord]) in
             var changed = Set<NodeID>()

@@ -115,8 +115,11 @@ public final class DiskManager: Sendable {
         } catch {
             throw IndexDatabase.failure(error, doing: "cannot set up the index's change log")
         }
-        // What a stopped daemon journaled goes into the index before anything looks for orphans.
-        try replayDriveJournal()
+        // What a stopped daemon journaled goes into the index before anything looks for orphans (a journal that
+        // cannot be written now stays for the next opening; its files are named by the orphan check too).
+        do { try replayDriveJournal() } catch {
+            logger.error("the drive's commit journal could not be written into the index (tried again at the next opening): \(error)")
+        }
         maintenanceQueue.sync { runMaintenance() }
         maintenanceQueue.async { [weak self] in self?.sweepOrphans() }
         startMaintenanceTimer()

@@ -148,9 +148,15 @@ final class DriveCommitJournal: Sendable {
     /// what still waits stays in the journal for the store's next opening, which writes it into the index
     /// before it looks for orphans. Drains waiting return.
     func stop() {
+        let first = state.withLock { state in
+            defer { state.stopped = true }
+            return !state.stopped
+        }
+        guard first else { return }
+        // A batch being written lands (with its `appliedThrough`) before the file's lock goes: whoever takes
+        // the lock next replays only what is really left.
+        queue.sync {}
         state.withLock { state in
-            guard !state.stopped else { return }
-            state.stopped = true
             close(fd)
             for pending in state.waiting where pending.lockHolder >= 0 { close(pending.lockHolder) }
             state.waiting = []

@@ -103,6 +103,8 @@ public struct CloudSync: Sendable {
         // keeps what this store says, and its local files, until the change is uploaded: the upload meets a
         // newer remote record and merges it or makes a conflict copy. Checked again in the transaction that
         // writes the outline (`pulledGenerations`): a change queued meanwhile is kept too.
+        // (The mount's changes waiting in the drive's journal are queued first.)
+        manager.drainDriveCommits()
         let queuedHere = Set(try manager.uploadQueue().map(\.nodeID))
         for object in CloudLayout.currentRecords(objects) {
             let nodeID = object.nodeID
@@ -148,6 +150,7 @@ public struct CloudSync: Sendable {
         try manager.noteRecordGenerations(generations.filter { pulled[$0.key] == nil })
         // A node with a change still queued here keeps it: the upload brings the node back (a local change
         // is never dropped by a remote delete).
+        manager.drainDriveCommits()
         let queued = Set(try manager.uploadQueue().map(\.nodeID))
         var gone: [NodeID] = []
         for nodeID in known.keys.sorted(by: { $0.rawValue < $1.rawValue }) where !seen.contains(nodeID) && !queued.contains(nodeID) {

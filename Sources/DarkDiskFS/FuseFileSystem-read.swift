@@ -115,7 +115,10 @@ extension FuseFileSystem {
                 answer(reply, read: writer, size: size, offset: UInt64(offset))
                 return
             }
-            if file.takeStale() { refreshDriveHandle(file, id) }
+            if file.takeStale() {
+                settle(id)
+                refreshDriveHandle(file, id)
+            }
         }
         switch file.source {
         case .drive(let writer):

@@ -14,9 +14,9 @@ extension FuseFileSystem {
         // commit waits is settled when its attributes are read, `currentDriveEntry`).
         if !manager.driveCommitsIdle {
             switch parentEntry {
-            case .files: if manager.hasPendingDriveCommit(named: name, in: nil) { manager.drainDriveCommits() }
-            case .driveFolder(let folder): if manager.hasPendingDriveCommit(named: name, in: folder) { manager.drainDriveCommits() }
-            default: manager.drainDriveCommits()
+            case .files: if manager.hasPendingDriveCommit(named: name, in: nil) { waitForDriveCommits() }
+            case .driveFolder(let folder): if manager.hasPendingDriveCommit(named: name, in: folder) { waitForDriveCommits() }
+            default: waitForDriveCommits()
             }
         }
         do {

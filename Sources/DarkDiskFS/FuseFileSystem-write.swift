@@ -215,7 +215,7 @@ extension FuseFileSystem {
         guard let file = handles.withLock({ $0[fi.pointee.fh] }), case .drive(let writer) = file.source else { reply.error(0); return }
         do {
             if try !commit(writer, durable: true) {
-                manager.drainDriveCommits()
+                waitForDriveCommits()
                 try manager.syncNodeData(writer.nodeID)
             }
             reply.error(0)
@@ -375,11 +375,15 @@ extension FuseFileSystem {
             }
         } catch {
             // (Unless the transaction landed and what failed came after it.)
-            if let row { creates.finish(id, putBack: (try? manager.driveNode(id)) == nil ? row : nil, failure: nil) }
+            if let row {
+                let landed = manager.hasPendingDriveCommit(id) || (try? manager.driveNode(id)) != nil
+                creates.finish(id, putBack: landed ? nil : row, failure: nil)
+            }
             throw error
         }
         if row != nil { creates.finish(id, putBack: nil, failure: nil) }
-        if durable || manager.driveCommitsIdle { driveVersionChanged(id) }
+        // Reading handles take the new version at their next read (which waits for the index to have it).
+        driveVersionChanged(id)
         return true
     }
 
@@ -395,6 +399,8 @@ extension FuseFileSystem {
     /// The staged content a drive file starts with: empty when truncated (a change to commit), else its
     /// stored data. `DataNotLocal` when its data is only in the remote.
     private func content(of id: NodeID, truncated: Bool) throws -> StagedContent {
+        // (Its stored version is the index's: a commit of it still in the journal lands first.)
+        settle(id)
         if truncated { return try manager.stagedContent(for: id, base: nil, isNew: true) }
         if let export = try manager.nodeFile(id, kind: .data) { return try manager.stagedContent(for: id, base: export) }
         if let outline = try manager.outlineEntry(id), outline.dataSize > 0 {

@@ -13,7 +13,7 @@ extension FuseFileSystem {
         // not wait for the insert of the file being written.
         if strncmp(name, "security.", 9) != 0 {
             creates.drain()
-            manager.drainDriveCommits()
+            waitForDriveCommits()
         }
         if let (id, userName) = userAttribute(ino, name) {
             do {

@@ -177,8 +177,16 @@ public final class FuseFileSystem: Sendable {
     static func settled(_ req: fuse_req_t?) -> FuseFileSystem {
         let fileSystem = from(req)
         fileSystem.creates.drain()
-        fileSystem.manager.drainDriveCommits()
+        fileSystem.waitForDriveCommits()
         return fileSystem
+    }
+
+    /// Waits until the index has the drive commits journaled so far, at most 30 s: an index that cannot be
+    /// written (the records wait, tried again every second) makes a request answer from the index as it is,
+    /// with a log line, rather than hang the mount.
+    func waitForDriveCommits() {
+        guard !manager.driveCommitsIdle, !manager.drainDriveCommits(timeout: 30) else { return }
+        logger.error("drive commits wait for the index for more than 30 s; this request reads the index without them")
     }
 
     /// Waits until the index has the journaled commits of drive node `id`, if any wait (a `close` returns
@@ -186,7 +194,7 @@ public final class FuseFileSystem: Sendable {
     /// node alone that reads or changes its rows calls this first. One atomic load when nothing waits.
     func settle(_ id: NodeID) {
         guard !manager.driveCommitsIdle, manager.hasPendingDriveCommit(id) else { return }
-        manager.drainDriveCommits()
+        waitForDriveCommits()
     }
 
     /// The owning answer to a request of `operation` (answered `EIO` with a log line if dropped unanswered).

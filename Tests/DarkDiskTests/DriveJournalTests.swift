@@ -93,6 +93,25 @@ import Glibc
         #expect(try reopened.check().problems.isEmpty)
     }
 
+    /// A process that had the store open before the daemon was killed (a `darkdisk sync`, a library user)
+    /// found the journaled versions locked; once their daemon is gone, its orphan check replays the journal
+    /// before it removes anything, and the versions land instead of going.
+    @Test func anOrphanCheckAfterTheDaemonDiedReplaysTheJournalFirst() throws {
+        let store = try TemporaryStore()
+        let earlier = try store.create()
+        let (first, second, _) = try journalWithoutIndex(store, keepingFilesLocked: true) { written in
+            // While the daemon lives, its versions are locked: not orphans to remove.
+            #expect(earlier.removeOrphan(written.storedPath) == .locked)
+        }
+        // The daemon is gone (its journal and locks with it): the check replays the journal, so the versions
+        // are not removed, and the next check finds them in the index.
+        #expect(earlier.removeOrphan(first.storedPath) != .removed)
+        #expect(earlier.removeOrphan(second.storedPath) == .notOrphan)
+        #expect(earlier.removeOrphan(first.storedPath) == .notOrphan)
+        #expect(try decrypt(try #require(try earlier.nodeFile(first.id, kind: .data))) == first.latest)
+        #expect(try decrypt(try #require(try earlier.nodeFile(second.id, kind: .data))) == second.latest)
+    }
+
     // MARK: Helpers
 
     struct Written {
@@ -104,8 +123,9 @@ import Glibc
     /// A store whose journal holds commits the index never took, as a daemon killed at once would leave it:
     /// a new file committed twice (its mode changed before the second), and another new file. The instance
     /// journals with an index that refuses every batch, then stops; the journal's bytes.
-    private func journalWithoutIndex(_ store: TemporaryStore) throws -> (Written, Written, [UInt8]) {
-        let manager = try store.create()
+    private func journalWithoutIndex(_ store: TemporaryStore, keepingFilesLocked: Bool = false,
+                                     whileAlive: (Written) throws -> Void = { _ in }) throws -> (Written, Written, [UInt8]) {
+        let manager = DiskManager.exists(at: store.location) ? try store.open() : try store.create()
         let path = manager.driveJournalPath
         let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         try #require(fd >= 0)
@@ -130,12 +150,17 @@ import Glibc
 
         #expect(try manager.driveNode(one.node.id) == nil)
         #expect(try manager.driveNode(two.node.id) == nil)
+        let written = (Written(id: one.node.id, latest: v2, storedPath: oneExport.retainToken.path),
+                       Written(id: two.node.id, latest: w, storedPath: twoExport.retainToken.path))
+        if keepingFilesLocked {
+            try whileAlive(written.0)
+            try whileAlive(written.1)
+        }
         journal.stop()
         manager.driveJournal.withLock { $0 = nil }
         let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         #expect(DriveCommitRecord.records(in: bytes).records.map(\.sequence) == [1, 2, 3])
-        return (Written(id: one.node.id, latest: v2, storedPath: oneExport.retainToken.path),
-                Written(id: two.node.id, latest: w, storedPath: twoExport.retainToken.path), bytes)
+        return (written.0, written.1, bytes)
     }
 
     private func fileSize(_ path: String) -> Int {
