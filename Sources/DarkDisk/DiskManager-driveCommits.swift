@@ -21,7 +21,14 @@ extension DiskManager {
         let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .posix("cannot open the drive's commit journal", path: path) }
         do {
-            guard try SystemCall.tryLock(fd, .exclusive) else {
+            // Another process's opening holds it a moment while it looks for what to replay: wait that out
+            // (up to 2 s); a daemon holds it for good.
+            var locked = try SystemCall.tryLock(fd, .exclusive)
+            for _ in 0..<20 where !locked {
+                usleep(100_000)
+                locked = try SystemCall.tryLock(fd, .exclusive)
+            }
+            guard locked else {
                 close(fd)
                 logger.notice("another process journals this store's drive commits; this one commits each file on its own")
                 return false

@@ -93,6 +93,29 @@ import Glibc
         #expect(try reopened.check().problems.isEmpty)
     }
 
+    /// A daemon starting while another process's opening holds the journal a moment (looking for what to
+    /// replay) still journals, once that lets go; one that finds it held for good does not.
+    @Test func aDaemonWaitsOutAReplayBeforeItJournals() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let fd = open(manager.driveJournalPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        try #require(try SystemCall.tryLock(fd, .exclusive))
+        let released = DispatchSemaphore(value: 0)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) {
+            close(fd)
+            released.signal()
+        }
+        #expect(try manager.startDriveJournal())
+        released.wait()
+        #expect(manager.stopDriveJournal(timeout: 5))
+
+        let holder = try store.open()
+        #expect(try holder.startDriveJournal())
+        #expect(try !manager.startDriveJournal())
+        #expect(holder.stopDriveJournal(timeout: 5))
+    }
+
     /// A process that had the store open before the daemon was killed (a `darkdisk sync`, a library user)
     /// found the journaled versions locked; once their daemon is gone, its orphan check replays the journal
     /// before it removes anything, and the versions land instead of going.
