@@ -92,43 +92,27 @@ extension DiskManager {
                          journal: DriveCommitJournal, whenIndexed: @escaping @Sendable (DriveCommitOutcome) -> Void) throws(DarkDiskError) -> DiskExport {
         let name = file.intendedName ?? FileOperations.randomName()
         let finalPath = path(name: name, mode: .persistent)
-        // Exclusive until its row is in the index (no orphan sweep takes it); `holder` keeps the lock until then.
-        try FileOperations.lock(file.fileDescriptor, .exclusive, path: finalPath)
-        var st = stat()
-        guard fstat(file.fileDescriptor, &st) == 0 else { throw .posix("cannot stat the new version of", path: finalPath) }
-        let fd = dup(file.fileDescriptor)
-        guard fd >= 0 else { throw .posix("cannot duplicate the descriptor of", path: finalPath) }
+        // (`holder` keeps the exclusive lock until the index has the row, whatever becomes of the token.)
+        let (fd, storedSize) = try lockForPlacing(file, at: finalPath, durable: false)
         let holder = dup(file.fileDescriptor)
         guard holder >= 0 else {
             close(fd)
             throw .posix("cannot duplicate the descriptor of", path: finalPath)
         }
         let now = clock.now.timeIntervalSince1970
-        let plaintextSize = Int64(header.sectionSizes[header.format == .cloudFile ? CloudFileSection.data.rawValue : 0])
         // (A new file's content key is its node's: the row's wrapping serves both.)
         let fileWrappedKey = prepared?.row.wrappedKey ?? Data(masterKey.wrap(key))
-        let fileRecord = FileRecord(
-            id: nil, kind: .data, ownerID: nodeID.rawValue, identityID: "", pool: FileKind.data.pool, mode: .persistent,
-            format: header.format, name: name, wrappedKey: fileWrappedKey, storedSize: Int64(st.st_size), plaintextSize: plaintextSize,
-            created: now, modified: now, lastAccess: now, expiration: 0, migrateToCacheAfterUpload: true, deleteAfterUpload: false)
-        let newNode = prepared.map { prepared in
-            let node = prepared.node, attributes = node.attributes
-            return DriveCommitRecord.NewNode(
-                wrappedKey: prepared.row.wrappedKey, name: node.name, parentID: node.parentID?.rawValue, created: node.created,
-                type: attributes.kind.rawValue, mode: Int64(attributes.mode), mtime: attributes.modifiedSeconds,
-                mtimeNsec: Int64(attributes.modifiedNanoseconds), target: attributes.target, xattrs: prepared.row.extendedAttributes)
+        let record = { (sequence: UInt64) in
+            DriveCommitRecord(
+                sequence: sequence, nodeID: nodeID.rawValue, fileName: name, format: header.format.rawValue, fileWrappedKey: fileWrappedKey,
+                storedSize: Int64(storedSize), plaintextSize: Int64(header.sectionSizes[header.format == .cloudFile ? CloudFileSection.data.rawValue : 0]),
+                time: now, mode: DriveCommitRecord.mode(changes), modified: DriveCommitRecord.Modified(changes), newNode: prepared.map(DriveCommitRecord.NewNode.init))
         }
+        let fileRecord = Self.fileRecord(of: record(0))
         do {
             try file.place(at: finalPath)
             try journal.append { sequence in
-                DriveCommitJournal.Pending(
-                    record: DriveCommitRecord(
-                        sequence: sequence, nodeID: nodeID.rawValue, fileName: name, format: header.format.rawValue,
-                        fileWrappedKey: fileWrappedKey, storedSize: fileRecord.storedSize, plaintextSize: plaintextSize, time: now,
-                        mode: changes.mode.map { Int64($0 & 0o7777) },
-                        modified: changes.modified.map { DriveCommitRecord.Modified(seconds: $0.seconds, nanoseconds: Int64($0.nanoseconds)) },
-                        newNode: newNode),
-                    lockHolder: holder, fileRecord: fileRecord, completion: whenIndexed)
+                DriveCommitJournal.Pending(record: record(sequence), lockHolder: holder, fileRecord: fileRecord, completion: whenIndexed)
             }
         } catch {
             close(fd)
@@ -147,26 +131,17 @@ extension DiskManager {
     /// cannot run.
     func applyDriveCommits(_ batch: [DriveCommitJournal.Pending]) throws(DarkDiskError) -> [DriveCommitOutcome] {
         guard let last = batch.last?.record.sequence else { return [] }
-        let (outcomes, replaced, inserted) = try write { db -> ([DriveCommitOutcome], [String?], [FileRecord?]) in
-            var outcomes: [DriveCommitOutcome] = []
-            var replaced: [String?] = []
-            var inserted: [FileRecord?] = []
+        // Each record's outcome, the version it replaced (deleted once this commits), the row it inserted.
+        typealias Result = (outcome: DriveCommitOutcome, replaced: String?, inserted: FileRecord?)
+        let results = try write { db -> [Result] in
             // Read in the transaction that writes: a record another process's replay wrote meanwhile (a daemon
             // stopped while this batch ran) is not written twice.
-            let applied = try Int64.fetchOne(db.cachedStatement(sql: "SELECT appliedThrough FROM driveJournal WHERE id = 1")) ?? 0
-            for pending in batch {
-                guard pending.record.sequence > UInt64(max(applied, 0)) else {
-                    outcomes.append(.indexed)
-                    replaced.append(nil)
-                    inserted.append(nil)
-                    continue
-                }
+            let applied = UInt64(max(try Int64.fetchOne(db.cachedStatement(sql: "SELECT appliedThrough FROM driveJournal WHERE id = 1")) ?? 0, 0))
+            let results = try batch.map { pending throws -> Result in
+                guard pending.record.sequence > applied else { return (.indexed, nil, nil) }
                 if pending.lockHolder < 0, access(path(name: pending.record.fileName, mode: .persistent), F_OK) != 0 {
                     // A replayed record whose stored file went (removed by hand): nothing to index.
-                    outcomes.append(.dropped(DarkDiskError(.notFound, "its stored file \(pending.record.fileName) is gone")))
-                    replaced.append(nil)
-                    inserted.append(nil)
-                    continue
+                    return (.dropped(DarkDiskError(.notFound, "its stored file \(pending.record.fileName) is gone")), nil, nil)
                 }
                 var fileRecord = pending.fileRecord
                 var old: String?
@@ -175,29 +150,22 @@ extension DiskManager {
                         old = try Self.applyDriveCommit(pending.record, &fileRecord, db, manager: self)
                         return .commit
                     }
-                    outcomes.append(.indexed)
-                    replaced.append(old)
-                    inserted.append(fileRecord)
+                    return (.indexed, old, fileRecord)
                 } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                    outcomes.append(.dropped(DarkDiskError(.database, "node \(pending.record.nodeID): \(error)")))
-                    replaced.append(nil)
-                    inserted.append(nil)
+                    return (.dropped(DarkDiskError(.database, "node \(pending.record.nodeID): \(error)")), nil, nil)
                 } catch is DeletedMeanwhile {
-                    outcomes.append(.dropped(nil))
-                    replaced.append(nil)
-                    inserted.append(nil)
+                    return (.dropped(nil), nil, nil)
                 } catch let error as DarkDiskError {
-                    outcomes.append(.dropped(error))
-                    replaced.append(nil)
-                    inserted.append(nil)
+                    return (.dropped(error), nil, nil)
                 }
+                // (Anything else is the transaction's: the whole batch waits and is tried again.)
             }
             try db.cachedStatement(sql: "UPDATE driveJournal SET appliedThrough = MAX(appliedThrough, ?) WHERE id = 1").execute(arguments: [Int64(last)])
-            return (outcomes, replaced, inserted)
+            return results
         }
-        for (index, pending) in batch.enumerated() {
+        for (pending, result) in zip(batch, results) {
             let finalPath = path(name: pending.record.fileName, mode: .persistent)
-            switch outcomes[index] {
+            switch result.outcome {
             case .indexed:
                 if pending.lockHolder >= 0 {
                     // Exclusive (the writer's) becomes shared (a holder's) for the token that shares it.
@@ -206,15 +174,15 @@ extension DiskManager {
                     }
                     close(pending.lockHolder)
                 }
-                if let old = replaced[index] { deleter.tryDelete(old) }
-                if let record = inserted[index] { notify(record, .imported) }
+                if let old = result.replaced { deleter.tryDelete(old) }
+                if let record = result.inserted { notify(record, .imported) }
             case .dropped(let error):
                 if let error { logger.error("drive file (node \(pending.record.nodeID)): its version could not enter the index: \(error)") }
                 if pending.lockHolder >= 0 { close(pending.lockHolder) }
                 FileOperations.remove(finalPath)
             }
         }
-        return outcomes
+        return results.map(\.outcome)
     }
 
     /// One journaled commit's rows, in the caller's savepoint: the new stored file replaces the node's
@@ -231,30 +199,37 @@ extension DiskManager {
             _ = try old.delete(db)
         }
         try fileRecord.insertRow(db)
-        if let node = record.newNode {
-            // A new node's row goes in with the attributes set since it was made. (Its folder was checked when
-            // it was made; one deleted since, by a pull, leaves it an orphan, shown at the top: never lost.)
-            try insertNodeColumns(db, id: record.nodeID, wrappedKey: node.wrappedKey, name: node.name, parentID: node.parentID,
-                                  created: node.created, type: node.type, mode: record.mode ?? node.mode,
-                                  mtime: record.modified?.seconds ?? node.mtime, mtimeNsec: record.modified?.nanoseconds ?? node.mtimeNsec,
-                                  target: node.target, xattrs: node.xattrs)
-        } else if record.mode != nil || record.modified != nil {
-            try db.cachedStatement(sql: """
-                UPDATE node SET mode = COALESCE(?, mode), mtime = COALESCE(?, mtime), mtimeNsec = COALESCE(?, mtimeNsec)
-                WHERE id = ? AND name IS NOT NULL
-                """).execute(arguments: [record.mode, record.modified?.seconds, record.modified?.nanoseconds, record.nodeID])
-            guard db.changesCount > 0 else { throw DeletedMeanwhile() }
-        } else {
-            guard try String.fetchOne(db.cachedStatement(sql: "SELECT name FROM node WHERE id = ?"), arguments: [record.nodeID]) != nil else {
-                throw DeletedMeanwhile()
-            }
-        }
-        let nodeID = try NodeID(record.nodeID)
-        try queue(db, nodeID, .content, name: nil, parentID: nil, operation: "'content'", now: record.time)
+        // (A new node's folder was checked when it was made; one deleted since, by a pull, leaves it an orphan,
+        // shown at the top: never lost.)
+        try writeCommittedNode(db, try NodeID(record.nodeID), newNode: record.newNode, mode: record.mode, modified: record.modified, now: record.time)
         if record.newNode == nil {
             try db.cachedStatement(sql: "DELETE FROM keepPersistent WHERE nodeID = ? AND kind = ?").execute(arguments: [record.nodeID, FileKind.data.rawValue])
         }
         return oldPath
+    }
+
+    /// The node side of a drive file's commit, in the caller's transaction (a journaled one's and a commit's own):
+    /// a new node's row goes in with the attributes set since it was made; an existing node takes them, and is
+    /// found still named (else `DeletedMeanwhile`: an unlink raced the commit); the upload is queued.
+    static func writeCommittedNode(_ db: Database, _ nodeID: NodeID, newNode: DriveCommitRecord.NewNode?, mode: Int64?,
+                                   modified: DriveCommitRecord.Modified?, now: Double) throws {
+        if let node = newNode {
+            try insertNodeColumns(db, id: nodeID.rawValue, wrappedKey: node.wrappedKey, name: node.name, parentID: node.parentID,
+                                  created: node.created, type: node.type, mode: mode ?? node.mode, mtime: modified?.seconds ?? node.mtime,
+                                  mtimeNsec: modified?.nanoseconds ?? node.mtimeNsec, target: node.target, xattrs: node.xattrs)
+        } else if mode != nil || modified != nil {
+            // One statement sets them and finds the node still named.
+            try db.cachedStatement(sql: """
+                UPDATE node SET mode = COALESCE(?, mode), mtime = COALESCE(?, mtime), mtimeNsec = COALESCE(?, mtimeNsec)
+                WHERE id = ? AND name IS NOT NULL
+                """).execute(arguments: [mode, modified?.seconds, modified?.nanoseconds, nodeID.rawValue])
+            guard db.changesCount > 0 else { throw DeletedMeanwhile() }
+        } else {
+            guard try String.fetchOne(db.cachedStatement(sql: "SELECT name FROM node WHERE id = ?"), arguments: [nodeID.rawValue]) != nil else {
+                throw DeletedMeanwhile()
+            }
+        }
+        try queue(db, nodeID, .content, name: nil, parentID: nil, operation: "'content'", now: now)
     }
 
     /// Writes into the index the records a stopped daemon left in the journal (open at `fd`, locked by the
@@ -298,7 +273,7 @@ extension DiskManager {
         while start < todo.count {
             let slice = todo[start..<min(start + 500, todo.count)]
             let batch = slice.map { record in
-                DriveCommitJournal.Pending(record: record, lockHolder: -1, fileRecord: fileRecord(replaying: record), completion: { _ in })
+                DriveCommitJournal.Pending(record: record, lockHolder: -1, fileRecord: Self.fileRecord(of: record), completion: { _ in })
             }
             let outcomes = try applyDriveCommits(batch)
             written += outcomes.filter { if case .indexed = $0 { true } else { false } }.count
@@ -310,13 +285,38 @@ extension DiskManager {
         return last
     }
 
-    /// The file row a replayed record stands for; a record whose stored file is not there (removed by hand)
-    /// is dropped by its transaction.
-    private func fileRecord(replaying record: DriveCommitRecord) -> FileRecord {
+    /// The file row a journaled record stands for: the node's data, persistent until uploaded.
+    static func fileRecord(of record: DriveCommitRecord) -> FileRecord {
         FileRecord(
             id: nil, kind: .data, ownerID: record.nodeID, identityID: "", pool: FileKind.data.pool, mode: .persistent,
             format: CryptoFileFormat(rawValue: record.format) ?? .cacheFile, name: record.fileName, wrappedKey: record.fileWrappedKey,
             storedSize: record.storedSize, plaintextSize: record.plaintextSize, created: record.time, modified: record.time,
             lastAccess: record.time, expiration: 0, migrateToCacheAfterUpload: true, deleteAfterUpload: false)
+    }
+}
+
+/// A commit's node side, as a record keeps it and as a commit's own transaction writes it.
+extension DriveCommitRecord {
+    /// The permission bits set since the last commit, as the `node` row keeps them.
+    static func mode(_ changes: StagedContent.AttributeChanges) -> Int64? {
+        changes.mode.map { Int64($0 & 0o7777) }
+    }
+}
+
+extension DriveCommitRecord.Modified {
+    /// The modification time set since the last commit, if one was.
+    init?(_ changes: StagedContent.AttributeChanges) {
+        guard let modified = changes.modified else { return nil }
+        self.init(seconds: modified.seconds, nanoseconds: Int64(modified.nanoseconds))
+    }
+}
+
+extension DriveCommitRecord.NewNode {
+    /// The row of a prepared drive file, column by column.
+    init(_ prepared: PreparedDriveFile) {
+        let node = prepared.node, attributes = node.attributes
+        self.init(wrappedKey: prepared.row.wrappedKey, name: node.name, parentID: node.parentID?.rawValue, created: node.created,
+                  type: attributes.kind.rawValue, mode: Int64(attributes.mode), mtime: attributes.modifiedSeconds,
+                  mtimeNsec: Int64(attributes.modifiedNanoseconds), target: attributes.target, xattrs: prepared.row.extendedAttributes)
     }
 }

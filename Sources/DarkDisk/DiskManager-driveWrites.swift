@@ -35,8 +35,8 @@ extension DiskManager {
 
     /// A new drive file made in memory only: its node (ID, key, attributes) and its empty content, checked as
     /// `createDriveFile` checks them but not yet in the index. `insertDriveFile` writes it there; until it
-    /// has, nothing else in the index knows the node (the mount answers a `creat` with it at once, and inserts
-    /// it while the program writes).
+    /// has, nothing else in the index knows the node (the mount answers a `creat` with it at once, and its row
+    /// goes in with the file's first commit, `commitDriveFile(inserting:)`, or when a request reads the index).
     public func prepareDriveFile(named name: String, in parentID: NodeID?, attributes: NodeAttributes) throws(DarkDiskError) -> PreparedDriveFile {
         guard attributes.kind == .file else { throw DarkDiskError(.invalidArgument, "'\(name)': not a file") }
         let key = SymmetricKey.random()
@@ -145,22 +145,10 @@ extension DiskManager {
                 let now = clock.now.timeIntervalSince1970
                 // The new version, its time and its queued upload commit as one.
                 return try placeNodeData(file, header: header, key: content.key, nodeID: nodeID, durable: durable) { db in
-                    if let prepared { try Self.insert(prepared.row, allowingDuplicate: true, db) }
-                    // Deleted while this was written (an unlink racing the last close): nothing is stored.
-                    if changes.mode != nil || changes.modified != nil {
-                        // One statement sets them and finds the node still named.
-                        try db.cachedStatement(sql: """
-                            UPDATE node SET mode = COALESCE(?, mode), mtime = COALESCE(?, mtime), mtimeNsec = COALESCE(?, mtimeNsec)
-                            WHERE id = ? AND name IS NOT NULL
-                            """).execute(arguments: [changes.mode.map { Int64($0 & 0o7777) }, changes.modified?.seconds,
-                                                     changes.modified.map { Int64($0.nanoseconds) }, nodeID.rawValue])
-                        guard db.changesCount > 0 else { throw DeletedMeanwhile() }
-                    } else {
-                        guard try String.fetchOne(db.cachedStatement(sql: "SELECT name FROM node WHERE id = ?"), arguments: [nodeID.rawValue]) != nil else {
-                            throw DeletedMeanwhile()
-                        }
-                    }
-                    try Self.queue(db, nodeID, .content, name: nil, parentID: nil, operation: "'content'", now: now)
+                    // (A new file's folder may have gone since it was made: then the commit fails, storing nothing.)
+                    if let prepared { try Self.checkDriveFolder(prepared.node.parentID, db) }
+                    try Self.writeCommittedNode(db, nodeID, newNode: prepared.map(DriveCommitRecord.NewNode.init),
+                                                mode: DriveCommitRecord.mode(changes), modified: DriveCommitRecord.Modified(changes), now: now)
                 }
             }
         } catch {

@@ -142,14 +142,7 @@ extension DiskManager {
                        also: @escaping (Database) throws -> Void) throws(DarkDiskError) -> DiskExport {
         let name = file.intendedName ?? FileOperations.randomName()
         let finalPath = path(name: name, mode: .persistent)
-        // Locked exclusively until its row commits, so that no orphan sweep (in any process) takes it for
-        // debris; the token's descriptor shares the lock, and turns it into a holder's after.
-        try FileOperations.lock(file.fileDescriptor, .exclusive, path: finalPath)
-        var st = stat()
-        guard fstat(file.fileDescriptor, &st) == 0 else { throw .posix("cannot stat the new version of", path: finalPath) }
-        if durable, fsync(file.fileDescriptor) != 0 { throw .posix("cannot flush", path: finalPath) }
-        let fd = dup(file.fileDescriptor)
-        guard fd >= 0 else { throw .posix("cannot duplicate the descriptor of", path: finalPath) }
+        let (fd, storedSize) = try lockForPlacing(file, at: finalPath, durable: durable)
         do {
             try file.place(at: finalPath)
             if durable { try FileOperations.syncDirectory(of: finalPath) }
@@ -157,7 +150,7 @@ extension DiskManager {
             version.storePersistently = true
             version.migrateToCacheAfterUpload = true
             let export = try recordStoredFile(
-                fd, at: finalPath, name: name, header: header, fileKey: key, storedSize: UInt64(st.st_size),
+                fd, at: finalPath, name: name, header: header, fileKey: key, storedSize: storedSize,
                 kind: .data, owner: nodeID.rawValue, identity: "", mode: .persistent, diskImport: version, also: also)
             if durable { syncIndex() }
             return export
@@ -166,6 +159,20 @@ extension DiskManager {
             if file.isPlaced { FileOperations.remove(finalPath) }
             throw error
         }
+    }
+
+    /// Locks the new version `file`, to be named `finalPath`, exclusively until its row is in the index, so that
+    /// no orphan sweep (in any process) takes it for debris; its stored size, and a descriptor that shares the
+    /// lock (the caller's to close: a retain token's, which turns the lock into a holder's after). `durable`:
+    /// flushed first.
+    func lockForPlacing(_ file: UnnamedFile, at finalPath: String, durable: Bool) throws(DarkDiskError) -> (fd: Int32, storedSize: UInt64) {
+        try FileOperations.lock(file.fileDescriptor, .exclusive, path: finalPath)
+        var st = stat()
+        guard fstat(file.fileDescriptor, &st) == 0 else { throw .posix("cannot stat the new version of", path: finalPath) }
+        if durable, fsync(file.fileDescriptor) != 0 { throw .posix("cannot flush", path: finalPath) }
+        let fd = dup(file.fileDescriptor)
+        guard fd >= 0 else { throw .posix("cannot duplicate the descriptor of", path: finalPath) }
+        return (fd, UInt64(st.st_size))
     }
 
     /// Records the stored file at `finalPath` (open at `fd`, locked exclusively) in the index, replacing the

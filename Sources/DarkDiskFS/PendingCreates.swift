@@ -4,8 +4,8 @@ import Foundation
 import Synchronization
 
 /// The drive files the mount has made but not yet written to the index. `creat` is answered from the node
-/// made in memory; its row goes into the index with the file's first commit, in that commit's transaction
-/// (`take`), so a `tar x` pays one transaction per file, not two. Every request that reads or changes the
+/// made in memory; its row goes into the index with the file's first commit, in that commit's journal record
+/// or transaction (`take`), so a `tar x` pays one write per file, not two. Every request that reads or changes the
 /// drive's index first puts the rows still waiting there (`drain`), so nothing the kernel asks can miss a
 /// file it was told of; a commit whose insert failed there fails with that error. Nothing is promised of a
 /// file before its `close`, its `fsync` or its folder's `fsync` returns (DESIGN §10): a daemon killed before
