@@ -42,7 +42,15 @@ extension DiskManager {
 
     /// The drive node `nodeID`, if the outline names it.
     public func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
-        try lookupRead { db in try Self.namedDriveNode(nodeID, db) }
+        // (Nil from the lookup connection: none to use; `.some(nil)`: the outline does not name the node.)
+        if let found = withLookupConnection({ connection throws(DriveLookupConnection.Failure) in try connection.node(nodeID.rawValue) }) {
+            guard let (columns, parentIsFolder) = found else { return nil }
+            let parent = columns.parentID.flatMap { try? NodeID($0) }
+            do { return try Self.driveNode(from: columns, in: parentIsFolder ? parent : nil) } catch {
+                throw DarkDiskError(.database, "index read failed: \(error)")
+            }
+        }
+        return try quickRead { db in try Self.namedDriveNode(nodeID, db) }
     }
 
     /// The drive nodes of `ids` that the outline names, by ID, in one read (the store watcher asks for every
@@ -61,18 +69,18 @@ extension DiskManager {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(driveColumns) FROM node WHERE id = ? AND name IS NOT NULL"),
                                          arguments: [id.rawValue]) else { return nil }
         let parent = (row[2] as String?).flatMap { try? NodeID($0) }
-        return try driveNode(from: row, in: try parent.map { try isDriveFolder($0, db) } == true ? parent : nil)
+        return try driveNode(from: DriveColumns(row), in: try parent.map { try isDriveFolder($0, db) } == true ? parent : nil)
     }
 
     /// The drive nodes in folder `parentID` (nil: the top), in one indexed query.
     public func driveChildren(of parentID: NodeID?) throws(DarkDiskError) -> [DriveNode] {
         try read { db in
             var nodes = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name IS NOT NULL",
-                                         arguments: [parentID?.rawValue]).compactMap { try Self.driveNode(from: $0, in: parentID) }
+                                         arguments: [parentID?.rawValue]).compactMap { try Self.driveNode(from: DriveColumns($0), in: parentID) }
             if parentID == nil {
                 // Nodes whose parent is missing, or is not a folder, are shown at the top.
                 nodes += try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node AS child WHERE name IS NOT NULL AND \(Self.orphan)")
-                    .compactMap { try Self.driveNode(from: $0, in: nil) }
+                    .compactMap { try Self.driveNode(from: DriveColumns($0), in: nil) }
             }
             return nodes
         }
@@ -106,7 +114,7 @@ extension DiskManager {
                                      to listed: inout [DriveListedNode]) throws {
         let rows = try Row.fetchCursor(statement, arguments: arguments)
         while let row = try rows.next() {
-            guard let node = try driveNode(from: row, in: folder) else { continue }
+            guard let node = try driveNode(from: DriveColumns(row), in: folder) else { continue }
             var data: StoredFile?
             if let fileID: Int64 = row[12], let mode = (row[13] as String?).flatMap(StorageMode.init),
                let format = (row[19] as UInt8?).flatMap(CryptoFileFormat.init) {
@@ -123,34 +131,46 @@ extension DiskManager {
     /// The drive nodes named `name` in folder `parentID` (nil: the top): usually one, more when two machines
     /// gave one name in one folder (`DriveNames`).
     public func driveChildren(of parentID: NodeID?, named name: String) throws(DarkDiskError) -> [DriveNode] {
-        try lookupRead { db in
+        if let parentID, let rows = withLookupConnection({ connection throws(DriveLookupConnection.Failure) in
+            try connection.children(of: parentID.rawValue, named: name)
+        }) {
+            do { return try rows.compactMap { try Self.driveNode(from: $0, in: parentID) } } catch {
+                throw DarkDiskError(.database, "index read failed: \(error)")
+            }
+        }
+        return try quickRead { db in
             var nodes = try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name = ?"),
-                                         arguments: [parentID?.rawValue, name]).compactMap { try Self.driveNode(from: $0, in: parentID) }
+                                         arguments: [parentID?.rawValue, name]).compactMap { try Self.driveNode(from: DriveColumns($0), in: parentID) }
             if parentID == nil {
                 nodes += try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node AS child WHERE name = ? AND \(Self.orphan)"), arguments: [name])
-                    .compactMap { try Self.driveNode(from: $0, in: nil) }
+                    .compactMap { try Self.driveNode(from: DriveColumns($0), in: nil) }
             }
             return nodes
         }
     }
 
-    /// A row of `driveColumns` (first, in that order) as a drive node shown in `folder` (nil: the top, as the
-    /// query that found it knows); nil for a name no folder can show: `.`, `..`, or one with a `/`.
-    private static func driveNode(from row: Row, in folder: NodeID?) throws -> DriveNode? {
-        guard let id = try? NodeID(row[0] as String), let name: String = row[1], !name.isEmpty,
+    /// A node's drive columns as a drive node shown in `folder` (nil: the top, as the query that found it
+    /// knows); nil for a name no folder can show: `.`, `..`, or one with a `/`.
+    private static func driveNode(from columns: DriveColumns, in folder: NodeID?) throws -> DriveNode? {
+        guard let id = try? NodeID(columns.id), let name = columns.name, !name.isEmpty,
               !name.utf8.contains(UInt8(ascii: "/")), name != ".", name != ".." else { return nil }
-        let mode: Int64? = row[5]
-        let nanoseconds: Int64? = row[7]
-        let extended: Data? = row[9]
         let attributes = NodeAttributes(
-            kind: (row[4] as String?).flatMap(NodeAttributes.Kind.init) ?? .file, mode: mode.map { UInt32($0) },
-            modifiedSeconds: row[6], modifiedNanoseconds: UInt32(nanoseconds ?? 0), target: row[8],
-            extendedAttributes: try extendedAttributes(fromColumn: extended))
-        return DriveNode(id: id, name: name, parentID: folder, created: row[3], attributes: attributes)
+            kind: columns.type.flatMap(NodeAttributes.Kind.init) ?? .file, mode: columns.mode.map { UInt32($0) },
+            modifiedSeconds: columns.mtime, modifiedNanoseconds: UInt32(columns.mtimeNsec ?? 0), target: columns.target,
+            extendedAttributes: try extendedAttributes(fromColumn: columns.xattrs))
+        return DriveNode(id: id, name: name, parentID: folder, created: columns.created, attributes: attributes)
     }
 
     static func isDriveFolder(_ id: NodeID, _ db: Database) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM node WHERE id = ? AND type = 'folder' AND name IS NOT NULL"),
                           arguments: [id.rawValue]) ?? false
+    }
+}
+
+extension DriveColumns {
+    /// A row of `driveColumns` (first, in that order), read through GRDB.
+    init(_ row: Row) {
+        self.init(id: row[0] ?? "", name: row[1], parentID: row[2], created: row[3], type: row[4], mode: row[5],
+                  mtime: row[6], mtimeNsec: row[7], target: row[8], xattrs: row[9])
     }
 }

@@ -48,6 +48,7 @@ extension DiskManager {
             return try self.applyDriveCommits(batch)
         }, logger: { logger.warning("\($0)") })
         driveJournal.withLock { $0 = journal }
+        startUnnamedFilePool()
         return true
     }
 
@@ -57,6 +58,7 @@ extension DiskManager {
     @discardableResult
     public func stopDriveJournal(timeout: Double) -> Bool {
         guard let journal = driveJournal.withLock({ state in defer { state = nil }; return state }) else { return true }
+        unnamedFiles.withLock { $0 = nil }
         let done = journal.drain(timeout: timeout)
         journal.stop()
         return done

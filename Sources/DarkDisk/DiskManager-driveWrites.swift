@@ -47,14 +47,16 @@ extension DiskManager {
     /// Writes a prepared drive file's node into the index. `allowingDuplicate`: another node may hold the name
     /// already (made meanwhile by another process; the drive shows both, DESIGN §10), else that is `.exists`.
     public func insertDriveFile(_ prepared: PreparedDriveFile, allowingDuplicate: Bool = false) throws(DarkDiskError) {
-        // (A name refused if taken is looked for after the journal's new files are in.)
-        if !allowingDuplicate { drainDriveCommits() }
+        // (A name refused if taken is looked for after the journal's new files of that name are in.)
+        if !allowingDuplicate, hasPendingDriveCommit(named: prepared.node.name, in: prepared.node.parentID) { drainDriveCommits() }
         try insert(prepared.row, allowingDuplicate: allowingDuplicate)
     }
 
     private func insertDriveNode(named name: String, in parentID: NodeID?, attributes: NodeAttributes, key: SymmetricKey) throws(DarkDiskError) -> DriveNode {
-        // (After what the drive's journal holds: its commits may make or change this node.)
-        drainDriveCommits()
+        // A new node's ID is its own: the journal's records can only collide with its name, and a name refused if
+        // taken is looked for after the journal's new files of that name are in. (Waiting for all of them made
+        // each `mkdir` of a `tar x` wait for the index: 0.7–1.2 ms instead of 0.2.)
+        if hasPendingDriveCommit(named: name, in: parentID) { drainDriveCommits() }
         let row = try newDriveNodeRow(named: name, in: parentID, attributes: attributes, key: key)
         try insert(row, allowingDuplicate: false)
         let id = row.node.id
@@ -139,9 +141,10 @@ extension DiskManager {
         }
         do {
             return try content.commit { (file, header, changes) throws(DarkDiskError) -> DiskExport in
-                // A transaction of its own comes after what the journal holds, this node's versions among them;
-                // waited for under the content's lock, so no `close` journals an older version meanwhile.
-                journal?.drain()
+                // A transaction of its own comes after this node's versions that the journal holds; looked for
+                // (and waited for) under the content's lock, so no `close` journals an older version meanwhile.
+                // (Other nodes' records do not touch this one: a `mkdir` waited for them all, 0.5 ms.)
+                if let journal, journal.isPending(node: nodeID.rawValue) { journal.drain() }
                 let now = clock.now.timeIntervalSince1970
                 // The new version, its time and its queued upload commit as one.
                 return try placeNodeData(file, header: header, key: content.key, nodeID: nodeID, durable: durable) { db in

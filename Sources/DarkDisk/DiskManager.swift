@@ -25,13 +25,13 @@ public final class DiskManager: Sendable {
     let maintenanceTimer = Locked<MaintenanceTimer?>(nil)
     /// Checkpoints the index off every writer's path (nil: read-only, or SQLite's own checkpoints).
     let checkpointer: IndexCheckpointer?
-    /// A read-only connection of its own for the drive's lookups (`lookupRead`): opened at the first, given
+    /// A read-only connection of its own for the drive's lookups (`withLookupConnection`): opened at the first, given
     /// up for good (`.unusable`) if it cannot be opened or fails; never opened for a read-only store.
     let lookupConnection: Locked<LookupConnection>
 
     enum LookupConnection {
         case unopened
-        case open(DatabaseQueue)
+        case open(DriveLookupConnection)
         case unusable
     }
     let broadcaster = ChangeBroadcaster()
@@ -40,6 +40,8 @@ public final class DiskManager: Sendable {
     let changeLogSeen = Locked<(seq: Int64, rounds: Int)>((0, 0))
     /// The drive's commit journal, in the instance that writes it (`startDriveJournal`: the mount daemon).
     let driveJournal = Locked<DriveCommitJournal?>(nil)
+    /// New persistent stored files made ahead of need while the drive journals (the mount daemon).
+    let unnamedFiles = Locked<UnnamedFilePool?>(nil)
     /// Orphans the start-up sweep found locked (by a reader of the same inode); each maintenance round retries them.
     let lockedOrphans = Locked<Set<String>>([])
     /// How often the timer enforces expiry, pool limits and the free-space floor.
@@ -197,28 +199,24 @@ public final class DiskManager: Sendable {
         }
     }
 
-    /// Runs a lookup (one short indexed statement, or a few that need not see one snapshot) on a read-only
-    /// connection of its own, as it is: no pool checkout, no `PRAGMA schema_version`, no transaction, which
-    /// GRDB's reads add and which cost more than a drive lookup's query. Lookups take turns on it; anything
-    /// longer reads through the pool. A store opened read-only (its index is a private copy) reads through
-    /// the pool, and so does every lookup after the connection cannot be opened or fails.
-    func lookupRead<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {
-        let connection: DatabaseQueue? = lookupConnection.withLock { state in
+    /// Runs `body` on the drive's lookup connection (`DriveLookupConnection`), opened at the first call; nil
+    /// when there is none: a store opened read-only (its index is a private copy), or one that could not be
+    /// opened or failed once (given up for good, logged). The caller then reads through the pool. Lookups
+    /// take turns on it.
+    func withLookupConnection<T>(_ body: (DriveLookupConnection) throws(DriveLookupConnection.Failure) -> T) -> T? {
+        lookupConnection.withLock { state -> T? in
             if case .unopened = state {
-                var config = Configuration()
-                config.readonly = true
-                config.busyMode = .timeout(10)
-                config.label = "darkdisk.index.lookups"
-                state = (try? DatabaseQueue(path: location.indexPath, configuration: config)).map { .open($0) } ?? .unusable
+                do { state = .open(try DriveLookupConnection(path: location.indexPath)) } catch {
+                    logger.warning("\(error); lookups read through the pool")
+                    state = .unusable
+                }
             }
-            if case .open(let connection) = state { return connection }
-            return nil
-        }
-        guard let connection else { return try quickRead(body) }
-        do { return try connection.inDatabase(body) } catch let error as DarkDiskError { throw error } catch {
-            logger.warning("the index's lookup connection failed (\(error)); lookups read through the pool from now on")
-            lookupConnection.withLock { $0 = .unusable }
-            return try quickRead(body)
+            guard case .open(let connection) = state else { return nil }
+            do { return try body(connection) } catch {
+                logger.warning("the index's lookup connection failed (\(error)); lookups read through the pool from now on")
+                state = .unusable
+                return nil
+            }
         }
     }
 

@@ -400,6 +400,11 @@ extension DiskManager {
     /// An unnamed file for a new stored file: made in the folder it will be placed in, under the name it
     /// will get, where the file system allows; else in the staging folder.
     func newStoredFile(mode: StorageMode) throws(DarkDiskError) -> UnnamedFile {
+        if mode == .persistent, let file = unnamedFiles.withLock({ $0 })?.take() { return file }
+        return try makeStoredFile(mode: mode)
+    }
+
+    private func makeStoredFile(mode: StorageMode) throws(DarkDiskError) -> UnnamedFile {
         let name = FileOperations.randomName()
         let root = mode == .persistent ? location.persistentFiles : location.cacheFiles
         let folder = root + "/" + name.prefix(2)
@@ -410,5 +415,12 @@ extension DiskManager {
         let staging = mode == .persistent ? location.persistentStaging : location.cacheStaging
         try FileOperations.makeDirectory(staging)
         return try UnnamedFile(in: staging)
+    }
+
+    /// Starts making new persistent stored files ahead of need (`UnnamedFilePool`), for as long as the drive
+    /// journals.
+    func startUnnamedFilePool() {
+        let pool = UnnamedFilePool { [weak self] in try? self?.makeStoredFile(mode: .persistent) }
+        unnamedFiles.withLock { $0 = pool }
     }
 }

@@ -18,6 +18,12 @@ final class UnnamedFile: Sendable {
     let intendedName: String?
     private let placed = Locked(false)
 
+    /// This process's `/proc/self/fd` (`O_PATH`), opened once; -1 where there is none (then the full path).
+    private static let descriptors: Int32 = open("/proc/self/fd", UnnamedFile.pathOnly | O_DIRECTORY | O_CLOEXEC)
+
+    /// Linux's `O_PATH` (Glibc does not export it to Swift).
+    private static let pathOnly: Int32 = 0o10000000
+
     /// Linux's `O_TMPFILE` (a macro Swift does not import): `__O_TMPFILE | O_DIRECTORY`.
     private static let tmpfile: Int32 = 0o20000000 | O_DIRECTORY
 
@@ -70,12 +76,14 @@ final class UnnamedFile: Sendable {
             guard rename(temporaryPath, path) == 0 else { throw .posix("cannot move \(temporaryPath) to", path: path) }
             StagingFiles.unregister(temporaryPath)
         } else {
-            let source = "/proc/self/fd/\(fileDescriptor)"
+            // (Named relative to this process's `/proc/self/fd`, kept open: walking `/proc/self/fd/` for every
+            // file cost a third of the link.)
+            let (folder, source) = Self.descriptors >= 0 ? (Self.descriptors, "\(fileDescriptor)") : (AT_FDCWD, "/proc/self/fd/\(fileDescriptor)")
             // The folder is made when the link finds it missing (once per folder), not looked for every time.
-            if linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0 {
+            if linkat(folder, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0 {
                 guard errno == ENOENT else { throw .posix("cannot name the new file", path: path) }
                 try FileOperations.makeDirectory((path as NSString).deletingLastPathComponent)
-                guard linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 else {
+                guard linkat(folder, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 else {
                     throw .posix("cannot name the new file", path: path)
                 }
             }

@@ -3,6 +3,7 @@ import DarkDiskCrypto
 import DarkDiskSystem
 import Foundation
 import DarkDiskSync
+import GRDB
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -28,6 +29,10 @@ import Glibc
 
         manager.drainDriveCommits()
         #expect(outcomes.indexed == 1)
+        // The batch's savepoints journal in memory: a temporary file per transaction (SQLite's default) cost
+        // every new inode of the disk's group more while it was freshly deleted (ext4 without a journal).
+        #expect(try manager.database.write { try Int.fetchOne($0, sql: "PRAGMA temp_store") } == 2)
+        #expect(try manager.database.read { try Int.fetchOne($0, sql: "PRAGMA temp_store") } == 2)
         #expect(try manager.driveNode(prepared.node.id)?.name == "a.bin")
         #expect(try decrypt(try #require(try manager.nodeFile(prepared.node.id, kind: .data))) == bytes)
         #expect(try manager.uploadQueue().map(\.nodeID).contains(prepared.node.id))
@@ -133,6 +138,69 @@ import Glibc
         #expect(earlier.removeOrphan(first.storedPath) == .notOrphan)
         #expect(try decrypt(try #require(try earlier.nodeFile(first.id, kind: .data))) == first.latest)
         #expect(try decrypt(try #require(try earlier.nodeFile(second.id, kind: .data))) == second.latest)
+    }
+
+    /// A new folder or link waits for the journal only when a waiting record makes its name in its folder:
+    /// then the name is taken (`exists`); any other name is made at once, the journal still waiting.
+    @Test func aNewFolderWaitsForTheJournalOnlyForItsOwnName() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let folder = try manager.createDriveNode(named: "docs", in: nil, attributes: NodeAttributes(kind: .folder))
+        // A journal whose index side waits for the test's word.
+        let gate = DispatchSemaphore(value: 0)
+        let fd = open(manager.driveJournalPath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        let journal = DriveCommitJournal(path: manager.driveJournalPath, fd: fd, after: 0, apply: { [weak manager] batch throws(DarkDiskError) in
+            gate.wait()
+            gate.signal()
+            guard let manager else { throw DarkDiskError(.io, "the store was closed") }
+            return try manager.applyDriveCommits(batch)
+        }, logger: { _ in })
+        manager.driveJournal.withLock { $0 = journal }
+        defer {
+            gate.signal()
+            journal.stop()
+            manager.driveJournal.withLock { $0 = nil }
+        }
+        let pending = try manager.prepareDriveFile(named: "taken", in: folder.id, attributes: NodeAttributes(kind: .file))
+        _ = try manager.commitDriveFile(pending.node.id, content: pending.content, inserting: pending) { _ in }
+        #expect(manager.hasPendingDriveCommit(named: "taken", in: folder.id))
+
+        // (Each `mkdir` on a thread of its own: one that waited for the journal would wait for the gate.)
+        let folderID = folder.id
+        func makeFolder(named name: String) -> (finished: DispatchSemaphore, result: Locked<Result<DriveNode, DarkDiskError>?>) {
+            let finished = DispatchSemaphore(value: 0)
+            let result = Locked<Result<DriveNode, DarkDiskError>?>(nil)
+            DispatchQueue.global().async {
+                let made = Result { () throws(DarkDiskError) in
+                    try manager.createDriveNode(named: name, in: folderID, attributes: NodeAttributes(kind: .folder))
+                }
+                result.withLock { $0 = made }
+                finished.signal()
+            }
+            return (finished, result)
+        }
+        // Another name: made while the record still waits.
+        let other = makeFolder(named: "other")
+        #expect(other.finished.wait(timeout: .now() + 10) == .success)
+        #expect(manager.hasPendingDriveCommit(named: "taken", in: folder.id))
+        // (The record lets go, and the gate closes again behind it.)
+        gate.signal()
+        gate.wait()
+        let made = try #require(try other.result.withLock({ $0 })?.get())
+        #expect(try manager.driveNode(made.id)?.name == "other")
+
+        // The waiting record's name: refused once the record is in (not a second node of that name).
+        let more = try manager.prepareDriveFile(named: "taken2", in: folder.id, attributes: NodeAttributes(kind: .file))
+        _ = try manager.commitDriveFile(more.node.id, content: more.content, inserting: more) { _ in }
+        let taken = makeFolder(named: "taken2")
+        #expect(taken.finished.wait(timeout: .now() + 0.3) == .timedOut)
+        gate.signal()
+        #expect(taken.finished.wait(timeout: .now() + 10) == .success)
+        let error = #expect(throws: DarkDiskError.self) { _ = try taken.result.withLock({ $0 })?.get() }
+        #expect(error?.code == .exists)
+        #expect(try manager.driveChildren(of: folder.id, named: "taken2").map(\.id) == [more.node.id])
+        #expect(try manager.driveChildren(of: folder.id, named: "taken").map(\.id) == [pending.node.id])
     }
 
     // MARK: Helpers
