@@ -40,6 +40,9 @@ extension DiskManager {
                           AND parent.name IS NOT NULL)
         """
 
+    /// The nodes named `?` shown at the top because their folder is not one (read through the `node_name` index).
+    static let orphansNamed = "SELECT \(driveColumns) FROM node AS child WHERE name = ? AND \(orphan)"
+
     /// The drive node `nodeID`, if the outline names it.
     public func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
         // (Nil from the lookup connection: none to use; `.some(nil)`: the outline does not name the node.)
@@ -142,7 +145,7 @@ extension DiskManager {
             var nodes = try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name = ?"),
                                          arguments: [parentID?.rawValue, name]).compactMap { try Self.driveNode(from: DriveColumns($0), in: parentID) }
             if parentID == nil {
-                nodes += try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node AS child WHERE name = ? AND \(Self.orphan)"), arguments: [name])
+                nodes += try Row.fetchAll(db.cachedStatement(sql: Self.orphansNamed), arguments: [name])
                     .compactMap { try Self.driveNode(from: DriveColumns($0), in: nil) }
             }
             return nodes

@@ -367,6 +367,12 @@ enum IndexDatabase {
                 INSERT INTO driveJournal (id, appliedThrough) VALUES (1, 0);
                 """)
         }
+        migrator.registerMigration("v22: nodes by name") { db in
+            // A name looked up at the top of the drive is also looked for among the nodes shown there because
+            // their folder is not one (orphans): without this index that read every node, once per lookup
+            // (1 ms at 10,000 nodes; a `tar x` looks up each top-level folder it makes).
+            try db.execute(sql: "CREATE INDEX node_name ON node(name) WHERE name IS NOT NULL")
+        }
         return migrator
     }
 

@@ -1,5 +1,6 @@
 import DarkDiskSync
 import Foundation
+import Synchronization
 import DarkDiskSystem
 #if canImport(Glibc)
 import Glibc
@@ -21,8 +22,25 @@ final class UnnamedFile: Sendable {
     /// This process's `/proc/self/fd` (`O_PATH`), opened once; -1 where there is none (then the full path).
     private static let descriptors: Int32 = open("/proc/self/fd", UnnamedFile.pathOnly | O_DIRECTORY | O_CLOEXEC)
 
-    /// Linux's `O_PATH` (Glibc does not export it to Swift).
+    /// Linux's `O_PATH` and `AT_EMPTY_PATH` (Glibc does not export them to Swift).
     private static let pathOnly: Int32 = 0o10000000
+    private static let emptyPath: Int32 = 0x1000
+
+    /// Whether `linkat` may name a file by its descriptor (`AT_EMPTY_PATH`): Linux 6.10 and later allow it to
+    /// the file's opener, earlier ones only with `CAP_DAC_READ_SEARCH`. Cleared at the first refusal.
+    private static let linksByDescriptor = Atomic<Bool>(true)
+
+    /// Links the file at `path`; whether it did (else `errno` says why). By its descriptor where the kernel
+    /// allows it, else through `/proc/self/fd` (walking that path cost a quarter of the link).
+    private func link(to path: String) -> Bool {
+        if Self.linksByDescriptor.load(ordering: .relaxed) {
+            if linkat(fileDescriptor, "", AT_FDCWD, path, Self.emptyPath) == 0 { return true }
+            guard errno == EPERM || errno == EINVAL else { return false }
+            Self.linksByDescriptor.store(false, ordering: .relaxed)
+        }
+        let (folder, source) = Self.descriptors >= 0 ? (Self.descriptors, "\(fileDescriptor)") : (AT_FDCWD, "/proc/self/fd/\(fileDescriptor)")
+        return linkat(folder, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0
+    }
 
     /// Linux's `O_TMPFILE` (a macro Swift does not import): `__O_TMPFILE | O_DIRECTORY`.
     private static let tmpfile: Int32 = 0o20000000 | O_DIRECTORY
@@ -76,16 +94,11 @@ final class UnnamedFile: Sendable {
             guard rename(temporaryPath, path) == 0 else { throw .posix("cannot move \(temporaryPath) to", path: path) }
             StagingFiles.unregister(temporaryPath)
         } else {
-            // (Named relative to this process's `/proc/self/fd`, kept open: walking `/proc/self/fd/` for every
-            // file cost a third of the link.)
-            let (folder, source) = Self.descriptors >= 0 ? (Self.descriptors, "\(fileDescriptor)") : (AT_FDCWD, "/proc/self/fd/\(fileDescriptor)")
             // The folder is made when the link finds it missing (once per folder), not looked for every time.
-            if linkat(folder, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0 {
+            if !link(to: path) {
                 guard errno == ENOENT else { throw .posix("cannot name the new file", path: path) }
                 try FileOperations.makeDirectory((path as NSString).deletingLastPathComponent)
-                guard linkat(folder, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 else {
-                    throw .posix("cannot name the new file", path: path)
-                }
+                guard link(to: path) else { throw .posix("cannot name the new file", path: path) }
             }
         }
         placed.withLock { $0 = true }

@@ -146,17 +146,7 @@ import Glibc
         let store = try TemporaryStore()
         let manager = try store.create()
         let folder = try manager.createDriveNode(named: "docs", in: nil, attributes: NodeAttributes(kind: .folder))
-        // A journal whose index side waits for the test's word.
-        let gate = DispatchSemaphore(value: 0)
-        let fd = open(manager.driveJournalPath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        try #require(fd >= 0)
-        let journal = DriveCommitJournal(path: manager.driveJournalPath, fd: fd, after: 0, apply: { [weak manager] batch throws(DarkDiskError) in
-            gate.wait()
-            gate.signal()
-            guard let manager else { throw DarkDiskError(.io, "the store was closed") }
-            return try manager.applyDriveCommits(batch)
-        }, logger: { _ in })
-        manager.driveJournal.withLock { $0 = journal }
+        let (gate, journal) = try gatedJournal(manager)
         defer {
             gate.signal()
             journal.stop()
@@ -166,19 +156,9 @@ import Glibc
         _ = try manager.commitDriveFile(pending.node.id, content: pending.content, inserting: pending) { _ in }
         #expect(manager.hasPendingDriveCommit(named: "taken", in: folder.id))
 
-        // (Each `mkdir` on a thread of its own: one that waited for the journal would wait for the gate.)
         let folderID = folder.id
         func makeFolder(named name: String) -> (finished: DispatchSemaphore, result: Locked<Result<DriveNode, DarkDiskError>?>) {
-            let finished = DispatchSemaphore(value: 0)
-            let result = Locked<Result<DriveNode, DarkDiskError>?>(nil)
-            DispatchQueue.global().async {
-                let made = Result { () throws(DarkDiskError) in
-                    try manager.createDriveNode(named: name, in: folderID, attributes: NodeAttributes(kind: .folder))
-                }
-                result.withLock { $0 = made }
-                finished.signal()
-            }
-            return (finished, result)
+            inBackground { () throws(DarkDiskError) in try manager.createDriveNode(named: name, in: folderID, attributes: NodeAttributes(kind: .folder)) }
         }
         // Another name: made while the record still waits.
         let other = makeFolder(named: "other")
@@ -203,7 +183,74 @@ import Glibc
         #expect(try manager.driveChildren(of: folder.id, named: "taken").map(\.id) == [pending.node.id])
     }
 
+    /// An attribute change (`chmod`, `touch` of a file not open, a folder's mode and time) waits for the
+    /// journal only when a waiting record is its node's: then it lands after that record, not under it.
+    @Test func anAttributeChangeWaitsForTheJournalOnlyForItsOwnNode() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let folder = try manager.createDriveNode(named: "docs", in: nil, attributes: NodeAttributes(kind: .folder, mode: 0o755))
+        let (gate, journal) = try gatedJournal(manager)
+        defer {
+            gate.signal()
+            journal.stop()
+            manager.driveJournal.withLock { $0 = nil }
+        }
+        let pending = try manager.prepareDriveFile(named: "a.txt", in: folder.id, attributes: NodeAttributes(kind: .file, mode: 0o600))
+        #expect(pending.content.deferAttributes(mode: 0o640, modified: nil))
+        _ = try manager.commitDriveFile(pending.node.id, content: pending.content, inserting: pending) { _ in }
+        #expect(manager.hasPendingDriveCommit(pending.node.id))
+
+        // Another node's: changed while the record waits.
+        let folderID = folder.id, fileID = pending.node.id
+        let other = inBackground { () throws(DarkDiskError) in
+            try manager.updateDriveAttributes(folderID) { $0.mode = 0o700 }
+        }
+        #expect(other.finished.wait(timeout: .now() + 10) == .success)
+        #expect(manager.hasPendingDriveCommit(pending.node.id))
+        #expect(try other.result.withLock({ $0 })?.get().mode == 0o700)
+
+        // The waiting record's node: changed once the record is in, so the change is what stays.
+        let own = inBackground { () throws(DarkDiskError) in
+            try manager.updateDriveAttributes(fileID) { $0.mode = 0o444 }
+        }
+        #expect(own.finished.wait(timeout: .now() + 0.3) == .timedOut)
+        gate.signal()
+        #expect(own.finished.wait(timeout: .now() + 10) == .success)
+        #expect(try own.result.withLock({ $0 })?.get().mode == 0o444)
+        #expect(try manager.driveNode(pending.node.id)?.attributes.mode == 0o444)
+        #expect(try manager.driveNode(folder.id)?.attributes.mode == 0o700)
+    }
+
     // MARK: Helpers
+
+    /// A journal for `manager` whose index side waits for the test's word: each batch passes once the
+    /// returned semaphore is signalled (and signals it again behind it).
+    private func gatedJournal(_ manager: DiskManager) throws -> (DispatchSemaphore, DriveCommitJournal) {
+        let gate = DispatchSemaphore(value: 0)
+        let fd = open(manager.driveJournalPath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        let journal = DriveCommitJournal(path: manager.driveJournalPath, fd: fd, after: 0, apply: { [weak manager] batch throws(DarkDiskError) in
+            gate.wait()
+            gate.signal()
+            guard let manager else { throw DarkDiskError(.io, "the store was closed") }
+            return try manager.applyDriveCommits(batch)
+        }, logger: { _ in })
+        manager.driveJournal.withLock { $0 = journal }
+        return (gate, journal)
+    }
+
+    /// Runs `body` on a thread of its own: a call that waited for a gated journal would wait for the gate.
+    private func inBackground<T: Sendable>(_ body: @escaping @Sendable () throws(DarkDiskError) -> T)
+        -> (finished: DispatchSemaphore, result: Locked<Result<T, DarkDiskError>?>) {
+        let finished = DispatchSemaphore(value: 0)
+        let result = Locked<Result<T, DarkDiskError>?>(nil)
+        DispatchQueue.global().async {
+            let outcome = Result { () throws(DarkDiskError) in try body() }
+            result.withLock { $0 = outcome }
+            finished.signal()
+        }
+        return (finished, result)
+    }
 
     struct Written {
         let id: NodeID
