@@ -405,22 +405,29 @@ extension DiskManager {
     }
 
     private func makeStoredFile(mode: StorageMode) throws(DarkDiskError) -> UnnamedFile {
+        if let file = try unnamedStoredFile(mode: mode) { return file }
+        let staging = mode == .persistent ? location.persistentStaging : location.cacheStaging
+        try FileOperations.makeDirectory(staging)
+        return try UnnamedFile(in: staging)
+    }
+
+    /// A new `O_TMPFILE` in the shard folder of the name it will get; nil where the file system has none
+    /// (then a named stand-in in the staging folder serves, made only when needed: the orphan sweep removes
+    /// stand-ins left unchanged for ten minutes, so none is made ahead).
+    private func unnamedStoredFile(mode: StorageMode) throws(DarkDiskError) -> UnnamedFile? {
         let name = FileOperations.randomName()
         let root = mode == .persistent ? location.persistentFiles : location.cacheFiles
         let folder = root + "/" + name.prefix(2)
         // The shard folder exists but for the first file in it: made only then.
         if let file = UnnamedFile(in: folder, named: name) { return file }
         try FileOperations.makeDirectory(folder)
-        if let file = UnnamedFile(in: folder, named: name) { return file }
-        let staging = mode == .persistent ? location.persistentStaging : location.cacheStaging
-        try FileOperations.makeDirectory(staging)
-        return try UnnamedFile(in: staging)
+        return UnnamedFile(in: folder, named: name)
     }
 
     /// Starts making new persistent stored files ahead of need (`UnnamedFilePool`), for as long as the drive
     /// journals.
     func startUnnamedFilePool() {
-        let pool = UnnamedFilePool { [weak self] in try? self?.makeStoredFile(mode: .persistent) }
+        let pool = UnnamedFilePool { [weak self] in (try? self?.unnamedStoredFile(mode: .persistent)) ?? nil }
         unnamedFiles.withLock { $0 = pool }
     }
 }

@@ -27,17 +27,23 @@ final class UnnamedFile: Sendable {
     private static let emptyPath: Int32 = 0x1000
 
     /// Whether `linkat` may name a file by its descriptor (`AT_EMPTY_PATH`): Linux 6.10 and later allow it to
-    /// the file's opener, earlier ones only with `CAP_DAC_READ_SEARCH`. Cleared at the first refusal.
-    private static let linksByDescriptor = Atomic<Bool>(true)
+    /// the file's opener, earlier ones only with `CAP_DAC_READ_SEARCH`. Cleared once the kernel refuses.
+    static let linksByDescriptor = Atomic<Bool>(true)
 
     /// Links the file at `path`; whether it did (else `errno` says why). By its descriptor where the kernel
-    /// allows it, else through `/proc/self/fd` (walking that path cost a quarter of the link).
+    /// allows it, else through `/proc/self/fd` (walking that path cost a quarter of the link). The kernel
+    /// refuses a link by descriptor with `ENOENT`, as it reports a missing folder: the other way tells which.
     private func link(to path: String) -> Bool {
-        if Self.linksByDescriptor.load(ordering: .relaxed) {
-            if linkat(fileDescriptor, "", AT_FDCWD, path, Self.emptyPath) == 0 { return true }
-            guard errno == EPERM || errno == EINVAL else { return false }
-            Self.linksByDescriptor.store(false, ordering: .relaxed)
-        }
+        guard Self.linksByDescriptor.load(ordering: .relaxed) else { return linkThroughProc(to: path) }
+        if linkat(fileDescriptor, "", AT_FDCWD, path, Self.emptyPath) == 0 { return true }
+        guard errno == ENOENT || errno == EPERM || errno == EINVAL else { return false }
+        // (Failing this way too, for the same reason: the folder is missing, or no link can be made there.)
+        guard linkThroughProc(to: path) else { return false }
+        Self.linksByDescriptor.store(false, ordering: .relaxed)
+        return true
+    }
+
+    private func linkThroughProc(to path: String) -> Bool {
         let (folder, source) = Self.descriptors >= 0 ? (Self.descriptors, "\(fileDescriptor)") : (AT_FDCWD, "/proc/self/fd/\(fileDescriptor)")
         return linkat(folder, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0
     }

@@ -23,13 +23,20 @@ public enum Digest {
                 padded.withUnsafeMutableBytes { $0.copyMemory(from: key) }
             }
         }
+        // (The padded key and its two masked forms are as good as the key: wiped before this returns.)
+        var masked = padded.map { $0 ^ 0x36 }
         var inner = SHA256()
-        inner.update(padded.map { $0 ^ 0x36 })
+        inner.update(masked)
         inner.update(message)
         let innerDigest = inner.finalize()
+        for index in masked.indices { masked[index] = padded[index] ^ 0x5c }
         var outer = SHA256()
-        outer.update(padded.map { $0 ^ 0x5c })
+        outer.update(masked)
         outer.update(innerDigest)
+        for index in padded.indices {
+            padded[index] = 0
+            masked[index] = 0
+        }
         return outer.finalize()
     }
 
