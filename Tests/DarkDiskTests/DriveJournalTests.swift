@@ -221,6 +221,51 @@ import Glibc
         #expect(try manager.driveNode(folder.id)?.attributes.mode == 0o700)
     }
 
+    /// A record whose node another process deleted while it waited is dropped alone, its stored file removed;
+    /// the records before and after it in the same batch land (the batch is written again, each record in a
+    /// savepoint of its own).
+    @Test func aRecordWhoseNodeWentIsDroppedAloneInItsBatch() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let folder = try manager.createDriveNode(named: "docs", in: nil, attributes: NodeAttributes(kind: .folder))
+        let (doomed, content) = try manager.createDriveFile(named: "doomed.txt", in: folder.id, attributes: NodeAttributes(kind: .file))
+        try TemporaryStore.bytes(2_000, seed: 7).withUnsafeBytes { try content.write(offset: 0, bytes: $0) }
+        try manager.commitDriveFile(doomed.id, content: content)
+
+        let (gate, journal) = try gatedJournal(manager)
+        defer {
+            gate.signal()
+            journal.stop()
+            manager.driveJournal.withLock { $0 = nil }
+        }
+        let outcomes = Outcomes()
+        func commitNew(_ name: String, seed: UInt64) throws -> (NodeID, Data) {
+            let prepared = try manager.prepareDriveFile(named: name, in: folder.id, attributes: NodeAttributes(kind: .file))
+            let bytes = TemporaryStore.bytes(3_000, seed: seed)
+            try bytes.withUnsafeBytes { try prepared.content.write(offset: 0, bytes: $0) }
+            _ = try manager.commitDriveFile(prepared.node.id, content: prepared.content, inserting: prepared, whenIndexed: outcomes.add)
+            return (prepared.node.id, bytes)
+        }
+        let first = try commitNew("first.txt", seed: 1)
+        let rewrite = try manager.stagedContent(for: doomed.id, base: nil, isNew: true)
+        try TemporaryStore.bytes(4_000, seed: 8).withUnsafeBytes { try rewrite.write(offset: 0, bytes: $0) }
+        let doomedVersion = try #require(try manager.commitDriveFile(doomed.id, content: rewrite, whenIndexed: outcomes.add))
+        let third = try commitNew("third.txt", seed: 3)
+
+        // Another process deletes the file whose new version waits.
+        try store.open().deleteDriveNode(doomed.id)
+        gate.signal()
+        manager.drainDriveCommits()
+        #expect(outcomes.indexed == 2)
+        #expect(outcomes.dropped == 1)
+        for (id, bytes) in [first, third] {
+            #expect(try decrypt(try #require(try manager.nodeFile(id, kind: .data))) == bytes)
+        }
+        #expect(try manager.driveNode(doomed.id) == nil)
+        #expect(!FileManager.default.fileExists(atPath: doomedVersion.retainToken.path))
+        #expect(try manager.check().problems.isEmpty)
+    }
+
     // MARK: Helpers
 
     /// A journal for `manager` whose index side waits for the test's word: each batch passes once the
@@ -229,6 +274,8 @@ import Glibc
         let gate = DispatchSemaphore(value: 0)
         let fd = open(manager.driveJournalPath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         try #require(fd >= 0)
+        // (Held as a daemon holds it: another instance's opening leaves its records alone.)
+        try #require(try SystemCall.tryLock(fd, .exclusive))
         let journal = DriveCommitJournal(path: manager.driveJournalPath, fd: fd, after: 0, apply: { [weak manager] batch throws(DarkDiskError) in
             gate.wait()
             gate.signal()
@@ -322,6 +369,7 @@ import Glibc
     final class Outcomes: Sendable {
         private let counts = Locked<(indexed: Int, dropped: Int)>((0, 0))
         var indexed: Int { counts.withLock { $0.indexed } }
+        var dropped: Int { counts.withLock { $0.dropped } }
 
         @Sendable func add(_ outcome: DriveCommitOutcome) {
             counts.withLock { counts in
