@@ -130,7 +130,7 @@ extension DiskManager {
     /// then does what each commit's file needs once its row is in (the lock of a holder, the old version's
     /// delete). A record that cannot land (its node deleted meanwhile) is dropped alone and its stored file
     /// removed: the transaction is then written again with each record in a savepoint of its own. (Savepoints
-    /// for every record, when none fails, cost each ~15 µs of the index's time.) Throws, writing nothing, when
+    /// for every record, when none fails, cost each ~10 µs of the index's time.) Throws, writing nothing, when
     /// the transaction cannot run.
     func applyDriveCommits(_ batch: [DriveCommitJournal.Pending]) throws(DarkDiskError) -> [DriveCommitOutcome] {
         guard !batch.isEmpty else { return [] }
