@@ -6,9 +6,10 @@ import Testing
 /// comes back: the mount starts without it, local files read and write, reads of remote-only files fail
 /// at once with one log line per outage, changes and pins wait, and all of it catches up when it returns.
 @Suite(.processSlots) struct OfflineMountTests {
-    /// "At once": under a second, against the 30 s a read waits for a remote thought up; under a sanitizer
-    /// (a daemon several times slower on a machine two suites share) under half that wait.
-    static let atOnce: Double = TestTiming.isSanitized ? 15 : 1
+    /// "At once": a third of the 30 s a read waits for a remote thought up (alone, the read fails in
+    /// milliseconds; beside the suite's `stress-ng` and `dbench` on two cores, one `cat` of the three took
+    /// 7.4 s, the next 3.6 s); under a sanitizer (a daemon several times slower) half that wait.
+    static let atOnce: Double = TestTiming.isSanitized ? 15 : 10
 
     @Test func theDriveWorksWithoutTheRemoteAndCatchesUpWhenItReturns() async throws {
         let setup = try RemoteBucket()

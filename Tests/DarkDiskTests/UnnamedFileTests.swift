@@ -10,9 +10,9 @@ import Glibc
 @Suite(.serialized) struct UnnamedFileTests {
     @Test(arguments: [true, false])
     func aFileIsNamedWithItsBytesEitherWay(byDescriptor: Bool) throws {
+        // (A folder of its own, not a store's: a store's orphan sweep would take these unindexed files.)
         let store = try TemporaryStore()
-        let manager = try store.create()
-        let shard = manager.location.persistentFiles + "/zz"
+        let shard = store.directory + "/zz"
         try FileManager.default.createDirectory(atPath: shard, withIntermediateDirectories: true)
         let saved = UnnamedFile.linksByDescriptor.load(ordering: .relaxed)
         UnnamedFile.linksByDescriptor.store(byDescriptor, ordering: .relaxed)
@@ -27,7 +27,7 @@ import Glibc
 
         // Into a folder not made yet (a new shard): made, then linked.
         let other = try #require(UnnamedFile(in: shard, named: "zz-two"))
-        let missing = manager.location.persistentFiles + "/new-shard/zz-two"
+        let missing = store.directory + "/new-shard/zz-two"
         try other.place(at: missing)
         #expect(FileManager.default.fileExists(atPath: missing))
         // A name taken already: refused, nothing replaced.
