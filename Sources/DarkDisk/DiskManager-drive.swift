@@ -31,7 +31,6 @@ extension DiskManager {
     /// The drive's nodes are those that have a name: the outline's, and those made through the drive here
     /// (not uploaded yet). A node whose parent is not a folder the
     /// outline has is shown at the top of the drive, so nothing named is ever out of reach.
-    private static let driveColumns = "id, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs"
 
     /// The SQL condition on a `child` row of the outline whose parent is not a drive folder (shown at the top).
     private static let orphan = """
@@ -41,7 +40,7 @@ extension DiskManager {
         """
 
     /// The nodes named `?` shown at the top because their folder is not one (read through the `node_name` index).
-    static let orphansNamed = "SELECT \(driveColumns) FROM node AS child WHERE name = ? AND \(orphan)"
+    static let orphansNamed = "SELECT \(DriveColumns.selected) FROM node AS child WHERE name = ? AND \(orphan)"
 
     /// The drive node `nodeID`, if the outline names it.
     public func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
@@ -49,9 +48,7 @@ extension DiskManager {
         if let found = withLookupConnection({ connection throws(DriveLookupConnection.Failure) in try connection.node(nodeID.rawValue) }) {
             guard let (columns, parentIsFolder) = found else { return nil }
             let parent = columns.parentID.flatMap { try? NodeID($0) }
-            do { return try Self.driveNode(from: columns, in: parentIsFolder ? parent : nil) } catch {
-                throw DarkDiskError(.database, "index read failed: \(error)")
-            }
+            return try Self.driveNode(from: columns, in: parentIsFolder ? parent : nil)
         }
         return try quickRead { db in try Self.namedDriveNode(nodeID, db) }
     }
@@ -69,7 +66,7 @@ extension DiskManager {
     /// Node `id` as the drive shows it, if the outline names it: in its folder, or at the top when its
     /// parent is not a drive folder.
     private static func namedDriveNode(_ id: NodeID, _ db: Database) throws -> DriveNode? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(driveColumns) FROM node WHERE id = ? AND name IS NOT NULL"),
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(DriveColumns.selected) FROM node WHERE id = ? AND name IS NOT NULL"),
                                          arguments: [id.rawValue]) else { return nil }
         let parent = (row[2] as String?).flatMap { try? NodeID($0) }
         return try driveNode(from: DriveColumns(row), in: try parent.map { try isDriveFolder($0, db) } == true ? parent : nil)
@@ -78,11 +75,11 @@ extension DiskManager {
     /// The drive nodes in folder `parentID` (nil: the top), in one indexed query.
     public func driveChildren(of parentID: NodeID?) throws(DarkDiskError) -> [DriveNode] {
         try read { db in
-            var nodes = try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name IS NOT NULL",
+            var nodes = try Row.fetchAll(db, sql: "SELECT \(DriveColumns.selected) FROM node WHERE parentID IS ? AND name IS NOT NULL",
                                          arguments: [parentID?.rawValue]).compactMap { try Self.driveNode(from: DriveColumns($0), in: parentID) }
             if parentID == nil {
                 // Nodes whose parent is missing, or is not a folder, are shown at the top.
-                nodes += try Row.fetchAll(db, sql: "SELECT \(Self.driveColumns) FROM node AS child WHERE name IS NOT NULL AND \(Self.orphan)")
+                nodes += try Row.fetchAll(db, sql: "SELECT \(DriveColumns.selected) FROM node AS child WHERE name IS NOT NULL AND \(Self.orphan)")
                     .compactMap { try Self.driveNode(from: DriveColumns($0), in: nil) }
             }
             return nodes
@@ -137,12 +134,12 @@ extension DiskManager {
         if let parentID, let rows = withLookupConnection({ connection throws(DriveLookupConnection.Failure) in
             try connection.children(of: parentID.rawValue, named: name)
         }) {
-            do { return try rows.compactMap { try Self.driveNode(from: $0, in: parentID) } } catch {
-                throw DarkDiskError(.database, "index read failed: \(error)")
-            }
+            var nodes: [DriveNode] = []
+            for columns in rows { if let node = try Self.driveNode(from: columns, in: parentID) { nodes.append(node) } }
+            return nodes
         }
         return try quickRead { db in
-            var nodes = try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.driveColumns) FROM node WHERE parentID IS ? AND name = ?"),
+            var nodes = try Row.fetchAll(db.cachedStatement(sql: "SELECT \(DriveColumns.selected) FROM node WHERE parentID IS ? AND name = ?"),
                                          arguments: [parentID?.rawValue, name]).compactMap { try Self.driveNode(from: DriveColumns($0), in: parentID) }
             if parentID == nil {
                 nodes += try Row.fetchAll(db.cachedStatement(sql: Self.orphansNamed), arguments: [name])
@@ -154,13 +151,13 @@ extension DiskManager {
 
     /// A node's drive columns as a drive node shown in `folder` (nil: the top, as the query that found it
     /// knows); nil for a name no folder can show: `.`, `..`, or one with a `/`.
-    private static func driveNode(from columns: DriveColumns, in folder: NodeID?) throws -> DriveNode? {
+    private static func driveNode(from columns: DriveColumns, in folder: NodeID?) throws(DarkDiskError) -> DriveNode? {
         guard let id = try? NodeID(columns.id), let name = columns.name, !name.isEmpty,
               !name.utf8.contains(UInt8(ascii: "/")), name != ".", name != ".." else { return nil }
         let attributes = NodeAttributes(
             kind: columns.type.flatMap(NodeAttributes.Kind.init) ?? .file, mode: columns.mode.map { UInt32($0) },
             modifiedSeconds: columns.mtime, modifiedNanoseconds: UInt32(columns.mtimeNsec ?? 0), target: columns.target,
-            extendedAttributes: try extendedAttributes(fromColumn: columns.xattrs))
+            extendedAttributes: try decodedExtendedAttributes(columns.xattrs))
         return DriveNode(id: id, name: name, parentID: folder, created: columns.created, attributes: attributes)
     }
 
@@ -168,12 +165,11 @@ extension DiskManager {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM node WHERE id = ? AND type = 'folder' AND name IS NOT NULL"),
                           arguments: [id.rawValue]) ?? false
     }
-}
 
-extension DriveColumns {
-    /// A row of `driveColumns` (first, in that order), read through GRDB.
-    init(_ row: Row) {
-        self.init(id: row[0] ?? "", name: row[1], parentID: row[2], created: row[3], type: row[4], mode: row[5],
-                  mtime: row[6], mtimeNsec: row[7], target: row[8], xattrs: row[9])
+    /// A row's extended attributes; a column that does not decode is the index's failure, said as a read's.
+    private static func decodedExtendedAttributes(_ column: Data?) throws(DarkDiskError) -> [String: [UInt8]] {
+        do { return try extendedAttributes(fromColumn: column) } catch {
+            throw DarkDiskError(.database, "index read failed: \(error)")
+        }
     }
 }

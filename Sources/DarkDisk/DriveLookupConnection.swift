@@ -12,9 +12,6 @@ final class DriveLookupConnection: @unchecked Sendable {
     private let byName: OpaquePointer
     private let byID: OpaquePointer
 
-    /// The drive's columns (`DriveColumns`' order); `byID` adds whether the parent is a named folder.
-    private static let columns = "id, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs"
-
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
@@ -38,10 +35,10 @@ final class DriveLookupConnection: @unchecked Sendable {
         }
         let prepared: (byName: OpaquePointer, byID: OpaquePointer)
         do throws(Failure) {
-            let byName = try prepare("SELECT \(Self.columns) FROM node WHERE parentID = ?1 AND name = ?2")
+            let byName = try prepare("SELECT \(DriveColumns.selected) FROM node WHERE parentID = ?1 AND name = ?2")
             do throws(Failure) {
                 prepared = (byName, try prepare("""
-                    SELECT \(Self.columns), EXISTS (SELECT 1 FROM node AS parent WHERE parent.id = node.parentID
+                    SELECT \(DriveColumns.selected), EXISTS (SELECT 1 FROM node AS parent WHERE parent.id = node.parentID
                                                     AND parent.type = 'folder' AND parent.name IS NOT NULL)
                     FROM node WHERE id = ?1 AND name IS NOT NULL
                     """))
@@ -110,18 +107,4 @@ final class DriveLookupConnection: @unchecked Sendable {
         return DriveColumns(id: text(0) ?? "", name: text(1), parentID: text(2), created: sqlite3_column_double(statement, 3),
                             type: text(4), mode: integer(5), mtime: integer(6), mtimeNsec: integer(7), target: text(8), xattrs: xattrs)
     }
-}
-
-/// A node's drive columns as the index holds them, before they are checked and made a `DriveNode`.
-struct DriveColumns {
-    let id: String
-    let name: String?
-    let parentID: String?
-    let created: Double
-    let type: String?
-    let mode: Int64?
-    let mtime: Int64?
-    let mtimeNsec: Int64?
-    let target: String?
-    let xattrs: Data?
 }
