@@ -37,7 +37,7 @@ final class DriveCommitJournal: Sendable {
     /// Signalled whenever records are written (or dropped): drains look again.
     private let progressed = NSCondition()
     /// The index side runs below the requests' priority (it is upkeep: nothing waits on it but a drain).
-    private let queue = BackgroundQueue(label: "dd-drive-commits")
+    private let queue = BackgroundQueue(label: "dd-journal")
     /// How long the first record of a batch waits for others (unless a drain wants it sooner).
     static let gathering: Duration = .milliseconds(5)
     /// Quick checks on every request: whether anything waits at all.

@@ -12,7 +12,7 @@ final class UnnamedFilePool: Sendable {
 
     private let files = Locked<[UnnamedFile]>([])
     private let refilling = Atomic<Bool>(false)
-    private let queue = BackgroundQueue(label: "dd-unnamed-files")
+    private let queue = BackgroundQueue(label: "dd-file-pool")
     /// Makes one file; nil when it cannot (a full disk): the pool stops filling until the next take.
     private let make: @Sendable () -> UnnamedFile?
 

@@ -78,4 +78,24 @@ import Testing
         #expect(plan.contains { $0.contains("USING INDEX node_name") }, "\(plan)")
         #expect(!plan.contains { $0.hasPrefix("SCAN") }, "\(plan)")
     }
+
+    /// A lookup connection that fails mid-run (here its table goes from under its prepared statements) hands
+    /// the lookups to reads through the pool for the rest of the process, with the same answers.
+    @Test func aFailingLookupConnectionHandsLookupsToThePool() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let folder = try manager.createDriveNode(named: "docs", in: nil, attributes: NodeAttributes(kind: .folder))
+        let (file, _) = try manager.createDriveFile(named: "a.txt", in: folder.id, attributes: NodeAttributes(kind: .file))
+        let copy = store.directory + "/lookup-copy.sqlite"
+        try manager.database.writeWithoutTransaction { db in try db.execute(sql: "VACUUM INTO ?", arguments: [copy]) }
+        let doomed = try DriveLookupConnection(path: copy)
+        #expect(try doomed.children(of: folder.id.rawValue, named: "a.txt").count == 1)
+        try DatabaseQueue(path: copy).writeWithoutTransaction { db in try db.execute(sql: "DROP TABLE node") }
+        manager.lookupConnection.withLock { $0 = .open(doomed) }
+
+        #expect(try manager.driveChildren(of: folder.id, named: "a.txt").map(\.id) == [file.id])
+        #expect(manager.withLookupConnection { _ in true } == nil, "the failed connection was used again")
+        #expect(try manager.driveNode(file.id)?.name == "a.txt")
+        #expect(try manager.driveChildren(of: folder.id, named: "missing").isEmpty)
+    }
 }
