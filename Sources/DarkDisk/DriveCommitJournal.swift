@@ -36,10 +36,9 @@ final class DriveCommitJournal: Sendable {
     private let state: Locked<State>
     /// Signalled whenever records are written (or dropped): drains look again.
     private let progressed = NSCondition()
-    /// The index side runs below the requests' priority (it is upkeep: nothing waits on it but a drain).
-    private let queue = BackgroundQueue(label: "dd-journal")
+    private let queue = DispatchQueue(label: "darkdisk.drive-commits")
     /// How long the first record of a batch waits for others (unless a drain wants it sooner).
-    static let gathering: Duration = .milliseconds(5)
+    static let gathering: DispatchTimeInterval = .milliseconds(5)
     /// Quick checks on every request: whether anything waits at all.
     private let outstanding = Atomic<Int>(0)
 
@@ -105,7 +104,7 @@ final class DriveCommitJournal: Sendable {
                 state.scheduled = true
                 // A moment's wait gathers the commits of a `tar x` or `cp -r` into one transaction; a drain
                 // does not wait for it.
-                queue.asyncAfter(Self.gathering) { self.run() }
+                queue.asyncAfter(deadline: .now() + Self.gathering) { self.run() }
             }
         }
     }
@@ -156,7 +155,7 @@ final class DriveCommitJournal: Sendable {
         guard first else { return }
         // A batch being written lands (with its `appliedThrough`) before the file's lock goes: whoever takes
         // the lock next replays only what is really left.
-        queue.sync()
+        queue.sync {}
         state.withLock { state in
             close(fd)
             for pending in state.waiting where pending.lockHolder >= 0 { close(pending.lockHolder) }
@@ -192,7 +191,7 @@ final class DriveCommitJournal: Sendable {
                 state.waiting.insert(contentsOf: batch, at: 0)
                 return true
             }
-            if retry { queue.asyncAfter(.seconds(1)) { self.run() } }
+            if retry { queue.asyncAfter(deadline: .now() + 1) { self.run() } }
             return
         }
         // (Told before a drain returns: what waits for the index sees what followed from it.)
@@ -220,7 +219,7 @@ final class DriveCommitJournal: Sendable {
                     logger("cannot empty the drive's commit journal \(path): \(Errno.current)")
                 }
             } else {
-                queue.asyncAfter(Self.gathering) { self.run() }
+                queue.asyncAfter(deadline: .now() + Self.gathering) { self.run() }
             }
         }
         outstanding.wrappingSubtract(batch.count, ordering: .releasing)

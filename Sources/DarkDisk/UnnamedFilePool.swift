@@ -1,7 +1,8 @@
+import Dispatch
 import DarkDiskSync
 import Synchronization
 
-/// New stored files made ahead of need, on a thread of their own (below the requests' priority), for a process that writes many (the mount
+/// New stored files made ahead of need, on a thread of their own, for a process that writes many (the mount
 /// daemon, while its drive journals): a new file's first write takes one instead of making it. Making an
 /// unnamed file is an inode allocation (about 20 µs), which each file of a `tar x` paid inside a `write`
 /// request while the program waited. The pool holds `capacity` files at most (one descriptor each); what it
@@ -12,7 +13,7 @@ final class UnnamedFilePool: Sendable {
 
     private let files = Locked<[UnnamedFile]>([])
     private let refilling = Atomic<Bool>(false)
-    private let queue = BackgroundQueue(label: "dd-file-pool")
+    private let queue = DispatchQueue(label: "darkdisk.unnamed-files")
     /// Makes one file; nil when it cannot (a full disk): the pool stops filling until the next take.
     private let make: @Sendable () -> UnnamedFile?
 
