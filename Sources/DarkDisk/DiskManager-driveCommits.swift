@@ -216,9 +216,9 @@ extension DiskManager {
         }
     }
 
-    /// One journaled commit's rows, in the caller's transaction (or a savepoint of its own): the new stored file replaces the node's
-    /// previous one, the node's row goes in (a first commit) or takes the attributes set meanwhile, and its
-    /// upload is queued; the previous file's path, to delete once this commits.
+    /// One journaled commit's rows, in the caller's transaction (or a savepoint of its own): the new stored
+    /// file replaces the node's previous one, the node's row goes in (a first commit) or takes the attributes
+    /// set meanwhile, and its upload is queued; the previous file's path, to delete once this commits.
     private static func applyDriveCommit(_ record: DriveCommitRecord, _ fileRecord: inout FileRecord, _ db: Database,
                                          manager: DiskManager) throws -> String? {
         // (A node made here has no stored file yet, and nothing kept for it.)

@@ -18,10 +18,10 @@ enum IndexDatabase {
             counter.count(db)  // (the configuration, and so the pool, keeps the counter and the trigger alive)
             trigger?.install(on: db)
             if !readOnly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
-            // Statement journals (a savepoint per journaled commit) and sorts stay in memory: on disk each
-            // transaction made and deleted a file in the system's temporary folder, and on ext4 without a
-            // journal every freshly deleted inode slows the next allocations in its group, which made the
-            // drive's new files cost 120 µs more each during a `tar x`.
+            // Statement journals (savepoints, as a drive journal batch written again uses) and sorts stay in
+            // memory: on disk each such transaction made and deleted a file in the system's temporary folder,
+            // and on ext4 without a journal every freshly deleted inode slows the next allocations in its
+            // group, which made the drive's new files cost 120 µs more each during a `tar x`.
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
             // The pool's readers serve listings: each keeps `readerCacheKiB` of pages (SQLite's default is
             // 2 MiB), so a folder listed again after the kernel dropped its caches reads no page from the disk
