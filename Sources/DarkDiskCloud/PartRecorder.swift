@@ -7,11 +7,14 @@ import Glibc
 
 /// Bookkeeping of a partial download while its parts stream in: every `checkpointBytes` received (across
 /// all parts) the partial file is flushed and the received ranges are written to the index, so a crash or
-/// `kill -9` loses less than that per part in flight. Also reports progress to tickets, as often.
+/// `kill -9` loses less than that, plus what arrived while the last checkpoint was being written. Also
+/// reports progress to tickets, as often.
 ///
 /// A checkpoint (`fdatasync`, an index write that may wait on another process' transaction) runs on the
 /// blocking pool, one at a time and outside the lock, never on the task that received the bytes: parts keep
-/// streaming while it runs. A checkpoint that fails fails the next `received` and `flush`.
+/// streaming while it runs, so on a disk slower than the network the bytes at risk exceed `checkpointBytes`
+/// (nothing holds the transfer back for the disk). A checkpoint that fails fails the next `received` and
+/// `flush`.
 final class PartRecorder: Sendable {
     private struct State {
         var download: PartialDownload

@@ -19,6 +19,8 @@ Faults are set at run time, so one proxy serves a whole test:
       "throttle": BYTES_PER_SECOND                                 all bodies together, 0 = full speed
       "stall":    {"after": BYTES, "seconds": S, "count": K, "path": SUBSTRING}  stop sending for S
                   seconds after BYTES of body bytes, for the next K GET responses
+      "hold":     BYTES     all bodies together send BYTES more body bytes (counted from this setting),
+                  then wait, connections open, until "hold" is set again (null lifts it)
       "ignore_range": {"count": K}                                 drop the Range header of the next K
                   GETs, so the upstream answers 200 with the whole object
       "pad":      {"bytes": N, "count": K, "path": SUBSTRING}      send N more body bytes (0x5A) than the
@@ -64,6 +66,7 @@ class State:
         self.faults = {}
         self.replaced = 0
         self.pace_next = 0.0
+        self.hold_sent = 0
         self.reset_stats()
 
     def reset_stats(self):
@@ -170,6 +173,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if settings.pop("reset_stats", False):
                 STATE.reset_stats()
             for name, value in settings.items():
+                if name == "hold":
+                    STATE.hold_sent = 0
                 if name == "replace" and value:
                     # GETs are counted from now on.
                     value = dict(value, done=0, base=STATE.path_stats(value["path"])["gets"])
@@ -323,6 +328,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 size = min(size, cut["after"] - sent)
             if stall:
                 size = min(size, stall["after"] - sent)
+            size = self.held(size)
             data = response.read(size)
             if not data:
                 self.abort()  # the upstream ended early: pass the truncation on
@@ -331,6 +337,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(data)
             sent += len(data)
             self.count(len(data), path, entry)
+
+    def held(self, size):
+        """Waits while a hold has no room left; returns how many of `size` bytes may go now (reserved)."""
+        while True:
+            with STATE.lock:
+                hold = STATE.faults.get("hold")
+                if hold is None:
+                    return size
+                room = int(hold) - STATE.hold_sent
+                if room > 0:
+                    size = min(size, room)
+                    STATE.hold_sent += size
+                    return size
+            time.sleep(0.01)
 
     def abort(self):
         """Closes the client connection in the middle of a body."""
