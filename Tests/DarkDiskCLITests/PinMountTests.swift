@@ -127,21 +127,26 @@ import Glibc
         defer { withExtendedLifetime(proxy) {} }
         try remote.join(proxy.url)
         try RemoteBucket.check(try remote.darkdiskB(["config", "set", "pool.data.max_size", "0"]), "config set")
-        try proxy.control(["reset_stats": true, "throttle": 4 << 20])
+        // The proxy holds the download once half the cloud file went out (connections open), so the kill
+        // comes in the middle whatever the machine's load; and once the daemon has recorded what it received.
+        try proxy.control(["reset_stats": true, "throttle": 4 << 20, "hold": cloudSize / 2])
         let mount = try remote.mountB()
         let data = mount.path + "/nodes/big/data"
         let pin = try remote.darkdiskB(["pin", "--node", "big"])
         #expect(pin.status == 0, "\(pin.stderr)")
-        #expect(await Mount.wait(seconds: 30) {
+        #expect(await Mount.wait(seconds: 60) {
             guard let text = Self.local(data), text.hasPrefix("partial "), let percent = Int(text.dropFirst(8).dropLast()) else { return false }
             return percent >= 40
         }, "the pin's download runs: \(Self.local(data) ?? "?")")
+        #expect(await Mount.wait(seconds: 60) {
+            ((try? remote.darkdiskB(["status", "--json"]).partialDownloadBytes()) ?? 0) > cloudSize / 2 - (2 << 20)
+        }, "the daemon records what it received")
         let status = try remote.darkdiskB(["status"])
         #expect(status.output.contains("pinned, still to download: 1 file, 24.0 MiB"), "\(status.output)")
         let daemon = try #require(MountDaemon.pid(serving: mount.path))
         kill(daemon, SIGKILL)
         _ = try await Shell.sh("fusermount3 -u -z \(Shell.quote(mount.path))")
-        try proxy.control(["throttle": 0])
+        try proxy.control(["throttle": 0, "hold": NSNull()])
         // (A new Mount: the first one's teardown would unmount the path again when replaced.)
         let remounted = try remote.mountB()
         defer { withExtendedLifetime(mount) {} }

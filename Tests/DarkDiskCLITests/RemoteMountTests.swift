@@ -44,9 +44,10 @@ import Testing
         #expect(listingBytes < 1 << 20, "listing the tree downloaded \(listingBytes) bytes of the big node")
         #expect(try Shell.xattr("user.darkdisk.local", at("/nodes/big/data")) == "none")
 
-        // dd deep into the big node, the remote throttled to 16 MiB/s: the part covering the offset comes
-        // first, so dd answers long before the whole node went over the wire.
-        try proxy.control(["reset_stats": true, "throttle": 16 << 20])
+        // dd deep into the big node, the remote throttled to 16 MiB/s and held once half the node went out
+        // (connections open): the part covering the offset comes first, so dd answers before that, whatever
+        // the machine's load. (Timed against a running transfer, a starved daemon once could not tell.)
+        try proxy.control(["reset_stats": true, "throttle": 16 << 20, "hold": bigCloudSize / 2])
         let block = 15_000  // 4 KiB blocks: offset 58.6 MiB of 64 MiB
         let started = Date()
         let dd = try Shell.sh("dd if=\(Shell.quote(at("/nodes/big/data"))) bs=4096 skip=\(block) count=1 status=none", timeout: 60)
@@ -54,11 +55,12 @@ import Testing
         let sentWhenAnswered = try proxy.bytes(bigObject)
         #expect(dd.status == 0, "\(dd.stderr)")
         #expect(dd.stdout == big.subdata(in: block * 4096..<(block + 1) * 4096), "dd skip=\(block) returned other bytes")
-        #expect(sentWhenAnswered < bigCloudSize / 2,
+        #expect(sentWhenAnswered <= bigCloudSize / 2,
                 "dd skip answered after \(sentWhenAnswered) of \(bigCloudSize) bytes had been sent (\(String(format: "%.1f", seconds)) s)")
         // `partial` at once: from the running download's own state, not the index's checkpoints, which
         // trail the bytes dd got (issue 17 item 18; it said `none` then).
         #expect(try Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))?.hasPrefix("partial ") == true)
+        try proxy.control(["hold": NSNull()])
 
         // The thumbnail and metadata of a remote-only node, both paths to the thumbnail.
         #expect(try Shell.sh("cat \(Shell.quote(at("/nodes/small/thumbnail")))", timeout: 60).stdout == thumbnail)
@@ -183,7 +185,7 @@ import Testing
         let here = CLIStore.bytes(700_000, seed: 23)
         try await RemoteBucket.check(try remote.b.darkdisk(["import", "-", "--node", "here", "--persistent", "--passphrase-file", remote.passphrase],
                                                      stdin: here), "import")
-        let mount = try remote.mountB(["--remote-timeout", "2"])
+        let mount = try remote.mountB(["--remote-timeout", "5"])
         let farPath = Shell.quote(mount.path + "/nodes/far/data"), herePath = Shell.quote(mount.path + "/nodes/here/data")
 
         switch outage {
@@ -201,13 +203,16 @@ import Testing
         let localSeconds = Date().timeIntervalSince(localStarted)
         #expect(ls.status == 0 && ls.output.contains("far") && ls.output.contains("here"), "\(ls.output) \(ls.stderr)")
         #expect(local.stdout == here, "a local node during the outage: \(local.stderr)")
-        #expect(TestTiming.isSanitized || localSeconds < 1.5, "the local read took \(localSeconds) s during the outage")
+        // Less than the remote's timeout, so it did not wait for the remote (a loaded machine takes a second
+        // or two to start `ls` and `cat`).
+        #expect(TestTiming.isSanitized || localSeconds < 4.5, "the local read took \(localSeconds) s during the outage")
 
         let status = await reader.wait(seconds: 60)
         let seconds = Date().timeIntervalSince(started)
         #expect(status != nil && status != 0, "cat of a remote-only node with the remote \(outage.rawValue): exit \(String(describing: status))")
         #expect(reader.stderr.contains("Input/output error"), "\(reader.stderr)")
-        #expect(TestTiming.isSanitized || seconds < 2 + 6, "EIO came after \(String(format: "%.1f", seconds)) s with --remote-timeout 2")
+        // One timeout and slack, under the two a read waiting per kernel request would take.
+        #expect(TestTiming.isSanitized || seconds < 5 + 4.5, "EIO came after \(String(format: "%.1f", seconds)) s with --remote-timeout 5")
         #expect(try Shell.sh("cat \(herePath)", timeout: 30).stdout == here, "local reads after the failed remote read")
         #expect(try Shell.xattr("user.darkdisk.local", mount.path + "/nodes/here/data") == "full")
 

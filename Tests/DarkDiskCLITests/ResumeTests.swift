@@ -53,7 +53,7 @@ import Testing
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid { exited = status; break }
             if try proxy.stats().bytes >= killAt {
-                recorded = try await partialBytes(b, passphrase)
+                recorded = try await b.darkdisk(["status", "--json", "--passphrase-file", passphrase]).partialDownloadBytes()
                 if recorded > killAt - (1 << 20) { break }
             }
             try? await Task.sleep(nanoseconds: UInt64((0.05) * 1e9))
@@ -90,16 +90,5 @@ import Testing
         await #expect(try b.darkdisk(["fetch", "--node", "big", "--passphrase-file", passphrase]).status == 0)
         let third = try proxy.stats().paths[object]
         #expect((third?.gets ?? 0) == 0 && (third?.bytes ?? 0) == 0, "a fetch of a local node went to the server: \(String(describing: third))")
-    }
-
-    /// Bytes of partial downloads the store's index records (`darkdisk status --json`, the data pool).
-    private func partialBytes(_ store: CLIStore, _ passphrase: String) async throws -> Int {
-        let status = try await store.darkdisk(["status", "--json", "--passphrase-file", passphrase])
-        guard status.status == 0, let object = try JSONSerialization.jsonObject(with: status.stdout) as? [String: Any],
-              let pools = object["pools"] as? [[String: Any]],
-              let data = pools.first(where: { $0["name"] as? String == "data" }) else {
-            throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "darkdisk status --json: \(status.stderr)"])
-        }
-        return (data["partialSize"] as? NSNumber)?.intValue ?? 0
     }
 }

@@ -38,6 +38,8 @@ Faults are set at run time, so one proxy serves a whole test:
     GET /__stats     {"bytes": total body bytes sent, "paths": {PATH: {"gets", "heads", "bytes"}},
                       "cuts", "failures", "stalls", "ignored_ranges", "replacements", "pads",
                       "requests": [{"method", "path", "range", "status", "bytes", "fault"}, ...]}
+                     Bytes are counted as they are handed to the socket (a write that fails is taken back);
+                     a request is listed when it arrives and its entry updated as it goes.
 """
 
 import argparse
@@ -201,6 +203,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def forward(self, method):
         path = urllib.parse.urlsplit(self.path).path
         entry = {"method": method, "path": path, "range": self.headers.get("Range"), "status": 0, "bytes": 0, "fault": None}
+        # Listed at once and updated in place: a client that has its answer finds it listed.
+        self.record(entry)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         cut = stall = pad = None
         with STATE.lock:
@@ -225,7 +229,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if failure:
             status = int(failure.get("status", 503))
             entry.update(status=status, fault="fail")
-            self.record(entry)
             body = b"injected failure\n"
             self.send_response(status)
             self.send_header("Content-Type", "text/plain")
@@ -262,16 +265,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_header("Content-Length", length)
             self.end_headers()
             if method == "HEAD":
-                self.record(entry)
                 return
             if body is not None:
                 self.send_body_bytes(body, path, entry)
             else:
                 self.stream(response, int(length), path, entry, cut, stall)
-            self.record(entry)
         except (BrokenPipeError, ConnectionResetError):
             entry["fault"] = entry["fault"] or "client went away"
-            self.record(entry)
             self.close_connection = True
         finally:
             connection.close()
@@ -295,8 +295,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return (replace["target"], source)
 
     def send_body_bytes(self, data, path, entry):
-        self.wfile.write(data)
+        self.counted_write(data, path, entry)
+
+    def counted_write(self, data, path, entry):
+        """Counts bytes before they go (a client that has them all finds them counted), and takes back a
+        count whose write failed."""
         self.count(len(data), path, entry)
+        try:
+            self.wfile.write(data)
+        except OSError:
+            self.count(-len(data), path, entry)
+            raise
 
     def count(self, n, path, entry):
         entry["bytes"] += n
@@ -334,9 +343,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.abort()  # the upstream ended early: pass the truncation on
                 return
             STATE.pace(len(data))
-            self.wfile.write(data)
+            self.counted_write(data, path, entry)
             sent += len(data)
-            self.count(len(data), path, entry)
 
     def held(self, size):
         """Waits while a hold has no room left; returns how many of `size` bytes may go now (reserved)."""
