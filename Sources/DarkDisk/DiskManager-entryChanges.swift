@@ -7,16 +7,21 @@ extension DiskManager {
     }
 
     /// The entries that changed after row `seq`, in any process, and the newest row read. One indexed range
-    /// read: its cost is the number of changes, whatever the size of the store.
-    public func entryChanges(after seq: Int64) throws(DarkDiskError) -> (changes: Set<EntryChange>, newest: Int64) {
-        try read { db in
+    /// read: its cost is the number of changes, whatever the size of the store. With `skippingOwnCommits`,
+    /// the rows this process's drive journal wrote for its own writers' commits are left out (a mount's
+    /// watcher: its requests showed those to the kernel), and forgotten once read past.
+    public func entryChanges(after seq: Int64, skippingOwnCommits: Bool = false) throws(DarkDiskError) -> (changes: Set<EntryChange>, newest: Int64) {
+        let own = skippingOwnCommits ? ownCommitChanges.withLock { $0 } : OwnCommitChanges()
+        let result = try read { db -> (changes: Set<EntryChange>, newest: Int64) in
             var changes = Set<EntryChange>()
             var newest = seq
             for row in try Row.fetchAll(db, sql: "SELECT seq, ownerID, identityID FROM entryChange WHERE seq > ? ORDER BY seq", arguments: [seq]) {
-                newest = max(newest, row["seq"])
+                let rowSeq: Int64 = row["seq"]
+                newest = max(newest, rowSeq)
                 let owner: String = row["ownerID"]
                 let identity: String = row["identityID"]
                 if identity.isEmpty {
+                    if own.contains(rowSeq, node: owner) { continue }
                     if let id = try? NodeID(owner) { changes.insert(.node(id)) }
                 } else if let user = try? UserID(owner), let identityID = try? IdentityID(identity) {
                     changes.insert(.avatar(user, identityID))
@@ -24,6 +29,8 @@ extension DiskManager {
             }
             return (changes, newest)
         }
+        if skippingOwnCommits { ownCommitChanges.withLock { $0.forget(through: result.newest) } }
+        return result
     }
 
     /// Removes change rows older than an hour (every watcher has long read them).

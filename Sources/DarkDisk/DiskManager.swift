@@ -40,6 +40,8 @@ public final class DiskManager: Sendable {
     let changeLogSeen = Locked<(seq: Int64, rounds: Int)>((0, 0))
     /// The drive's commit journal, in the instance that writes it (`startDriveJournal`: the mount daemon).
     let driveJournal = Locked<DriveCommitJournal?>(nil)
+    /// The change rows the drive journal wrote for this process's own commits (its watcher skips them).
+    let ownCommitChanges = Locked(OwnCommitChanges())
     /// New persistent stored files made ahead of need while the drive journals (the mount daemon).
     let unnamedFiles = Locked<UnnamedFilePool?>(nil)
     /// Orphans the start-up sweep found locked (by a reader of the same inode); each maintenance round retries them.

@@ -57,7 +57,8 @@ final class StoreWatcher: Sendable {
 
     private func check() {
         do {
-            let (changes, newest) = try fileSystem.manager.entryChanges(after: seen.load(ordering: .relaxed))
+            // (Not the commits of this mount's own writers: the kernel has them from its requests.)
+            let (changes, newest) = try fileSystem.manager.entryChanges(after: seen.load(ordering: .relaxed), skippingOwnCommits: true)
             seen.store(newest, ordering: .relaxed)
             guard !changes.isEmpty else { return }
             var nodes: [NodeID] = []
