@@ -42,6 +42,8 @@ public final class DiskManager: Sendable {
     let driveJournal = Locked<DriveCommitJournal?>(nil)
     /// The change rows the drive journal wrote for this process's own commits (its watcher skips them).
     let ownCommitChanges = Locked(OwnCommitChanges())
+    /// Scratch files kept for the next upload (`ScratchFile`).
+    let scratchFiles = ScratchFilePool()
     /// New persistent stored files made ahead of need while the drive journals (the mount daemon).
     let unnamedFiles = Locked<UnnamedFilePool?>(nil)
     /// Orphans the start-up sweep found locked (by a reader of the same inode); each maintenance round retries them.

@@ -1,14 +1,22 @@
+import DarkDiskSync
 import DarkDiskSystem
 import Foundation
 
 /// A file of the store's cache staging folder for a component's own encrypted scratch data (a cloud file
-/// composed for an upload), held with a shared lock and removed when released. A process killed while
-/// holding one leaves it to the orphan sweep (unlocked and untouched for ten minutes), never to /tmp.
+/// composed for an upload), held with a shared lock. When released it goes back to its manager's
+/// `ScratchFilePool`, emptied, for the next one; else it is removed. A process killed while holding one
+/// leaves it to the orphan sweep (unlocked and untouched for ten minutes), never to /tmp.
 public final class ScratchFile: Sendable {
     public let path: String
     private let fd: Int32
+    private let pool: ScratchFilePool?
 
-    init(folder: String) throws(DarkDiskError) {
+    init(folder: String, pool: ScratchFilePool? = nil) throws(DarkDiskError) {
+        self.pool = pool
+        if let kept = pool?.take() {
+            (path, fd) = kept
+            return
+        }
         try FileOperations.makeDirectory(folder)
         path = folder + "/" + FileOperations.randomName(extension: "scratch")
         do { fd = try SystemCall.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600) } catch {
@@ -23,15 +31,59 @@ public final class ScratchFile: Sendable {
     }
 
     deinit {
+        if let pool, pool.keep(path: path, fd: fd) { return }
+        ScratchFilePool.remove(path: path, fd: fd)
+    }
+}
+
+/// Scratch files kept between uses, emptied and still locked: an upload then makes and frees no inode.
+/// (ext4 without a journal skips every inode freed in the last five minutes when it makes a new one: each
+/// upload's scratch file, made and removed, slowed every file made on that disk afterwards.) At most
+/// `limit` are kept; the rest are removed as before.
+final class ScratchFilePool: Sendable {
+    private let kept = Locked<[(path: String, fd: Int32)]>([])
+    static let limit = 8
+
+    /// A kept file still at its path, or nil.
+    func take() -> (path: String, fd: Int32)? {
+        while let file = kept.withLock({ $0.popLast() }) {
+            if Self.isAtItsPath(file.path, file.fd) { return file }
+            Self.remove(path: file.path, fd: file.fd)  // (removed meanwhile: an interrupted command's cleanup)
+        }
+        return nil
+    }
+
+    /// Empties the file and keeps it for the next `take`; false (and nothing kept) when the pool is full or
+    /// the file is no longer at its path (a writer that failed removed it).
+    func keep(path: String, fd: Int32) -> Bool {
+        guard Self.isAtItsPath(path, fd), ftruncate(fd, 0) == 0 else { return false }
+        return kept.withLock { kept in
+            guard kept.count < Self.limit else { return false }
+            kept.append((path, fd))
+            return true
+        }
+    }
+
+    deinit {
+        for file in kept.withLock({ $0 }) { Self.remove(path: file.path, fd: file.fd) }
+    }
+
+    static func remove(path: String, fd: Int32) {
         StagingFiles.unregister(path)
         unlink(path)
         close(fd)
     }
+
+    private static func isAtItsPath(_ path: String, _ fd: Int32) -> Bool {
+        var open = stat(), named = stat()
+        return fstat(fd, &open) == 0 && open.st_nlink > 0 && lstat(path, &named) == 0
+            && named.st_ino == open.st_ino && named.st_dev == open.st_dev
+    }
 }
 
 extension DiskManager {
-    /// A new scratch file in the cache staging folder (see `ScratchFile`).
+    /// A scratch file in the cache staging folder (see `ScratchFile`), a kept one if there is one.
     public func makeScratchFile() throws(DarkDiskError) -> ScratchFile {
-        try ScratchFile(folder: location.cacheStaging)
+        try ScratchFile(folder: location.cacheStaging, pool: scratchFiles)
     }
 }
