@@ -147,11 +147,7 @@ import Glibc
         let manager = try store.create()
         let folder = try manager.createDriveNode(named: "docs", in: nil, attributes: NodeAttributes(kind: .folder))
         let (gate, journal) = try gatedJournal(manager)
-        defer {
-            gate.signal()
-            journal.stop()
-            manager.driveJournal.withLock { $0 = nil }
-        }
+        defer { release(gate, journal, of: manager) }
         let pending = try manager.prepareDriveFile(named: "taken", in: folder.id, attributes: NodeAttributes(kind: .file))
         _ = try manager.commitDriveFile(pending.node.id, content: pending.content, inserting: pending) { _ in }
         #expect(manager.hasPendingDriveCommit(named: "taken", in: folder.id))
@@ -190,11 +186,7 @@ import Glibc
         let manager = try store.create()
         let folder = try manager.createDriveNode(named: "docs", in: nil, attributes: NodeAttributes(kind: .folder, mode: 0o755))
         let (gate, journal) = try gatedJournal(manager)
-        defer {
-            gate.signal()
-            journal.stop()
-            manager.driveJournal.withLock { $0 = nil }
-        }
+        defer { release(gate, journal, of: manager) }
         let pending = try manager.prepareDriveFile(named: "a.txt", in: folder.id, attributes: NodeAttributes(kind: .file, mode: 0o600))
         #expect(pending.content.deferAttributes(mode: 0o640, modified: nil))
         _ = try manager.commitDriveFile(pending.node.id, content: pending.content, inserting: pending) { _ in }
@@ -233,11 +225,7 @@ import Glibc
         try manager.commitDriveFile(doomed.id, content: content)
 
         let (gate, journal) = try gatedJournal(manager)
-        defer {
-            gate.signal()
-            journal.stop()
-            manager.driveJournal.withLock { $0 = nil }
-        }
+        defer { release(gate, journal, of: manager) }
         let outcomes = Outcomes()
         func commitNew(_ name: String, seed: UInt64) throws -> (NodeID, Data) {
             let prepared = try manager.prepareDriveFile(named: name, in: folder.id, attributes: NodeAttributes(kind: .file))
@@ -277,11 +265,7 @@ import Glibc
         let folder = try manager.createDriveNode(named: "docs", in: nil, attributes: NodeAttributes(kind: .folder, mode: 0o755))
         let doomedFolder = try manager.createDriveNode(named: "doomed", in: nil, attributes: NodeAttributes(kind: .folder, mode: 0o755))
         let (gate, journal) = try gatedJournal(manager)
-        defer {
-            gate.signal()
-            journal.stop()
-            manager.driveJournal.withLock { $0 = nil }
-        }
+        defer { release(gate, journal, of: manager) }
         let start = try manager.newestEntryChange()
         let outcomes = Outcomes()
         func commitNew(_ name: String, in parent: NodeID) throws -> NodeID {
@@ -331,6 +315,13 @@ import Glibc
         }, logger: { _ in })
         manager.driveJournal.withLock { $0 = journal }
         return (gate, journal)
+    }
+
+    /// Opens a gated journal's gate for good and stops it (a test's last word).
+    private func release(_ gate: DispatchSemaphore, _ journal: DriveCommitJournal, of manager: DiskManager) {
+        gate.signal()
+        journal.stop()
+        manager.driveJournal.withLock { $0 = nil }
     }
 
     /// Runs `body` on a thread of its own: a call that waited for a gated journal would wait for the gate.
