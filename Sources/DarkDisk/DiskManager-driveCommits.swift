@@ -213,8 +213,10 @@ extension DiskManager {
                 return AppliedCommit(outcome: dropped, replaced: nil, inserted: nil)
             }
             try db.cachedStatement(sql: "UPDATE driveJournal SET appliedThrough = MAX(appliedThrough, ?) WHERE id = 1").execute(arguments: [Int64(last)])
-            return (results, OwnCommitChanges.Batch(rows: firstChange...max(firstChange, try Self.lastEntryChange(db)),
-                                                    nodes: try Self.shownCommits(batch, results, db)))
+            // (No rows written, no batch: a range past the last row would claim another writer's next one.)
+            let lastChange = try Self.lastEntryChange(db)
+            return (results, OwnCommitChanges.Batch(rows: firstChange...max(firstChange, lastChange),
+                                                    nodes: lastChange >= firstChange ? try Self.shownCommits(batch, results, db) : []))
         }
         ownCommitChanges.withLock { $0.add(own) }
         return results
@@ -232,7 +234,8 @@ extension DiskManager {
         var nodes = Set<String>()
         var folders: [String: Bool] = [:]
         for (pending, result) in zip(batch, results) where pending.lockHolder >= 0 {
-            guard case .indexed = result.outcome else { continue }
+            // (Landed by this transaction: not a record another process's replay had written already.)
+            guard case .indexed = result.outcome, result.inserted != nil else { continue }
             if let folder = pending.record.newNode?.parentID {
                 if folders[folder] == nil {
                     folders[folder] = try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM node WHERE id = ? AND name IS NOT NULL"),

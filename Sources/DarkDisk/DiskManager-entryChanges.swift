@@ -8,12 +8,15 @@ extension DiskManager {
 
     /// The entries that changed after row `seq`, in any process, and the newest row read. One indexed range
     /// read: its cost is the number of changes, whatever the size of the store. With `skippingOwnCommits`,
-    /// the rows this process's drive journal wrote for its own writers' commits are left out (a mount's
-    /// watcher: its requests showed those to the kernel), and forgotten once read past.
-    public func entryChanges(after seq: Int64, skippingOwnCommits: Bool = false) throws(DarkDiskError) -> (changes: Set<EntryChange>, newest: Int64) {
+    /// the nodes whose only changes are this process's drive journal's commits of its own writers come apart,
+    /// in `ownCommits` (a mount's watcher: its requests showed those commits to the kernel in `/files`, not
+    /// under `/nodes`), and those rows are forgotten once read past.
+    public func entryChanges(after seq: Int64, skippingOwnCommits: Bool = false) throws(DarkDiskError)
+        -> (changes: Set<EntryChange>, ownCommits: Set<NodeID>, newest: Int64) {
         let own = skippingOwnCommits ? ownCommitChanges.withLock { $0 } : OwnCommitChanges()
-        let result = try read { db -> (changes: Set<EntryChange>, newest: Int64) in
+        let result = try read { db -> (changes: Set<EntryChange>, ownCommits: Set<NodeID>, newest: Int64) in
             var changes = Set<EntryChange>()
+            var ownCommits = Set<NodeID>()
             var newest = seq
             for row in try Row.fetchAll(db, sql: "SELECT seq, ownerID, identityID FROM entryChange WHERE seq > ? ORDER BY seq", arguments: [seq]) {
                 let rowSeq: Int64 = row["seq"]
@@ -21,13 +24,14 @@ extension DiskManager {
                 let owner: String = row["ownerID"]
                 let identity: String = row["identityID"]
                 if identity.isEmpty {
-                    if own.contains(rowSeq, node: owner) { continue }
-                    if let id = try? NodeID(owner) { changes.insert(.node(id)) }
+                    guard let id = try? NodeID(owner) else { continue }
+                    if own.contains(rowSeq, node: owner) { ownCommits.insert(id) } else { changes.insert(.node(id)) }
                 } else if let user = try? UserID(owner), let identityID = try? IdentityID(identity) {
                     changes.insert(.avatar(user, identityID))
                 }
             }
-            return (changes, newest)
+            for change in changes { if case .node(let id) = change { ownCommits.remove(id) } }
+            return (changes, ownCommits, newest)
         }
         if skippingOwnCommits { ownCommitChanges.withLock { $0.forget(through: result.newest) } }
         return result

@@ -15,15 +15,22 @@ struct OwnCommitChanges: Sendable {
     private(set) var batches: [Batch] = []
     static let limit = 1_000
 
+    /// Notes a transaction's batch (in the order they committed: their rows only grow).
     mutating func add(_ batch: Batch) {
         guard !batch.nodes.isEmpty else { return }
         if batches.count >= Self.limit { batches.removeFirst(batches.count - Self.limit + 1) }
         batches.append(batch)
     }
 
-    /// Whether row `seq`, which names `node`, is one of this process's own commits.
+    /// Whether row `seq`, which names `node`, is one of this process's own commits (a binary search: the
+    /// batches' row ranges are ordered and do not overlap).
     func contains(_ seq: Int64, node: String) -> Bool {
-        batches.contains { $0.rows.contains(seq) && $0.nodes.contains(node) }
+        var low = 0, high = batches.count
+        while low < high {
+            let middle = (low + high) / 2
+            if batches[middle].rows.upperBound < seq { low = middle + 1 } else { high = middle }
+        }
+        return low < batches.count && batches[low].rows.contains(seq) && batches[low].nodes.contains(node)
     }
 
     /// Forgets the batches that end at or before row `seq` (read past).

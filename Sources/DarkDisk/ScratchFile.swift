@@ -4,7 +4,7 @@ import Foundation
 
 /// A file of the store's cache staging folder for a component's own encrypted scratch data (a cloud file
 /// composed for an upload), held with a shared lock. When released it goes back to its manager's
-/// `ScratchFilePool`, emptied, for the next one; else it is removed. A process killed while holding one
+/// `ScratchFilePool`, emptied, for the next one (until `releaseScratchFiles`); else it is removed. A process killed while holding one
 /// leaves it to the orphan sweep (unlocked and untouched for ten minutes), never to /tmp.
 public final class ScratchFile: Sendable {
     public let path: String
@@ -64,8 +64,14 @@ final class ScratchFilePool: Sendable {
         }
     }
 
+    /// Removes every kept file (before the process exits: a kept file outlives it unlocked, and `check`
+    /// would count it as an interrupted import's).
+    func removeAll() {
+        for file in kept.withLock({ kept in defer { kept.removeAll() }; return kept }) { Self.remove(path: file.path, fd: file.fd) }
+    }
+
     deinit {
-        for file in kept.withLock({ $0 }) { Self.remove(path: file.path, fd: file.fd) }
+        removeAll()
     }
 
     static func remove(path: String, fd: Int32) {
@@ -85,5 +91,11 @@ extension DiskManager {
     /// A scratch file in the cache staging folder (see `ScratchFile`), a kept one if there is one.
     public func makeScratchFile() throws(DarkDiskError) -> ScratchFile {
         try ScratchFile(folder: location.cacheStaging, pool: scratchFiles)
+    }
+
+    /// Removes the scratch files kept for later uploads; call before the process exits (a command's end, the
+    /// mount's), since a store that is never released would leave them behind.
+    public func releaseScratchFiles() {
+        scratchFiles.removeAll()
     }
 }

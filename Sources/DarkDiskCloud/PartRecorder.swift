@@ -7,8 +7,8 @@ import Glibc
 
 /// Bookkeeping of a partial download while its parts stream in: every `checkpointBytes` received (across
 /// all parts) the partial file is flushed and the received ranges are written to the index, so a crash or
-/// `kill -9` loses less than that, plus what arrived while the last checkpoint was being written. Also
-/// reports progress to tickets, as often.
+/// `kill -9` loses what arrived since the last checkpoint began (about `checkpointBytes` while the disk keeps
+/// up). Also reports progress to tickets, as often.
 ///
 /// A checkpoint (`fdatasync`, an index write that may wait on another process' transaction) runs on the
 /// blocking pool, one at a time and outside the lock, never on the task that received the bytes: parts keep

@@ -57,9 +57,11 @@ final class StoreWatcher: Sendable {
 
     private func check() {
         do {
-            // (Not the commits of this mount's own writers: the kernel has them from its requests.)
-            let (changes, newest) = try fileSystem.manager.entryChanges(after: seen.load(ordering: .relaxed), skippingOwnCommits: true)
+            // The commits of this mount's own writers only under `/nodes`: `/files` showed them to the kernel.
+            let (changes, ownCommits, newest) = try fileSystem.manager.entryChanges(after: seen.load(ordering: .relaxed),
+                                                                                    skippingOwnCommits: true)
             seen.store(newest, ordering: .relaxed)
+            for id in ownCommits { invalidate(Self.nodeViewNames(id), files: Self.nodeViewFiles(id)) }
             guard !changes.isEmpty else { return }
             var nodes: [NodeID] = []
             var avatars: [(UserID, IdentityID)] = []
@@ -95,11 +97,7 @@ final class StoreWatcher: Sendable {
     /// dentry, and every process working in it would lose its working directory (`getcwd`: ENOENT, which
     /// failed `git gc` in a clone whose folder had just been uploaded). Its attributes and listing go.
     private func invalidate(node id: NodeID, current node: DriveNode?) {
-        // (Each with the entry it names: the kernel holds no such name unless it was given that entry.)
-        var names: [(FSEntry, String, FSEntry?)] = [
-            (.nodes, id.rawValue, .nodeDirectory(id)), (.thumbs, id.rawValue, .thumb(id)),
-            (.nodeDirectory(id), "data", .nodeFile(id, .data)), (.nodeDirectory(id), "metadata", .nodeFile(id, .metadata)),
-            (.nodeDirectory(id), "thumbnail", .nodeFile(id, .thumbnail))]
+        var names = Self.nodeViewNames(id)
         // Read the record again when next asked (a pull may have changed its mode or time), and the data at
         // its current version through the handles open on it.
         fileSystem.forgetRecords(id)
@@ -123,7 +121,7 @@ final class StoreWatcher: Sendable {
             // changes, not for a new one), so its pages go.
             if let folderIno, known?.folder != folderIno || known?.name != node.name { newInFolder = folderIno }
         }
-        invalidate(names, files: [.nodeFile(id, .data), .nodeFile(id, .metadata), .nodeFile(id, .thumbnail), .thumb(id)])
+        invalidate(names, files: Self.nodeViewFiles(id))
         if let known, !folderStays {
             if !knownNameDropped {
                 _ = known.name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, known.folder, $0, known.name.utf8.count) }
@@ -141,6 +139,19 @@ final class StoreWatcher: Sendable {
                 _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, 0, 0)
             }
         }
+    }
+
+    /// A node's names in the ID view (`/nodes/<id>` and its files, `/thumbs/<id>`), each with the entry it
+    /// names: the kernel holds no such name unless it was given that entry.
+    private static func nodeViewNames(_ id: NodeID) -> [(FSEntry, String, FSEntry?)] {
+        [(.nodes, id.rawValue, .nodeDirectory(id)), (.thumbs, id.rawValue, .thumb(id)),
+         (.nodeDirectory(id), "data", .nodeFile(id, .data)), (.nodeDirectory(id), "metadata", .nodeFile(id, .metadata)),
+         (.nodeDirectory(id), "thumbnail", .nodeFile(id, .thumbnail))]
+    }
+
+    /// A node's files in the ID view.
+    private static func nodeViewFiles(_ id: NodeID) -> [FSEntry] {
+        [.nodeFile(id, .data), .nodeFile(id, .metadata), .nodeFile(id, .thumbnail), .thumb(id)]
     }
 
     /// Drops `names` (folder, name, and the entry the name leads to when only that one can be there: a name the

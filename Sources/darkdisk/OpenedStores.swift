@@ -11,8 +11,11 @@ enum OpenedStores {
         managers.withLock { $0.append(manager) }
     }
 
-    /// Waits for the upkeep each opened store has queued.
+    /// Waits for the upkeep each opened store has queued, and removes the scratch files it kept.
     static func finishUpkeep() {
-        for manager in managers.withLock({ $0 }) { manager.waitForMaintenance() }
+        for manager in managers.withLock({ $0 }) {
+            manager.waitForMaintenance()
+            manager.releaseScratchFiles()
+        }
     }
 }

@@ -211,6 +211,25 @@ import Testing
         #expect(try await Self.sh("ls \(Shell.quote(files))/work | wc -l") == "201\n")
     }
 
+    /// A file's ID view follows what `/files` writes: `/nodes/<id>/data`, read once, reads the new version
+    /// after a rewrite through `/files` (the mount's watcher tells the kernel of its own commits only there).
+    @Test func theIDViewFollowsARewriteThroughFiles() async throws {
+        // No upload meanwhile (its move to the cache pool would be another change to tell).
+        let store = try CLIStore()
+        await #expect(try store.darkdisk(["init"]).status == 0)
+        let mount = try Mount(store, options: ["--write-back", "600"])
+        let files = mount.path + "/files"
+        let file = Shell.quote(files + "/note.txt")
+        try await Self.sh("echo first > \(file)", log: mount)
+        let id = try await Self.sh("getfattr --only-values -n user.darkdisk.node \(file)")
+        let data = Shell.quote(mount.path + "/nodes/\(id)/data")
+        #expect(await Mount.wait(seconds: 10) { (try? Shell.sh("cat \(data)").output) == "first\n" }, "\(mount.log)")
+        try await Self.sh("echo second version > \(file)", log: mount)
+        let seen = await Mount.wait(seconds: 15) { (try? Shell.sh("cat \(data)").output) == "second version\n" }
+        let last = (try? await Shell.sh("cat \(data)"))?.output ?? "?"
+        #expect(seen, "/nodes/\(id)/data: \(last)")
+    }
+
     /// An `fsync` of a folder keeps its names: a file made in it and still open (never closed, so nothing of
     /// its content is promised) is there, empty, after `kill -9` of the daemon right after the `fsync`, even
     /// when its index row could not be written at once (another process held the index for a second).

@@ -52,11 +52,9 @@ import Testing
         let started = Date()
         let dd = try Shell.sh("dd if=\(Shell.quote(at("/nodes/big/data"))) bs=4096 skip=\(block) count=1 status=none", timeout: 60)
         let seconds = Date().timeIntervalSince(started)
-        let sentWhenAnswered = try proxy.bytes(bigObject)
-        #expect(dd.status == 0, "\(dd.stderr)")
+        // (Had it needed more than the half the proxy lets through, it would have failed after the timeout.)
+        #expect(dd.status == 0, "dd skip=\(block) did not answer while the server held the node at half (\(String(format: "%.1f", seconds)) s): \(dd.stderr)")
         #expect(dd.stdout == big.subdata(in: block * 4096..<(block + 1) * 4096), "dd skip=\(block) returned other bytes")
-        #expect(sentWhenAnswered <= bigCloudSize / 2,
-                "dd skip answered after \(sentWhenAnswered) of \(bigCloudSize) bytes had been sent (\(String(format: "%.1f", seconds)) s)")
         // `partial` at once: from the running download's own state, not the index's checkpoints, which
         // trail the bytes dd got (issue 17 item 18; it said `none` then).
         #expect(try Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))?.hasPrefix("partial ") == true)

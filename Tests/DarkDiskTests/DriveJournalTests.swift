@@ -284,6 +284,8 @@ import Glibc
 
         let seen = try manager.entryChanges(after: start, skippingOwnCommits: true)
         #expect(seen.changes == [.node(doomedFolder.id), .node(orphan)], "\(seen.changes)")
+        // (Apart, for the ID view, which the mount's requests in `/files` did not touch.)
+        #expect(seen.ownCommits == Set(made), "\(seen.ownCommits)")
         // Another process reads every row.
         let all = try store.open().entryChanges(after: start)
         #expect(Set((made + [orphan, doomedFolder.id]).map(EntryChange.node)).isSubset(of: all.changes))

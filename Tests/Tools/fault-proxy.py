@@ -19,8 +19,9 @@ Faults are set at run time, so one proxy serves a whole test:
       "throttle": BYTES_PER_SECOND                                 all bodies together, 0 = full speed
       "stall":    {"after": BYTES, "seconds": S, "count": K, "path": SUBSTRING}  stop sending for S
                   seconds after BYTES of body bytes, for the next K GET responses
-      "hold":     BYTES     all bodies together send BYTES more body bytes (counted from this setting),
-                  then wait, connections open, until "hold" is set again (null lifts it)
+      "hold":     BYTES     all streamed bodies together send BYTES more body bytes (counted from this
+                  setting), then wait, connections open, until "hold" is set again (null lifts it); bodies
+                  sent whole (chunked or padded answers) are not held
       "ignore_range": {"count": K}                                 drop the Range header of the next K
                   GETs, so the upstream answers 200 with the whole object
       "pad":      {"bytes": N, "count": K, "path": SUBSTRING}      send N more body bytes (0x5A) than the
@@ -117,12 +118,13 @@ class State:
             time.sleep(delay)
 
     def snapshot(self):
+        """The counters as JSON text, made under the lock (handler threads add to them as it is written)."""
         with self.lock:
-            return {
+            return json.dumps({
                 "bytes": self.bytes, "paths": self.paths, "cuts": self.cuts, "failures": self.failures,
                 "stalls": self.stalls, "ignored_ranges": self.ignored_ranges, "replacements": self.replacements, "pads": self.pads,
                 "requests": self.requests, "faults": self.faults,
-            }
+            })
 
 
 STATE = State()
@@ -151,7 +153,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     # Control ---------------------------------------------------------------------------------------
 
     def reply_json(self, status, value):
-        body = json.dumps(value).encode()
+        body = (value if isinstance(value, str) else json.dumps(value)).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -305,6 +307,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(data)
         except OSError:
             self.count(-len(data), path, entry)
+            with STATE.lock:
+                if STATE.faults.get("hold") is not None:
+                    STATE.hold_sent = max(0, STATE.hold_sent - len(data))  # (its reservation, back)
             raise
 
     def count(self, n, path, entry):
