@@ -1,9 +1,9 @@
 /// The rows of the index's change table (`entryChange`) that this process's drive journal wrote for the
-/// commits of its own writers, by range of rows and node. A mount shows those commits to the kernel as its
-/// requests make them, so its store watcher skips these rows
-/// (`DiskManager.entryChanges(after:skippingOwnCommits:)`): a `tar x` no longer has every name it just made
-/// dropped from the kernel's caches a second later, which took the folder's lock once per name and cost the
-/// requests meanwhile 7–16 % of their time. Other processes, which did not see the commits, read every row.
+/// commits of its own writers, by range of rows and node. A mount shows those commits to the kernel in
+/// `/files` as its requests make them, so its store watcher tells the kernel of these rows only for the ID
+/// view (`DiskManager.entryChanges(after:skippingOwnCommits:)`): a `tar x` no longer has every name it just
+/// made dropped from the kernel's caches a second later, which took the folder's lock once per name and cost
+/// the requests meanwhile 7–16 % of their time. Other processes, which did not see the commits, read every row.
 struct OwnCommitChanges: Sendable {
     /// One transaction's rows and the nodes whose rows in that range the mount has shown already.
     struct Batch: Sendable {
