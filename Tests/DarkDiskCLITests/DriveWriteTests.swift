@@ -212,7 +212,7 @@ import Testing
     }
 
     /// A file's ID view follows what `/files` writes: `/nodes/<id>/data`, read once, reads the new version
-    /// after a rewrite through `/files` (the mount's watcher tells the kernel of its own commits only there).
+    /// after a rewrite through `/files`, with no upload in between.
     @Test func theIDViewFollowsARewriteThroughFiles() async throws {
         // No upload meanwhile (its move to the cache pool would be another change to tell).
         let store = try CLIStore()
