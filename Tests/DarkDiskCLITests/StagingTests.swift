@@ -28,7 +28,7 @@ import Testing
         await #expect(try store.darkdisk(["init"]).status == 0)
         // A slow source (1 MiB, then nothing for a while): the import waits with its staging file open.
         func interrupted(_ signal: String) throws -> Run {
-            try Shell.sh("{ head -c 1048576 /dev/zero; sleep 2.5; } | timeout -s \(signal) 1 \(Shell.quote(Shell.darkdisk)) import - --node z"
+            try Shell.sh("{ head -c 1048576 /dev/zero; sleep 4; } | timeout -s \(signal) 3 \(Shell.quote(Shell.darkdisk)) import - --node z"
                          + " --persistent --store \(Shell.quote(store.storePath))")
         }
         for signal in ["TERM", "INT", "HUP"] {
