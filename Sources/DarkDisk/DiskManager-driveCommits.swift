@@ -176,8 +176,8 @@ extension DiskManager {
     /// transaction back (`AppliedCommit.retry`) for the caller to write it again with them.
     private func applyDriveCommits(_ batch: [DriveCommitJournal.Pending], savepoints: Bool) throws(DarkDiskError) -> [AppliedCommit] {
         let last = batch[batch.count - 1].record.sequence
-        let (results, own) = try write { db -> ([AppliedCommit], OwnCommitChanges.Batch) in
-            let firstChange = try Self.lastEntryChange(db) + 1
+        let (results, own) = try write { db -> ([AppliedCommit], OwnCommitChanges.Batch?) in
+            let changesBefore = Self.lastEntryChange(db)
             // Read in the transaction that writes: a record another process's replay wrote meanwhile (a daemon
             // stopped while this batch ran) is not written twice.
             let applied = UInt64(max(try Int64.fetchOne(db.cachedStatement(sql: "SELECT appliedThrough FROM driveJournal WHERE id = 1")) ?? 0, 0))
@@ -213,24 +213,27 @@ extension DiskManager {
                 return AppliedCommit(outcome: dropped, replaced: nil, inserted: nil)
             }
             try db.cachedStatement(sql: "UPDATE driveJournal SET appliedThrough = MAX(appliedThrough, ?) WHERE id = 1").execute(arguments: [Int64(last)])
-            // (No rows written, no batch: a range past the last row would claim another writer's next one.)
-            let lastChange = try Self.lastEntryChange(db)
-            return (results, OwnCommitChanges.Batch(rows: firstChange...max(firstChange, lastChange),
-                                                    nodes: lastChange >= firstChange ? try Self.shownCommits(batch, results, db) : []))
+            return (results, Self.ownCommitBatch(batch, results, changesBefore: changesBefore, db))
         }
-        ownCommitChanges.withLock { $0.add(own) }
+        if let own { ownCommitChanges.withLock { $0.add(own) } }
         return results
     }
 
-    /// The newest row of the change table (`sqlite_sequence`: the table counts with AUTOINCREMENT).
-    private static func lastEntryChange(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM sqlite_sequence WHERE name = 'entryChange'")) ?? 0
+    /// The newest row of the change table (`sqlite_sequence`: the table counts with AUTOINCREMENT); nil if
+    /// it cannot be read.
+    private static func lastEntryChange(_ db: Database) -> Int64? {
+        try? Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM sqlite_sequence WHERE name = 'entryChange'")) ?? 0
     }
 
-    /// The nodes of a batch whose commits landed as this process's writers made them, so that a mount has
-    /// shown them to the kernel already: not replayed records, and not new files whose folder a pull deleted
-    /// meanwhile (they show at the top, which the kernel must be told of).
-    private static func shownCommits(_ batch: [DriveCommitJournal.Pending], _ results: [AppliedCommit], _ db: Database) throws -> Set<String> {
+    /// The change rows a batch's transaction wrote (after row `changesBefore`) and the nodes among them
+    /// whose commits landed as this process's writers made them, so that a mount has shown them to the kernel
+    /// already: not replayed records, and not new files whose folder a pull deleted meanwhile (they show at
+    /// the top, which the kernel must be told of). Nil when no row was written (a range past the last row
+    /// would claim another writer's next one) or a read failed: the watcher then tells every row, as for
+    /// another process's, and the batch is not failed for it.
+    private static func ownCommitBatch(_ batch: [DriveCommitJournal.Pending], _ results: [AppliedCommit], changesBefore: Int64?,
+                                       _ db: Database) -> OwnCommitChanges.Batch? {
+        guard let changesBefore, let last = lastEntryChange(db), last > changesBefore else { return nil }
         var nodes = Set<String>()
         var folders: [String: Bool] = [:]
         for (pending, result) in zip(batch, results) where pending.lockHolder >= 0 {
@@ -238,14 +241,13 @@ extension DiskManager {
             guard case .indexed = result.outcome, result.inserted != nil else { continue }
             if let folder = pending.record.newNode?.parentID {
                 if folders[folder] == nil {
-                    folders[folder] = try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM node WHERE id = ? AND name IS NOT NULL"),
-                                                       arguments: [folder]) != nil
+                    folders[folder] = (try? NodeID(folder)).flatMap { try? driveKind(of: $0, db) } == .folder
                 }
                 guard folders[folder] == true else { continue }
             }
             nodes.insert(pending.record.nodeID)
         }
-        return nodes
+        return OwnCommitChanges.Batch(rows: changesBefore + 1...last, nodes: nodes)
     }
 
     /// One journaled commit's rows, in the caller's transaction (or a savepoint of its own): the new stored

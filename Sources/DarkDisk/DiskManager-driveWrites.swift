@@ -278,7 +278,7 @@ extension DiskManager {
         }
     }
 
-    private static func driveKind(of nodeID: NodeID, _ db: Database) throws -> NodeAttributes.Kind? {
+    static func driveKind(of nodeID: NodeID, _ db: Database) throws -> NodeAttributes.Kind? {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT type FROM node WHERE id = ? AND name IS NOT NULL"), arguments: [nodeID.rawValue]) else { return nil }
         return (row["type"] as String?).flatMap(NodeAttributes.Kind.init) ?? .file
     }

@@ -4,8 +4,9 @@ import Foundation
 
 /// A file of the store's cache staging folder for a component's own encrypted scratch data (a cloud file
 /// composed for an upload), held with a shared lock. When released it goes back to its manager's
-/// `ScratchFilePool`, emptied, for the next one (until `releaseScratchFiles`); else it is removed. A process killed while holding one
-/// leaves it to the orphan sweep (unlocked and untouched for ten minutes), never to /tmp.
+/// `ScratchFilePool`, emptied, for the next one (until `releaseScratchFiles`); else it is removed. A process
+/// killed while holding one leaves it to the orphan sweep (unlocked and untouched for ten minutes), never to
+/// /tmp.
 public final class ScratchFile: Sendable {
     public let path: String
     private let fd: Int32

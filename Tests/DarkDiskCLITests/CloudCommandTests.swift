@@ -18,6 +18,9 @@ import Glibc
         let push = try await a.darkdisk(["push", try a.file("photo", data), "--node", "photo", "--name", "photo.jpg",
                                    "--thumbnail", try a.file("t", Data("thumb".utf8)), "--passphrase-file", passphrase])
         #expect(push.status == 0, "\(push.stderr)")
+        // The scratch file the push composed its cloud file in (kept for a next upload) went with the command.
+        let checked = try await a.darkdisk(["check", "--passphrase-file", passphrase])
+        #expect(checked.output.contains(" 0 staging files"), "\(checked.output)")
 
         let wrong = try b.file("wrong", Data("one machine\n".utf8))
         await expectOneLineFailure(try b.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", wrong]), mentioning: "wrong passphrase")

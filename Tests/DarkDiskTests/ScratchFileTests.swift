@@ -8,7 +8,7 @@ import Glibc
 /// Scratch files (a cloud file composed for an upload) are kept between uses, emptied and locked, so a
 /// stream of uploads makes and frees no inode (ext4 without a journal skips every inode freed in the last
 /// five minutes when it makes a new one); at most `ScratchFilePool.limit` are kept, one removed by a failed
-/// writer is not, and the store's closing removes them.
+/// writer is not, and `releaseScratchFiles` (a command's end) and the store's closing remove them.
 @Suite struct ScratchFileTests {
     @Test func aReleasedScratchFileIsKeptEmptyAndUsedAgain() throws {
         let store = try TemporaryStore()
@@ -44,6 +44,12 @@ import Glibc
             unlink(scratch.path)
         }
         #expect(try names(staging).count == ScratchFilePool.limit - 1)
+
+        // Released before the process exits (a command's end), they go; a later one is made anew.
+        try #require(manager).releaseScratchFiles()
+        #expect(try names(staging).isEmpty)
+        do { _ = try #require(manager).makeScratchFile() }
+        #expect(try names(staging).count == 1)
 
         // The store's closing removes what it kept.
         manager = nil
