@@ -79,11 +79,13 @@ let package = Package(
                                                    .product(name: "Logging", package: "swift-log")]),
         // Real servers for the tests (nginx, our fault-injecting proxy), shared by the test targets.
         .target(name: "DarkDiskTestSupport", dependencies: ["DarkDiskSync", "DarkDiskSystem"], path: "Tests/TestSupport"),
-        .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskSync", "DarkDiskCloud", "DarkDiskRemote", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport",
+        // Which threads tests run on, and how many that run programs at once (OwnThreads, ProcessSlots).
+        .target(name: "DarkDiskTestTraits", path: "Tests/TestTraits"),
+        .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskTestTraits", "DarkDiskSync", "DarkDiskCloud", "DarkDiskRemote", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport",
                                                         .product(name: "GRDB", package: "GRDB.swift"),
                                                    .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets", "DarkDiskTestSupport"]),
-        .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSync", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDiskTestTraits", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSync", "DarkDiskTestSupport"]),
         // The FUSE layer's pure parts, without a mount: inode table, errno mapping, attribute values, options.
         .testTarget(name: "DarkDiskFSTests", dependencies: ["DarkDisk", "DarkDiskCache", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSystem", "DarkDiskTestSupport"]),
         // The image manager (issue 7): in-memory caches of processed thumbnails and avatars, libvips underneath.

@@ -1,3 +1,4 @@
+import DarkDiskTestTraits
 import Foundation
 import Testing
 

@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCrypto
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import Testing
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import Testing
 

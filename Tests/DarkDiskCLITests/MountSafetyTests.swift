@@ -1,5 +1,6 @@
 import DarkDiskTestSupport
 import DarkDiskFS
+import DarkDiskTestTraits
 import Foundation
 import Testing
 

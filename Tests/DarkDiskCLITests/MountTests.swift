@@ -1,5 +1,6 @@
 import DarkDisk
 import DarkDiskCrypto
+import DarkDiskTestTraits
 import Foundation
 import Testing
 

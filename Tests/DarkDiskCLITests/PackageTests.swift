@@ -1,5 +1,6 @@
 import DarkDiskFS
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import Testing
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import Testing
 #if canImport(Glibc)

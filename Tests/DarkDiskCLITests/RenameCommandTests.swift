@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskTestTraits
 import Foundation
 import Testing
 

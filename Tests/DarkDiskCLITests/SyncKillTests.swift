@@ -1,5 +1,6 @@
 import DarkDisk
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import Testing
 #if canImport(Glibc)

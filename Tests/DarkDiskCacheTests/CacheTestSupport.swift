@@ -23,7 +23,8 @@ func bytes(_ count: Int, seed: UInt64 = 1) -> Data {
     Data(SplitMix64.bytes(count, seed: seed))
 }
 
-/// Polls `condition` until it holds or `seconds` pass.
+/// Polls `condition` until it holds or `seconds` pass (a minute where the wait is for something to happen:
+/// it returns as soon as that holds, and a loaded 2-core machine can take tens of seconds).
 func eventually(within seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(TestTiming.patience(seconds))
     while Date() < deadline {

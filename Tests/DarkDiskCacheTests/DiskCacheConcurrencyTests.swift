@@ -82,7 +82,7 @@ import Testing
         for round in 0..<12 {
             let pid = try Tool.spawn(["writer", root.path, "test", "30"], output: out)
             // Wait for the first set, then kill at a different moment each round.
-            _ = eventually(within: 10) { ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("ready") }
+            _ = eventually(within: 60) { ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("ready") }
             usleep(UInt32(20_000 + (round * 37_000) % 200_000))
             kill(pid, SIGKILL)
             #expect(Tool.wait(pid) == 128 + SIGKILL, "round \(round): killed mid-run")

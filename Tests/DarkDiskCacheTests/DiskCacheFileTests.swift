@@ -47,7 +47,7 @@ import Testing
         #expect(try cache.data(forKey: "k0") == nil)
         #expect(settledValueFileCount(cache, expected: 0) == 0)
         let trash = cache.cacheURL.path + "/trash"
-        #expect(try eventually(within: 5) { try FileManager.default.contentsOfDirectory(atPath: trash).isEmpty })
+        #expect(try eventually(within: 60) { try FileManager.default.contentsOfDirectory(atPath: trash).isEmpty })
         try cache.set(bytes(50_000), forKey: "after")
         #expect(try cache.data(forKey: "after") == bytes(50_000))
     }

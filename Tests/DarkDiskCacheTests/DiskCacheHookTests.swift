@@ -56,7 +56,7 @@ import Testing
         try cache.set(bytes(100), forKey: "k")
         cache.hookQueue.sync {}
         #expect(seen.withLock { $0 } == bytes(100))
-        #expect(try eventually(within: 3) { try cache.data(forKey: "from-hook-k") == Data([1]) })
+        #expect(try eventually(within: 60) { try cache.data(forKey: "from-hook-k") == Data([1]) })
         cache.didAddObject = nil
     }
 }

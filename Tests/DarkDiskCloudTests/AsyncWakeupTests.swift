@@ -12,14 +12,15 @@ import Testing
         for _ in 0..<500 { await wake.wait(seconds: 0) }
     }
 
-    @Test(.timeLimit(.minutes(1))) func aKickEndsTheWaitAndOneMadeBeforeIsKept() async {
+    /// (The waits are of an hour, so what ends them is the kick, however long a busy cooperative pool takes
+    /// to run the task that kicks: early in the suite that was over 30 s once, on CI.)
+    @Test(.timeLimit(.minutes(10))) func aKickEndsTheWaitAndOneMadeBeforeIsKept() async {
         let wake = AsyncWakeup()
         wake.kick()
-        let start = ContinuousClock.now
-        await wake.wait(seconds: 600)
+        await wake.wait(seconds: 3600)
         #expect(wake.takeKick() && !wake.takeKick(), "the kick is seen once")
         Task { try? await Task.sleep(for: .milliseconds(50)); wake.kick() }
-        await wake.wait(seconds: 600)
-        #expect(ContinuousClock.now - start < .seconds(30), "both waits ended by kicks")
+        await wake.wait(seconds: 3600)
+        #expect(wake.takeKick(), "the second wait ended by its kick")
     }
 }

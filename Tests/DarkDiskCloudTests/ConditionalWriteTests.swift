@@ -2,13 +2,14 @@ import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import Testing
 
 /// Conditional writes (DESIGN §4): a record is created only if absent and replaced only if it is still the
 /// one a change was based on, on `file://` (lock and compare) and on S3 (moto's server); a push that loses
 /// the race keeps the remote's version on the node and uploads the local change as a conflict copy.
-@Suite struct ConditionalWriteTests {
+@Suite(.ownThreads) struct ConditionalWriteTests {
     /// The remotes the tests here run on: `file://`, moto's S3, and Ceph's RADOS Gateway when
     /// `DARKDISK_TEST_RGW` is set (`Scripts/test --long`): in the full suite on two cores a cluster once
     /// failed to start within two minutes, so the suite leaves it out.

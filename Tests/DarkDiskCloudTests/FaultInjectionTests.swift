@@ -2,6 +2,7 @@ import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import DarkDiskSync
 import Testing
@@ -10,7 +11,7 @@ import Testing
 /// (`Tests/Tools/fault-proxy.py`): connections cut mid-body, 503 bursts, an outage, the cloud file replaced
 /// between parts, a server that ignores ranges, a slow and a stalling server, and 20 concurrent readers.
 /// Every download must end with the right bytes or a clear typed error, never wrong bytes.
-@Suite struct FaultInjectionTests {
+@Suite(.ownThreads) struct FaultInjectionTests {
     /// Store A pushed the nodes to a file bucket; nginx serves the bucket; the proxy is in front of nginx;
     /// store B pulled the outline through the proxy. The proxy's counters start at zero.
     final class Rig {

@@ -2,11 +2,12 @@ import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import Testing
 
 /// The http remote against a real nginx serving the bucket a file remote writes.
-@Suite struct HTTPRemoteTests {
+@Suite(.ownThreads) struct HTTPRemoteTests {
     @Test func pushToTheBucketPullAndReadOverHTTP() async throws {
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(5_000_000, seed: 21)

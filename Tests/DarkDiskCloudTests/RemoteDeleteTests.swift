@@ -1,13 +1,14 @@
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import Testing
 
 /// Deletes reach the remote conditionally (issue 18 item 5): a delete replaces the node's record with a
 /// sealed tombstone only if the record is still the one the deleting store last saw, and a pull never drops
 /// a local change that is still queued.
-@Suite struct RemoteDeleteTests {
+@Suite(.ownThreads) struct RemoteDeleteTests {
     typealias Kind = ConditionalWriteTests.Kind
     /// The remote's own conditional DELETE, not on Ceph RGW: RGW 16.2 ignores `If-Match` on DELETE
     /// (measured: a delete based on a replaced version went through), which is why a node's delete is a

@@ -2,6 +2,7 @@ import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// real S3 server, with authentication on where the test allows it (see `MotoServer`): moto then checks each
 /// signature with botocore's signer; and against Ceph's RADOS Gateway too with `DARKDISK_TEST_RGW`
 /// (`S3TestServer`, `Scripts/test --long`).
-@Suite struct S3RemoteTests {
+@Suite(.ownThreads) struct S3RemoteTests {
     static let example = S3Credentials(accessKeyID: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
     static let may24 = Date(timeIntervalSince1970: 1_369_353_600)  // 2013-05-24T00:00:00Z
 

@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 /// both list the same nodes with the same bytes, every push that exited 0 landed and every push that exited
 /// 3 left a conflict copy holding exactly its bytes: nothing lost, counted. Over `file://`, moto, and Ceph
 /// RGW with `DARKDISK_TEST_RGW`. Rounds: `DARKDISK_TWO_PROCESS_ROUNDS`, default 40 (`Scripts/test --long` runs 100).
-@Suite struct TwoProcessSyncTests {
+@Suite(.processSlots) struct TwoProcessSyncTests {
     static let rounds = Int(ProcessInfo.processInfo.environment["DARKDISK_TWO_PROCESS_ROUNDS"] ?? "") ?? 40
 
     /// One `darkdisk` process's outcome.
@@ -71,10 +72,6 @@ import Testing
     }
 
     @Test(arguments: ConditionalWriteTests.Kind.allCases) func twoProcessesEditingTheSameNodesLoseNothing(_ kind: ConditionalWriteTests.Kind) async throws {
-        // It runs programs: one of the slots the CLI tests share (AsyncGate.processSlots), so that they and it
-        // do not starve each other of the two cores.
-        await AsyncGate.processSlots.acquire()
-        defer { AsyncGate.processSlots.release() }
         let machines = try await Machines(kind)
         let initA = try await machines.darkdisk("a", ["init", "--remote", machines.url])
         try #require(initA.status == 0, "\(initA.output)")

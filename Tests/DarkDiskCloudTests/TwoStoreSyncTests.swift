@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 /// both had pulled), the node then reads as that one, and every other becomes a conflict copy that reads
 /// as it. At the end every record names a cloud file that authenticates and both stores read the same bytes.
 /// The stores run in this process, concurrently (the CLI tests run them as separate processes).
-@Suite struct TwoStoreSyncTests {
+@Suite(.ownThreads) struct TwoStoreSyncTests {
     static let rounds = Int(ProcessInfo.processInfo.environment["DARKDISK_SYNC_ROUNDS"] ?? "") ?? 100
 
     /// On Ceph RGW too with `DARKDISK_TEST_RGW` (its deletes are conditional tombstone writes, as everywhere).

@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -11,14 +12,10 @@ import Glibc
 /// unfinished on the S3 server, its parts billed and unlisted. `gc` aborts such uploads once they are older
 /// than its upload grace, the queue then drains, and `check --remote` passes. Real CLI processes, real
 /// servers (moto, and Ceph RGW with `DARKDISK_TEST_RGW`).
-@Suite struct UnfinishedUploadTests {
+@Suite(.processSlots) struct UnfinishedUploadTests {
     static let kinds: [ConditionalWriteTests.Kind] = ConditionalWriteTests.Kind.allCases.filter { $0 != .file }
 
     @Test(arguments: Self.kinds) func gcAbortsTheUploadAKilledSyncLeft(_ kind: ConditionalWriteTests.Kind) async throws {
-        // It runs programs: one of the slots the CLI tests share (AsyncGate.processSlots), so that they and it
-        // do not starve each other of the two cores.
-        await AsyncGate.processSlots.acquire()
-        defer { AsyncGate.processSlots.release() }
         let server: AnyObject
         let remote: S3Remote
         let credentials: S3Credentials

@@ -66,7 +66,7 @@ import Glibc
         #expect(locks.count == 2)
 
         let manager = try store.open()
-        let swept = try await eventually(within: 3) { !fileExists(cacheOrphan) && !fileExists(persistentOrphan) }
+        let swept = try await eventually(within: 60) { !fileExists(cacheOrphan) && !fileExists(persistentOrphan) }
         #expect(swept, "files no index row knows are removed by the start-up sweep")
         #expect(fileExists(lockedOrphan), "a locked file is not an orphan")
         #expect(fileExists(lockedStaging), "a locked staging file is not removed")

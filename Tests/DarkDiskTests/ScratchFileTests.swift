@@ -10,7 +10,7 @@ import Glibc
 /// five minutes when it makes a new one); at most `ScratchFilePool.limit` are kept, one removed by a failed
 /// writer is not, and `releaseScratchFiles` (a command's end) and the store's closing remove them.
 @Suite struct ScratchFileTests {
-    @Test func aReleasedScratchFileIsKeptEmptyAndUsedAgain() throws {
+    @Test func aReleasedScratchFileIsKeptEmptyAndUsedAgain() async throws {
         let store = try TemporaryStore()
         var manager: DiskManager? = try store.create()
         let staging = store.location.cacheStaging
@@ -51,9 +51,10 @@ import Glibc
         do { _ = try #require(manager).makeScratchFile() }
         #expect(try names(staging).count == 1)
 
-        // The store's closing removes what it kept.
+        // The store's closing removes what it kept (at the last reference's release: a background task of
+        // the store may hold one a moment longer on a loaded machine).
         manager = nil
-        #expect(try names(staging).isEmpty)
+        #expect(try await eventually(within: 60) { try names(staging).isEmpty })
     }
 
     private func names(_ folder: String) throws -> [String] {

@@ -1,7 +1,6 @@
 import Foundation
 
-/// A counting semaphore whose waiters suspend. `processSlots` is the one limit every test target shares on
-/// how many tests that run programs (the CLI, mounts, servers) run at once: one per core.
+/// A counting semaphore whose waiters suspend (the limit of `ProcessSlots`).
 public final class AsyncGate: @unchecked Sendable {
     private var free: Int
     private var waiters: [CheckedContinuation<Void, Never>] = []
@@ -10,9 +9,6 @@ public final class AsyncGate: @unchecked Sendable {
     public init(slots: Int) {
         free = slots
     }
-
-    /// The gate of the tests that run programs (see the `processSlots` traits of the test targets).
-    public static let processSlots = AsyncGate(slots: max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
 
     public func acquire() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -30,5 +26,13 @@ public final class AsyncGate: @unchecked Sendable {
         if next == nil { free += 1 }
         lock.unlock()
         next?.resume()
+    }
+
+    /// Runs a test holding a slot, on threads of its own (`ProgramThreads`), so that whatever it blocks on
+    /// holds none of the few threads of Swift's cooperative pool.
+    func runTest(_ function: @Sendable () async throws -> Void) async throws {
+        await acquire()
+        defer { release() }
+        try await withTaskExecutorPreference(ProgramThreads.shared) { try await function() }
     }
 }
