@@ -47,9 +47,17 @@ public final class DownloadTicket<Value: Sendable>: Sendable {
         }
     }
 
-    /// Calls `observer` on every progress update from now on, on a serial queue of the ticket's.
+    /// Calls `observer` with the latest progress at once (if the transfer has reported any), then on every
+    /// update until the result, on a serial queue of the ticket's: an observer added after the transfer
+    /// began, or ended, still learns how far it got.
     public func onProgress(_ observer: @escaping @Sendable (DownloadProgress) -> Void) {
-        state.withLock { $0.observers.append(observer) }
+        // Queued under the lock, as `update` queues: the latest count goes before any later one.
+        state.withLock { state in
+            if state.result == nil { state.observers.append(observer) }
+            let latest = state.progress
+            guard latest.totalBytes > 0 || latest.completedBytes > 0 else { return }
+            observerQueue.async { observer(latest) }
+        }
     }
 
     /// Calls `completion` once with the result, on `queue` (the seeds' completionQueue and completionBlock).

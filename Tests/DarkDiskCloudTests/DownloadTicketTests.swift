@@ -69,6 +69,25 @@ import Testing
         #expect(last.throughput > 0 && last.estimatedTimeRemaining == 0)
     }
 
+    /// An observer added after the transfer ended still learns how far it got: the latest progress, once.
+    @Test func anObserverAddedLateGetsTheLatestProgressAtOnce() async throws {
+        let setup = try CloudTests.Setup()
+        let data = CloudTests.bytes(600_000, seed: 35)
+        let id = try await setup.pushedAndPulled(data, as: "late")
+        let downloads = DownloadManager(manager: setup.b, remote: setup.remote, partSize: 256 * 1024)
+        let ticket = downloads.downloadNodeData(id)
+        _ = try await ticket.value
+        let seen = Locked<[DownloadProgress]>([])
+        ticket.onProgress { progress in seen.withLock { $0.append(progress) } }
+        // (Told on the ticket's queue: a minute for a loaded machine to run it.)
+        for _ in 0..<600 where seen.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(100)) }
+        try await Task.sleep(for: .milliseconds(200))
+        let reports = seen.withLock { $0 }
+        #expect(reports.count == 1, "one report, the transfer being over: \(reports)")
+        let first = try #require(reports.first)
+        #expect(first.totalBytes > 0 && first.completedBytes == first.totalBytes, "\(first)")
+    }
+
     @Test func cancellingOneTicketLeavesTheTransferToTheOthers() async throws {
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(3_000_000, seed: 34)

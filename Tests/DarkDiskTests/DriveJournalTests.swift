@@ -351,6 +351,9 @@ import Glibc
     private func journalWithoutIndex(_ store: TemporaryStore, keepingFilesLocked: Bool = false,
                                      whileAlive: (Written) throws -> Void = { _ in }) throws -> (Written, Written, [UInt8]) {
         let manager = DiskManager.exists(at: store.location) ? try store.open() : try store.create()
+        // The opening's orphan sweep (on the maintenance queue) ends first: later, on a loaded machine, it
+        // found the files below unknown and unlocked once the journal stopped, and replayed the journal itself.
+        manager.maintenanceQueue.sync {}
         let path = manager.driveJournalPath
         let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         try #require(fd >= 0)
