@@ -11,7 +11,9 @@ public struct ProcessSlots: SuiteTrait, TestTrait, TestScoping {
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
         // A suite's own scope (testCase nil) is not a test: only test cases take a slot.
         guard testCase != nil else { return try await function() }
-        try await Self.gate.runTest(function)
+        await Self.gate.acquire()
+        defer { Self.gate.release() }
+        try await withTaskExecutorPreference(ProgramThreads.shared) { try await function() }
     }
 
     /// Shared by every test target's program-running tests (the same process runs them all).
