@@ -64,7 +64,8 @@ final class MotoServer {
             throw Failed(message: "cannot start python3 -m moto.server (Scripts/install-deps installs moto[server])")
         }
         pid = child
-        let deadline = Date().addingTimeInterval(30)
+        // Generous: it ends once moto listens, and the `.ownThreads` suites start many at once.
+        let deadline = Date().addingTimeInterval(120)
         while Date() < deadline {
             if Nginx.canConnect(port) { return }
             var status: Int32 = 0

@@ -37,7 +37,8 @@ public final class FaultProxy: Sendable {
             throw ProxyFailed(message: "\(error)")
         }
         pid = child
-        let deadline = Date().addingTimeInterval(15)
+        // Generous: it ends once the proxy listens, and in-process suites start many at once.
+        let deadline = Date().addingTimeInterval(60)
         var status: Int32 = 0
         while Date() < deadline {
             let out = (try? String(contentsOfFile: scratch + "/stdout", encoding: .utf8)) ?? ""

@@ -46,7 +46,8 @@ public final class Nginx {
             throw NginxFailed(message: "\(error) (install nginx-light)")
         }
         pid = child
-        let deadline = Date().addingTimeInterval(10)
+        // Generous: it ends once the server listens, and in-process suites start many servers at once.
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if Nginx.canConnect(port) { return }
             Thread.sleep(forTimeInterval: 0.05)
