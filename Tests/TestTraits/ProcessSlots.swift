@@ -13,7 +13,7 @@ public struct ProcessSlots: SuiteTrait, TestTrait, TestScoping {
         guard testCase != nil else { return try await function() }
         await Self.gate.acquire()
         defer { Self.gate.release() }
-        try await withTaskExecutorPreference(ProgramThreads.shared) { try await function() }
+        try await OwnThreads().provideScope(for: test, testCase: testCase, performing: function)
     }
 
     /// Shared by every test target's program-running tests (the same process runs them all).

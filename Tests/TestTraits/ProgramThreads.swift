@@ -1,6 +1,6 @@
 import Foundation
 
-/// The task executor of the tests (`ProcessSlots`): a job that finds no idle thread gets a new one (up to
+/// The task executor of the tests (`OwnThreads`, `ProcessSlots`): a job that finds no idle thread gets a new one (up to
 /// `limit`), so a test that blocks holds a thread of its own and never one of the two of Swift's cooperative
 /// pool on a 2-core machine. Before it, tests that blocked held that whole pool for half a minute, and every
 /// other test's wake-up waited (CI, 2026-11-27: a 50 ms sleep not over within 30 s).
