@@ -43,6 +43,10 @@ extension FuseFileSystem {
         ops.release = { req, _, fi in
             FuseFileSystem.from(req).release(FuseFileSystem.reply(req, "release"), fi: fi!)
         }
+        // Asked only when the daemon checks permissions (single-user mounts): `access(2)` and `chdir`.
+        ops.access = { req, ino, mask in
+            FuseFileSystem.from(req).access(FuseFileSystem.reply(req, "access"), ino: ino, mask: mask)
+        }
         ops.statfs = { req, _ in
             FuseFileSystem.from(req).statfs(FuseFileSystem.reply(req, "statfs"))
         }
@@ -126,6 +130,12 @@ extension FuseFileSystem {
             if maxRead > 0 { conn.pointee.max_read = maxRead }
             // Folders opened by the kernel alone (`opendir` answers ENOSYS): half the round trips of `find`.
             if conn.pointee.capable & UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT) != 0 { fileSystem.noOpendir.store(true, ordering: .relaxed) }
+            // Set-user-ID bits are cleared here (on write, truncation and chown), not by a `GETATTR` the kernel
+            // would send before each `chown`: see `customIO`.
+            if conn.pointee.capable & UInt32(FUSE_CAP_HANDLE_KILLPRIV) != 0 {
+                conn.pointee.want |= UInt32(FUSE_CAP_HANDLE_KILLPRIV)
+                fileSystem.initFlagsToAdd.store(FuseFileSystem.handleKillPrivilegeFlag, ordering: .releasing)
+            }
         }
         return ops
     }

@@ -11,6 +11,7 @@ extension FuseFileSystem {
         guard let key = inodes.withLock({ $0.key(for: ino) }) else { reply.error(ENOENT); return }
         let entry = key.entry
         guard !entry.isDirectory else { reply.error(EISDIR); return }
+        guard permits(reply, entry, AccessMode(openFlags: fi.pointee.flags)) else { return }
         if case .driveFile(let id) = entry {
             openDrive(reply, id: id, entry: entry, ino: ino, fi: fi)
             return

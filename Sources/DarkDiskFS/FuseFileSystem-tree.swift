@@ -9,6 +9,7 @@ import Glibc
 extension FuseFileSystem {
     func lookup(_ reply: FuseReply, parent: fuse_ino_t, name: String) {
         guard let parentEntry = inodes.withLock({ $0.entry(for: parent) }) else { reply.error(ENOENT); return }
+        guard permits(reply, parentEntry, .execute) else { return }
         creates.drain()
         // Journaled commits need not be in the index first, unless one makes this name (a node found whose
         // commit waits is settled when its attributes are read, `currentDriveEntry`).
@@ -70,6 +71,7 @@ extension FuseFileSystem {
     /// listing is made here and kept with the handle until `releasedir`.
     func opendir(_ reply: FuseReply, ino: fuse_ino_t, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let entry = inodes.withLock({ $0.entry(for: ino) }), entry.isDirectory else { reply.error(ENOTDIR); return }
+        guard permits(reply, entry, .read) else { return }
         if noOpendir.load(ordering: .relaxed) {
             reply.error(ENOSYS)
             return
@@ -147,6 +149,8 @@ extension FuseFileSystem {
     func readdir(_ reply: FuseReply, ino: fuse_ino_t, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>, plus: Bool = false) {
         let listing: [DirectoryEntry]
         if noOpendir.load(ordering: .relaxed) {
+            // (No `opendir` came: a listing's first batch is where reading it is allowed or not.)
+            if offset == 0, !permits(reply, ino, .read) { return }
             do { listing = try self.listing(of: ino, offset: offset) } catch {
                 reply.error(FuseErrno.from(error))
                 return

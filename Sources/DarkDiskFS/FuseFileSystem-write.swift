@@ -16,6 +16,7 @@ extension FuseFileSystem {
     // MARK: Making entries
 
     func create(_ reply: FuseReply, parent: fuse_ino_t, name: String, mode: mode_t, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard permits(reply, parent, [.write, .execute]) else { return }
         do {
             let folder = try driveFolder(parent)
             // Made in memory and answered at once; its row goes into the index with its first commit.
@@ -49,6 +50,7 @@ extension FuseFileSystem {
     /// A regular file made without opening it (`mknod`, `mkfifo`): device files, FIFOs and sockets have no
     /// place in a cloud drive (`EPERM`).
     func mknod(_ reply: FuseReply, parent: fuse_ino_t, name: String, mode: mode_t) {
+        guard permits(reply, parent, [.write, .execute]) else { return }
         do {
             let folder = try driveFolder(parent)
             guard mode & S_IFMT == S_IFREG else { throw DarkDiskError(.notPermitted, "the drive keeps no device files, FIFOs or sockets") }
@@ -71,6 +73,7 @@ extension FuseFileSystem {
     }
 
     func mkdir(_ reply: FuseReply, parent: fuse_ino_t, name: String, mode: mode_t) {
+        guard permits(reply, parent, [.write, .execute]) else { return }
         do {
             let folder = try driveFolder(parent)
             let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.folder, mode: mode))
@@ -81,6 +84,7 @@ extension FuseFileSystem {
     }
 
     func symlink(_ reply: FuseReply, target: String, parent: fuse_ino_t, name: String) {
+        guard permits(reply, parent, [.write, .execute]) else { return }
         do {
             let folder = try driveFolder(parent)
             var attributes = Self.newAttributes(.symlink, mode: 0o777)
@@ -95,6 +99,7 @@ extension FuseFileSystem {
     // MARK: Removing and moving entries
 
     func unlink(_ reply: FuseReply, parent: fuse_ino_t, name: String) {
+        guard permits(reply, parent, [.write, .execute]) else { return }
         do {
             let (entry, id) = try driveChildNode(parent, name)
             if case .driveFolder = entry { throw DarkDiskError(.isDirectory, "'\(name)' is a folder") }
@@ -107,6 +112,7 @@ extension FuseFileSystem {
     }
 
     func rmdir(_ reply: FuseReply, parent: fuse_ino_t, name: String) {
+        guard permits(reply, parent, [.write, .execute]) else { return }
         do {
             let (entry, id) = try driveChildNode(parent, name)
             guard case .driveFolder = entry else { throw DarkDiskError(.notDirectory, "'\(name)' is not a folder") }
@@ -121,9 +127,12 @@ extension FuseFileSystem {
     /// Renames or moves an entry (an outline edit; a folder moves with everything in it). `RENAME_NOREPLACE`
     /// is honoured; `RENAME_EXCHANGE` is not supported (`EINVAL`, as on file systems without it).
     func rename(_ reply: FuseReply, parent: fuse_ino_t, name: String, newParent: fuse_ino_t, newName: String, flags: UInt32) {
+        guard permits(reply, parent, [.write, .execute]), permits(reply, newParent, [.write, .execute]) else { return }
         do {
             guard flags & ~UInt32(1) == 0 else { throw DarkDiskError(.invalidArgument, "rename flags \(flags) are not supported") }
-            let (_, id) = try driveChildNode(parent, name)
+            let (entry, id) = try driveChildNode(parent, name)
+            // A folder moving to another one changes its `..`: it must be writable too.
+            if case .driveFolder = entry, newParent != parent, !permits(reply, entry, .write) { return }
             let folder = try driveFolder(newParent)
             let replaced = try manager.moveDriveNode(id, to: newName, in: folder, replacing: flags & 1 == 0)
             if let replaced { forgetRecords(id, replaced) } else { forgetRecords(id) }
@@ -266,14 +275,26 @@ extension FuseFileSystem {
                 throw DarkDiskError(.notPermitted, "drive entries belong to the mounting user's group")
             }
             if toSet & FUSE_SET_ATTR_SIZE != 0 {
+                // (`truncate` by name; `ftruncate` acts through a handle opened for writing.)
+                if fi == nil, !permits(reply, entry, .write) { return }
                 guard case .driveFile = entry else { throw DarkDiskError(.isDirectory, "only files have a size to set") }
                 try truncate(id, to: UInt64(attributes.st_size), handle: fi?.pointee.fh)
             }
-            let setsMode = toSet & FUSE_SET_ATTR_MODE != 0
+            // The set-ID bits that a change of owner, or of data by anyone but root, takes away (`SetIDBits`).
+            // A request that sets nothing is the kernel's own, before a write that must clear them.
+            var cleared: UInt32?
+            if case .driveFile = entry, toSet & FUSE_SET_ATTR_MODE == 0 {
+                let changesOwner = toSet & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0
+                let changesData = toSet & FUSE_SET_ATTR_SIZE != 0 || toSet & ~FUSE_SET_ATTR_CTIME == 0
+                if changesOwner || (changesData && reply.callerUID != 0), let mode = try current(entry)?.stat.st_mode {
+                    cleared = SetIDBits.cleared(UInt32(mode) & 0o7777)
+                }
+            }
+            let setsMode = toSet & FUSE_SET_ATTR_MODE != 0 || cleared != nil
             let setsTime = toSet & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW) != 0
             if setsMode || setsTime {
                 let time = toSet & FUSE_SET_ATTR_MTIME_NOW != 0 ? Self.now() : attributes.st_mtim
-                let mode = UInt32(attributes.st_mode) & 0o7777
+                let mode = cleared ?? UInt32(attributes.st_mode) & 0o7777
                 // A file whose changes wait for their commit takes these with them (one transaction at close).
                 if let writer = writers.withLock({ $0[id] }),
                    writer.content.deferAttributes(mode: setsMode ? mode : nil,

@@ -9,6 +9,8 @@ import Glibc
 /// `ExtendedAttribute`; this file reads and applies them, and every failure reaches the kernel through `FuseErrno`.
 extension FuseFileSystem {
     func getxattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>, size: Int) {
+        // (`user.` attributes are read with the entry's read permission, set with its write permission.)
+        if strncmp(name, "user.", 5) == 0, !permits(reply, ino, .read) { return }
         // The kernel asks for `security.capability` before every write: that one needs no index, and must
         // not wait for the insert of the file being written.
         if strncmp(name, "security.", 9) != 0 {
@@ -75,6 +77,7 @@ extension FuseFileSystem {
     }
 
     func setxattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>, value: UnsafePointer<CChar>?, size: Int, flags: Int32) {
+        if strncmp(name, "user.", 5) == 0, !permits(reply, ino, .write) { return }
         if let (id, userName) = userAttribute(ino, name) {
             do {
                 let bytes = value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
@@ -116,6 +119,7 @@ extension FuseFileSystem {
     }
 
     func removexattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>) {
+        if strncmp(name, "user.", 5) == 0, !permits(reply, ino, .write) { return }
         if let (id, userName) = userAttribute(ino, name) {
             do {
                 try setUserAttribute(id, userName, nil, flags: 0)

@@ -40,6 +40,12 @@ public final class FuseFileSystem: Sendable {
     let directoryListings = Locked<[UInt64: [DirectoryEntry]]>([:])
     /// Whether the kernel opens folders itself (FUSE's no-opendir mode, said in `init`).
     let noOpendir = Atomic<Bool>(false)
+    /// Whether the daemon checks permissions (`AccessCheck`), the kernel not (single-user mounts).
+    let checksPermissions = Atomic<Bool>(false)
+    /// Flags `init` found the kernel offering that libfuse leaves out of its reply; `customIO` adds them.
+    let initFlagsToAdd = Atomic<UInt32>(0)
+    /// The `unique` of the kernel's `INIT` request, whose reply `customIO` amends (0 until it came).
+    let initUnique = Atomic<UInt64>(0)
     /// In no-opendir mode: the listings of the last few folders being read, by inode (`listing(of:offset:)`).
     let listingsByFolder = Locked(FolderListings())
     /// The session while its loop runs, for telling the kernel to drop cached attributes.
@@ -99,7 +105,9 @@ public final class FuseFileSystem: Sendable {
         }
         do { try MountOptions.checkCombination(options) } catch { throw DarkDiskError(.invalidArgument, error.description) }
         maxRead.store(MountOptions.maxRead(in: options) ?? 0, ordering: .relaxed)
-        let optionString = (["default_permissions", "fsname=darkdisk", "subtype=darkdisk"] + options).joined(separator: ",")
+        let admitsOthers = MountOptions.admitsOthers(options)
+        checksPermissions.store(!admitsOthers, ordering: .relaxed)
+        let optionString = ((admitsOthers ? ["default_permissions"] : []) + ["fsname=darkdisk", "subtype=darkdisk"] + options).joined(separator: ",")
         let arguments: [String] = ["darkdisk", "-o", optionString]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for arg in argv { free(arg) } }
@@ -134,6 +142,10 @@ public final class FuseFileSystem: Sendable {
                 let reason = said.split(separator: "\n").last { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
                 throw DarkDiskError(.io, "cannot mount at \(mountpoint): " + (reason.map(String.init) ?? "is /dev/fuse available and fusermount3 installed?"))
             }
+            guard useCustomIO(session) else {
+                fuse_session_unmount(session)
+                throw DarkDiskError(.io, "cannot set up the session's reads and writes of /dev/fuse at \(mountpoint)")
+            }
             // The daemon lives on: it must not keep the caller's working directory busy (every path it uses
             // is absolute by now).
             _ = chdir("/")
@@ -144,7 +156,7 @@ public final class FuseFileSystem: Sendable {
                 logger.error("drive files commit one transaction each: \(error)")
             }
             let raised = ReadAhead.raise(resolvedMountpoint: resolvedMountpoint, kilobytes: Int(FuseFileSystem.maxReadahead / 1024))
-            logger.info("mounted \(manager.location.dataDirectory) at \(mountpoint)\(raised ? "" : " (readahead left at the kernel default)")")
+            logger.info("mounted \(manager.location.dataDirectory) at \(mountpoint)\(raised ? "" : " (readahead left at the kernel default)"); permissions checked by \(admitsOthers ? "the kernel" : "this daemon")")
             ready()
             let watcher: StoreWatcher?
             do { watcher = try StoreWatcher(fileSystem: self, session: session) } catch {

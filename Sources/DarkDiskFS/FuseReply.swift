@@ -28,6 +28,9 @@ final class FuseReply: Sendable {
         fuse_reply_err(request, EIO)
     }
 
+    /// The user ID of the process that asked (read before the request is answered).
+    var callerUID: uid_t { fuse_req_ctx(request)?.pointee.uid ?? 0 }
+
     /// Takes the one right to answer; false (and a log line) if it was taken already.
     private func claim() -> Bool {
         guard answered.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {

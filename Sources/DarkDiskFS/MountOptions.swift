@@ -1,4 +1,5 @@
-/// The `-o` options a user may add to a mount; the rest (default_permissions, fsname, subtype) are fixed. The
+/// The `-o` options a user may add to a mount; the rest (fsname, subtype, and default_permissions when
+/// `admitsOthers`) are fixed. The
 /// mount is not `ro` (so `setfattr` reaches the daemon), but every write of data answers EROFS.
 public enum MountOptions {
     static let allowed: Set<String> = ["allow_other", "allow_root", "auto_unmount", "noatime", "nodev", "nosuid", "noexec", "dirsync", "sync", "async"]
@@ -8,6 +9,14 @@ public enum MountOptions {
         let name = option.split(separator: "=", maxSplits: 1).first.map(String.init) ?? option
         if name == "max_read" { return maxRead(option) != nil }
         return allowed.contains(name)
+    }
+
+    /// Whether `options` let users other than the mounting one in (`allow_other`, `allow_root`): the kernel
+    /// then checks permissions (`default_permissions`), with groups and capabilities. Otherwise every caller
+    /// is the owner, and the daemon checks the owner's bits itself (`AccessCheck`): the kernel's checks
+    /// would ask a `GETATTR` of a folder before each walk through it after it changed, one per file `tar x` makes.
+    static func admitsOthers(_ options: [String]) -> Bool {
+        options.contains("allow_other") || options.contains("allow_root")
     }
 
     /// The byte count of a `max_read=N` option (N from 1 to 2³²−1), nil for anything else.

@@ -7,12 +7,12 @@ import Testing
 /// one: `cp -a`, `rsync -aX`, `tar`, `git`, `sqlite3`, editors' write-and-rename, and the refusals the
 /// drive documents (`EPERM` for hard links, FIFOs, device files and chown to another user).
 @Suite(.processSlots) struct DriveWriteTests {
-    /// A mounted fresh store and its drive folder.
-    static func mounted() async throws -> (CLIStore, Mount, String) {
+    /// A mounted fresh store and its drive folder; `options`: more arguments for `darkdisk mount`.
+    static func mounted(options: [String] = []) async throws -> (CLIStore, Mount, String) {
         let store = try CLIStore()
         let made = try await store.darkdisk(["init"])
         #expect(made.status == 0, "\(made.stderr)")
-        let mount = try Mount(store)
+        let mount = try Mount(store, options: options)
         return (store, mount, mount.path + "/files")
     }
 
