@@ -9,14 +9,16 @@ import Glibc
 /// `ExtendedAttribute`; this file reads and applies them, and every failure reaches the kernel through `FuseErrno`.
 extension FuseFileSystem {
     func getxattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>, size: Int) {
-        // (`user.` attributes are read with the entry's read permission, set with its write permission.)
-        if strncmp(name, "user.", 5) == 0, !permits(reply, ino, .read) { return }
-        // The kernel asks for `security.capability` before every write: that one needs no index, and must
-        // not wait for the insert of the file being written.
-        if strncmp(name, "security.", 9) != 0 {
-            creates.drain()
-            waitForDriveCommits()
+        // Only `user.` names exist here. The kernel asks for `security.capability` before every write and
+        // every `chown`: answered at once, with no index and no wait for the insert of the file being written.
+        guard strncmp(name, "user.", 5) == 0 else {
+            reply.error(inodes.withLock({ $0.entry(for: ino) }) == nil ? ENOENT : ENODATA)
+            return
         }
+        // (`user.` attributes are read with the entry's read permission, set with its write permission.)
+        guard permits(reply, ino, .read) else { return }
+        creates.drain()
+        waitForDriveCommits()
         if let (id, userName) = userAttribute(ino, name) {
             do {
                 guard let value = try manager.nodeAttributes(of: id).extendedAttributes[userName] else { reply.error(ENODATA); return }
