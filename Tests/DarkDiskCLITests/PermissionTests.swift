@@ -13,15 +13,16 @@ import Glibc
 @Suite(.processSlots) struct PermissionTests {
     static let asNobody = "setpriv --reuid=65534 --regid=65534 --clear-groups"
 
-    /// Runs `script` (with `$D` the folder to work in) in a fresh local folder and in `drive`, as `user`
-    /// (nil: root); returns both outputs.
-    static func both(_ script: String, drive: String, scratch: String, user: String? = nil) async throws -> (local: String, drive: String) {
+    /// Runs `script` (with `$D` the folder to work in) in a fresh local folder under `scratch` and in one
+    /// under `drive`, as root or, with `asNobody`, as nobody (who then owns the local folder); returns both
+    /// outputs.
+    static func both(_ script: String, drive: String, scratch: String, asNobody: Bool = false) async throws -> (local: String, drive: String) {
         let local = scratch + "/local-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: local, withIntermediateDirectories: true)
-        if user != nil { #expect(chown(local, 65534, 65534) == 0) }
+        if asNobody { #expect(chown(local, 65534, 65534) == 0) }
         let place = drive + "/t-" + UUID().uuidString
         func run(in folder: String) async throws -> String {
-            let prefix = user.map { "\($0) " } ?? ""
+            let prefix = asNobody ? Self.asNobody + " " : ""
             let made = try await Shell.sh("\(prefix)mkdir -p \(Shell.quote(folder))")
             #expect(made.status == 0, "\(made.stderr)")
             let run = try await Shell.sh("\(prefix)env D=\(Shell.quote(folder)) sh -c \(Shell.quote("cd \"$D\" || exit 99\n" + script))")
@@ -101,7 +102,7 @@ import Glibc
                 mkdir m1 m2 m1/sub; chmod 500 m1/sub; mv m1/sub m2/ 2>/dev/null; echo "move a 500 folder: $?"; chmod 700 m1/sub
                 echo 2 > t; truncate -s 1 t; chmod 400 t; truncate -s 0 t 2>/dev/null; echo "truncate by name 400: $?"; wc -c < t
                 """
-            let (local, drive) = try await Self.both(script, drive: home + "/mnt/files", scratch: home, user: Self.asNobody)
+            let (local, drive) = try await Self.both(script, drive: home + "/mnt/files", scratch: home, asNobody: true)
             #expect(drive == local, "the drive:\n\(drive)\na local disk:\n\(local)")
             #expect(local.contains("read 000: 1") && local.contains("create in 500: 1"), "the local disk refuses: \(local)")
         }
