@@ -10,8 +10,16 @@ struct AccessMode: OptionSet, Sendable {
     /// Execute for a file, search (walking through it, a lookup in it) for a folder.
     static let execute = AccessMode(rawValue: 1)
 
-    /// What `open` with `flags` wants: read, write or both by its access mode, and write for `O_TRUNC`.
+    /// The kernel's `__FMODE_EXEC` in an open's flags: the open of `execve`, which wants execute, not read.
+    static let execOpenFlag: Int32 = 0o40
+
+    /// What `open` with `flags` wants: read, write or both by its access mode, write for `O_TRUNC`, and
+    /// execute alone for `execve`'s open (a binary the owner may execute but not read still runs).
     init(openFlags flags: Int32) {
+        if flags & Self.execOpenFlag != 0, flags & O_ACCMODE == O_RDONLY {
+            self = .execute
+            return
+        }
         switch flags & O_ACCMODE {
         case O_WRONLY: self = .write
         case O_RDWR: self = [.read, .write]

@@ -101,6 +101,8 @@ import Glibc
                 cat s/a 2>/dev/null; echo "read through 600: $?"; ls s; echo "list 600: $?"; (cd s) 2>/dev/null; echo "cd 600: $?"; chmod 700 s
                 mkdir m1 m2 m1/sub; chmod 500 m1/sub; mv m1/sub m2/ 2>/dev/null; echo "move a 500 folder: $?"; chmod 700 m1/sub
                 echo 2 > t; truncate -s 1 t; chmod 400 t; truncate -s 0 t 2>/dev/null; echo "truncate by name 400: $?"; wc -c < t
+                cp /bin/true x; chmod 100 x; ./x; echo "execute 100: $?"; chmod 010 x; ./x 2>/dev/null; echo "execute 010: $?"
+                chmod 600 x; ./x 2>/dev/null; echo "execute 600: $?"
                 """
             let (local, drive) = try await Self.both(script, drive: home + "/mnt/files", scratch: home, asNobody: true)
             #expect(drive == local, "the drive:\n\(drive)\na local disk:\n\(local)")

@@ -35,6 +35,7 @@ import Glibc
         #expect(AccessMode(openFlags: O_RDWR) == [.read, .write])
         #expect(AccessMode(openFlags: O_RDONLY | O_TRUNC) == [.read, .write])
         #expect(AccessMode(openFlags: O_WRONLY | O_APPEND) == .write)
+        #expect(AccessMode(openFlags: O_RDONLY | AccessMode.execOpenFlag) == .execute, "execve's open")
     }
 
     @Test func aChangeClearsSetUserIDAndSetGroupIDOnlyWithGroupExecute() {
