@@ -74,7 +74,7 @@ extension FuseFileSystem {
             FuseFileSystem.settled(req).mknod(FuseFileSystem.reply(req, "mknod"), parent: parent, name: String(cString: name!), mode: mode)
         }
         ops.mkdir = { req, parent, name, mode in
-            FuseFileSystem.settled(req).mkdir(FuseFileSystem.reply(req, "mkdir"), parent: parent, name: String(cString: name!), mode: mode)
+            FuseFileSystem.making(req).mkdir(FuseFileSystem.reply(req, "mkdir"), parent: parent, name: String(cString: name!), mode: mode)
         }
         ops.unlink = { req, parent, name in
             FuseFileSystem.settled(req).unlink(FuseFileSystem.reply(req, "unlink"), parent: parent, name: String(cString: name!))
@@ -83,7 +83,7 @@ extension FuseFileSystem {
             FuseFileSystem.settled(req).rmdir(FuseFileSystem.reply(req, "rmdir"), parent: parent, name: String(cString: name!))
         }
         ops.symlink = { req, target, parent, name in
-            FuseFileSystem.settled(req).symlink(FuseFileSystem.reply(req, "symlink"), target: String(cString: target!), parent: parent, name: String(cString: name!))
+            FuseFileSystem.making(req).symlink(FuseFileSystem.reply(req, "symlink"), target: String(cString: target!), parent: parent, name: String(cString: name!))
         }
         ops.rename = { req, parent, name, newParent, newName, flags in
             FuseFileSystem.settled(req).rename(FuseFileSystem.reply(req, "rename"), parent: parent, name: String(cString: name!),

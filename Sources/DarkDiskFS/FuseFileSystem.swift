@@ -193,6 +193,16 @@ public final class FuseFileSystem: Sendable {
         return fileSystem
     }
 
+    /// The file system, for a request that makes a folder or a link: the rows of files made before it are in,
+    /// but the journal's records are waited for only when one makes the same name
+    /// (`DiskManager.createDriveNode`). Waiting for all of them made each `mkdir` of a `tar x` wait for the
+    /// index's next batch: 1.4 ms instead of 0.35.
+    static func making(_ req: fuse_req_t?) -> FuseFileSystem {
+        let fileSystem = from(req)
+        fileSystem.creates.drain()
+        return fileSystem
+    }
+
     /// Waits until the index has the drive commits journaled so far, at most 30 s: an index that cannot be
     /// written (the records wait, tried again every second) makes a request answer from the index as it is,
     /// with a log line, rather than hang the mount.
