@@ -16,7 +16,38 @@ public final class Nginx {
     public init(root: String) throws {
         prefix = NSTemporaryDirectory() + "darkdisk-nginx-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
-        port = try Nginx.freePort()
+        // A free port can be taken by another server between `freePort` and nginx's bind; nginx then gives up
+        // (after its own retries), and the port answers for someone else: only nginx's own listener counts, and
+        // a lost race starts it again on another port.
+        var lastError = ""
+        for _ in 0..<5 {
+            let port = try Nginx.freePort()
+            let child = try Nginx.start(root: root, port: port, prefix: prefix)
+            // Generous: it ends once the server listens, and in-process suites start many servers at once.
+            let deadline = Date().addingTimeInterval(60)
+            var status: Int32 = 0
+            var exited = false
+            while Date() < deadline {
+                if Nginx.listens(child, on: port) {
+                    self.port = port
+                    pid = child
+                    return
+                }
+                if waitpid(child, &status, WNOHANG) == child { exited = true; break }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            lastError = (try? String(contentsOfFile: prefix + "/error.log", encoding: .utf8)) ?? ""
+            if !exited {
+                kill(child, SIGKILL)
+                waitpid(child, &status, 0)
+                break
+            }
+        }
+        throw NginxFailed(message: "nginx did not start: \(lastError)")
+    }
+
+    /// Starts nginx serving `root` on 127.0.0.1:`port`, its files under `prefix`.
+    private static func start(root: String, port: Int, prefix: String) throws -> pid_t {
         let user = getuid() == 0 ? "user root;" : ""
         let config = """
             \(user)
@@ -38,22 +69,27 @@ public final class Nginx {
             }
             """
         try config.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
-        let child: pid_t
         do {
-            child = try ChildProcess.spawn("/usr/sbin/nginx", ["-p", prefix, "-c", prefix + "/nginx.conf"],
-                                           stdout: prefix + "/stdout", stderr: prefix + "/stderr")
+            return try ChildProcess.spawn("/usr/sbin/nginx", ["-p", prefix, "-c", prefix + "/nginx.conf"],
+                                          stdout: prefix + "/stdout", stderr: prefix + "/stderr")
         } catch {
             throw NginxFailed(message: "\(error) (install nginx-light)")
         }
-        pid = child
-        // Generous: it ends once the server listens, and in-process suites start many servers at once.
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if Nginx.canConnect(port) { return }
-            Thread.sleep(forTimeInterval: 0.05)
+    }
+
+    /// Whether process `pid` holds a socket listening on 127.0.0.1:`port` (`/proc/net/tcp`, and the socket's
+    /// inode among the process's descriptors): a connection alone may reach another server that took the port.
+    public static func listens(_ pid: pid_t, on port: Int) -> Bool {
+        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return false }
+        let local = String(format: "0100007F:%04X", port)
+        let inodes = table.split(separator: "\n").dropFirst().compactMap { line -> String? in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count > 9, fields[1] == local, fields[3] == "0A" else { return nil }
+            return String(fields[9])
         }
-        kill(pid, SIGKILL)
-        throw NginxFailed(message: "nginx did not start: \((try? String(contentsOfFile: prefix + "/error.log", encoding: .utf8)) ?? "")")
+        guard !inodes.isEmpty, let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else { return false }
+        let sockets = Set(inodes.map { "socket:[\($0)]" })
+        return descriptors.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")).map(sockets.contains) ?? false }
     }
 
     deinit {

@@ -391,44 +391,60 @@ def free_port():
         return s.getsockname()[1]
 
 
+def listens(pid, port):
+    """Whether process `pid` holds a socket listening on 127.0.0.1:`port`: a connection alone may reach
+    another server that took the port between `free_port` and nginx's bind."""
+    local = "0100007F:%04X" % port
+    try:
+        with open("/proc/net/tcp") as f:
+            inodes = {fields[9] for fields in (line.split() for line in f.readlines()[1:])
+                      if len(fields) > 9 and fields[1] == local and fields[3] == "0A"}
+        links = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    except OSError:
+        return False
+    return any(f"socket:[{inode}]" in links for inode in inodes)
+
+
 def start_nginx(root):
-    """A real nginx serving `root` on a free port: returns (process, port, prefix folder)."""
+    """A real nginx serving `root` on a free port: returns (process, port, prefix folder). A port another
+    server took first makes nginx give up: it starts again on another one."""
     prefix = tempfile.mkdtemp(prefix="darkdisk-proxy-nginx-")
-    port = free_port()
     user = "user root;" if os.getuid() == 0 else ""
-    config = f"""
-        {user}
-        worker_processes 1;
-        daemon off;
-        error_log {prefix}/error.log;
-        pid {prefix}/nginx.pid;
-        events {{ worker_connections 512; }}
-        http {{
-          access_log {prefix}/access.log;
-          client_body_temp_path {prefix}/body; proxy_temp_path {prefix}/proxy;
-          fastcgi_temp_path {prefix}/fastcgi; uwsgi_temp_path {prefix}/uwsgi; scgi_temp_path {prefix}/scgi;
-          server {{
-            listen 127.0.0.1:{port};
-            root {os.path.abspath(root)};
-            autoindex on;
-            autoindex_format json;
-          }}
-        }}
-        """
-    with open(prefix + "/nginx.conf", "w") as f:
-        f.write(config)
-    process = subprocess.Popen(["/usr/sbin/nginx", "-p", prefix, "-c", prefix + "/nginx.conf"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return process, port, prefix
-        except OSError:
+    for _ in range(5):
+        port = free_port()
+        config = f"""
+            {user}
+            worker_processes 1;
+            daemon off;
+            error_log {prefix}/error.log;
+            pid {prefix}/nginx.pid;
+            events {{ worker_connections 512; }}
+            http {{
+              access_log {prefix}/access.log;
+              client_body_temp_path {prefix}/body; proxy_temp_path {prefix}/proxy;
+              fastcgi_temp_path {prefix}/fastcgi; uwsgi_temp_path {prefix}/uwsgi; scgi_temp_path {prefix}/scgi;
+              server {{
+                listen 127.0.0.1:{port};
+                root {os.path.abspath(root)};
+                autoindex on;
+                autoindex_format json;
+              }}
+            }}
+            """
+        with open(prefix + "/nginx.conf", "w") as f:
+            f.write(config)
+        process = subprocess.Popen(["/usr/sbin/nginx", "-p", prefix, "-c", prefix + "/nginx.conf"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if listens(process.pid, port):
+                return process, port, prefix
             if process.poll() is not None:
                 break
             time.sleep(0.05)
-    process.kill()
+        if process.poll() is None:
+            process.kill()
+            break
     raise SystemExit("fault-proxy: nginx did not start: " + open(prefix + "/error.log").read())
 
 
