@@ -50,11 +50,41 @@ final class MotoServer {
     init() throws {
         directory = NSTemporaryDirectory() + "darkdisk-moto-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        port = try Nginx.freePort()
+        // Only moto's own listener counts (another server may take the free port first: moto then exits, and
+        // starts again on another port).
+        var said = ""
+        for _ in 0..<5 {
+            let port = try Nginx.freePort()
+            let child = try Self.start(port: port, log: directory + "/moto.log")
+            // Generous: it ends once moto listens, and the `.ownThreads` suites start many at once.
+            let deadline = Date().addingTimeInterval(120)
+            var exited = false
+            while Date() < deadline {
+                if Nginx.listens(child, on: port) {
+                    self.port = port
+                    pid = child
+                    return
+                }
+                var status: Int32 = 0
+                if waitpid(child, &status, WNOHANG) == child { exited = true; break }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            said = (try? String(contentsOfFile: directory + "/moto.log", encoding: .utf8)) ?? ""
+            if !exited {
+                kill(child, SIGKILL)
+                waitpid(child, nil, 0)
+                throw Failed(message: "moto did not start listening on \(port)")
+            }
+        }
+        throw Failed(message: "moto exited: \(said)")
+    }
+
+    /// Starts moto's server on 127.0.0.1:`port`, its output in `log`.
+    private static func start(port: Int, log: String) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, directory + "/moto.log", O_WRONLY | O_CREAT, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         let args = ["python3", "-c", Self.launcher, "127.0.0.1", String(port)]
         let argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
@@ -63,20 +93,7 @@ final class MotoServer {
         guard posix_spawnp(&child, args[0], &actions, nil, argv, environ) == 0 else {
             throw Failed(message: "cannot start python3 -m moto.server (Scripts/install-deps installs moto[server])")
         }
-        pid = child
-        // Generous: it ends once moto listens, and the `.ownThreads` suites start many at once.
-        let deadline = Date().addingTimeInterval(120)
-        while Date() < deadline {
-            if Nginx.canConnect(port) { return }
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
-                throw Failed(message: "moto exited: \((try? String(contentsOfFile: directory + "/moto.log", encoding: .utf8)) ?? "")")
-            }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        kill(pid, SIGKILL)
-        waitpid(pid, nil, 0)
-        throw Failed(message: "moto did not start listening on \(port)")
+        return child
     }
 
     deinit {
