@@ -50,33 +50,17 @@ final class MotoServer {
     init() throws {
         directory = NSTemporaryDirectory() + "darkdisk-moto-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        // Only moto's own listener counts (another server may take the free port first: moto then exits, and
-        // starts again on another port).
-        var said = ""
-        for _ in 0..<5 {
-            let port = try Nginx.freePort()
-            let child = try Self.start(port: port, log: directory + "/moto.log")
-            // Generous: it ends once moto listens, and the `.ownThreads` suites start many at once.
-            let deadline = Date().addingTimeInterval(120)
-            var exited = false
-            while Date() < deadline {
-                if Nginx.listens(child, on: port) {
-                    self.port = port
-                    pid = child
-                    return
-                }
-                var status: Int32 = 0
-                if waitpid(child, &status, WNOHANG) == child { exited = true; break }
-                Thread.sleep(forTimeInterval: 0.05)
-            }
-            said = (try? String(contentsOfFile: directory + "/moto.log", encoding: .utf8)) ?? ""
-            if !exited {
-                kill(child, SIGKILL)
-                waitpid(child, nil, 0)
-                throw Failed(message: "moto did not start listening on \(port)")
-            }
+        // Generous: it ends once moto listens, and the `.ownThreads` suites start many at once.
+        let log = directory + "/moto.log"
+        switch try ServerLaunch.onFreePort(timeout: 120, { port in try Self.start(port: port, log: log) }) {
+        case .listening(let port, let pid):
+            self.port = port
+            self.pid = pid
+        case .exited:
+            throw Failed(message: "moto exited: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        case .timedOut(let port):
+            throw Failed(message: "moto did not start listening on \(port)")
         }
-        throw Failed(message: "moto exited: \(said)")
     }
 
     /// Starts moto's server on 127.0.0.1:`port`, its output in `log`.

@@ -14,36 +14,17 @@ public final class Nginx {
     public var accessLog: String { (try? String(contentsOfFile: prefix + "/access.log", encoding: .utf8)) ?? "" }
 
     public init(root: String) throws {
-        prefix = NSTemporaryDirectory() + "darkdisk-nginx-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
-        // A free port can be taken by another server between `freePort` and nginx's bind; nginx then gives up
-        // (after its own retries), and the port answers for someone else: only nginx's own listener counts, and
-        // a lost race starts it again on another port.
-        var lastError = ""
-        for _ in 0..<5 {
-            let port = try Nginx.freePort()
-            let child = try Nginx.start(root: root, port: port, prefix: prefix)
-            // Generous: it ends once the server listens, and in-process suites start many servers at once.
-            let deadline = Date().addingTimeInterval(60)
-            var status: Int32 = 0
-            var exited = false
-            while Date() < deadline {
-                if Nginx.listens(child, on: port) {
-                    self.port = port
-                    pid = child
-                    return
-                }
-                if waitpid(child, &status, WNOHANG) == child { exited = true; break }
-                Thread.sleep(forTimeInterval: 0.05)
-            }
-            lastError = (try? String(contentsOfFile: prefix + "/error.log", encoding: .utf8)) ?? ""
-            if !exited {
-                kill(child, SIGKILL)
-                waitpid(child, &status, 0)
-                break
-            }
+        let folder = NSTemporaryDirectory() + "darkdisk-nginx-" + UUID().uuidString
+        prefix = folder
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        // Generous: it ends once the server listens, and in-process suites start many servers at once.
+        switch try ServerLaunch.onFreePort(timeout: 60, { port in try Nginx.start(root: root, port: port, prefix: folder) }) {
+        case .listening(let port, let pid):
+            self.port = port
+            self.pid = pid
+        case .exited, .timedOut:
+            throw NginxFailed(message: "nginx did not start: \((try? String(contentsOfFile: folder + "/error.log", encoding: .utf8)) ?? "")")
         }
-        throw NginxFailed(message: "nginx did not start: \(lastError)")
     }
 
     /// Starts nginx serving `root` on 127.0.0.1:`port`, its files under `prefix`.
