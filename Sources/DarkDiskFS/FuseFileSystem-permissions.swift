@@ -11,15 +11,14 @@ extension FuseFileSystem {
     /// or the owner is root (who may read and write anything; the kernel itself refuses to execute a file
     /// without an execute bit). An entry that is gone passes: the operation answers `ENOENT` itself.
     func permits(_ reply: FuseReply, _ ino: fuse_ino_t, _ wanted: AccessMode) -> Bool {
-        guard checksPermissions.load(ordering: .relaxed), uid != 0 else { return true }
+        guard checksOwnerBits.load(ordering: .relaxed) else { return true }
         guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { return true }
         return permits(reply, entry, wanted)
     }
 
     /// `permits` for an entry already looked up.
     func permits(_ reply: FuseReply, _ entry: FSEntry, _ wanted: AccessMode) -> Bool {
-        guard checksPermissions.load(ordering: .relaxed), uid != 0,
-              let mode = try? current(entry)?.stat.st_mode, !AccessCheck.allows(wanted, mode: mode, isRoot: false) else { return true }
+        guard checksOwnerBits.load(ordering: .relaxed), let mode = try? current(entry)?.stat.st_mode, !AccessCheck.allows(wanted, mode: mode, isRoot: false) else { return true }
         reply.error(EACCES)
         return false
     }

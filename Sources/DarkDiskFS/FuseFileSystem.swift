@@ -40,8 +40,9 @@ public final class FuseFileSystem: Sendable {
     let directoryListings = Locked<[UInt64: [DirectoryEntry]]>([:])
     /// Whether the kernel opens folders itself (FUSE's no-opendir mode, said in `init`).
     let noOpendir = Atomic<Bool>(false)
-    /// Whether the daemon checks permissions (`AccessCheck`), the kernel not (single-user mounts).
-    let checksPermissions = Atomic<Bool>(false)
+    /// Whether requests check the owner's mode bits (`permits`): a single-user mount (the kernel does not
+    /// check) of an owner other than root (who may read and write anything).
+    let checksOwnerBits = Atomic<Bool>(false)
     /// Flags `init` found the kernel offering that libfuse leaves out of its reply; `customIO` adds them.
     let initFlagsToAdd = Atomic<UInt32>(0)
     /// The `unique` of the kernel's `INIT` request, whose reply `customIO` amends (0 until it came).
@@ -106,7 +107,7 @@ public final class FuseFileSystem: Sendable {
         do { try MountOptions.checkCombination(options) } catch { throw DarkDiskError(.invalidArgument, error.description) }
         maxRead.store(MountOptions.maxRead(in: options) ?? 0, ordering: .relaxed)
         let admitsOthers = MountOptions.admitsOthers(options)
-        checksPermissions.store(!admitsOthers, ordering: .relaxed)
+        checksOwnerBits.store(!admitsOthers && uid != 0, ordering: .relaxed)
         let optionString = ((admitsOthers ? ["default_permissions"] : []) + ["fsname=darkdisk", "subtype=darkdisk"] + options).joined(separator: ",")
         let arguments: [String] = ["darkdisk", "-o", optionString]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
