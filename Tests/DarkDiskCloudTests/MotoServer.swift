@@ -56,10 +56,9 @@ final class MotoServer {
         case .listening(let port, let pid):
             self.port = port
             self.pid = pid
-        case .exited:
-            throw Failed(message: "moto exited: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
-        case .timedOut(let port):
-            throw Failed(message: "moto did not start listening on \(port)")
+        case let outcome:
+            let said = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(whereSeparator: \.isNewline).suffix(5)
+            throw Failed(message: "moto did not start: \(outcome.description); it said: \(said.isEmpty ? "nothing" : said.joined(separator: " | "))")
         }
     }
 

@@ -89,7 +89,7 @@ public enum ChildProcess {
         return await exitStatus(pid)
     }
 
-    private static func decode(_ status: Int32) -> Int32 {
+    static func decode(_ status: Int32) -> Int32 {
         status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
     }
 

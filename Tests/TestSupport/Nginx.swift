@@ -22,8 +22,10 @@ public final class Nginx {
         case .listening(let port, let pid):
             self.port = port
             self.pid = pid
-        case .exited, .timedOut:
-            throw NginxFailed(message: "nginx did not start: \((try? String(contentsOfFile: folder + "/error.log", encoding: .utf8)) ?? "")")
+        case let outcome:
+            let said = ["error.log", "stderr"].compactMap { try? String(contentsOfFile: folder + "/" + $0, encoding: .utf8) }
+                .joined(separator: " ").split(whereSeparator: \.isNewline).joined(separator: " | ")
+            throw NginxFailed(message: "nginx did not start: \(outcome.description); it said: \(said.isEmpty ? "nothing" : said)")
         }
     }
 
@@ -61,16 +63,37 @@ public final class Nginx {
     /// Whether process `pid` holds a socket listening on 127.0.0.1:`port` (`/proc/net/tcp`, and the socket's
     /// inode among the process's descriptors): a connection alone may reach another server that took the port.
     public static func listens(_ pid: pid_t, on port: Int) -> Bool {
-        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return false }
+        // The process's few sockets first: the table may hold thousands of connections the suite made.
+        let sockets = Set(socketLinks(of: pid))
+        guard !sockets.isEmpty else { return false }
+        return listeners(on: port).contains { sockets.contains("socket:[\($0)]") }
+    }
+
+    /// The socket inodes listening on 127.0.0.1:`port`, from `/proc/net/tcp`.
+    static func listeners(on port: Int) -> [String] {
+        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return [] }
         let local = String(format: "0100007F:%04X", port)
-        let inodes = table.split(separator: "\n").dropFirst().compactMap { line -> String? in
+        return table.split(separator: "\n").dropFirst().compactMap { line -> String? in
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             guard fields.count > 9, fields[1] == local, fields[3] == "0A" else { return nil }
             return String(fields[9])
         }
-        guard !inodes.isEmpty, let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else { return false }
-        let sockets = Set(inodes.map { "socket:[\($0)]" })
-        return descriptors.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")).map(sockets.contains) ?? false }
+    }
+
+    /// The `socket:[inode]` links among process `pid`'s descriptors.
+    private static func socketLinks(of pid: pid_t) -> [String] {
+        let folder = "/proc/\(pid)/fd"
+        guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }
+        return descriptors.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + $0) }
+            .filter { $0.hasPrefix("socket:") }
+    }
+
+    /// What a server that never listened left behind, for its failure message: who listens on `port`, what the
+    /// process holds, whether the port answers.
+    static func portReport(_ port: Int, pid: pid_t) -> String {
+        let alive = kill(pid, 0) == 0
+        return "listeners on the port \(listeners(on: port)), process \(pid) \(alive ? "alive" : "gone") with sockets "
+            + "\(socketLinks(of: pid)), the port \(canConnect(port) ? "answers" : "does not answer")"
     }
 
     deinit {
@@ -97,7 +120,10 @@ public final class Nginx {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
         }
         guard bound else { throw NginxFailed(message: "no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        // The kernel may offer a port again once closed; this process's servers must not share one.
+        guard ServerLaunch.handedOut.withLock({ $0.insert(port).inserted }) else { return try freePort() }
+        return port
     }
 
     public static func canConnect(_ port: Int) -> Bool {

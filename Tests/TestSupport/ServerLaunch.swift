@@ -1,3 +1,4 @@
+import DarkDiskSync
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -10,32 +11,65 @@ import Glibc
 public enum ServerLaunch {
     public enum Outcome {
         case listening(port: Int, pid: pid_t)
-        /// The server exited on each of the ports tried.
-        case exited
-        /// The server ran without listening within the time allowed (it was killed).
-        case timedOut(port: Int)
+        /// The server exited on each of the ports tried; `tries` says how, one line each.
+        case exited(tries: [String])
+        /// The server ran without listening within the time allowed (it was killed); `diagnosis` says what
+        /// the port looked like then.
+        case timedOut(port: Int, diagnosis: String)
+
+        /// One line for a test's failure message.
+        public var description: String {
+            switch self {
+            case .listening(let port, let pid): "listening on port \(port) (process \(pid))"
+            case .exited(let tries): "exited on each port tried: " + tries.joined(separator: "; ")
+            case .timedOut(let port, let diagnosis): "still not listening on port \(port) when its time ran out: \(diagnosis)"
+            }
+        }
     }
 
     /// Starts a server with `start(port)` (its process ID) until its own process listens there, each try for
     /// at most `timeout` seconds, on at most five ports.
     public static func onFreePort(timeout: Double, _ start: (Int) throws -> pid_t) throws -> Outcome {
+        var tries: [String] = []
         for _ in 0..<5 {
             let port = try Nginx.freePort()
             let child = try start(port)
-            let deadline = Date().addingTimeInterval(timeout)
+            let began = Date()
+            let deadline = began.addingTimeInterval(timeout)
             var status: Int32 = 0
-            var exited = false
+            var gone: String?
+            var checks = 0
             while Date() < deadline {
                 if Nginx.listens(child, on: port) { return .listening(port: port, pid: child) }
-                if waitpid(child, &status, WNOHANG) == child { exited = true; break }
+                checks += 1
+                let reaped = waitpid(child, &status, WNOHANG)
+                if reaped == child {
+                    gone = "port \(port): exit status \(ChildProcess.decode(status)) after \(seconds(since: began))"
+                    break
+                }
+                // Reaped by someone else: it is gone all the same, and waiting on would only use up the time.
+                if reaped < 0 && errno == ECHILD {
+                    gone = "port \(port): gone (reaped elsewhere) after \(seconds(since: began))"
+                    break
+                }
                 Thread.sleep(forTimeInterval: 0.05)
             }
-            if !exited {
+            guard let gone else {
+                let diagnosis = "\(checks) checks in \(seconds(since: began)); " + Nginx.portReport(port, pid: child)
                 kill(child, SIGKILL)
                 waitpid(child, &status, 0)
-                return .timedOut(port: port)
+                return .timedOut(port: port, diagnosis: diagnosis)
             }
+            tries.append(gone)
         }
-        return .exited
+        return .exited(tries: tries)
     }
+
+    private static func seconds(since start: Date) -> String {
+        String(format: "%.1f s", Date().timeIntervalSince(start))
+    }
+
+    /// Ports this process has handed out: one is never handed out twice, so two of this process's servers
+    /// never race for one port.
+    static let handedOut = Locked(Set<Int>())
 }
