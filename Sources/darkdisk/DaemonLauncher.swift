@@ -19,11 +19,15 @@ enum DaemonLauncher {
         _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
 
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let arguments = [executable] + CommandLine.arguments.dropFirst() + ["--foreground", "--ready-fd", String(writeEnd)]
+        // The pipe is the daemon's descriptor 3, and the only one it gets besides its standard streams: a
+        // daemon holds nothing its caller had open (a script's pipe would wait for it forever; daemon(7)).
+        let arguments = [executable] + CommandLine.arguments.dropFirst() + ["--foreground", "--ready-fd", "3"]
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 3)
+        SpawnClosingFrom.add(to: &actions, from: 4)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, location.logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)

@@ -225,6 +225,31 @@ import Testing
         await #expect(Mount.wait(seconds: 10) { !Mount.isMounted(path) })
     }
 
+    /// A backgrounded daemon holds nothing its caller had open (daemon(7)): a script that pipes through
+    /// `darkdisk mount`, with a descriptor of its own open, still sees its pipe end.
+    @Test func theDaemonHoldsNoneOfItsCallersDescriptors() async throws {
+        let store = try CLIStore()
+        let path = store.directory + "/mnt"
+        let marker = store.directory + "/callers-file"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        defer { if Mount.isMounted(path) { _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", path]) } }
+        // fd 7 on a file, fd 8 the write end of the pipe `cat` reads: `cat` ends only if no process holds it.
+        let script = """
+            exec 7> \(Shell.quote(marker))
+            { \(Shell.quote(Shell.darkdisk)) mount \(Shell.quote(path)) --store \(Shell.quote(store.storePath)) 8>&1 >/dev/null; echo "mount exit $?"; } | cat
+            """
+        let run = try await Shell.run("/usr/bin/timeout", ["-s", "KILL", "60", "/bin/bash", "-c", script])
+        #expect(run.status == 0 && run.output.contains("mount exit 0"), "the pipe ended: exit \(run.status) \(run.output) \(run.stderr)")
+        try #require(Mount.isMounted(path))
+        let daemon = try #require(MountDaemon.pid(serving: path), "the mount daemon of \(path) in /proc")
+        let held = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon)/fd")
+            .compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(daemon)/fd/\($0)") }
+        #expect(!held.contains(marker), "the daemon holds its caller's file: \(held)")
+        #expect(held.filter { $0.hasPrefix("pipe:") }.isEmpty, "the daemon holds a pipe: \(held)")
+        let unmount = try await store.darkdisk(["unmount", path])
+        #expect(unmount.status == 0, "\(unmount.stderr)")
+    }
+
     @Test func lazyUnmountWhileAFileIsOpenThenTheDaemonExitsAfterTheLastClose() async throws {
         let store = try CLIStore()
         let data = CLIStore.bytes(6_000_000, seed: 41)

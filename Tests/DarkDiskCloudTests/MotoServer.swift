@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
+import DarkDiskSystem
 import DarkDiskTestSupport
 import Foundation
 #if canImport(FoundationNetworking)
@@ -69,6 +70,7 @@ final class MotoServer {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        SpawnClosingFrom.add(to: &actions, from: 3)
         let args = ["python3", "-c", Self.launcher, "127.0.0.1", String(port)]
         let argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }

@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -18,6 +19,8 @@ public enum ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        // Nothing else of the test process: not its sockets, nor another test's pipe (whose reader would wait on).
+        SpawnClosingFrom.add(to: &actions, from: 3)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
         defer { for p in argv + (envp ?? []) { free(p) } }

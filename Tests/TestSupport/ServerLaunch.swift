@@ -28,9 +28,10 @@ public enum ServerLaunch {
     }
 
     /// Starts a server with `start(port)` (its process ID) until its own process listens there, each try for
-    /// at most `timeout` seconds, on at most five ports.
+    /// at most `timeout` seconds, on at most five ports (of which at most two may use up their time).
     public static func onFreePort(timeout: Double, _ start: (Int) throws -> pid_t) throws -> Outcome {
         var tries: [String] = []
+        var timeouts: [String] = []
         for _ in 0..<5 {
             let port = try Nginx.freePort()
             let child = try start(port)
@@ -58,7 +59,11 @@ public enum ServerLaunch {
                 let diagnosis = "\(checks) checks in \(seconds(since: began)); " + Nginx.portReport(port, pid: child)
                 kill(child, SIGKILL)
                 waitpid(child, &status, 0)
-                return .timedOut(port: port, diagnosis: diagnosis)
+                timeouts.append(diagnosis)
+                // Once more on another port, said where the suite's output shows it (seen once in CI, cause unknown).
+                guard timeouts.count < 2 else { return .timedOut(port: port, diagnosis: timeouts.joined(separator: "; before that: ")) }
+                FileHandle.standardError.write(Data("ServerLaunch: a server never listened on port \(port), starting it on another: \(diagnosis)\n".utf8))
+                continue
             }
             tries.append(gone)
         }
