@@ -71,6 +71,22 @@ extension DiskManager {
         }
     }
 
+    /// When the queue's latest change was made, and since when its oldest change not being uploaded has
+    /// waited; nil for an empty queue. Two reads of the queue's order index, whatever its length: the
+    /// uploader asks it every second, and between two uploads, to tell whether the drive is busy writing.
+    public func uploadQueueTimes() throws(DarkDiskError) -> UploadQueueTimes? {
+        try read { db in
+            guard let newest = try Double.fetchOne(db.cachedStatement(sql: "SELECT queuedAt FROM uploadQueue ORDER BY sequence DESC LIMIT 1")) else {
+                return nil
+            }
+            let oldest = try Double.fetchOne(db.cachedStatement(sql: """
+                SELECT queuedAt FROM uploadQueue WHERE state != 'uploading' ORDER BY sequence LIMIT 1
+                """))
+            return UploadQueueTimes(newestChange: Date(timeIntervalSince1970: newest),
+                                    oldestWaiting: oldest.map { Date(timeIntervalSince1970: $0) })
+        }
+    }
+
     /// The node's queued change, if any.
     public func queuedUpload(_ nodeID: NodeID) throws(DarkDiskError) -> QueuedUpload? {
         try read { db in try Row.fetchOne(db, sql: "SELECT * FROM uploadQueue WHERE nodeID = ?", arguments: [nodeID.rawValue]).flatMap(Self.queued(from:)) }

@@ -20,12 +20,15 @@ extension CloudSync {
         public var busy: [NodeID] = []
         /// Whether a failure was for want of the remote (it could not be reached).
         public var unreachable = false
+        /// Whether the drain stopped before the end of the queue because its `pauseWhen` said so.
+        public var paused = false
 
         public init() {}
 
         public static func == (a: DrainResult, b: DrainResult) -> Bool {
             a.uploaded == b.uploaded && a.conflicts == b.conflicts && a.busy == b.busy
                 && a.failed.map(\.nodeID) == b.failed.map(\.nodeID) && a.failed.map(\.error) == b.failed.map(\.error)
+                && a.unreachable == b.unreachable && a.paused == b.paused
         }
     }
 
@@ -60,14 +63,20 @@ extension CloudSync {
 
     /// Uploads every queued change this process can claim, oldest first (with `restedSince`, only those last
     /// changed by then); with `waitForOthers`, then waits until the changes other processes were uploading
-    /// are done too (or failed). `progress` hears (changes done, changes in all) after each.
+    /// are done too (or failed). `progress` hears (changes done, changes in all) after each. `pauseWhen` is
+    /// asked before each upload; once it says so, the rest stays queued for a later drain (`paused`).
     public func drainQueue(waitForOthers: Bool = false, restedSince: Date? = nil,
+                           pauseWhen: (@Sendable () throws -> Bool)? = nil,
                            progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> DrainResult {
         var result = DrainResult()
         let queue = try manager.uploadQueue().filter { queued in restedSince.map { queued.queuedAt <= $0 } ?? true }
         progress?(0, queue.count)
         for (index, queued) in queue.enumerated() {
             try Task.checkCancellation()
+            if let pauseWhen, try pauseWhen() {
+                result.paused = true
+                break
+            }
             do {
                 if let outcome = try await uploadQueued(queued.nodeID) {
                     if let conflict = outcome.conflict { result.conflicts.append(conflict) } else { result.uploaded.append(queued.nodeID) }

@@ -5,10 +5,15 @@ import Logging
 
 /// Drains the store's upload queue in the background (the mount daemon's half of DESIGN §4): it looks at the
 /// queue every `checkInterval` seconds (one index read), uploads what it can claim once it has rested
-/// `writeBack` seconds (rclone's `--vfs-write-back`: a change made again meanwhile waits again, so a burst of
-/// writes uploads once, after the work, instead of competing with it), and pulls right after its own
-/// uploads so the outline shows what the remote now holds. A failing round is logged once and retried with
-/// backoff (doubling up to a minute) until an upload succeeds again.
+/// `writeBack` seconds (rclone's `--vfs-write-back`: a change made again meanwhile waits again), and pulls
+/// right after its own uploads so the outline shows what the remote now holds. A failing round is logged
+/// once and retried with backoff (doubling up to a minute) until an upload succeeds again.
+///
+/// The rest is the drive's, not only each file's: while any change is younger than `writeBack`, nothing
+/// uploads, and a drain in progress pauses. A burst of writes across many files (`tar x`, `cp -a`, a
+/// `git checkout`) thus uploads after the work instead of beside it, on the same cores and the same index;
+/// rclone's rest per file lets the first files of such a burst upload while the rest are still written.
+/// A drive written without a pause still uploads once a change has waited `longestHold` seconds.
 public final class QueueUploader: Sendable {
     private let task: Locked<Task<Void, Never>?> = Locked(nil)
 
@@ -16,10 +21,19 @@ public final class QueueUploader: Sendable {
 
     /// `health`: told whether uploads reach the remote; when it answers again after an outage, the queue drains
     /// at once instead of after its backoff.
-    public init(sync: CloudSync, checkInterval: Double = 1, writeBack: Double = 0, pullAfterUploads: Bool = true,
-                health: RemoteHealth? = nil, logger: Logger) {
+    /// `longestHold`: how long a change may wait behind a busy drive (default: twelve times `writeBack`,
+    /// a minute for the mount's default of 5 s).
+    public init(sync: CloudSync, checkInterval: Double = 1, writeBack: Double = 0, longestHold: Double? = nil,
+                pullAfterUploads: Bool = true, health: RemoteHealth? = nil, logger: Logger) {
         let wake = self.wake
         health?.onRecovery { wake.kick() }
+        let longestHold = longestHold ?? 12 * writeBack
+        let manager = sync.manager
+        /// Whether the drive is busy: a change younger than `writeBack`, none waiting `longestHold` yet.
+        @Sendable func busy() throws -> Bool {
+            guard writeBack > 0, let times = try manager.uploadQueueTimes() else { return false }
+            return !times.allowUploads(at: manager.clock.now, writeBack: writeBack, longestHold: longestHold)
+        }
         let task = Task.detached {
             var backoff = checkInterval
             var failing = false
@@ -30,8 +44,8 @@ public final class QueueUploader: Sendable {
                 do {
                     // Including changes whose uploader died (a daemon killed mid-upload and started again).
                     let rested = sync.manager.clock.now.addingTimeInterval(-writeBack)
-                    guard try sync.manager.hasUploadsToStart(restedSince: rested) else { continue }
-                    let result = try await sync.drainQueue(restedSince: rested)
+                    guard try !busy(), try sync.manager.hasUploadsToStart(restedSince: rested) else { continue }
+                    let result = try await sync.drainQueue(restedSince: rested, pauseWhen: busy)
                     for conflict in result.conflicts {
                         logger.warning("upload: node \(conflict.originalID) changed in the remote; this store's change is node \(conflict.nodeID) '\(conflict.name)'")
                     }

@@ -34,7 +34,7 @@ struct MountCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Pull the remote's outline every SECONDS while mounted, so what other machines push appears (0: never; 'darkdisk pull' still works).", valueName: "SECONDS"))
     var pollInterval: Double = 60
 
-    @Option(help: ArgumentHelp("Upload a change once it has rested SECONDS (a file written again meanwhile waits again, so a burst of writes, an editor's saves or a 'tar x', uploads once and after the work; 0: at once).", valueName: "SECONDS"))
+    @Option(help: ArgumentHelp("Upload changes once the drive has rested SECONDS, with no change anywhere for that long (a burst of writes, an editor's saves, a 'tar x' or a 'cp -a', uploads once and after the work; a drive written without a pause still uploads what waited 12 times SECONDS; 0: at once).", valueName: "SECONDS"))
     var writeBack: Double = 5
 
     @Option(help: ArgumentHelp("On SIGTERM or unmount, upload the queued changes for at most SECONDS before stopping (what is left stays queued for the next mount; 0: none).", valueName: "SECONDS"))

@@ -27,7 +27,7 @@ struct SyncCommand: AsyncParsableCommand {
         let manager = try storeOptions.open()
         let sync = CloudSync(manager: manager, remote: try StoreRemote.remote(for: manager))
         let bar = isatty(STDERR_FILENO) == 1 ? ProgressBar() : nil
-        let result = try await sync.drainQueue(waitForOthers: wait) { done, total in bar?.show(done: done, of: total, "changes") }
+        let result = try await sync.drainQueue(waitForOthers: wait, progress: { done, total in bar?.show(done: done, of: total, "changes") })
         bar?.finish()
         for conflict in result.conflicts {
             FileHandle.standardError.write(Data("darkdisk: node '\(conflict.originalID)' changed in the remote; this store's change was uploaded as node '\(conflict.nodeID)' named '\(conflict.name)'\n".utf8))

@@ -1,0 +1,120 @@
+import DarkDisk
+import DarkDiskCloud
+import DarkDiskSync
+import DarkDiskTestSupport
+import Foundation
+import Logging
+import Testing
+
+/// The uploader waits for the drive to rest, not only each file (`QueueUploader`): a burst of writes across
+/// many files uploads after the burst, and a drive written without a pause still uploads, `longestHold`
+/// behind. The store's clock is a manual one; the uploader looks every 50 ms of real time.
+@Suite struct DriveRestTests {
+    /// A store on a manual clock, an uploader with 10 s of rest and 100 s of longest hold, and the queue.
+    final class Rig {
+        let setup: CloudTests.Setup
+        let clock = ManualClock()
+        let store: DiskManager
+        let sync: CloudSync
+        let uploader: QueueUploader
+
+        init() throws {
+            setup = try CloudTests.Setup()
+            store = try DiskManager.create(at: StoreLocation(directory: setup.directory + "/clocked"), clock: clock)
+            sync = CloudSync(manager: store, remote: setup.remote)
+            uploader = QueueUploader(sync: sync, checkInterval: 0.05, writeBack: 10, longestHold: 100, pullAfterUploads: false,
+                                     logger: Logger(label: "test"))
+        }
+
+        deinit { uploader.stop() }
+
+        func change(_ name: String) async throws -> NodeID {
+            let id = try NodeID(name)
+            try await sync.queuePush(dataFile: setup.file(name, Data(name.utf8)), nodeID: id)
+            return id
+        }
+
+        func isQueued(_ id: NodeID) throws -> Bool { try store.queuedUpload(id) != nil }
+
+        /// Waits up to 10 s of real time for `id`'s upload; whether it went.
+        func uploads(_ id: NodeID) async throws -> Bool {
+            for _ in 0..<200 {
+                if try !isQueued(id) { return true }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return false
+        }
+    }
+
+    @Test func aFileThatRestedWaitsWhileTheDriveIsBusyThenUploadsAfterTheBurst() async throws {
+        let rig = try Rig()
+        let first = try await rig.change("first")
+        rig.clock.advance(by: 11)
+        // `first` has rested 11 s by itself; the drive has not: `second` was written just now.
+        let second = try await rig.change("second")
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(try rig.isQueued(first), "uploaded beside the burst: the rest is the drive's")
+        rig.clock.advance(by: 9)
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(try rig.isQueued(first) && rig.isQueued(second), "9 s after the latest change, both wait")
+        rig.clock.advance(by: 2)
+        #expect(try await rig.uploads(first), "the drive rested 11 s")
+        #expect(try await rig.uploads(second))
+        #expect(try await rig.setup.remote.info(CloudLayout.record(first)) != nil)
+    }
+
+    @Test func aDriveWrittenWithoutAPauseStillUploadsWhatWaitedTheLongestHold() async throws {
+        let rig = try Rig()
+        let first = try await rig.change("first")
+        var latest = first
+        // A change every 5 s, for 100 s: never 10 s of rest.
+        for step in 1...20 {
+            rig.clock.advance(by: 5)
+            latest = try await rig.change("busy\(step)")
+        }
+        // (A second past the hold: sums of the clock's steps are not exact.)
+        rig.clock.advance(by: 1)
+        #expect(try await rig.uploads(first), "waited 101 s behind a busy drive")
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(try rig.isQueued(latest), "the change made a moment ago waits for its own rest")
+        #expect(try rig.store.uploadQueue().count == 20, "only what waited the longest hold went up")
+    }
+
+    @Test func aDrainPausesOnceItsConditionSaysSoAndLeavesTheRestQueued() async throws {
+        let setup = try CloudTests.Setup()
+        let sync = CloudSync(manager: setup.a, remote: setup.remote)
+        for name in ["one", "two", "three"] {
+            try await sync.queuePush(dataFile: setup.file(name, Data(name.utf8)), nodeID: try NodeID(name))
+        }
+        let asked = Locked(0)
+        let result = try await sync.drainQueue(pauseWhen: { asked.withLock { $0 += 1; return $0 > 1 } })
+        let one = try NodeID("one")
+        #expect(result.paused && result.uploaded == [one] && result.failed.isEmpty)
+        let expected = [try NodeID("two"), try NodeID("three")]
+        #expect(try setup.a.uploadQueue().map(\.nodeID) == expected)
+        #expect(try await sync.drainQueue().uploaded.count == 2)
+    }
+
+    @Test func theQueuesTimesAreItsLatestChangeAndItsOldestWaitingOne() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_000_000))
+        let setup = try CloudTests.Setup()
+        let store = try DiskManager.create(at: StoreLocation(directory: setup.directory + "/clocked"), clock: clock)
+        #expect(try store.uploadQueueTimes() == nil)
+        try store.queueRemoteDelete(try NodeID("a"))
+        clock.advance(by: 3)
+        try store.queueRemoteDelete(try NodeID("b"))
+        #expect(try store.uploadQueueTimes() == UploadQueueTimes(newestChange: Date(timeIntervalSince1970: 1_000_003),
+                                                                 oldestWaiting: Date(timeIntervalSince1970: 1_000_000)))
+        _ = try store.claimUpload(try NodeID("a"))
+        #expect(try store.uploadQueueTimes()?.oldestWaiting == Date(timeIntervalSince1970: 1_000_003), "one being uploaded does not wait")
+        _ = try store.claimUpload(try NodeID("b"))
+        #expect(try store.uploadQueueTimes() == UploadQueueTimes(newestChange: Date(timeIntervalSince1970: 1_000_003), oldestWaiting: nil))
+
+        let now = Date(timeIntervalSince1970: 2_000_000)
+        let busy = UploadQueueTimes(newestChange: now.addingTimeInterval(-4), oldestWaiting: now.addingTimeInterval(-50))
+        #expect(!busy.allowUploads(at: now, writeBack: 5, longestHold: 60))
+        #expect(busy.allowUploads(at: now, writeBack: 4, longestHold: 60), "rested exactly writeBack")
+        #expect(busy.allowUploads(at: now, writeBack: 5, longestHold: 50), "waited exactly the longest hold")
+        #expect(!UploadQueueTimes(newestChange: now, oldestWaiting: nil).allowUploads(at: now, writeBack: 5, longestHold: 0))
+    }
+}
