@@ -37,8 +37,16 @@ final class DriveCommitJournal: Sendable {
     /// Signalled whenever records are written (or dropped): drains look again.
     private let progressed = NSCondition()
     private let queue = DispatchQueue(label: "darkdisk.drive-commits")
-    /// How long the first record of a batch waits for others (unless a drain wants it sooner).
-    static let gathering: DispatchTimeInterval = .milliseconds(5)
+    /// How long the first record of a batch waits for others (unless a drain wants it sooner, or the batch is
+    /// full). Nothing in the mount waits for it (a `close` returns once its record is appended; whatever
+    /// needs the index drains): it only delays when other processes see a new version, and a long one
+    /// gathers a `tar x`'s commits into few transactions. Each transaction has a fixed cost (its log pages,
+    /// its bookkeeping rows, its wake-ups): 5 ms batches cost the daemon about a fifth more CPU per file
+    /// (`Docs/PERFORMANCE.md`, runs 47 and after).
+    static let gathering: DispatchTimeInterval = .milliseconds(100)
+    /// The most records a batch gathers before it is written at once: each holds a descriptor (its stored
+    /// file's lock) until then.
+    static let fullBatch = 256
     /// Quick checks on every request: whether anything waits at all.
     private let outstanding = Atomic<Int>(0)
 
@@ -61,11 +69,16 @@ final class DriveCommitJournal: Sendable {
         let name: String
     }
 
+    /// How long this journal's batches gather (`DriveCommitJournal.gathering`; a test's may wait longer).
+    private let batchGathering: DispatchTimeInterval
+
     /// Takes over the journal at `path` (open at `fd`, locked exclusively, emptied): sequences continue after
     /// `after`.
-    init(path: String, fd: Int32, after sequence: UInt64, apply: @escaping Apply, logger: @escaping @Sendable (String) -> Void) {
+    init(path: String, fd: Int32, after sequence: UInt64, gathering: DispatchTimeInterval = DriveCommitJournal.gathering,
+         apply: @escaping Apply, logger: @escaping @Sendable (String) -> Void) {
         self.path = path
         self.fd = fd
+        batchGathering = gathering
         self.apply = apply
         self.logger = logger
         state = Locked(State(nextSequence: sequence + 1, appended: sequence, processed: sequence))
@@ -100,11 +113,13 @@ final class DriveCommitJournal: Sendable {
             state.nodes[pending.record.nodeID, default: 0] += 1
             if let node = pending.record.newNode { state.names[NameKey(parentID: node.parentID, name: node.name), default: 0] += 1 }
             outstanding.wrappingAdd(1, ordering: .releasing)
-            if !state.scheduled {
+            if state.waiting.count == Self.fullBatch {
+                queue.async { self.run() }
+            } else if !state.scheduled {
                 state.scheduled = true
                 // A moment's wait gathers the commits of a `tar x` or `cp -r` into one transaction; a drain
                 // does not wait for it.
-                queue.asyncAfter(deadline: .now() + Self.gathering) { self.run() }
+                queue.asyncAfter(deadline: .now() + batchGathering) { self.run() }
             }
         }
     }
@@ -219,7 +234,7 @@ final class DriveCommitJournal: Sendable {
                     logger("cannot empty the drive's commit journal \(path): \(Errno.current)")
                 }
             } else {
-                queue.asyncAfter(deadline: .now() + Self.gathering) { self.run() }
+                queue.asyncAfter(deadline: .now() + batchGathering) { self.run() }
             }
         }
         outstanding.wrappingSubtract(batch.count, ordering: .releasing)

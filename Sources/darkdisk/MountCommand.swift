@@ -69,6 +69,8 @@ struct MountCommand: ParsableCommand {
             return
         }
         if let readyFd { DaemonLauncher.keepReadyFdPrivate(readyFd) }
+        // (Each open file, each commit waiting for the index and each prepared new file holds a descriptor.)
+        DescriptorLimit.raiseToHard()
         let logger = CLILog.make(label: "darkdisk.mount", defaultLevel: .info)
         do {
             let manager = try storeOptions.open(create: true, logger: logger)

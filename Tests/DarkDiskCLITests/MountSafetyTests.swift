@@ -226,8 +226,9 @@ import Testing
     }
 
     /// A backgrounded daemon holds nothing its caller had open (daemon(7)): a script that pipes through
-    /// `darkdisk mount`, with a descriptor of its own open, still sees its pipe end.
-    @Test func theDaemonHoldsNoneOfItsCallersDescriptors() async throws {
+    /// `darkdisk mount`, with a descriptor of its own open, still sees its pipe end. And it may open as many
+    /// descriptors as the hard limit allows, whatever soft limit its caller had.
+    @Test func theDaemonHoldsNoneOfItsCallersDescriptorsAndMayOpenAsManyAsAllowed() async throws {
         let store = try CLIStore()
         let path = store.directory + "/mnt"
         let marker = store.directory + "/callers-file"
@@ -235,6 +236,7 @@ import Testing
         defer { if Mount.isMounted(path) { _ = try? Shell.run("/bin/fusermount3", ["-u", "-z", path]) } }
         // fd 7 on a file, fd 8 the write end of the pipe `cat` reads: `cat` ends only if no process holds it.
         let script = """
+            ulimit -Sn 512
             exec 7> \(Shell.quote(marker))
             { \(Shell.quote(Shell.darkdisk)) mount \(Shell.quote(path)) --store \(Shell.quote(store.storePath)) 8>&1 >/dev/null; echo "mount exit $?"; } | cat
             """
@@ -246,6 +248,10 @@ import Testing
             .compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(daemon)/fd/\($0)") }
         #expect(!held.contains(marker), "the daemon holds its caller's file: \(held)")
         #expect(held.filter { $0.hasPrefix("pipe:") }.isEmpty, "the daemon holds a pipe: \(held)")
+        let limits = try String(contentsOfFile: "/proc/\(daemon)/limits", encoding: .utf8)
+        let files = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }, "\(limits)")
+        let values = files.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).prefix(2)
+        #expect(values.count == 2 && values.first == values.last && values.first != "512", "soft limit raised to the hard one: \(files)")
         let unmount = try await store.darkdisk(["unmount", path])
         #expect(unmount.status == 0, "\(unmount.stderr)")
     }

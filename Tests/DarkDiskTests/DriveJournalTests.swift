@@ -44,6 +44,46 @@ import Glibc
         #expect(manager.stopDriveJournal(timeout: 5))
     }
 
+    /// Batches gather for a while (`gathering`), but a full one (`fullBatch` records, each holding a
+    /// descriptor) is written at once; fewer wait for their time.
+    @Test func aFullBatchIsWrittenAtOnceAndAPartOneWaitsItsGathering() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        manager.maintenanceQueue.sync {}
+        let fd = open(manager.driveJournalPath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        try #require(try SystemCall.tryLock(fd, .exclusive))
+        let batches = Locked<[Int]>([])
+        // Gathering longer than the test: only a full batch is written before the test ends.
+        let journal = DriveCommitJournal(path: manager.driveJournalPath, fd: fd, after: 0, gathering: .seconds(600), apply: { [weak manager] batch throws(DarkDiskError) in
+            batches.withLock { $0.append(batch.count) }
+            guard let manager else { throw DarkDiskError(.io, "the store was closed") }
+            return try manager.applyDriveCommits(batch)
+        }, logger: { _ in })
+        manager.driveJournal.withLock { $0 = journal }
+        defer {
+            journal.stop()
+            manager.driveJournal.withLock { $0 = nil }
+        }
+        func commit(_ count: Int, from first: Int) throws {
+            for index in first..<first + count {
+                let prepared = try manager.prepareDriveFile(named: "f\(index)", in: nil, attributes: NodeAttributes(kind: .file, mode: 0o600))
+                try Data("file \(index)".utf8).withUnsafeBytes { try prepared.content.write(offset: 0, bytes: $0) }
+                _ = try manager.commitDriveFile(prepared.node.id, content: prepared.content, inserting: prepared) { _ in }
+            }
+        }
+        try commit(DriveCommitJournal.fullBatch - 1, from: 0)
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(batches.withLock { $0 }.isEmpty, "a part batch waits for its gathering")
+        try commit(1, from: DriveCommitJournal.fullBatch - 1)
+        #expect(try waitFor { batches.withLock { $0 } == [DriveCommitJournal.fullBatch] }, "\(batches.withLock { $0 })")
+        try commit(3, from: DriveCommitJournal.fullBatch)
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(batches.withLock { $0 } == [DriveCommitJournal.fullBatch], "the next batch gathers again")
+        manager.drainDriveCommits()
+        #expect(batches.withLock { $0 } == [DriveCommitJournal.fullBatch, 3], "a drain writes what waits at once")
+    }
+
     @Test func whatAKilledDaemonJournaledReachesTheIndexAtTheNextOpening() throws {
         let store = try TemporaryStore()
         let (first, second, journalBytes) = try journalWithoutIndex(store)
