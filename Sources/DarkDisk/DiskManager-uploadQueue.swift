@@ -71,8 +71,8 @@ extension DiskManager {
         }
     }
 
-    /// When the queue's latest change was made, and since when its oldest change not being uploaded has
-    /// waited; nil for an empty queue. Two reads of the queue's order index, whatever its length: the
+    /// When the queue's latest change was made, and since when its oldest pending change has waited (not a
+    /// failed one, which is tried again with its backoff, nor one being uploaded); nil for an empty queue. Two reads of the queue's order index, whatever its length: the
     /// uploader asks it every second, and between two uploads, to tell whether the drive is busy writing.
     public func uploadQueueTimes() throws(DarkDiskError) -> UploadQueueTimes? {
         try read { db in
@@ -80,7 +80,7 @@ extension DiskManager {
                 return nil
             }
             let oldest = try Double.fetchOne(db.cachedStatement(sql: """
-                SELECT queuedAt FROM uploadQueue WHERE state != 'uploading' ORDER BY sequence LIMIT 1
+                SELECT queuedAt FROM uploadQueue WHERE state = 'pending' ORDER BY sequence LIMIT 1
                 """))
             return UploadQueueTimes(newestChange: Date(timeIntervalSince1970: newest),
                                     oldestWaiting: oldest.map { Date(timeIntervalSince1970: $0) })

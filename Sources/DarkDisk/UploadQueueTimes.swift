@@ -4,7 +4,8 @@ import Foundation
 public struct UploadQueueTimes: Sendable, Equatable {
     /// When the latest change was queued (a file closed, renamed, deleted…), whatever its state.
     public var newestChange: Date
-    /// When the oldest change that no process is uploading was queued; nil if every change is being uploaded.
+    /// When the oldest pending change was queued; nil if none is (each is being uploaded, or failed and waits
+    /// for its retry: a change that keeps failing must not hold the drive's rest open for good).
     public var oldestWaiting: Date?
 
     public init(newestChange: Date, oldestWaiting: Date?) {

@@ -107,8 +107,10 @@ import Testing
                                                                  oldestWaiting: Date(timeIntervalSince1970: 1_000_000)))
         _ = try store.claimUpload(try NodeID("a"))
         #expect(try store.uploadQueueTimes()?.oldestWaiting == Date(timeIntervalSince1970: 1_000_003), "one being uploaded does not wait")
-        _ = try store.claimUpload(try NodeID("b"))
+        let b = try #require(try store.claimUpload(try NodeID("b")))
         #expect(try store.uploadQueueTimes() == UploadQueueTimes(newestChange: Date(timeIntervalSince1970: 1_000_003), oldestWaiting: nil))
+        try store.failUpload(b.nodeID, sequence: b.sequence, error: "the remote is down")
+        #expect(try store.uploadQueueTimes()?.oldestWaiting == nil, "a failed one waits for its retry, not for the drive")
 
         let now = Date(timeIntervalSince1970: 2_000_000)
         let busy = UploadQueueTimes(newestChange: now.addingTimeInterval(-4), oldestWaiting: now.addingTimeInterval(-50))
