@@ -29,7 +29,7 @@ public final class QueueUploader: Sendable {
         health?.onRecovery { wake.kick() }
         let longestHold = longestHold ?? 12 * writeBack
         let manager = sync.manager
-        /// Whether the drive is busy: a change younger than `writeBack`, none waiting `longestHold` yet.
+        // Whether the drive is busy: a change younger than `writeBack`, none waiting `longestHold` yet.
         @Sendable func busy() throws -> Bool {
             guard writeBack > 0, let times = try manager.uploadQueueTimes() else { return false }
             return !times.allowUploads(at: manager.clock.now, writeBack: writeBack, longestHold: longestHold)

@@ -12,14 +12,15 @@ public enum DescriptorLimit {
     @discardableResult
     public static func raiseToHard() -> UInt64 {
         var limit = rlimit()
-        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 else { return 0 }
+        guard getrlimit(descriptors, &limit) == 0 else { return 0 }
         if limit.rlim_cur < limit.rlim_max {
             var raised = limit
             raised.rlim_cur = limit.rlim_max
-            if setrlimit(RLIMIT_NOFILE_VALUE, &raised) == 0 { return UInt64(raised.rlim_cur) }
+            if setrlimit(descriptors, &raised) == 0 { return UInt64(raised.rlim_cur) }
         }
         return UInt64(limit.rlim_cur)
     }
 
-    private static var RLIMIT_NOFILE_VALUE: __rlimit_resource_t { __rlimit_resource_t(UInt32(RLIMIT_NOFILE.rawValue)) }
+    /// `RLIMIT_NOFILE`, as `getrlimit` takes it.
+    private static var descriptors: __rlimit_resource_t { __rlimit_resource_t(UInt32(RLIMIT_NOFILE.rawValue)) }
 }

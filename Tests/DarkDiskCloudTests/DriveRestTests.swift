@@ -10,7 +10,8 @@ import Testing
 /// many files uploads after the burst, and a drive written without a pause still uploads, `longestHold`
 /// behind. The store's clock is a manual one; the uploader looks every 50 ms of real time.
 @Suite struct DriveRestTests {
-    /// A store on a manual clock, an uploader with 10 s of rest and 100 s of longest hold, and the queue.
+    /// A store on a manual clock, an uploader with 10 s of rest and 100 s of longest hold (or the default,
+    /// twelve times the rest), and the queue.
     final class Rig {
         let setup: CloudTests.Setup
         let clock = ManualClock()
@@ -18,11 +19,11 @@ import Testing
         let sync: CloudSync
         let uploader: QueueUploader
 
-        init() throws {
+        init(longestHold: Double? = 100) throws {
             setup = try CloudTests.Setup()
             store = try DiskManager.create(at: StoreLocation(directory: setup.directory + "/clocked"), clock: clock)
             sync = CloudSync(manager: store, remote: setup.remote)
-            uploader = QueueUploader(sync: sync, checkInterval: 0.05, writeBack: 10, longestHold: 100, pullAfterUploads: false,
+            uploader = QueueUploader(sync: sync, checkInterval: 0.05, writeBack: 10, longestHold: longestHold, pullAfterUploads: false,
                                      logger: Logger(label: "test"))
         }
 
@@ -78,6 +79,20 @@ import Testing
         try await Task.sleep(for: .milliseconds(600))
         #expect(try rig.isQueued(latest), "the change made a moment ago waits for its own rest")
         #expect(try rig.store.uploadQueue().count == 20, "only what waited the longest hold went up")
+    }
+
+    @Test func theLongestHoldIsTwelveTimesTheRestUnlessSaid() async throws {
+        let rig = try Rig(longestHold: nil)
+        let first = try await rig.change("first")
+        // A change every 5 s, for 115 s: never 10 s of rest, and `first` waits less than 120 s.
+        for step in 1...23 {
+            rig.clock.advance(by: 5)
+            _ = try await rig.change("busy\(step)")
+        }
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(try rig.isQueued(first), "115 s is within twelve times 10 s")
+        rig.clock.advance(by: 6)
+        #expect(try await rig.uploads(first), "121 s is past it")
     }
 
     @Test func aDrainPausesOnceItsConditionSaysSoAndLeavesTheRestQueued() async throws {
