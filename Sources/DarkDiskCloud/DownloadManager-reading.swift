@@ -71,7 +71,9 @@ extension DownloadManager {
         // Once answered (by the stream, the ticket or the deadline), the waiter goes: left on a stream that no
         // transfer will end, it would keep the finished ticket, and the stored file's retain token with it.
         if let waiter { answer.setCleanup { _ = stream.cancelWait(waiter) } }
-        if running.isFinished { answerFromTicket() }
+        // A stream no transfer has activated may be one made after the transfer ended its own and before it
+        // resolved its tickets: nobody would end it, so the ticket answers (whichever answer comes first wins).
+        if running.isFinished || !stream.isActive { answerFromTicket() }
         guard let timeout, !answer.isAnswered else { return running }
         answer.setDeadline(Task {
             try? await Task.sleep(for: timeout)

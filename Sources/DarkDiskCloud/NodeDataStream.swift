@@ -48,6 +48,11 @@ final class NodeDataStream: Sendable {
         }
     }
 
+    /// Whether a transfer serves readers from this stream now (activated, not yet ended).
+    var isActive: Bool {
+        state.withLock { $0.descriptor != nil && !$0.ended }
+    }
+
     /// Starts serving readers: the partial file, the ranges it already has, the parts still to fetch.
     func activate(path: String, ranges: [Range<UInt64>], pending: [Range<UInt64>]) throws(RemoteError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

@@ -38,7 +38,7 @@ import Testing
             exec 3<&-
             """
         let run = try await Shell.run("/usr/bin/timeout", ["-s", "KILL", "120", "/bin/bash", "-c", script])
-        #expect(run.status == 0, "exit \(run.status): \(run.stderr)")
+        #expect(run.status == 0, "exit \(run.status): \(run.stderr) LOG: \(mount.log)")
         let read = ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part1"))) ?? Data())
             + ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part2"))) ?? Data())
         #expect(read.count == data.count && read == data, "the open file read \(read.count) of \(data.count) bytes, equal: \(read == data)")

@@ -85,4 +85,37 @@ import Testing
         #expect(counting.bytesRead.load(ordering: .relaxed) == 0, "the node came once, by the other downloader")
         _ = try await theirs.value
     }
+    /// A transfer ends its stream a moment before it resolves its tickets. A reader that came in between got a
+    /// new stream that no transfer would ever end, and waited out its whole timeout (a `cat` of a node larger
+    /// than the cache pool failed with EIO near its end, in CI). Readers that keep asking through the end
+    /// of several downloads each get their answer at once.
+    @Test func aReaderArrivingAsTheDownloadEndsIsAnsweredAtOnce() async throws {
+        let setup = try CloudTests.Setup()
+        try setup.b.setMaxSize(100_000, for: .data)  // each node lands as a temporary file its ticket keeps
+        for round in 0..<8 {
+            let data = CloudTests.bytes(400_000, seed: 90 + UInt64(round))
+            let id = try await setup.pushedAndPulled(data, as: "ending-\(round)")
+            let (downloads, _) = setup.slowDownloads(microsecondsPer64KiB: 2_000)
+            let ticket = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
+            let slow = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        var waits = 0
+                        var last = false
+                        while !last {
+                            last = ticket.isFinished
+                            let started = ContinuousClock.now
+                            let result = await answer(downloads, id, 0..<UInt64(CryptoFormat.headerSize), ticket: ticket, timeout: .seconds(5))
+                            _ = try result.get()
+                            if ContinuousClock.now - started > .seconds(2) { waits += 1 }
+                        }
+                        return waits
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(slow == 0, "round \(round): \(slow) answers waited seconds for bytes that were on disk")
+            #expect(try await ticket.value.export == nil)
+        }
+    }
 }
