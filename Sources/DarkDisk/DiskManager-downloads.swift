@@ -3,12 +3,14 @@ import GRDB
 
 extension DiskManager {
     /// The recorded state of an interrupted download of a node's cloud file, if any (and its file still exists).
+    /// A row whose file is gone (the cache folder was purged) is forgotten, unless a downloader holds the node:
+    /// its row is written a moment before its file.
     public func partialDownload(_ nodeID: NodeID) throws(DarkDiskError) -> PartialDownload? {
         let row = try read { db in try Row.fetchOne(db, sql: "SELECT * FROM download WHERE nodeID = ?", arguments: [nodeID.rawValue]) }
         guard let row else { return nil }
         let path = partialPath(row["partialName"])
         guard FileManager.default.fileExists(atPath: path) else {
-            try removePartialDownload(nodeID)
+            removeIdlePartialDownload(nodeID)
             return nil
         }
         return PartialDownload(nodeID: nodeID, etag: row["etag"], size: UInt64(row["size"] as Int64), path: path,

@@ -40,11 +40,11 @@ public final class PinKeeper: Sendable {
             var lastChange: Int64 = -1
             while !Task.isCancelled {
                 do {
-                    // Something may need doing when a pin changed, the outline or a stored file changed, or a
-                    // download ended (which kicks); else the store is left alone.
+                    // Something may need doing when a pin changed, the outline or a stored file changed, a
+                    // download ended (which kicks) or a failed one is due again; else the store is left alone.
                     let clock = try manager.pinClock()
                     let change = try manager.newestEntryChange()
-                    if clock != lastClock || change != lastChange || wake.takeKick() {
+                    if clock != lastClock || change != lastChange || wake.takeKick() || retryDue() {
                         lastClock = clock
                         lastChange = change
                         try keepPinned()
@@ -59,6 +59,15 @@ public final class PinKeeper: Sendable {
         health?.onRecovery { [weak self] in
             self?.state.withLock { $0.retry = [:] }
             self?.kick()
+        }
+    }
+
+    /// Whether a failed download waits for nothing but its backoff (the look after its failure found it
+    /// not yet due, and nothing else may change).
+    private func retryDue() -> Bool {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            state.retry.contains { node, retry in retry.after <= now && !state.inFlight.contains(node) }
         }
     }
 

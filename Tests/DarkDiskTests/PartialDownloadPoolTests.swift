@@ -82,4 +82,26 @@ import Glibc
         reopened.waitForMaintenance()
         #expect(!FileManager.default.fileExists(atPath: orphan), "the orphan sweep at open removes it")
     }
+    /// A downloader records its partial download a moment before it creates the file. Asking for the partial
+    /// download in between (the mount's `user.darkdisk.local`, polled by a user) took the row for a purged
+    /// file's and removed it, and with it the file the downloader had just made: the download failed with
+    /// "cannot open …part: No such file or directory" and waited out its backoff (seen in a full test run).
+    @Test func askingDuringADownloadersStartForgetsNothing() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let id = try NodeID("starting")
+        let lock = open(try manager.downloadLockPath(id), O_RDWR | O_CREAT, 0o600)
+        #expect(lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0)
+        let download = try manager.beginPartialDownload(id, etag: "\"e\"", size: 1000)
+        #expect(try manager.partialDownload(id) == nil, "no file yet")
+        #expect(FileManager.default.createFile(atPath: download.path, contents: Data(count: 1000)))
+        #expect(try manager.partialDownload(id)?.path == download.path, "the downloader's row is still there")
+        #expect(FileManager.default.fileExists(atPath: download.path))
+
+        // With nobody holding the node, a row whose file is gone is forgotten (a purged cache folder).
+        close(lock)
+        try FileManager.default.removeItem(atPath: download.path)
+        #expect(try manager.partialDownload(id) == nil)
+        #expect(try manager.partialDownloadUsage().files == 0)
+    }
 }
