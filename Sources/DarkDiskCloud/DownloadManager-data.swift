@@ -58,7 +58,9 @@ extension DownloadManager {
                 break
             }
         } catch {
-            if let waiting = registeredStream(nodeID) { endStream(nodeID, waiting, error) }
+            // Readers waiting for this transfer hear that it failed; a stream another transfer serves (it holds
+            // the node's lock) is that one's to end.
+            if let waiting = registeredStream(nodeID), !waiting.isActive { endStream(nodeID, waiting, error) }
             throw error
         }
         defer { withExtendedLifetime(lock) {} }
@@ -152,10 +154,10 @@ extension DownloadManager {
             }
         }
         let path = try cacheFolder(URL(fileURLWithPath: manager.location.temporaryDownloads).lastPathComponent) + "/" + UUID().uuidString + ".ddc"
-        guard rename(download.path, path) == 0 else {
-            throw RemoteError(.io, "cannot move the download of node '\(nodeID)': \(String(cString: strerror(errno)))")
+        let owner: TemporaryDownload
+        do { owner = try TemporaryDownload(moving: download.path, to: path) } catch {
+            throw RemoteError(.io, "cannot keep the download of node '\(nodeID)': \(error.message)")
         }
-        let owner = try TemporaryDownload(path: path)
         try manager.removePartialDownload(nodeID)
         return NodeDataDownload(temporary: CryptoFile(path: path, format: .cloudFile, key: key, retainToken: owner))
     }

@@ -45,13 +45,13 @@ extension DownloadManager {
         // A reader is waiting: a transfer pausing between retries after an outage tries again now, so the
         // first read after the remote is back reaches it.
         RetryWakeup.wakeAll()
-        let stream = stream(for: nodeID)
         // A finished download is answered from its result (a file too large for the cache pool stays a
         // temporary file its ticket keeps); one that failed or was cancelled is tried again.
         let running = ticket.flatMap { !$0.isFinished || $0.hasValue ? $0 : nil } ?? downloadNodeData(nodeID, options: DownloadOptions(cacheToDiskManager: true))
         @Sendable func answerFromTicket() {
             running.whenResolved { result in
                 dispatch {
+                    guard !answer.isAnswered else { return }
                     answer(Result { () throws -> NodeDataSource in
                         let download = try result.get()
                         if let export = download.export { return .stored(export) }
@@ -62,23 +62,39 @@ extension DownloadManager {
                 }
             }
         }
-        let waiter = stream.wait(for: range) { event in
-            switch event {
-            case .available(let descriptor): answer(.success(.downloading(descriptor)))
-            case .ended: answerFromTicket()  // The transfer resolves its tickets right after it ends its stream.
+        /// Waits on the node's stream now: the running transfer's, or one the next transfer takes up.
+        @Sendable func follow() {
+            let stream = stream(for: nodeID)
+            let waiter = stream.wait(for: range) { event in
+                switch event {
+                case .available(let descriptor): answer(.success(.downloading(descriptor)))
+                case .ended where running.isFinished: answerFromTicket()
+                case .ended:
+                    // Either the transfer this reader follows (it resolves its tickets right after), or one
+                    // that was winding down while the next waited for the node's lock: that one takes up the
+                    // node's next stream, which this reader then waits on.
+                    dispatch {
+                        guard !answer.isAnswered else { return }
+                        if let stored = try? self.manager.nodeFile(nodeID, kind: .data) {
+                            answer(.success(.stored(stored)))
+                        } else {
+                            follow()
+                        }
+                    }
+                }
             }
+            // Once answered (by a stream, the ticket or the deadline), the waiter goes: left on a stream that
+            // no transfer will end, it would keep the finished ticket, and the stored file's retain token.
+            if let waiter { answer.setCleanup { _ = stream.cancelWait(waiter) } }
+            // A stream no transfer has activated may be one made after the transfer ended its own and before it
+            // resolved its tickets: nobody would end it, so the ticket answers (whichever answer comes first).
+            if running.isFinished || !stream.isActive { answerFromTicket() }
         }
-        // Once answered (by the stream, the ticket or the deadline), the waiter goes: left on a stream that no
-        // transfer will end, it would keep the finished ticket, and the stored file's retain token with it.
-        if let waiter { answer.setCleanup { _ = stream.cancelWait(waiter) } }
-        // A stream no transfer has activated may be one made after the transfer ended its own and before it
-        // resolved its tickets: nobody would end it, so the ticket answers (whichever answer comes first wins).
-        if running.isFinished || !stream.isActive { answerFromTicket() }
+        follow()
         guard let timeout, !answer.isAnswered else { return running }
         answer.setDeadline(Task {
             try? await Task.sleep(for: timeout)
             guard !Task.isCancelled else { return }
-            if let waiter { _ = stream.cancelWait(waiter) }
             answer(.failure(RemoteError(.unreachable, "node '\(nodeID)': bytes \(range) did not arrive within \(timeout) (is the remote reachable?)")))
         })
         return running

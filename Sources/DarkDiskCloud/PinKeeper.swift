@@ -38,6 +38,7 @@ public final class PinKeeper: Sendable {
         let task = Task.detached { [self] in
             var lastClock: Int64 = -1
             var lastChange: Int64 = -1
+            var failing = false
             while !Task.isCancelled {
                 do {
                     // Something may need doing when a pin changed, the outline or a stored file changed, a
@@ -45,12 +46,16 @@ public final class PinKeeper: Sendable {
                     let clock = try manager.pinClock()
                     let change = try manager.newestEntryChange()
                     if clock != lastClock || change != lastChange || wake.takeKick() || retryDue() {
+                        try keepPinned()
+                        // Only a look that went through counts: one that failed is taken again next time.
                         lastClock = clock
                         lastChange = change
-                        try keepPinned()
                     }
+                    if failing { logger.notice("pins: looking at the pins works again") }
+                    failing = false
                 } catch {
-                    logger.error("pins: \(error)")
+                    if !failing { logger.error("pins: \(error) (tried again every \(interval) s)") }
+                    failing = true
                 }
                 await wake.wait(seconds: interval)
             }
@@ -99,20 +104,24 @@ public final class PinKeeper: Sendable {
             let wanted = Set(missing.map(\.nodeID))
             $0.retry = $0.retry.filter { wanted.contains($0.key) }
         }
+        var firstError: DarkDiskError?
         for node in nodes where node.stored {
-            try manager.makeNodeFilePersistent(true, nodeID: node.nodeID, kind: .data)
+            // One file that cannot be made persistent (a full disk) holds up neither the others nor the downloads.
+            do { try manager.makeNodeFilePersistent(true, nodeID: node.nodeID, kind: .data) } catch { firstError = firstError ?? error }
         }
         let now = ContinuousClock.now
-        if health?.isOffline == true { return }
-        for node in missing {
-            let start = state.withLock { state -> Bool in
-                guard state.inFlight.count < concurrency, !state.inFlight.contains(node.nodeID) else { return false }
-                if let retry = state.retry[node.nodeID], retry.after > now { return false }
-                state.inFlight.insert(node.nodeID)
-                return true
+        if health?.isOffline != true {
+            for node in missing {
+                let start = state.withLock { state -> Bool in
+                    guard state.inFlight.count < concurrency, !state.inFlight.contains(node.nodeID) else { return false }
+                    if let retry = state.retry[node.nodeID], retry.after > now { return false }
+                    state.inFlight.insert(node.nodeID)
+                    return true
+                }
+                if start { download(node) }
             }
-            if start { download(node) }
         }
+        if let firstError { throw firstError }
     }
 
     private func download(_ node: DiskManager.PinnedNode) {

@@ -11,16 +11,22 @@ final class TemporaryDownload: Sendable {
     let path: String
     private let fd: Int32
 
-    /// Takes ownership of the file at `path`.
-    init(path: String) throws(RemoteError) {
+    /// Moves the file at `source` to `path` and takes ownership of it. The file is locked before it gets its
+    /// name in the sweep's folder, so a sweep by another process never takes it for debris.
+    init(moving source: String, to path: String) throws(RemoteError) {
         do {
-            fd = try SystemCall.open(path, O_RDONLY | O_NOFOLLOW)
+            fd = try SystemCall.open(source, O_RDONLY | O_NOFOLLOW)
         } catch {
-            throw RemoteError(.io, "cannot open \(path): \(error)")
+            throw RemoteError(.io, "cannot open \(source): \(error)")
         }
         do { try SystemCall.lock(fd, .shared) } catch {
             close(fd)
-            throw RemoteError(.io, "cannot lock \(path): \(error)")
+            throw RemoteError(.io, "cannot lock \(source): \(error)")
+        }
+        guard rename(source, path) == 0 else {
+            let error = RemoteError(.io, "cannot move \(source) to \(path): \(String(cString: strerror(errno)))")
+            close(fd)
+            throw error
         }
         self.path = path
     }

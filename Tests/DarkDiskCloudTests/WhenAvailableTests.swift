@@ -118,4 +118,34 @@ import Testing
             #expect(try await ticket.value.export == nil)
         }
     }
+    /// A file closed and opened again at once: the first transfer, cancelled, still winds down (it holds the
+    /// node's lock) when the second starts and waits for the lock. A read in that moment waited on the first
+    /// one's stream, whose queue of parts was closed; when it ended, the read waited for the second transfer's
+    /// whole download (in the mount: `EIO` after 30 s for a large node). It now waits on the stream the
+    /// second transfer takes up, which fetches the read's bytes first.
+    @Test func aReadBetweenACancelledTransferAndTheNextFollowsTheNext() async throws {
+        let setup = try CloudTests.Setup()
+        for round in 0..<3 {
+            let data = CloudTests.bytes(4_000_000, seed: 97 + UInt64(round))
+            let id = try await setup.pushedAndPulled(data, as: "reopened-\(round)")
+            let key = try setup.key(of: id)
+            let total = try await setup.cloudFileSize(id)
+            let (downloads, slow) = setup.slowDownloads(microsecondsPer64KiB: 20_000)
+            let first = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
+            let header = try await answer(downloads, id, 0..<UInt64(CryptoFormat.headerSize), ticket: first).get()
+            guard case .downloading(let descriptor) = header else { Issue.record("answered from a stored file"); return }
+            let fileHeader = try CryptoFileReader(fileDescriptor: descriptor.fileDescriptor, key: key, owner: descriptor).header
+            let deep = fileHeader.ciphertextRange(section: CloudFileSection.data.rawValue, offset: 3_900_000, count: 4096)
+
+            // Closed, and opened again at once.
+            first.cancel()
+            let sentBefore = slow.bytesRead.load(ordering: .relaxed)
+            let second = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
+            let source = try await answer(downloads, id, deep, ticket: second).get()
+            let sent = slow.bytesRead.load(ordering: .relaxed) - sentBefore
+            #expect(sent < (total - sentBefore) / 2, "round \(round): answered after \(sent) more bytes of \(total): the read's part came first")
+            #expect(try read(source, key: key, offset: 3_900_000, count: 4096) == data[3_900_000..<3_904_096])
+            _ = try await second.value
+        }
+    }
 }
