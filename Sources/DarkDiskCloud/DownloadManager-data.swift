@@ -34,6 +34,7 @@ extension DownloadManager {
         // One downloader per node, across processes and within this one (a transfer that follows a cancelled
         // one waits here until the cancelled one has wound down).
         var lock: DownloadLock?
+        var mirrored: NodeDataStream?
         do {
             while true {
                 let attempt = try await blocking { () throws -> LockAttempt in
@@ -49,21 +50,27 @@ extension DownloadManager {
                     return NodeDataDownload(export: try await blocking { try self.keep(local, of: nodeID, persistently: persistently) })
                 case .acquired(let acquired):
                     lock = acquired
+                    lockHolders.withLock { _ = $0.insert(nodeID) }
                 case .busy:
-                    // Another downloader (in this process or another) holds the node: poll its lock. The
-                    // wait suspends; no thread is held while it lasts.
+                    // Another downloader holds the node: poll its lock. The wait suspends; no thread is held
+                    // while it lasts. One in another process serves this transfer's readers meanwhile, from
+                    // its partial file as far as it has recorded it (it fetches in its own order).
+                    mirrored = try await blocking { self.mirrorOtherDownloader(nodeID) } ?? mirrored
                     try await Task.sleep(nanoseconds: 100_000_000)
                     continue
                 }
                 break
             }
         } catch {
-            // Readers waiting for this transfer hear that it failed; a stream another transfer serves (it holds
-            // the node's lock) is that one's to end.
-            if let waiting = registeredStream(nodeID), !waiting.isActive { endStream(nodeID, waiting, error) }
+            // Readers waiting for this transfer hear that it failed; a stream another transfer of this process
+            // serves (it holds the node's lock) is that one's to end.
+            if let waiting = registeredStream(nodeID), !waiting.isActive || waiting === mirrored { endStream(nodeID, waiting, error) }
             throw error
         }
-        defer { withExtendedLifetime(lock) {} }
+        defer {
+            lockHolders.withLock { _ = $0.remove(nodeID) }
+            withExtendedLifetime(lock) {}
+        }
         // Readers waiting on this node's bytes follow this transfer's stream, which it ends however it ends,
         // before it lets go of the lock: a stream is never shared by a transfer winding down and the next
         // one (the first would end it, and with it the queue of parts, under the second).
@@ -76,6 +83,17 @@ extension DownloadManager {
             endStream(nodeID, stream, error)
             throw error
         }
+    }
+
+    /// While another process holds the node's download lock: the node's stream, serving its readers from
+    /// that process's partial file (the ranges its index row records), or nil when there is nothing to serve
+    /// yet or the holder is a transfer of this instance (which serves its own stream). Blocking.
+    private func mirrorOtherDownloader(_ nodeID: NodeID) -> NodeDataStream? {
+        guard !lockHolders.withLock({ $0.contains(nodeID) }),
+              let download = try? manager.partialDownload(nodeID), !download.ranges.isEmpty else { return nil }
+        let stream = stream(for: nodeID)
+        stream.mirror(path: download.path, ranges: download.ranges)
+        return stream
     }
 
     private func registeredStream(_ nodeID: NodeID) -> NodeDataStream? {

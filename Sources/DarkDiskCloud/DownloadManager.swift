@@ -20,6 +20,8 @@ public final class DownloadManager: Sendable {
     let transfers = TransferTable()
     /// The node data downloads readers can wait on, by node (see `whenAvailable`).
     let streams = Locked<[NodeID: NodeDataStream]>([:])
+    /// The nodes whose download lock a transfer of this instance holds.
+    let lockHolders = Locked<Set<NodeID>>([])
 
     public init(manager: DiskManager, remote: any Remote, partSize: UInt64 = 8 << 20, parallelParts: Int = 4,
                 checkpointBytes: UInt64 = 1 << 20) {

@@ -35,6 +35,10 @@ final class NodeDataStream: Sendable {
         var urgentWorker: CheckedContinuation<Range<UInt64>?, Never>?
         var queueClosed = false
         var ended = false
+        /// A transfer fetching the node serves this stream (`activate`).
+        var fetching = false
+        /// The partial file of another process's download this stream serves from (`mirror`).
+        var mirroredPath: String?
     }
 
     private let state = Locked(State())
@@ -62,10 +66,41 @@ final class NodeDataStream: Sendable {
             state.descriptor = descriptor
             state.ranges = ranges
             state.pending = pending
+            state.fetching = true
+            state.mirroredPath = nil
             for waiter in state.waiters.values { prioritize(waiter.range, &state) }
             return takeSatisfied(&state)
         }
         for waiter in ready { waiter.handler(.available(descriptor)) }
+    }
+
+    /// Serves readers from another process's partial download of the node (it holds the node's lock), as far
+    /// as `ranges` (what its index row records) go; nothing is fetched for them here. A stream a fetching
+    /// transfer serves, or one that ended, is left alone.
+    func mirror(path: String, ranges: [Range<UInt64>]) {
+        let sameFile = state.withLock { state -> Bool? in
+            state.fetching || state.ended ? nil : state.mirroredPath == path
+        }
+        guard let sameFile else { return }
+        var opened: SharedDescriptor?
+        if !sameFile {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { return }  // gone meanwhile (finished or restarted): the next look sees why
+            opened = SharedDescriptor(fd)
+        }
+        let (ready, descriptor) = state.withLock { state -> ([Waiter], SharedDescriptor?) in
+            guard !state.fetching, !state.ended else { return ([], nil) }
+            if let opened {
+                // Another file (a first look, or the other process started over): only its ranges count.
+                state.descriptor = opened
+                state.mirroredPath = path
+                state.ranges = []
+            }
+            guard state.mirroredPath == path else { return ([], nil) }
+            for range in ranges { state.ranges = PartialDownload.merge(state.ranges, range) }
+            return (takeSatisfied(&state), state.descriptor)
+        }
+        if let descriptor { for waiter in ready { waiter.handler(.available(descriptor)) } }
     }
 
     /// Calls `handler` once `range` is on disk or the stream ends; returns a token for `cancelWait`.

@@ -102,6 +102,38 @@ import Testing
 
     /// Issue 17 item 11: `darkdisk status` lists what the mount daemon is downloading (the daemon's process,
     /// the node, bytes, rate, time left; `--json` too), and nothing once the download is done.
+    /// `darkdisk fetch` (another process) downloads a node while the mount reads it: the mount serves its
+    /// reads from the command's partial file as far as the command has recorded it, instead of waiting for
+    /// the whole download (which failed reads of a large node after 30 s), and the node crosses the network once.
+    @Test func aNodeACommandDownloadsIsReadThroughTheMountAsItArrives() async throws {
+        let remote = try RemoteBucket()
+        let big = try randomBytes(24 << 20)
+        try remote.push("fetched", big)
+        let object = try remote.cloudObject("fetched")
+        let cloudSize = try remote.cloudSize("fetched")
+        let proxy = try FaultProxy(servingRoot: remote.bucket)
+        defer { withExtendedLifetime(proxy) {} }
+        try remote.join(proxy.url)
+        let mount = try remote.mountB()
+        let file = mount.path + "/nodes/fetched/data"
+        try proxy.control(["reset_stats": true, "throttle": 3_000_000])
+        let command = [Shell.darkdisk, "fetch", "--node", "fetched", "--store", remote.b.storePath, "--passphrase-file", remote.passphrase]
+            .map(Shell.quote).joined(separator: " ")
+        let fetch = try Background("exec " + command, in: remote.b.directory)
+        await #expect(Mount.wait(seconds: 60) { (try? Shell.xattr("user.darkdisk.local", file))?.hasPrefix("partial") == true },
+                      "the command records its first bytes: \(fetch.stderr)")
+
+        let read = try await Shell.run("/usr/bin/timeout", ["-s", "KILL", "120", "dd", "if=" + file, "bs=64K", "count=16", "iflag=fullblock", "status=none"])
+        let sentByThen = try proxy.bytes(object)
+        #expect(read.status == 0 && read.stdout == big[0..<(1 << 20)], "exit \(read.status): \(read.stderr) LOG: \(mount.log)")
+        #expect(sentByThen < cloudSize / 2, "the read was answered after \(sentByThen) of \(cloudSize) bytes: before the download ended")
+
+        #expect(await fetch.wait(seconds: 120) == 0, "fetch: \(fetch.stderr)")
+        #expect(try Shell.sha256(of: file) == sha256Hex(big))
+        let sent = try proxy.bytes(object)
+        #expect(sent < cloudSize + cloudSize / 10, "the node came once: \(sent) of \(cloudSize) bytes")
+    }
+
     @Test func statusListsWhatTheDaemonDownloads() async throws {
         let remote = try RemoteBucket()
         let big = try randomBytes(24 << 20)

@@ -63,28 +63,72 @@ import Testing
         #expect(throws: RemoteError.self) { try unknown.get() }
     }
 
-    @Test func aReaderWaitingOnAnotherDownloaderGetsTheStoredFile() async throws {
+    /// Another process downloading the node holds its download lock: this instance's reader is served from
+    /// that process's partial file as far as its index row records it (it used to wait for the whole
+    /// download: a mount's read of a large node that `darkdisk fetch` was downloading failed after 30 s),
+    /// and from the stored file once it lands. The node crosses the network once.
+    @Test func aReaderOfANodeAnotherProcessDownloadsReadsItsPartialFileThenTheStoredOne() async throws {
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(2_000_000, seed: 63)
         let id = try await setup.pushedAndPulled(data, as: "elsewhere")
+        let key = try setup.key(of: id)
         // Another downloader of the same store (another process, in real life) holds the node's download lock.
         let slow = FaultyRemote(setup.remote)
-        slow.delayPer64KiB.store(20_000, ordering: .relaxed)
-        let other = DownloadManager(manager: setup.b, remote: slow)
+        slow.delayPer64KiB.store(100_000, ordering: .relaxed)
+        let other = DownloadManager(manager: setup.b, remote: slow, partSize: 256 * 1024, parallelParts: 2, checkpointBytes: 64 * 1024)
+        let theirs = other.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
+        var waited = 0
+        while (try setup.b.partialDownload(id)?.ranges.isEmpty ?? true) && waited < 1000 {
+            try await Task.sleep(nanoseconds: 5_000_000)
+            waited += 1
+        }
+
+        let counting = FaultyRemote(setup.remote)
+        let mine = DownloadManager(manager: setup.b, remote: counting)
+        let early = try await answer(mine, id, 0..<UInt64(CryptoFormat.headerSize), timeout: .seconds(60)).get()
+        #expect(!theirs.isFinished, "answered while the other process still downloads")
+        guard case .downloading = early else {
+            Issue.record("answered from the stored file: the reader waited for the whole download")
+            return
+        }
+        #expect(try read(early, key: key, offset: 0, count: 1000) == data[0..<1000])
+
+        _ = try await theirs.value
+        guard case .stored(let export) = try await answer(mine, id, 0..<UInt64(CryptoFormat.headerSize), timeout: .seconds(60)).get() else {
+            Issue.record("the landed download is read from the store")
+            return
+        }
+        #expect(try CloudTests().plaintext(export) == data)
+        #expect(counting.bytesRead.load(ordering: .relaxed) == 0, "the node came once, by the other downloader")
+    }
+
+    /// A reader of bytes the other process has not reached yet waits for them, and is answered once its
+    /// index row records them, or with the stored file.
+    @Test func aReaderAheadOfAnotherProcesssDownloadIsAnsweredWhenItGetsThere() async throws {
+        let setup = try CloudTests.Setup()
+        let data = CloudTests.bytes(1_500_000, seed: 64)
+        let id = try await setup.pushedAndPulled(data, as: "ahead")
+        let key = try setup.key(of: id)
+        let slow = FaultyRemote(setup.remote)
+        slow.delayPer64KiB.store(30_000, ordering: .relaxed)
+        let other = DownloadManager(manager: setup.b, remote: slow, partSize: 256 * 1024, parallelParts: 2, checkpointBytes: 64 * 1024)
         let theirs = other.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
         while slow.bytesRead.load(ordering: .relaxed) == 0 { try await Task.sleep(nanoseconds: 5_000_000) }
 
         let counting = FaultyRemote(setup.remote)
         let mine = DownloadManager(manager: setup.b, remote: counting)
-        let result = await answer(mine, id, 0..<UInt64(CryptoFormat.headerSize), timeout: .seconds(60))
-        guard case .stored(let export) = try result.get() else {
-            Issue.record("answered from a partial file this downloader does not have")
-            return
+        let header = try await answer(mine, id, 0..<UInt64(CryptoFormat.headerSize), timeout: .seconds(60)).get()
+        let fileHeader = switch header {
+        case .stored(let export): try export.reader().header
+        case .downloading(let descriptor): try CryptoFileReader(fileDescriptor: descriptor.fileDescriptor, key: key, owner: descriptor).header
         }
-        #expect(try CloudTests().plaintext(export) == data)
-        #expect(counting.bytesRead.load(ordering: .relaxed) == 0, "the node came once, by the other downloader")
+        let wanted = fileHeader.ciphertextRange(section: CloudFileSection.data.rawValue, offset: 1_499_000, count: 1000)
+        let late = try await answer(mine, id, wanted, timeout: .seconds(60)).get()
+        #expect(try read(late, key: key, offset: 1_499_000, count: 1000) == data[1_499_000..<1_500_000])
         _ = try await theirs.value
+        #expect(counting.bytesRead.load(ordering: .relaxed) == 0, "the node came once, by the other downloader")
     }
+
     /// A transfer ends its stream a moment before it resolves its tickets. A reader that came in between got a
     /// new stream that no transfer would ever end, and waited out its whole timeout (a `cat` of a node larger
     /// than the cache pool failed with EIO near its end, in CI). Readers that keep asking through the end
