@@ -19,7 +19,14 @@ extension DiskManager {
     /// Removes the partial download of `nodeID` unless a downloader holds it; whether it is gone.
     @discardableResult
     func removeIdlePartialDownload(_ nodeID: NodeID) -> Bool {
-        let lockPath = location.cacheDirectory + "/partial/" + nodeID.rawValue + ".lock"
+        let folder = location.cacheDirectory + "/partial"
+        let lockPath = folder + "/" + nodeID.rawValue + ".lock"
+        var folderStat = stat()
+        if lstat(folder, &folderStat) != 0, errno == ENOENT {
+            // The cache folder was purged: no downloader holds anything there, only the row is left.
+            do { try removePartialDownload(nodeID) } catch { return false }
+            return true
+        }
         let fd: Int32
         do { fd = try SystemCall.open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600) } catch { return false }
         defer { close(fd) }

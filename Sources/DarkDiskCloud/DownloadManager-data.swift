@@ -34,37 +34,34 @@ extension DownloadManager {
         // One downloader per node, across processes and within this one (a transfer that follows a cancelled
         // one waits here until the cancelled one has wound down).
         var lock: DownloadLock?
-        var mirrored: NodeDataStream?
         do {
             while true {
                 let attempt = try await blocking { () throws -> LockAttempt in
                     if !refresh, let local = try self.manager.nodeFile(nodeID, kind: .data) { return .stored(local) }
-                    let lock = try DownloadLock.tryAcquire(try self.downloadLockPath(nodeID))
-                    return lock.map(LockAttempt.acquired) ?? .busy
+                    guard let lock = try DownloadLock.tryAcquire(try self.downloadLockPath(nodeID)) else { return .busy }
+                    self.lockHolders.withLock { _ = $0.insert(nodeID) }
+                    return .acquired(lock)
                 }
                 switch attempt {
                 case .stored(let local):
                     // Stored meanwhile (by another process, say): readers waiting on its bytes read it now.
-                    if let waiting = registeredStream(nodeID) { endStream(nodeID, waiting, nil) }
+                    endUnservedStream(nodeID, nil)
                     let persistently = transfer.persistenceWanted
                     return NodeDataDownload(export: try await blocking { try self.keep(local, of: nodeID, persistently: persistently) })
                 case .acquired(let acquired):
                     lock = acquired
-                    lockHolders.withLock { _ = $0.insert(nodeID) }
                 case .busy:
                     // Another downloader holds the node: poll its lock. The wait suspends; no thread is held
                     // while it lasts. One in another process serves this transfer's readers meanwhile, from
                     // its partial file as far as it has recorded it (it fetches in its own order).
-                    mirrored = try await blocking { self.mirrorOtherDownloader(nodeID) } ?? mirrored
+                    try await blocking { self.mirrorOtherDownloader(nodeID) }
                     try await Task.sleep(nanoseconds: 100_000_000)
                     continue
                 }
                 break
             }
         } catch {
-            // Readers waiting for this transfer hear that it failed; a stream another transfer of this process
-            // serves (it holds the node's lock) is that one's to end.
-            if let waiting = registeredStream(nodeID), !waiting.isActive || waiting === mirrored { endStream(nodeID, waiting, error) }
+            endUnservedStream(nodeID, error)
             throw error
         }
         defer {
@@ -85,15 +82,22 @@ extension DownloadManager {
         }
     }
 
-    /// While another process holds the node's download lock: the node's stream, serving its readers from
-    /// that process's partial file (the ranges its index row records), or nil when there is nothing to serve
-    /// yet or the holder is a transfer of this instance (which serves its own stream). Blocking.
-    private func mirrorOtherDownloader(_ nodeID: NodeID) -> NodeDataStream? {
+    /// While another process holds the node's download lock: serves the node's readers from that process's
+    /// partial file, as far as its index row records it. Nothing when a transfer of this instance holds the
+    /// lock (it serves its own stream). Blocking.
+    private func mirrorOtherDownloader(_ nodeID: NodeID) {
         guard !lockHolders.withLock({ $0.contains(nodeID) }),
-              let download = try? manager.partialDownload(nodeID), !download.ranges.isEmpty else { return nil }
-        let stream = stream(for: nodeID)
-        stream.mirror(path: download.path, ranges: download.ranges)
-        return stream
+              let download = try? manager.partialDownload(nodeID), !download.ranges.isEmpty else { return }
+        stream(for: nodeID).mirror(path: download.path, ranges: download.ranges)
+    }
+
+    /// A transfer that ends without fetching (the node was stored meanwhile, or it failed before it held the
+    /// lock) ends the node's stream for its readers: they read the stored file, or hear of the failure and
+    /// follow the next stream. Not a stream a transfer of this instance serves or is about to (it holds the
+    /// node's lock): that one is its to end.
+    private func endUnservedStream(_ nodeID: NodeID, _ error: (any Error)?) {
+        guard !lockHolders.withLock({ $0.contains(nodeID) }), let waiting = registeredStream(nodeID), !waiting.isFetching else { return }
+        endStream(nodeID, waiting, error)
     }
 
     private func registeredStream(_ nodeID: NodeID) -> NodeDataStream? {

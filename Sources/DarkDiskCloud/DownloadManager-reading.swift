@@ -85,7 +85,7 @@ extension DownloadManager {
             }
             // Once answered (by a stream, the ticket or the deadline), the waiter goes: left on a stream that
             // no transfer will end, it would keep the finished ticket, and the stored file's retain token.
-            if let waiter { answer.setCleanup { _ = stream.cancelWait(waiter) } }
+            if let waiter { answer.addCleanup { _ = stream.cancelWait(waiter) } }
             // A stream no transfer has activated may be one made after the transfer ended its own and before it
             // resolved its tickets: nobody would end it, so the ticket answers (whichever answer comes first).
             if running.isFinished || !stream.isActive { answerFromTicket() }
@@ -106,7 +106,7 @@ private final class Answer: Sendable {
     private let dispatch: @Sendable (@escaping @Sendable () -> Void) -> Void
     private let handler: Locked<(@Sendable (Result<NodeDataSource, any Error>) -> Void)?>
     private let timer = Locked<Task<Void, Never>?>(nil)
-    private let cleanup = Locked<(@Sendable () -> Void)?>(nil)
+    private let cleanups = Locked<[@Sendable () -> Void]>([])
 
     init(dispatch: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
          handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) {
@@ -122,10 +122,14 @@ private final class Answer: Sendable {
         if isAnswered { task.cancel() }
     }
 
-    /// Sets what to undo once answered (runs at once if the answer came already).
-    func setCleanup(_ body: @escaping @Sendable () -> Void) {
-        cleanup.withLock { $0 = body }
-        if isAnswered { cleanup.withLock { state in defer { state = nil }; return state }?() }
+    /// Adds what to undo once answered (runs at once if the answer came already): one per stream waited on.
+    func addCleanup(_ body: @escaping @Sendable () -> Void) {
+        cleanups.withLock { $0.append(body) }
+        if isAnswered { runCleanups() }
+    }
+
+    private func runCleanups() {
+        for body in cleanups.withLock({ state in defer { state = [] }; return state }) { body() }
     }
 
     func callAsFunction(_ result: Result<NodeDataSource, any Error>) {
@@ -134,7 +138,7 @@ private final class Answer: Sendable {
             return state
         }) else { return }
         timer.withLock { $0 }?.cancel()
-        cleanup.withLock { state in defer { state = nil }; return state }?()
+        runCleanups()
         dispatch { handler(result) }
     }
 }

@@ -52,9 +52,15 @@ final class NodeDataStream: Sendable {
         }
     }
 
-    /// Whether a transfer serves readers from this stream now (activated, not yet ended).
+    /// Whether readers are served from this stream now (activated or mirrored, not yet ended).
     var isActive: Bool {
         state.withLock { $0.descriptor != nil && !$0.ended }
+    }
+
+    /// Whether a transfer fetching the node serves this stream now (activated, not yet ended): only that
+    /// transfer ends it.
+    var isFetching: Bool {
+        state.withLock { $0.fetching && !$0.ended }
     }
 
     /// Starts serving readers: the partial file, the ranges it already has, the parts still to fetch.

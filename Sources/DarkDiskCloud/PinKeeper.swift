@@ -38,24 +38,29 @@ public final class PinKeeper: Sendable {
         let task = Task.detached { [self] in
             var lastClock: Int64 = -1
             var lastChange: Int64 = -1
-            var failing = false
+            // A look that failed (a full disk, say) is taken again after a wait that doubles up to a minute.
+            var failed: (again: ContinuousClock.Instant, backoff: Double)?
             while !Task.isCancelled {
                 do {
                     // Something may need doing when a pin changed, the outline or a stored file changed, a
                     // download ended (which kicks) or a failed one is due again; else the store is left alone.
                     let clock = try manager.pinClock()
                     let change = try manager.newestEntryChange()
-                    if clock != lastClock || change != lastChange || wake.takeKick() || retryDue() {
+                    let changed = clock != lastClock || change != lastChange || wake.takeKick() || retryDue()
+                    if let failed, ContinuousClock.now < failed.again {
+                        // Waiting out the failed look's backoff.
+                    } else if changed || failed != nil {
                         try keepPinned()
-                        // Only a look that went through counts: one that failed is taken again next time.
+                        // Only a look that went through counts.
                         lastClock = clock
                         lastChange = change
+                        if failed != nil { logger.notice("pins: looking at the pins works again") }
+                        failed = nil
                     }
-                    if failing { logger.notice("pins: looking at the pins works again") }
-                    failing = false
                 } catch {
-                    if !failing { logger.error("pins: \(error) (tried again every \(interval) s)") }
-                    failing = true
+                    let backoff = min(60, (failed?.backoff ?? 1) * 2)
+                    if failed == nil { logger.error("pins: \(error) (tried again with backoff)") }
+                    failed = (ContinuousClock.now + .milliseconds(Int(backoff * 1000)), backoff)
                 }
                 await wake.wait(seconds: interval)
             }
@@ -68,11 +73,14 @@ public final class PinKeeper: Sendable {
     }
 
     /// Whether a failed download waits for nothing but its backoff (the look after its failure found it
-    /// not yet due, and nothing else may change).
+    /// not yet due, and nothing else may change) and could start now. A download that ends, and the remote
+    /// answering again, kick the keeper anyway.
     private func retryDue() -> Bool {
+        guard health?.isOffline != true else { return false }
         let now = ContinuousClock.now
         return state.withLock { state in
-            state.retry.contains { node, retry in retry.after <= now && !state.inFlight.contains(node) }
+            state.inFlight.count < concurrency
+                && state.retry.contains { node, retry in retry.after <= now && !state.inFlight.contains(node) }
         }
     }
 

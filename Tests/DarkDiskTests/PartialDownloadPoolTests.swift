@@ -103,5 +103,11 @@ import Glibc
         try FileManager.default.removeItem(atPath: download.path)
         #expect(try manager.partialDownload(id) == nil)
         #expect(try manager.partialDownloadUsage().files == 0)
+
+        // And so is one whose whole folder went with the cache folder (no lock file can be made there).
+        let other = try manager.beginPartialDownload(try NodeID("purged"), etag: "\"e\"", size: 1000)
+        try FileManager.default.removeItem(atPath: URL(fileURLWithPath: other.path).deletingLastPathComponent().path)
+        #expect(try manager.partialDownload(try NodeID("purged")) == nil)
+        #expect(try manager.partialDownloadUsage().files == 0, "its bytes no longer count in the pool")
     }
 }
