@@ -22,7 +22,7 @@ public final class PinKeeper: Sendable {
         /// Nodes downloading now.
         var inFlight: Set<NodeID> = []
         /// Nodes whose last download failed: when to try again, and the wait after that.
-        var retry: [NodeID: (after: ContinuousClock.Instant, backoff: Double)] = [:]
+        var retry: [NodeID: RetryBackoff] = [:]
     }
     private let state = Locked(State())
 
@@ -38,8 +38,8 @@ public final class PinKeeper: Sendable {
         let task = Task.detached { [self] in
             var lastClock: Int64 = -1
             var lastChange: Int64 = -1
-            // A look that failed (a full disk, say) is taken again after a wait that doubles up to a minute.
-            var failed: (again: ContinuousClock.Instant, backoff: Double)?
+            // A look that failed (a full disk, say) is taken again after its backoff: 2 s, doubling up to a minute.
+            var failed: RetryBackoff?
             while !Task.isCancelled {
                 do {
                     // Something may need doing when a pin changed, the outline or a stored file changed, a
@@ -47,7 +47,7 @@ public final class PinKeeper: Sendable {
                     let clock = try manager.pinClock()
                     let change = try manager.newestEntryChange()
                     let changed = clock != lastClock || change != lastChange || wake.takeKick() || retryDue()
-                    if let failed, ContinuousClock.now < failed.again {
+                    if let failed, !failed.isDue() {
                         // Waiting out the failed look's backoff.
                     } else if changed || failed != nil {
                         try keepPinned()
@@ -58,9 +58,8 @@ public final class PinKeeper: Sendable {
                         failed = nil
                     }
                 } catch {
-                    let backoff = min(60, (failed?.backoff ?? 1) * 2)
                     if failed == nil { logger.error("pins: \(error) (tried again with backoff)") }
-                    failed = (ContinuousClock.now + .milliseconds(Int(backoff * 1000)), backoff)
+                    failed = RetryBackoff.after(failed, first: 2)
                 }
                 await wake.wait(seconds: interval)
             }
@@ -80,7 +79,7 @@ public final class PinKeeper: Sendable {
         let now = ContinuousClock.now
         return state.withLock { state in
             state.inFlight.count < concurrency
-                && state.retry.contains { node, retry in retry.after <= now && !state.inFlight.contains(node) }
+                && state.retry.contains { node, retry in retry.isDue(at: now) && !state.inFlight.contains(node) }
         }
     }
 
@@ -122,7 +121,7 @@ public final class PinKeeper: Sendable {
             for node in missing {
                 let start = state.withLock { state -> Bool in
                     guard state.inFlight.count < concurrency, !state.inFlight.contains(node.nodeID) else { return false }
-                    if let retry = state.retry[node.nodeID], retry.after > now { return false }
+                    if let retry = state.retry[node.nodeID], !retry.isDue(at: now) { return false }
                     state.inFlight.insert(node.nodeID)
                     return true
                 }
@@ -145,9 +144,8 @@ public final class PinKeeper: Sendable {
                     state.retry[node.nodeID] = nil
                     return false
                 }
-                let backoff = min(60, (state.retry[node.nodeID]?.backoff ?? 2.5) * 2)
                 let first = state.retry[node.nodeID] == nil
-                state.retry[node.nodeID] = (ContinuousClock.now + .milliseconds(Int(backoff * 1000)), backoff)
+                state.retry[node.nodeID] = RetryBackoff.after(state.retry[node.nodeID], first: 5)
                 return first
             }
             if case .failure(let error) = result { health?.noteFailure(error) } else { health?.noteSuccess() }
