@@ -94,13 +94,7 @@ extension DiskManager {
                          journal: DriveCommitJournal, whenIndexed: @escaping @Sendable (DriveCommitOutcome) -> Void) throws(DarkDiskError) -> DiskExport {
         let name = file.intendedName ?? FileOperations.randomName()
         let finalPath = path(name: name, mode: .persistent)
-        // (`holder` keeps the exclusive lock until the index has the row, whatever becomes of the token.)
         let (fd, storedSize) = try lockForPlacing(file, at: finalPath, durable: false)
-        let holder = dup(file.fileDescriptor)
-        guard holder >= 0 else {
-            close(fd)
-            throw .posix("cannot duplicate the descriptor of", path: finalPath)
-        }
         let now = clock.now.timeIntervalSince1970
         // (A new file's content key is its node's: the row's wrapping serves both.)
         let fileWrappedKey = prepared?.row.wrappedKey ?? Data(masterKey.wrap(key))
@@ -114,21 +108,24 @@ extension DiskManager {
         do {
             try file.place(at: finalPath)
             try journal.append { sequence in
-                DriveCommitJournal.Pending(record: record(sequence), lockHolder: holder, fileRecord: fileRecord, completion: whenIndexed)
+                DriveCommitJournal.Pending(record: record(sequence), isLive: true, fileRecord: fileRecord, completion: whenIndexed)
             }
         } catch {
             close(fd)
-            close(holder)
             if file.isPlaced { FileOperations.remove(finalPath) }
             throw error
+        }
+        // The record names the file now (an orphan sweep reads it): the writer's exclusive lock becomes the
+        // shared one of a holder, as for every stored file (no descriptor is kept per record).
+        do { try SystemCall.lock(fd, .shared) } catch {
+            logger.error("cannot turn the lock on \(finalPath) into a shared one (\(error)); readers in other processes wait until it is released")
         }
         let token = RetainToken(fileDescriptor: fd, path: finalPath, pool: fileRecord.pool, mode: .persistent, manager: self)
         return export(fileRecord, fileKey: key, token: token)
     }
 
     /// Writes journaled drive commits into the index in one transaction, noting the last one's sequence in it;
-    /// then does what each commit's file needs once its row is in (the lock of a holder, the old version's
-    /// delete). A record that cannot land (its node deleted meanwhile) is dropped alone and its stored file
+    /// then does what each commit's file needs once its row is in (the old version's delete). A record that cannot land (its node deleted meanwhile) is dropped alone and its stored file
     /// removed: the transaction is then written again with each record in a savepoint of its own. (Savepoints
     /// for every record, when none fails, cost each ~10 µs of the index's time.) Throws, writing nothing, when
     /// the transaction cannot run.
@@ -144,18 +141,10 @@ extension DiskManager {
             let finalPath = path(name: pending.record.fileName, mode: .persistent)
             switch result.outcome {
             case .indexed:
-                if pending.lockHolder >= 0 {
-                    // Exclusive (the writer's) becomes shared (a holder's) for the token that shares it.
-                    do { try SystemCall.lock(pending.lockHolder, .shared) } catch {
-                        logger.error("cannot turn the lock on \(finalPath) into a shared one (\(error)); readers in other processes wait until it is released")
-                    }
-                    close(pending.lockHolder)
-                }
                 if let old = result.replaced { deleter.tryDelete(old) }
                 if let record = result.inserted { notify(record, .imported) }
             case .dropped(let error):
                 if let error { logger.error("drive file (node \(pending.record.nodeID)): its version could not enter the index: \(error)") }
-                if pending.lockHolder >= 0 { close(pending.lockHolder) }
                 FileOperations.remove(finalPath)
             }
         }
@@ -183,7 +172,7 @@ extension DiskManager {
             let applied = UInt64(max(try Int64.fetchOne(db.cachedStatement(sql: "SELECT appliedThrough FROM driveJournal WHERE id = 1")) ?? 0, 0))
             let results = try batch.map { pending throws -> AppliedCommit in
                 guard pending.record.sequence > applied else { return AppliedCommit(outcome: .indexed, replaced: nil, inserted: nil) }
-                if pending.lockHolder < 0, access(path(name: pending.record.fileName, mode: .persistent), F_OK) != 0 {
+                if !pending.isLive, access(path(name: pending.record.fileName, mode: .persistent), F_OK) != 0 {
                     // A replayed record whose stored file went (removed by hand): nothing to index.
                     return AppliedCommit(outcome: .dropped(DarkDiskError(.notFound, "its stored file \(pending.record.fileName) is gone")),
                                          replaced: nil, inserted: nil)
@@ -236,7 +225,7 @@ extension DiskManager {
         guard let changesBefore, let last = lastEntryChange(db), last > changesBefore else { return nil }
         var nodes = Set<String>()
         var folders: [String: Bool] = [:]
-        for (pending, result) in zip(batch, results) where pending.lockHolder >= 0 {
+        for (pending, result) in zip(batch, results) where pending.isLive {
             // (Landed by this transaction: not a record another process's replay had written already.)
             guard case .indexed = result.outcome, result.inserted != nil else { continue }
             if let folder = pending.record.newNode?.parentID {
@@ -338,7 +327,7 @@ extension DiskManager {
         while start < todo.count {
             let slice = todo[start..<min(start + 500, todo.count)]
             let batch = slice.map { record in
-                DriveCommitJournal.Pending(record: record, lockHolder: -1, fileRecord: Self.fileRecord(of: record), completion: { _ in })
+                DriveCommitJournal.Pending(record: record, isLive: false, fileRecord: Self.fileRecord(of: record), completion: { _ in })
             }
             let outcomes = try applyDriveCommits(batch)
             written += outcomes.filter { if case .indexed = $0 { true } else { false } }.count
@@ -348,6 +337,23 @@ extension DiskManager {
         if !todo.isEmpty { logger.notice("the index took \(written) of \(todo.count) drive commits a stopped daemon had journaled") }
         guard ftruncate(fd, 0) == 0 else { throw .posix("cannot empty", path: path) }
         return last
+    }
+
+    /// Whether a record of the drive's commit journal names stored file `name` (a version a daemon journaled
+    /// that the index may not have yet): an orphan sweep reads this before it looks in the index, under the
+    /// file's exclusive lock, since a daemon appends the record before it lets go of that lock and empties the
+    /// journal only once the index has every record. An unreadable journal counts as naming it.
+    func isJournaled(_ name: String) -> Bool {
+        let fd = open(driveJournalPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return errno != ENOENT }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return true }
+        guard st.st_size > 0 else { return false }
+        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
+        let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
+        guard count >= 0 else { return true }
+        return DriveCommitRecord.records(in: Array(bytes[0..<count])).records.contains { $0.fileName == name }
     }
 
     /// The file row a journaled record stands for: the node's data, persistent until uploaded.

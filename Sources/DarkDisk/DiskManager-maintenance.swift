@@ -375,10 +375,12 @@ extension DiskManager {
         }
         guard !known(), access(path, F_OK) == 0 else { return .notOrphan }
         return removeIfUnlocked(path, stillOrphan: { [self] in
-            // A version a daemon journaled but the index does not have yet: its daemon locks it while alive;
-            // once it is gone (the lock with it), its journal is replayed first, and names it.
+            // A version a daemon journaled but the index does not have yet: its record names it (read before the
+            // index: the journal is emptied only once the index has every record); a stopped daemon's journal
+            // is replayed first.
             if mode == .persistent {
                 do { try replayDriveJournal() } catch { logger.error("the drive's commit journal: \(error)") }
+                if isJournaled(name) { return false }
             }
             return !known()
         }) ? .removed : .locked

@@ -57,6 +57,28 @@ extension DiskManager {
         try read { db in try Row.fetchAll(db, sql: "SELECT * FROM uploadQueue ORDER BY queuedAt, sequence").compactMap(Self.queued(from:)) }
     }
 
+    /// The upload queue in brief: changes and the bytes of their data (plaintext, content changes only) by
+    /// state, and the first `named` changes in queue order with their names (one read, whatever the length).
+    public func uploadQueueSummary(named: Int) throws(DarkDiskError) -> UploadQueueSummary {
+        try read { db in
+            var summary = UploadQueueSummary()
+            for row in try Row.fetchAll(db, sql: """
+                SELECT q.state, COUNT(*), COALESCE(SUM(f.plaintextSize), 0) FROM uploadQueue AS q
+                LEFT JOIN file AS f ON f.ownerID = q.nodeID AND f.kind = 'data' AND q.operation = 'content'
+                GROUP BY q.state
+                """) {
+                guard let state = QueuedUpload.State(rawValue: row[0]) else { continue }
+                summary.counts[state] = row[1]
+                summary.bytes[state] = UInt64(max(0, row[2] as Int64))
+            }
+            summary.first = try Row.fetchAll(db, sql: """
+                SELECT q.*, n.name AS nodeName FROM uploadQueue AS q LEFT JOIN node AS n ON n.id = q.nodeID
+                ORDER BY q.queuedAt, q.sequence LIMIT ?
+                """, arguments: [named]).compactMap { row in Self.queued(from: row).map { ($0, row["nodeName"] ?? row["name"]) } }
+            return summary
+        }
+    }
+
     /// Whether a queued change that has rested since `rested` is free to upload: not being uploaded by a
     /// running process. The uploader asks this every second; it reads no row it does not need, so a queue of
     /// thousands of changes written a moment ago (a `tar x`) costs a scan, not thousands of decoded rows.

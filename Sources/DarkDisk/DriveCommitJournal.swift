@@ -15,12 +15,13 @@ import Glibc
 /// store writes what a killed daemon left (`DiskManager.replayDriveJournal`). The daemon holds an exclusive
 /// `flock` on the file while it journals, so nobody else replays what it is still writing.
 final class DriveCommitJournal: Sendable {
-    /// A record waiting for the index, with what its commit keeps until then: a descriptor of its stored
-    /// file, holding the writer's exclusive lock (no orphan sweep takes a file whose row is not yet in),
-    /// the row the commit hands out, and whom to tell.
+    /// A record waiting for the index, with the row the commit hands out and whom to tell. It holds no
+    /// descriptor: what keeps an orphan sweep (in any process) from taking its stored file before the index
+    /// names it is the record itself, which the sweep reads (`DiskManager.isJournaled`). `isLive`: appended by
+    /// this process (not replayed from a stopped daemon's journal).
     struct Pending: Sendable {
         let record: DriveCommitRecord
-        let lockHolder: Int32
+        let isLive: Bool
         let fileRecord: FileRecord
         let completion: @Sendable (DriveCommitOutcome) -> Void
     }
@@ -44,9 +45,15 @@ final class DriveCommitJournal: Sendable {
     /// its bookkeeping rows, its wake-ups): 5 ms batches cost the daemon about a fifth more CPU per file
     /// (`Docs/PERFORMANCE.md`, runs 47 and after).
     static let gathering: DispatchTimeInterval = .milliseconds(100)
-    /// The most records a batch gathers before it is written at once: each holds a descriptor (its stored
-    /// file's lock) until then.
+    /// The most records a batch gathers before it is written at once.
     static let fullBatch = 256
+    /// The most records that may wait for the index: an append beyond it waits (up to `backlogWait`) for the
+    /// index to catch up, so a burst of closes faster than the index (a loaded machine, an upload holding the
+    /// index) cannot grow the backlog, and with it the time a listing waits for it, without bound.
+    static let backlogLimit = 4 * fullBatch
+    /// How long an append waits for room in the backlog before it goes in anyway (the index is failing: the
+    /// record is safe in the journal either way, and costs only memory).
+    static let backlogWait = 10.0
     /// Quick checks on every request: whether anything waits at all.
     private let outstanding = Atomic<Int>(0)
 
@@ -62,11 +69,20 @@ final class DriveCommitJournal: Sendable {
         /// Records waiting, by node and by (folder, name) of the nodes they insert.
         var nodes: [String: Int] = [:]
         var names: [NameKey: Int] = [:]
+
+        /// Records appended that the index does not have yet (sequences are consecutive); none once stopped.
+        var backlog: Int { stopped ? 0 : Int(appended - processed) }
     }
 
+    /// A folder and a name in it, the name compared as its bytes (`DriveNames.Bytes`).
     struct NameKey: Hashable, Sendable {
         let parentID: String?
-        let name: String
+        let name: DriveNames.Bytes
+
+        init(parentID: String?, name: String) {
+            self.parentID = parentID
+            self.name = DriveNames.Bytes(name)
+        }
     }
 
     /// How long this journal's batches gather (`DriveCommitJournal.gathering`; a test's may wait longer).
@@ -93,6 +109,7 @@ final class DriveCommitJournal: Sendable {
     /// Appends `record` (given its sequence here) and queues it for the index; once this returns, the record
     /// outlives the process. `make` builds the pending entry from the numbered record.
     func append(_ make: (UInt64) -> Pending) throws(DarkDiskError) {
+        if state.withLock({ $0.backlog >= Self.backlogLimit }) { waitForRoom() }
         try state.withLock { (state) throws(DarkDiskError) in
             guard !state.stopped else { throw DarkDiskError(.io, "the drive's commit journal is closed") }
             let pending = make(state.nextSequence)
@@ -121,6 +138,17 @@ final class DriveCommitJournal: Sendable {
                 // does not wait for it.
                 queue.asyncAfter(deadline: .now() + batchGathering) { self.run() }
             }
+        }
+    }
+
+    /// Waits until fewer than `backlogLimit` records wait, at most `backlogWait` seconds.
+    private func waitForRoom() {
+        queue.async { self.run() }
+        let deadline = Date(timeIntervalSinceNow: Self.backlogWait)
+        progressed.lock()
+        defer { progressed.unlock() }
+        while state.withLock({ $0.backlog >= Self.backlogLimit }) {
+            guard progressed.wait(until: deadline) else { return }
         }
     }
 
@@ -173,7 +201,6 @@ final class DriveCommitJournal: Sendable {
         queue.sync {}
         state.withLock { state in
             close(fd)
-            for pending in state.waiting where pending.lockHolder >= 0 { close(pending.lockHolder) }
             state.waiting = []
         }
         progressed.lock()
@@ -197,7 +224,6 @@ final class DriveCommitJournal: Sendable {
         } catch {
             let retry = state.withLock { state -> Bool in
                 guard !state.stopped else {
-                    for pending in batch where pending.lockHolder >= 0 { close(pending.lockHolder) }
                     state.scheduled = false
                     return false
                 }

@@ -22,24 +22,43 @@ public enum DriveNames {
 
     /// Each child with the name the folder shows it by, sorted by that name. Names stay unique: a shown
     /// name that another child holds as its own name is suffixed again.
+    /// Names are compared as their bytes (`Bytes`), never as Unicode text: `café` in NFC and in NFD are two
+    /// names, as on ext4. Sorted by those bytes.
     public static func shown(_ children: [Child]) -> [(id: NodeID, name: String)] {
-        var byName: [String: [Child]] = [:]
-        for child in children { byName[child.name, default: []].append(child) }
+        var byName: [Bytes: [Child]] = [:]
+        for child in children { byName[Bytes(child.name), default: []].append(child) }
         var taken = Set(byName.keys)
         var shown: [(id: NodeID, name: String)] = []
         shown.reserveCapacity(children.count)
         for (name, holders) in byName {
             let ordered = holders.count == 1 ? holders : holders.sorted { ($0.created, $0.id.rawValue) < ($1.created, $1.id.rawValue) }
-            shown.append((ordered[0].id, name))
+            shown.append((ordered[0].id, name.name))
             for later in ordered.dropFirst() {
-                var suffixed = suffixed(name, id: later.id)
-                while taken.contains(suffixed) { suffixed = Self.suffixed(suffixed, id: later.id) }
-                taken.insert(suffixed)
+                var suffixed = suffixed(name.name, id: later.id)
+                while taken.contains(Bytes(suffixed)) { suffixed = Self.suffixed(suffixed, id: later.id) }
+                taken.insert(Bytes(suffixed))
                 shown.append((later.id, suffixed))
             }
         }
-        return shown.sorted { $0.name < $1.name }
+        return shown.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
     }
+
+    /// A name as its bytes: equal, hashed and ordered byte for byte. (Swift's `String` takes canonically
+    /// equivalent text as equal, so the NFC and NFD spellings of one word, two names on a disk, would be one.)
+    public struct Bytes: Hashable, Sendable {
+        public let name: String
+
+        public init(_ name: String) { self.name = name }
+
+        public static func == (a: Bytes, b: Bytes) -> Bool { a.name.utf8.elementsEqual(b.name.utf8) }
+
+        public func hash(into hasher: inout Hasher) {
+            for byte in name.utf8 { hasher.combine(byte) }
+        }
+    }
+
+    /// Whether two names are the same bytes.
+    public static func same(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
 
     /// `name` with ` (ID)` before its extension, the base shortened (at a character boundary) so the whole
     /// stays within 255 bytes.

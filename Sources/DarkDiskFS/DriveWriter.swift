@@ -46,3 +46,41 @@ final class DriveWriter: Sendable {
         }
     }
 }
+
+/// The drive writers of a daemon, by node: one per node, so every handle of a file writes into one version.
+/// An opening makes a node's content outside the table's lock (it reads the index and opens the stored
+/// version); if a writer of that node committed and went meanwhile, what it made holds an older version, and
+/// the opening makes it again (`makingStarts`, `makingEnds`), so no handle's writes are replaced by another's
+/// older copy.
+struct DriveWriterTable: Sendable {
+    private var writers: [NodeID: DriveWriter] = [:]
+    /// Openings making a node's content now, and how many writers of that node went since the first began.
+    private var makers: [NodeID: (count: Int, removals: UInt64)] = [:]
+    /// How many writers went, of any node: what a listing read before one went may not show its last size.
+    private(set) var removals: UInt64 = 0
+
+    subscript(id: NodeID) -> DriveWriter? {
+        get { writers[id] }
+        set {
+            if newValue == nil, writers[id] != nil {
+                removals &+= 1
+                if makers[id] != nil { makers[id]!.removals &+= 1 }
+            }
+            writers[id] = newValue
+        }
+    }
+
+    /// An opening of node `id` starts making its content; what to hand to `makingEnds`.
+    mutating func makingStarts(_ id: NodeID) -> UInt64 {
+        makers[id, default: (0, 0)].count += 1
+        return makers[id]!.removals
+    }
+
+    /// The opening that began at `mark` is done making; whether no writer of the node went meanwhile (what it
+    /// made is then the node's current version).
+    mutating func makingEnds(_ id: NodeID, mark: UInt64) -> Bool {
+        guard let maker = makers[id] else { return true }
+        if maker.count == 1 { makers[id] = nil } else { makers[id]!.count -= 1 }
+        return maker.removals == mark
+    }
+}

@@ -28,7 +28,7 @@ extension FuseFileSystem {
         guard let id = DriveNames.suffixID(of: name), let node = try manager.driveNode(id), node.parentID == folder else { return nil }
         let siblings = try manager.driveChildren(of: folder, named: node.name)
         let shown = DriveNames.shown(siblings.map { DriveNames.Child(id: $0.id, name: $0.name, created: $0.created) })
-        return shown.contains { $0.id == id && $0.name == name } ? Self.driveEntry(node) : nil
+        return shown.contains { $0.id == id && DriveNames.same($0.name, name) } ? Self.driveEntry(node) : nil
     }
 
     /// The entries of drive folder `folder` (nil: `/files`) by the names they show.
@@ -61,7 +61,7 @@ extension FuseFileSystem {
             let writer = if case .driveFile = entry { writers.withLock { $0[id] } } else { DriveWriter?.none }
             let (known, generation) = writer?.knownRecord ?? (nil, 0)
             if let known { return try driveStat(known).map { ($0, nil) } }
-            settle(id)
+            try settle(id)
             guard let node = try manager.driveNode(id), Self.driveEntry(node) == entry else { return nil }
             writer?.remember(node, ifStill: generation)
             return try driveStat(node).map { ($0, nil) }
@@ -71,8 +71,9 @@ extension FuseFileSystem {
     }
 
     /// The `stat` of a drive node as its entry shows it (nil: a link without a target). `listed`: the node as
-    /// a folder's listing read it, with its data's state (else that is read here).
-    func driveStat(_ node: DriveNode, listed: DriveListedNode? = nil) throws(DarkDiskError) -> stat? {
+    /// a folder's listing read it, with its data's state, and the count of writers gone when it was read
+    /// (`DriveWriterTable.removals`); else, or if a writer went since, that is read here.
+    func driveStat(_ node: DriveNode, listed: (node: DriveListedNode, removals: UInt64)? = nil) throws(DarkDiskError) -> stat? {
         switch node.attributes.kind {
         case .folder:
             return withAttributes(baseStat(mode: S_IFDIR, links: 2), node.attributes)
@@ -86,16 +87,23 @@ extension FuseFileSystem {
                 let size = writer.content.size
                 st = baseStat(mode: S_IFREG, links: 1, size: size)
                 st.st_blocks = blkcnt_t((size + 511) / 512)
-            } else if let listed {
+            } else if let listed, writers.withLock({ $0.removals }) == listed.removals {
+                let listed = listed.node
                 if let data = listed.data {
                     st = attributes(of: data)
                 } else {
                     st = baseStat(mode: S_IFREG, links: 1, size: listed.remoteDataSize ?? 0)
                 }
-            } else if let data = current(section: .data, of: try manager.nodeState(node.id)) {
-                st = data.stat
             } else {
-                st = baseStat(mode: S_IFREG, links: 1)
+                // No writer now: what one wrote is committed, in the journal or the index; read after the index
+                // has it (else a writer that went since the caller looked would leave its size behind, and a
+                // writer that went since a listing was read too: the kernel would append at an old end).
+                try settle(node.id)
+                if let data = current(section: .data, of: try manager.nodeState(node.id)) {
+                    st = data.stat
+                } else {
+                    st = baseStat(mode: S_IFREG, links: 1)
+                }
             }
             st.st_mode = S_IFREG
             st = withAttributes(st, node.attributes)
@@ -113,6 +121,9 @@ extension FuseFileSystem {
     /// A drive folder's entries with their attributes, from the one query that lists the folder with its
     /// files' data (`driveListing`).
     func listedDriveChildren(of folder: NodeID?) throws(DarkDiskError) -> [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)] {
+        // (A writer that went before this mark committed into the journal: the listing reads after the index has it.)
+        let removals = writers.withLock { $0.removals }
+        try waitForDriveCommits()
         let nodes = try manager.driveListing(of: folder)
         var byID: [NodeID: DriveListedNode] = [:]
         byID.reserveCapacity(nodes.count)
@@ -120,7 +131,7 @@ extension FuseFileSystem {
         var listed: [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)] = []
         listed.reserveCapacity(nodes.count)
         for shown in DriveNames.shown(nodes.map { DriveNames.Child(id: $0.node.id, name: $0.node.name, created: $0.node.created) }) {
-            guard let entry = byID[shown.id], let st = try driveStat(entry.node, listed: entry) else { continue }
+            guard let entry = byID[shown.id], let st = try driveStat(entry.node, listed: (entry, removals)) else { continue }
             listed.append((shown.name, Self.driveEntry(entry.node), FileAttributes(st), nil))
         }
         return listed

@@ -9,7 +9,8 @@ extension FuseFileSystem {
     static var operations: fuse_lowlevel_ops {
         var ops = fuse_lowlevel_ops()
         ops.lookup = { req, parent, name in
-            FuseFileSystem.from(req).lookup(FuseFileSystem.reply(req, "lookup"), parent: parent, name: String(cString: name!))
+            guard let name = FuseFileSystem.name(req, name, ifInvalid: ENOENT) else { return }
+            FuseFileSystem.from(req).lookup(FuseFileSystem.reply(req, "lookup"), parent: parent, name: name)
         }
         // libfuse turns a batch of forgets into one call each.
         ops.forget = { req, ino, nlookup in
@@ -20,22 +21,22 @@ extension FuseFileSystem {
             FuseFileSystem.from(req).getattr(FuseFileSystem.reply(req, "getattr"), ino: ino, handle: fi?.pointee.fh)
         }
         ops.opendir = { req, ino, fi in
-            FuseFileSystem.settled(req).opendir(FuseFileSystem.reply(req, "opendir"), ino: ino, fi: fi!)
+            FuseFileSystem.settled(req)?.opendir(FuseFileSystem.reply(req, "opendir"), ino: ino, fi: fi!)
         }
         ops.readdir = { req, ino, size, offset, fi in
-            FuseFileSystem.settled(req).readdir(FuseFileSystem.reply(req, "readdir"), ino: ino, size: size, offset: offset, fi: fi!)
+            FuseFileSystem.settled(req)?.readdir(FuseFileSystem.reply(req, "readdir"), ino: ino, size: size, offset: offset, fi: fi!)
         }
         ops.readdirplus = { req, ino, size, offset, fi in
-            FuseFileSystem.settled(req).readdir(FuseFileSystem.reply(req, "readdirplus"), ino: ino, size: size, offset: offset, fi: fi!, plus: true)
+            FuseFileSystem.settled(req)?.readdir(FuseFileSystem.reply(req, "readdirplus"), ino: ino, size: size, offset: offset, fi: fi!, plus: true)
         }
         ops.releasedir = { req, _, fi in
             FuseFileSystem.from(req).releasedir(FuseFileSystem.reply(req, "releasedir"), fi: fi!)
         }
         ops.readlink = { req, ino in
-            FuseFileSystem.settled(req).readlink(FuseFileSystem.reply(req, "readlink"), ino: ino)
+            FuseFileSystem.settled(req)?.readlink(FuseFileSystem.reply(req, "readlink"), ino: ino)
         }
         ops.open = { req, ino, fi in
-            FuseFileSystem.settled(req).open(FuseFileSystem.reply(req, "open"), ino: ino, fi: fi!)
+            FuseFileSystem.settled(req)?.open(FuseFileSystem.reply(req, "open"), ino: ino, fi: fi!)
         }
         ops.read = { req, _, size, offset, fi in
             FuseFileSystem.from(req).read(FuseFileSystem.reply(req, "read"), size: size, offset: offset, fi: fi!)
@@ -56,13 +57,13 @@ extension FuseFileSystem {
             FuseFileSystem.from(req).getxattr(FuseFileSystem.reply(req, "getxattr"), ino: ino, name: name!, size: size)
         }
         ops.listxattr = { req, ino, size in
-            FuseFileSystem.settled(req).listxattr(FuseFileSystem.reply(req, "listxattr"), ino: ino, size: size)
+            FuseFileSystem.settled(req)?.listxattr(FuseFileSystem.reply(req, "listxattr"), ino: ino, size: size)
         }
         ops.setxattr = { req, ino, name, value, size, flags in
-            FuseFileSystem.settled(req).setxattr(FuseFileSystem.reply(req, "setxattr"), ino: ino, name: name!, value: value, size: size, flags: flags)
+            FuseFileSystem.settled(req)?.setxattr(FuseFileSystem.reply(req, "setxattr"), ino: ino, name: name!, value: value, size: size, flags: flags)
         }
         ops.removexattr = { req, ino, name in
-            FuseFileSystem.settled(req).removexattr(FuseFileSystem.reply(req, "removexattr"), ino: ino, name: name!)
+            FuseFileSystem.settled(req)?.removexattr(FuseFileSystem.reply(req, "removexattr"), ino: ino, name: name!)
         }
         // Writes: inside the drive (`/files`) as on a local disk; elsewhere the data is read-only. The mount
         // itself is not `ro` (the kernel would then refuse setxattr before asking), so every write outside
@@ -71,29 +72,36 @@ extension FuseFileSystem {
             FuseFileSystem.from(req).setattr(FuseFileSystem.reply(req, "setattr"), ino: ino, attributes: attr!.pointee, toSet: toSet, fi: fi)
         }
         ops.mknod = { req, parent, name, mode, _ in
-            FuseFileSystem.settled(req).mknod(FuseFileSystem.reply(req, "mknod"), parent: parent, name: String(cString: name!), mode: mode)
+            guard let name = FuseFileSystem.name(req, name, ifInvalid: EILSEQ) else { return }
+            FuseFileSystem.settled(req)?.mknod(FuseFileSystem.reply(req, "mknod"), parent: parent, name: name, mode: mode)
         }
         ops.mkdir = { req, parent, name, mode in
-            FuseFileSystem.making(req).mkdir(FuseFileSystem.reply(req, "mkdir"), parent: parent, name: String(cString: name!), mode: mode)
+            guard let name = FuseFileSystem.name(req, name, ifInvalid: EILSEQ) else { return }
+            FuseFileSystem.making(req).mkdir(FuseFileSystem.reply(req, "mkdir"), parent: parent, name: name, mode: mode)
         }
         ops.unlink = { req, parent, name in
-            FuseFileSystem.settled(req).unlink(FuseFileSystem.reply(req, "unlink"), parent: parent, name: String(cString: name!))
+            guard let name = FuseFileSystem.name(req, name, ifInvalid: ENOENT) else { return }
+            FuseFileSystem.settled(req)?.unlink(FuseFileSystem.reply(req, "unlink"), parent: parent, name: name)
         }
         ops.rmdir = { req, parent, name in
-            FuseFileSystem.settled(req).rmdir(FuseFileSystem.reply(req, "rmdir"), parent: parent, name: String(cString: name!))
+            guard let name = FuseFileSystem.name(req, name, ifInvalid: ENOENT) else { return }
+            FuseFileSystem.settled(req)?.rmdir(FuseFileSystem.reply(req, "rmdir"), parent: parent, name: name)
         }
         ops.symlink = { req, target, parent, name in
-            FuseFileSystem.making(req).symlink(FuseFileSystem.reply(req, "symlink"), target: String(cString: target!), parent: parent, name: String(cString: name!))
+            guard let name = FuseFileSystem.name(req, name, ifInvalid: EILSEQ), let target = FuseFileSystem.name(req, target, ifInvalid: EILSEQ) else { return }
+            FuseFileSystem.making(req).symlink(FuseFileSystem.reply(req, "symlink"), target: target, parent: parent, name: name)
         }
         ops.rename = { req, parent, name, newParent, newName, flags in
-            FuseFileSystem.settled(req).rename(FuseFileSystem.reply(req, "rename"), parent: parent, name: String(cString: name!),
-                                            newParent: newParent, newName: String(cString: newName!), flags: flags)
+            guard let name = FuseFileSystem.name(req, name, ifInvalid: ENOENT), let newName = FuseFileSystem.name(req, newName, ifInvalid: EILSEQ) else { return }
+            FuseFileSystem.settled(req)?.rename(FuseFileSystem.reply(req, "rename"), parent: parent, name: name,
+                                             newParent: newParent, newName: newName, flags: flags)
         }
         ops.link = { req, _, newParent, _ in
-            FuseFileSystem.settled(req).link(FuseFileSystem.reply(req, "link"), newParent: newParent)
+            FuseFileSystem.settled(req)?.link(FuseFileSystem.reply(req, "link"), newParent: newParent)
         }
         ops.create = { req, parent, name, mode, fi in
-            FuseFileSystem.from(req).create(FuseFileSystem.reply(req, "create"), parent: parent, name: String(cString: name!), mode: mode, fi: fi!)
+            guard let name = FuseFileSystem.name(req, name, ifInvalid: EILSEQ) else { return }
+            FuseFileSystem.from(req).create(FuseFileSystem.reply(req, "create"), parent: parent, name: name, mode: mode, fi: fi!)
         }
         ops.write = { req, _, buffer, size, offset, fi in
             FuseFileSystem.from(req).write(FuseFileSystem.reply(req, "write"), buffer: buffer, size: size, offset: offset, fi: fi!)
@@ -105,7 +113,7 @@ extension FuseFileSystem {
             FuseFileSystem.from(req).fsync(FuseFileSystem.reply(req, "fsync"), fi: fi!)
         }
         ops.fsyncdir = { req, ino, _, _ in
-            FuseFileSystem.settled(req).fsyncdir(FuseFileSystem.reply(req, "fsyncdir"), ino: ino)
+            FuseFileSystem.settled(req)?.fsyncdir(FuseFileSystem.reply(req, "fsyncdir"), ino: ino)
         }
         ops.fallocate = { req, _, mode, offset, length, fi in
             FuseFileSystem.from(req).fallocate(FuseFileSystem.reply(req, "fallocate"), mode: mode, offset: offset, length: length, fi: fi!)

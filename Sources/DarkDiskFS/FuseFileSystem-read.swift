@@ -117,7 +117,11 @@ extension FuseFileSystem {
                 return
             }
             if file.takeStale() {
-                settle(id)
+                do throws(DarkDiskError) { try settle(id) } catch {
+                    file.markStale()
+                    refuse(reply, "read of \(file.entry.logName)", error)
+                    return
+                }
                 refreshDriveHandle(file, id)
             }
         }

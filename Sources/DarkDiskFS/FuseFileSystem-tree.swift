@@ -11,16 +11,16 @@ extension FuseFileSystem {
         guard let parentEntry = inodes.withLock({ $0.entry(for: parent) }) else { reply.error(ENOENT); return }
         guard permits(reply, parentEntry, .execute) else { return }
         creates.drain()
-        // Journaled commits need not be in the index first, unless one makes this name (a node found whose
-        // commit waits is settled when its attributes are read, `currentDriveEntry`).
-        if !manager.driveCommitsIdle {
-            switch parentEntry {
-            case .files: if manager.hasPendingDriveCommit(named: name, in: nil) { waitForDriveCommits() }
-            case .driveFolder(let folder): if manager.hasPendingDriveCommit(named: name, in: folder) { waitForDriveCommits() }
-            default: waitForDriveCommits()
-            }
-        }
         do {
+            // Journaled commits need not be in the index first, unless one makes this name (a node found whose
+            // commit waits is settled when its attributes are read, `currentDriveEntry`).
+            if !manager.driveCommitsIdle {
+                switch parentEntry {
+                case .files: if manager.hasPendingDriveCommit(named: name, in: nil) { try waitForDriveCommits() }
+                case .driveFolder(let folder): if manager.hasPendingDriveCommit(named: name, in: folder) { try waitForDriveCommits() }
+                default: try waitForDriveCommits()
+                }
+            }
             guard let entry = try child(of: parentEntry, named: name), let current = try current(entry) else {
                 reply.error(ENOENT)
                 return

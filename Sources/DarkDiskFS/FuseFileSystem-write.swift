@@ -224,7 +224,7 @@ extension FuseFileSystem {
         guard let file = handles.withLock({ $0[fi.pointee.fh] }), case .drive(let writer) = file.source else { reply.error(0); return }
         do {
             if try !commit(writer, durable: true) {
-                waitForDriveCommits()
+                try waitForDriveCommits()
                 try manager.syncNodeData(writer.nodeID)
             }
             reply.error(0)
@@ -266,8 +266,8 @@ extension FuseFileSystem {
         case .driveFile(let node), .driveFolder(let node), .driveLink(let node): id = node
         default: reply.error(EROFS); return
         }
-        settle(id)
         do {
+            try settle(id)
             if toSet & FUSE_SET_ATTR_UID != 0, attributes.st_uid != uid {
                 throw DarkDiskError(.notPermitted, "drive entries belong to the mounting user")
             }
@@ -342,18 +342,31 @@ extension FuseFileSystem {
     /// made by `make` (outside the table's lock: it may read the index and open the stored file).
     /// `record`: the node's record, when the caller has just made it.
     func attachWriter(_ id: NodeID, record: DriveNode? = nil, make: () throws -> StagedContent) throws -> DriveWriter {
-        if let writer = writers.withLock({ table -> DriveWriter? in
-            guard let writer = table[id] else { return nil }
-            writer.users.wrappingAdd(1, ordering: .relaxed)
-            return writer
-        }) { return writer }
-        let fresh = DriveWriter(nodeID: id, content: try make(), record: record)
-        return writers.withLock { table in
-            // Another open may have made one meanwhile: that one is shared.
-            let writer = table[id] ?? fresh
-            table[id] = writer
-            writer.users.wrappingAdd(1, ordering: .relaxed)
-            return writer
+        while true {
+            let (shared, mark) = writers.withLock { table -> (DriveWriter?, UInt64) in
+                if let writer = table[id] {
+                    writer.users.wrappingAdd(1, ordering: .relaxed)
+                    return (writer, 0)
+                }
+                return (nil, table.makingStarts(id))
+            }
+            if let shared { return shared }
+            let content: StagedContent
+            do { content = try make() } catch {
+                _ = writers.withLock { $0.makingEnds(id, mark: mark) }
+                throw error
+            }
+            let fresh = DriveWriter(nodeID: id, content: content, record: record)
+            let writer = writers.withLock { table -> DriveWriter? in
+                let current = table.makingEnds(id, mark: mark)
+                // Another open may have made one meanwhile: that one is shared. One that went meanwhile committed a
+                // version newer than the one just read: made again.
+                guard let writer = table[id] ?? (current ? fresh : nil) else { return nil }
+                table[id] = writer
+                writer.users.wrappingAdd(1, ordering: .relaxed)
+                return writer
+            }
+            if let writer { return writer }
         }
     }
 
@@ -421,7 +434,7 @@ extension FuseFileSystem {
     /// stored data. `DataNotLocal` when its data is only in the remote.
     private func content(of id: NodeID, truncated: Bool) throws -> StagedContent {
         // (Its stored version is the index's: a commit of it still in the journal lands first.)
-        settle(id)
+        try settle(id)
         if truncated { return try manager.stagedContent(for: id, base: nil, isNew: true) }
         if let export = try manager.nodeFile(id, kind: .data) { return try manager.stagedContent(for: id, base: export) }
         if let outline = try manager.outlineEntry(id), outline.dataSize > 0 {

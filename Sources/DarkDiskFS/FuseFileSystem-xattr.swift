@@ -18,7 +18,10 @@ extension FuseFileSystem {
         // (`user.` attributes are read with the entry's read permission, set with its write permission.)
         guard permits(reply, ino, .read) else { return }
         creates.drain()
-        waitForDriveCommits()
+        do throws(DarkDiskError) { try waitForDriveCommits() } catch {
+            refuse(reply, "getxattr", error)
+            return
+        }
         if let (id, userName) = userAttribute(ino, name) {
             do {
                 guard let value = try manager.nodeAttributes(of: id).extendedAttributes[userName] else { reply.error(ENODATA); return }

@@ -29,7 +29,7 @@ public final class FuseFileSystem: Sendable {
     /// made elsewhere (a rename, a delete) can drop that name and that folder's listing.
     let driveNames = Locked<[NodeID: (folder: fuse_ino_t, name: String)]>([:])
     /// The drive files open for writing, by node: their handles share one staged content.
-    let writers = Locked<[NodeID: DriveWriter]>([:])
+    let writers = Locked<DriveWriterTable>(DriveWriterTable())
     /// Drive folders' records, kept between the kernel's questions.
     let folderRecords = DriveFolderRecords()
     /// New drive files whose index rows wait for their first commit.
@@ -186,11 +186,16 @@ public final class FuseFileSystem: Sendable {
     }
 
     /// The driver behind a request that reads or changes the drive's index, once the files made before it
-    /// are in the index (`PendingCreates`).
-    static func settled(_ req: fuse_req_t?) -> FuseFileSystem {
+    /// are in the index (`PendingCreates`) and the journal's commits too; nil, the request answered `EIO`,
+    /// when the index cannot take them (`waitForDriveCommits`).
+    static func settled(_ req: fuse_req_t?) -> FuseFileSystem? {
         let fileSystem = from(req)
         fileSystem.creates.drain()
-        fileSystem.waitForDriveCommits()
+        do throws(DarkDiskError) { try fileSystem.waitForDriveCommits() } catch {
+            fileSystem.logger.error("\(error); answering EIO")
+            fuse_reply_err(req, EIO)
+            return nil
+        }
         return fileSystem
     }
 
@@ -204,20 +209,34 @@ public final class FuseFileSystem: Sendable {
         return fileSystem
     }
 
-    /// Waits until the index has the drive commits journaled so far, at most 30 s: an index that cannot be
-    /// written (the records wait, tried again every second) makes a request answer from the index as it is,
-    /// with a log line, rather than hang the mount.
-    func waitForDriveCommits() {
+    /// Waits until the index has the drive commits journaled so far, at most 30 s. An index that cannot take
+    /// them that long (they wait in the journal, tried again every second) fails the request: an answer
+    /// from the index without them would miss files (a listing that `tar c` or a backup takes as whole).
+    /// (The journal's backlog is bounded, `DriveCommitJournal.backlogLimit`: a working index takes it in well
+    /// under a second.)
+    func waitForDriveCommits() throws(DarkDiskError) {
         guard !manager.driveCommitsIdle, !manager.drainDriveCommits(timeout: 30) else { return }
-        logger.error("drive commits wait for the index for more than 30 s; this request reads the index without them")
+        throw DarkDiskError(.io, "drive commits wait for the index for more than 30 s")
     }
 
     /// Waits until the index has the journaled commits of drive node `id`, if any wait (a `close` returns
     /// before the index has its commit: `DiskManager.commitDriveFile(whenIndexed:)`); a request about that
     /// node alone that reads or changes its rows calls this first. One atomic load when nothing waits.
-    func settle(_ id: NodeID) {
+    func settle(_ id: NodeID) throws(DarkDiskError) {
         guard !manager.driveCommitsIdle, manager.hasPendingDriveCommit(id) else { return }
-        waitForDriveCommits()
+        try waitForDriveCommits()
+    }
+
+    /// A name (or a link's target) the kernel passed, as text; nil, the request answered `errno`, when it is
+    /// not UTF-8. The drive keeps names as text: one that is not UTF-8 is refused (`EILSEQ` where it would be
+    /// made; `ENOENT` where it is looked for: nothing has it), never repaired into another name that two
+    /// different names would share. A valid name is kept byte for byte (`DriveNames.Bytes`).
+    static func name(_ req: fuse_req_t?, _ pointer: UnsafePointer<CChar>?, ifInvalid errno: Int32) -> String? {
+        guard let pointer, let name = String(validatingCString: pointer) else {
+            fuse_reply_err(req, errno)
+            return nil
+        }
+        return name
     }
 
     /// The owning answer to a request of `operation` (answered `EIO` with a log line if dropped unanswered).

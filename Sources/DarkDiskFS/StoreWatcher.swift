@@ -109,17 +109,17 @@ final class StoreWatcher: Sendable {
         if let node {
             let folder = node.parentID.map(FSEntry.driveFolder) ?? .files
             let folderIno = fileSystem.inodes.withLock { $0.existingInode(for: folder) }
-            if node.attributes.kind == .folder, let known, known.name == node.name, folderIno == known.folder {
+            if node.attributes.kind == .folder, let known, DriveNames.same(known.name, node.name), folderIno == known.folder {
                 folderStays = true
             } else {
                 // (Whatever entry the kernel has under this name: another node may have held it.)
                 names.append((folder, node.name, nil))
-                knownNameDropped = folderIno != nil && known?.folder == folderIno && known?.name == node.name
+                knownNameDropped = folderIno != nil && known?.folder == folderIno && known.map { DriveNames.same($0.name, node.name) } == true
             }
             // A name the kernel does not know there (pulled, or moved there elsewhere): dropping the name alone
             // leaves the folder's cached listing without it (the kernel resets a listing when a name it has
             // changes, not for a new one), so its pages go.
-            if let folderIno, known?.folder != folderIno || known?.name != node.name { newInFolder = folderIno }
+            if let folderIno, known?.folder != folderIno || known.map({ DriveNames.same($0.name, node.name) }) != true { newInFolder = folderIno }
         }
         invalidate(names, files: Self.nodeViewFiles(id))
         if let known, !folderStays {

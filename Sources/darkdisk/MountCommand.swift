@@ -65,6 +65,9 @@ struct MountCommand: ParsableCommand {
         if !foreground {
             // Make the store (and surface key problems) here, where the user sees the error.
             _ = try storeOptions.open(create: true)
+            // One mount per store: a second is refused here, in one line naming the first (the daemon checks
+            // again as it takes the lock).
+            if case .held(let holder) = MountLock.state(storeOptions.location) { throw MountLock.alreadyMounted(holder) }
             try DaemonLauncher.launch(location: storeOptions.location)
             return
         }
@@ -74,6 +77,8 @@ struct MountCommand: ParsableCommand {
         let logger = CLILog.make(label: "darkdisk.mount", defaultLevel: .info)
         do {
             let manager = try storeOptions.open(create: true, logger: logger)
+            let lock = try MountLock(storeOptions.location, mountpoint: path)
+            defer { lock.release() }
             let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager))
             // `darkdisk status` lists what the daemon is downloading.
             let board = TransferBoard(downloads: downloads)
@@ -103,6 +108,8 @@ struct MountCommand: ParsableCommand {
                 SystemdNotify.send("READY=1\nSTATUS=serving \(path)")
             }
             SystemdNotify.send("STOPPING=1")
+            // Unmounted: the store may be mounted again at once (what is left here is uploading, as `sync` may).
+            lock.release()
             // (An upload still running after that, a large file's, would meet a second drain's claim of it.)
             if uploader.stopAndWait(timeout: 5) {
                 uploadBeforeStopping(CloudSync(manager: manager, remote: downloads.remote), logger: logger)

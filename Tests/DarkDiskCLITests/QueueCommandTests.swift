@@ -17,8 +17,8 @@ import Testing
         #expect(queued.status == 0, "\(queued.stderr)")
         #expect(!FileManager.default.fileExists(atPath: remote.bucket + "/records/later.rec"))
         let status = try await store.darkdisk(["status"] + pass)
-        #expect(status.output.contains("upload queue: 1 pending, 0 uploading, 0 failed"), "\(status.output)")
-        #expect(status.output.contains("node later: pending"))
+        #expect(status.output.contains("upload queue: 1 pending ("), "\(status.output)")
+        #expect(status.output.contains("'later.bin' (node later): pending"), "\(status.output)")
 
         let sync = try await store.darkdisk(["sync"] + pass)
         #expect(sync.status == 0, "\(sync.stderr)")

@@ -16,7 +16,7 @@ import Testing
         // Queued without waiting: status says what it is.
         try RemoteBucket.check(try setup.darkdiskB(["push", "--node", "doc", "--name", "final.txt", "--parent", "reports", "--no-wait"]), "rename")
         let status = try setup.darkdiskB(["status"])
-        #expect(status.output.contains("node doc: pending (its record: a rename or move)"), "\(status.output)")
+        #expect(status.output.contains("(node doc): pending (its record: a rename or move)"), "\(status.output)")
         try RemoteBucket.check(try setup.darkdiskB(["sync"]), "sync")
         #expect(try FileManager.default.contentsOfDirectory(atPath: setup.bucket + "/nodes/doc") == versions, "no new cloud file")
         let queue = try JSONSerialization.jsonObject(with: try setup.darkdiskB(["status", "--json"]).stdout) as? [String: Any]

@@ -44,8 +44,8 @@ import Glibc
         #expect(manager.stopDriveJournal(timeout: 5))
     }
 
-    /// Batches gather for a while (`gathering`), but a full one (`fullBatch` records, each holding a
-    /// descriptor) is written at once; fewer wait for their time.
+    /// Batches gather for a while (`gathering`), but a full one (`fullBatch` records) is written at once;
+    /// fewer wait for their time.
     @Test func aFullBatchIsWrittenAtOnceAndAPartOneWaitsItsGathering() throws {
         let store = try TemporaryStore()
         let manager = try store.create()
@@ -82,6 +82,49 @@ import Glibc
         #expect(batches.withLock { $0 } == [DriveCommitJournal.fullBatch], "the next batch gathers again")
         manager.drainDriveCommits()
         #expect(batches.withLock { $0 } == [DriveCommitJournal.fullBatch, 3], "a drain writes what waits at once")
+    }
+
+    /// A record waiting for the index holds no descriptor (a burst of small files exhausted the daemon's
+    /// descriptors when each did): once its version's last holder lets go, the record alone keeps another
+    /// process's orphan sweep from taking the version, which the index then takes as usual.
+    @Test func aWaitingRecordHoldsNoDescriptorAndNoSweepTakesItsVersion() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        manager.maintenanceQueue.sync {}
+        let fd = open(manager.driveJournalPath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        try #require(try SystemCall.tryLock(fd, .exclusive))
+        // Gathering longer than the test: the record waits until the drain below.
+        let journal = DriveCommitJournal(path: manager.driveJournalPath, fd: fd, after: 0, gathering: .seconds(600), apply: { [weak manager] batch throws(DarkDiskError) in
+            guard let manager else { throw DarkDiskError(.io, "the store was closed") }
+            return try manager.applyDriveCommits(batch)
+        }, logger: { _ in })
+        manager.driveJournal.withLock { $0 = journal }
+        defer {
+            journal.stop()
+            manager.driveJournal.withLock { $0 = nil }
+        }
+        let bytes = TemporaryStore.bytes(5_000, seed: 8)
+        var stored = ""
+        let id: NodeID
+        do {
+            let prepared = try manager.prepareDriveFile(named: "kept.bin", in: nil, attributes: NodeAttributes(kind: .file, mode: 0o600))
+            id = prepared.node.id
+            try bytes.withUnsafeBytes { try prepared.content.write(offset: 0, bytes: $0) }
+            let export = try #require(try manager.commitDriveFile(prepared.node.id, content: prepared.content, inserting: prepared) { _ in })
+            stored = export.retainToken.path
+        }
+        #expect(manager.hasPendingDriveCommit(id))
+        let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").filter {
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == stored
+        }
+        #expect(open.isEmpty, "descriptors still open on the waiting version: \(open)")
+        let other = try store.open()
+        #expect(other.removeOrphan(stored) != .removed)
+        #expect(FileManager.default.fileExists(atPath: stored))
+        manager.drainDriveCommits()
+        #expect(other.removeOrphan(stored) == .notOrphan)
+        #expect(try decrypt(try #require(try other.nodeFile(id, kind: .data))) == bytes)
     }
 
     @Test func whatAKilledDaemonJournaledReachesTheIndexAtTheNextOpening() throws {
