@@ -53,13 +53,25 @@ public final class DiskManager: Sendable {
 
     /// Whether a store has been created at `location` (its key file exists).
     public static func exists(at location: StoreLocation) -> Bool {
-        FileManager.default.fileExists(atPath: location.keyPath)
+        var st = stat()
+        return lstat(location.keyPath, &st) == 0 || errno != ENOENT
+    }
+
+    /// Why the key file at `location` cannot be looked at (its folder is another user's, say), if it cannot:
+    /// said as such, never as a missing key.
+    public static func unreachableKey(at location: StoreLocation) -> DarkDiskError? {
+        var st = stat()
+        guard lstat(location.keyPath, &st) != 0, errno != ENOENT else { return nil }
+        let cause = String(cString: strerror(errno))
+        return DarkDiskError(.keyFile, "cannot reach the store's key file \(location.keyPath): \(cause)"
+            + (errno == EACCES ? " (the store is another user's, or its folder's permissions changed)" : ""))
     }
 
     /// Creates a new store: folders, a random master key (optionally wrapped by `passphrase`) and the index.
     /// With `adoptingKeyFile` (another machine's passphrase-protected key file) the store joins that key.
     public static func create(at location: StoreLocation, passphrase: [UInt8]? = nil, adoptingKeyFile: Data? = nil,
                               logger: Logger = Logger(label: "darkdisk.store"), clock: any StoreClock = SystemClock()) throws(DarkDiskError) -> DiskManager {
+        if let problem = unreachableKey(at: location) { throw problem }
         if exists(at: location) {
             throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
         }
@@ -88,6 +100,7 @@ public final class DiskManager: Sendable {
     /// Opens an existing store, unlocking its key with `passphrase` if it has one.
     public convenience init(location: StoreLocation, passphrase: [UInt8]? = nil, logger: Logger = Logger(label: "darkdisk.store"),
                             clock: any StoreClock = SystemClock()) throws(DarkDiskError) {
+        if let problem = DiskManager.unreachableKey(at: location) { throw problem }
         guard DiskManager.exists(at: location) else {
             try DiskManager.refuseIndexWithoutKey(at: location)
             throw DarkDiskError(.storeNotFound, "no store at \(location.configDirectory)")

@@ -38,6 +38,7 @@ public enum StoreRemote {
     /// Returns the store and whether it joined the remote's key.
     public static func createStore(at location: StoreLocation, remote url: String, passphrase: [UInt8]?,
                                    logger: Logger? = nil) async throws -> (manager: DiskManager, joined: Bool) {
+        if let problem = DiskManager.unreachableKey(at: location) { throw problem }
         guard !DiskManager.exists(at: location) else {
             throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
         }

@@ -24,6 +24,18 @@ public enum MountTable {
         return URL(fileURLWithPath: path).standardizedFileURL.path
     }
 
+    /// The mount whose file system is device `device` (`MAJOR:MINOR`, as `stat`'s `st_dev` of a path on it
+    /// gives), if one is listed.
+    public static func mount(ofDevice device: String) -> Entry? {
+        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: false)
+            guard fields.count > 7, fields[2] == device, let dash = fields[6...].firstIndex(of: "-"), dash + 1 < fields.count else { continue }
+            return Entry(device: String(fields[2]), fileSystemType: String(fields[dash + 1]))
+        }
+        return nil
+    }
+
     /// The mount on top at `path` (the last one listed there), if `path` is a mount point.
     public static func top(at path: String) -> Entry? {
         guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }

@@ -28,6 +28,7 @@ struct DarkdiskCommand: ParsableCommand {
         StandardStreams.prepare()
         do {
             try refuseHelpOfAnUnknownCommand()
+            try refuseAnUnknownCommand()
             var command = try parseAsRoot()
             // The mount daemon's signals are libfuse's; any other command removes its staging files first.
             if !(command is MountCommand) { InterruptCleanup.install() }
@@ -62,6 +63,13 @@ struct DarkdiskCommand: ParsableCommand {
             }
             commands = command.configuration.subcommands
         }
+    }
+
+    /// `darkdisk foo` said "Unexpected argument 'foo'": a first word that names no command says so.
+    static func refuseAnUnknownCommand() throws {
+        guard let first = CommandLine.arguments.dropFirst().first, !first.hasPrefix("-"), first != "help",
+              !configuration.subcommands.contains(where: { $0._commandName == first }) else { return }
+        throw CLIError("no such command '\(first)' (see 'darkdisk help' for the commands)")
     }
 
     static func fail(_ message: String) -> Never {

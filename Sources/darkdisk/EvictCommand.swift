@@ -7,8 +7,9 @@ struct EvictCommand: ParsableCommand {
         commandName: "evict",
         abstract: "Drop the local copies of synced files now, to free space.",
         discussion: """
-            The files stay in the drive and in the remote; reading one downloads it again. A file whose change \
-            is not uploaded yet, or that is pinned, is kept (one line says so, and the exit status is 1).
+            The files stay in the drive and in the remote; reading one downloads it again. A folder evicts \
+            every file below it. A file whose change is not uploaded yet, or that is pinned, is kept (one line \
+            says so, and the exit status is 1).
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -16,7 +17,7 @@ struct EvictCommand: ParsableCommand {
     @Option(help: ArgumentHelp("A node, by ID, instead of paths.", valueName: "ID"))
     var node: [String] = []
 
-    @Argument(help: ArgumentHelp("Files on a darkdisk mount.", valueName: "PATH"))
+    @Argument(help: ArgumentHelp("Files or folders on a darkdisk mount.", valueName: "PATH"))
     var paths: [String] = []
 
     func validate() throws {
@@ -25,8 +26,11 @@ struct EvictCommand: ParsableCommand {
 
     func run() throws {
         var kept: [String] = []
-        for path in paths.map(MountedPath.init(path:)) {
-            do { try path.set("user.darkdisk.local", "none") } catch { kept.append("\(error)") }
+        for path in try paths.map(MountedPath.checked) {
+            let files = path.isFolder ? path.descendants().filter(\.isFile) : [path]
+            for file in files {
+                do { try file.set("user.darkdisk.local", "none") } catch { kept.append("\(error)") }
+            }
         }
         if !node.isEmpty {
             let manager = try storeOptions.open()

@@ -27,6 +27,7 @@ struct InitCommand: AsyncParsableCommand {
         if let remote {
             (manager, joinedKey) = try await StoreRemote.createStore(at: location, remote: remote, passphrase: passphrase, logger: CLILog.cli)
         } else {
+            if let problem = DiskManager.unreachableKey(at: location) { throw problem }
             guard !DiskManager.exists(at: location) else {
                 throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
             }

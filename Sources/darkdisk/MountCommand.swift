@@ -28,16 +28,17 @@ struct MountCommand: ParsableCommand {
     @Option(name: .customShort("o"), help: ArgumentHelp("A mount option: allow_other, allow_root, auto_unmount, noatime, nodev, nosuid, noexec, dirsync, sync, async, max_read=N (repeatable, comma-separated; allow_other and allow_root exclude each other).", valueName: "OPTION"))
     var options: [String] = []
 
-    @Option(help: ArgumentHelp("How long a read of a node that is only in the remote waits for its bytes before it fails with an I/O error.", valueName: "SECONDS"))
+    // (Numbers are taken as given, a negative one too, so that its refusal says what is wrong with it.)
+    @Option(parsing: .unconditional, help: ArgumentHelp("How long a read of a node that is only in the remote waits for its bytes before it fails with an I/O error.", valueName: "SECONDS"))
     var remoteTimeout: Double = 30
 
-    @Option(help: ArgumentHelp("Pull the remote's outline every SECONDS while mounted, so what other machines push appears (0: never; 'darkdisk pull' still works).", valueName: "SECONDS"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Pull the remote's outline every SECONDS while mounted, so what other machines push appears (0: never; 'darkdisk pull' still works).", valueName: "SECONDS"))
     var pollInterval: Double = 60
 
-    @Option(help: ArgumentHelp("Upload changes once the drive has rested SECONDS, with no change anywhere for that long (a burst of writes, an editor's saves, a 'tar x' or a 'cp -a', uploads once and after the work; a drive written without a pause still uploads what waited 12 times SECONDS; 0: at once).", valueName: "SECONDS"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Upload changes once the drive has rested SECONDS, with no change anywhere for that long (a burst of writes, an editor's saves, a 'tar x' or a 'cp -a', uploads once and after the work; a drive written without a pause still uploads what waited 12 times SECONDS; 0: at once).", valueName: "SECONDS"))
     var writeBack: Double = 5
 
-    @Option(help: ArgumentHelp("On SIGTERM or unmount, upload the queued changes for at most SECONDS before stopping (what is left stays queued for the next mount; 0: none).", valueName: "SECONDS"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("On SIGTERM or unmount, upload the queued changes for at most SECONDS before stopping (what is left stays queued for the next mount; 0: none).", valueName: "SECONDS"))
     var stopTimeout: Double = 20
 
     @Option(help: .hidden)

@@ -1,5 +1,6 @@
 import CFuse3
 import DarkDisk
+import DarkDiskFS
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -9,6 +10,32 @@ import Glibc
 /// mount's daemon does the work (a pin's download, an eviction), whichever store it serves.
 struct MountedPath {
     let path: String
+
+    /// `path`, checked to be on a darkdisk mount: anything else is refused in one line (an ordinary file
+    /// would take `user.darkdisk.*` attributes as any others and mean nothing by them).
+    static func checked(_ path: String) throws -> MountedPath {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            throw CLIError("\(path): \(errno == ENOENT ? "no such file or folder" : String(cString: strerror(errno)))")
+        }
+        let device = "\(UInt32(truncatingIfNeeded: (st.st_dev >> 8) & 0xfff) | UInt32(truncatingIfNeeded: (st.st_dev >> 32) & ~0xfff)):"
+            + "\(UInt32(truncatingIfNeeded: st.st_dev & 0xff) | UInt32(truncatingIfNeeded: (st.st_dev >> 12) & ~0xff))"
+        guard MountTable.mount(ofDevice: device)?.isDarkdisk == true else {
+            throw CLIError("\(path) is not on a darkdisk mount (pin, unpin and evict act on files and folders under a mount's /files or /nodes)")
+        }
+        return MountedPath(path: path)
+    }
+
+    /// Whether the path is a folder (itself: a link to one is not followed, nor walked into).
+    var isFolder: Bool { type == S_IFDIR }
+
+    /// Whether the path is a regular file (itself, not a link to one).
+    var isFile: Bool { type == S_IFREG }
+
+    private var type: mode_t? {
+        var st = stat()
+        return lstat(path, &st) == 0 ? st.st_mode & S_IFMT : nil
+    }
 
     /// Sets attribute `name` to `value`; a refusal becomes one line naming the path.
     func set(_ name: String, _ value: String) throws {
@@ -28,12 +55,14 @@ struct MountedPath {
         return count >= 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil
     }
 
-    /// Every entry below this folder (none for a file), deepest last.
+    /// Every entry below this folder (none for a file), each folder before what it holds. (Walked by hand:
+    /// Foundation's enumerator did not go into the folders of a FUSE mount.)
     func descendants() -> [MountedPath] {
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue,
-              let walk = FileManager.default.enumerator(atPath: path) else { return [] }
-        return walk.compactMap { ($0 as? String).map { MountedPath(path: path + "/" + $0) } }
+        guard isFolder, let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return [] }
+        return names.sorted().flatMap { name -> [MountedPath] in
+            let child = MountedPath(path: path + "/" + name)
+            return [child] + child.descendants()
+        }
     }
 
     private func failure(_ code: Int32, setting name: String) -> CLIError {

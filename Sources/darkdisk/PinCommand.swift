@@ -19,7 +19,7 @@ struct PinTargets: ParsableArguments {
     }
 
     func apply(_ pinned: Bool) throws {
-        for path in paths.map(MountedPath.init(path:)) {
+        for path in try paths.map(MountedPath.checked) {
             try path.set("user.darkdisk.pin", pinned ? "1" : "0")
             if recursive { for below in path.descendants() { try below.remove("user.darkdisk.pin") } }
         }

@@ -1,0 +1,63 @@
+import DarkDiskTestTraits
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Commands that say what is wrong, in one line, and act only where they should: `pin`, `unpin` and
+/// `evict` refuse a path outside a darkdisk mount (they wrote `user.darkdisk.*` onto `/etc/passwd`),
+/// `evict` of a folder evicts its files, an unknown command or a negative interval is named as such, and a
+/// key another user's folder hides is not reported as a missing key.
+@Suite(.processSlots) struct PlainAnswerTests {
+    @Test func pinUnpinAndEvictRefuseAPathOutsideAMount() async throws {
+        let store = try CLIStore()
+        #expect(try await store.darkdisk(["init"]).status == 0)
+        let plain = store.directory + "/plain.txt"
+        try Data("ordinary".utf8).write(to: URL(fileURLWithPath: plain))
+        for command in ["pin", "unpin", "evict"] {
+            expectOneLineFailure(try await store.darkdisk([command, plain]), mentioning: "\(plain) is not on a darkdisk mount")
+        }
+        let attributes = try await Shell.run("/usr/bin/getfattr", ["-d", "-m", "-", plain])
+        #expect(!attributes.output.contains("darkdisk"), "the ordinary file got attributes: \(attributes.output)")
+        expectOneLineFailure(try await store.darkdisk(["evict", store.directory + "/missing"]), mentioning: "no such file or folder")
+    }
+
+    @Test func evictOfAFolderEvictsTheFilesBelowIt() async throws {
+        let (_, mount, files) = try await DriveWriteTests.mounted()
+        defer { withExtendedLifetime(mount) {} }
+        try await DriveWriteTests.sh("mkdir -p \(Shell.quote(files))/f/sub && echo a > \(Shell.quote(files))/f/a && echo b > \(Shell.quote(files))/f/sub/b")
+        let synced = await Mount.wait(seconds: 60) {
+            ["/f/a", "/f/sub/b"].allSatisfy { (try? Shell.run("/usr/bin/getfattr", ["--only-values", "-n", "user.darkdisk.sync", files + $0]).output) == "synced" }
+        }
+        #expect(synced, "the files were uploaded")
+        let evicted = try await mount.store.darkdisk(["evict", files + "/f"])
+        #expect(evicted.status == 0, "\(evicted.stderr)")
+        for path in ["/f/a", "/f/sub/b"] {
+            let local = try await Shell.run("/usr/bin/getfattr", ["--only-values", "-n", "user.darkdisk.local", files + path])
+            #expect(local.output == "none", "\(path): \(local.output) \(local.stderr)")
+        }
+        #expect(try String(contentsOfFile: files + "/f/sub/b", encoding: .utf8) == "b\n", "an evicted file reads again")
+    }
+
+    @Test func anUnknownCommandAndANegativeIntervalAreNamed() async throws {
+        let store = try CLIStore()
+        expectOneLineFailure(try await store.darkdisk(["foo"]), mentioning: "no such command 'foo'")
+        let negative = try await store.darkdisk(["mount", store.directory + "/mnt", "--poll-interval", "-5"])
+        expectOneLineFailure(negative, mentioning: "--poll-interval must be 0 (off) or between 0.5 and 86400 seconds")
+    }
+
+    /// As another user (root here drops to `nobody`), a store whose key folder is private: the key is named
+    /// as unreachable, with its cause, not as missing.
+    @Test(.enabled(if: getuid() == 0, "needs root, to run a command as another user"))
+    func aKeyThatCannotBeReadIsNotCalledMissing() async throws {
+        let store = try CLIStore()
+        #expect(try await store.darkdisk(["init"]).status == 0)
+        chmod(store.directory, 0o755)
+        chmod(store.storePath, 0o755)
+        for command in [["status"], ["init"]] {
+            let run = try await Shell.run("/usr/bin/setpriv", ["--reuid", "65534", "--regid", "65534", "--clear-groups", Shell.darkdisk] + command + ["--store", store.storePath])
+            expectOneLineFailure(run, mentioning: "cannot reach the store's key file \(store.storePath)/config/master.key: Permission denied")
+        }
+    }
+}
