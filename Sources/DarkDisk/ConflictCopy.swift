@@ -7,7 +7,7 @@ public struct ConflictCopy: Sendable, Equatable {
     public let nodeID: NodeID
     /// The node whose remote version won.
     public let originalID: NodeID
-    /// The copy's name: `NAME (conflict HOST YYYY-MM-DD HHMMSS)`.
+    /// The copy's name: `NAME (conflict HOST YYYY-MM-DD HHMMSS).EXT`.
     public let name: String
     public let createdAt: Date
 

@@ -20,7 +20,7 @@ extension CloudSync {
     /// this store applied) on condition that the bucket's record is still the one that generation names
     /// (`If-Match`, or `If-None-Match: *` for a new node). If another machine's record came first, the
     /// node takes the remote's version in this store and the file is pushed again as a new node named
-    /// `NAME (conflict HOST YYYY-MM-DD HHMMSS)` in the same folder (`PushResult.conflict`, listed by
+    /// `NAME (conflict HOST YYYY-MM-DD HHMMSS).EXT` in the same folder (`PushResult.conflict`, listed by
     /// `DiskManager.conflictCopies()`). Then the store hears that the upload finished (upload hooks fire).
     @discardableResult
     public func push(dataFile: String, nodeID: NodeID, name: String? = nil, parentID: String? = nil,
@@ -28,16 +28,18 @@ extension CloudSync {
         let content = Content(data: .plaintextFile(dataFile), thumbnail: thumbnail, metadata: metadata)
         // Local files of the node that are not what is pushed are its old version from now on.
         let stale = try staleLocalKinds(of: nodeID, content)
-        switch try await upload(content, nodeID: nodeID, name: name, parentID: parentID) {
+        switch try await upload(content, nodeID: nodeID, name: name, parentID: parentID, ownPlacement: name != nil || parentID != nil) {
         case .pushed(let entry):
             try manager.invalidateLocalFiles(of: nodeID, kinds: stale)
             try await didUpload(nodeID)
             return PushResult(entry: entry, conflict: nil)
         case .conflict(let remoteRecord):
-            // The remote's version is the node's now, here too; the local change goes up as a new node.
+            // The local change goes up as a new node (with the attributes it has here); then the remote's
+            // version is the node's, here too.
+            let copy = try await uploadConflictCopy(content, of: nodeID, name: name ?? remoteRecord?.name,
+                                                    parentID: parentID ?? remoteRecord?.parentID)
             if let remoteRecord { try apply(remoteRecord) }
-            return try await uploadConflictCopy(content, of: nodeID, name: name ?? remoteRecord?.name,
-                                                parentID: parentID ?? remoteRecord?.parentID)
+            return copy
         }
     }
 
@@ -102,8 +104,15 @@ extension CloudSync {
     /// authenticate is never overwritten (it may be another key's, or a tampering to look at).
     /// `beforeRecord` learns the version uploaded before the record naming it is written (the queue keeps it,
     /// so that after a crash the record is known as this upload's own).
-    func upload(_ content: Content, nodeID: NodeID, name: String?, parentID: String?,
-                beforeRecord: (String) throws -> Void = { _ in }) async throws -> UploadOutcome {
+    ///
+    /// A newer record whose content is still the one this store's change was made on (another machine renamed
+    /// or moved the node, or changed its attributes) is merged, not copied: this content goes up under that
+    /// record's name and folder (unless `ownPlacement`: this change renames or moves the node too, and its
+    /// name wins), one generation above it. Any other newer record is a conflict.
+    /// `attributes`: the record's (nil: the node's in the index).
+    func upload(_ content: Content, nodeID: NodeID, name: String?, parentID: String?, ownPlacement: Bool = true,
+                attributes: NodeAttributes? = nil, beforeRecord: (String) throws -> Void = { _ in }) async throws -> UploadOutcome {
+        var name = name, parentID = parentID
         let (key, wrapped) = try manager.contentKey(for: nodeID)
         // Composed in the store's staging folder: an interrupted push leaves it to the orphan sweep.
         let scratch = try manager.makeScratchFile()
@@ -130,16 +139,24 @@ extension CloudSync {
         let applied = try manager.recordGeneration(of: nodeID)
         let condition: WriteCondition
         var generation = applied + 1
+        var merged = false
         if let current = try await currentRecord(of: nodeID) {
             switch current.state {
             case nil:
                 try? await remote.delete(cloudKey)
                 throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' in \(remote.url) does not authenticate; it was not overwritten (see 'darkdisk check --remote')")
             case .record(let record)?:
-                // Newer than what this store saw: another machine's change came first.
-                guard record.generation ?? 0 <= applied else {
-                    try? await remote.delete(cloudKey)
-                    return .conflict(record)
+                // Newer than what this store saw: another machine's change came first. Its content is the one
+                // this change was made on when its cloud file is the one this store knows: merged.
+                if record.generation ?? 0 > applied {
+                    guard let known = try manager.outlineEntry(nodeID), let version = record.cloudVersion,
+                          known.cloudVersion == version, known.cloudETag == record.cloudETag else {
+                        try? await remote.delete(cloudKey)
+                        return .conflict(record)
+                    }
+                    if !ownPlacement { (name, parentID) = (record.name, record.parentID) }
+                    generation = (record.generation ?? 0) + 1
+                    merged = !ownPlacement
                 }
             case .tombstone(let tombstone)?:
                 // Deleted elsewhere: a local change is never dropped by a remote delete, so it brings the
@@ -155,7 +172,7 @@ extension CloudSync {
                                 thumbnailSize: header.sectionSizes[CloudFileSection.thumbnail.rawValue],
                                 dataSize: header.sectionSizes[CloudFileSection.data.rawValue],
                                 wrappedKey: Hex.encode(wrapped), cloudETag: info.etag, generation: generation, cloudVersion: version,
-                                attributes: try manager.nodeAttributes(of: nodeID))
+                                attributes: try attributes ?? manager.nodeAttributes(of: nodeID))
         let sealed = try record.sealed(with: manager)
         var lostRace = false
         do {
@@ -178,6 +195,8 @@ extension CloudSync {
         }
         let entry = try record.outlineEntry()
         try manager.updateOutline(entry, invalidatingLocalFiles: false, keepingLocalPlacement: true)
+        // A merged rename or move from elsewhere is this store's placement too (unless the node went here).
+        if merged, try manager.hasNode(nodeID) { try manager.updateOutline(entry, invalidatingLocalFiles: false) }
         return .pushed(entry)
     }
 

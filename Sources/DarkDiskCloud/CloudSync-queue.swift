@@ -173,7 +173,8 @@ extension CloudSync {
         let metadata = try await manager.nodeFile(nodeID, kind: .metadata)
         let content = Content(data: .stored(data), thumbnail: try thumbnail.map(Self.plaintext(of:)),
                               metadata: try metadata.map(Self.plaintext(of:)))
-        let outcome = try await upload(content, nodeID: nodeID, name: name, parentID: parentID) { version in
+        let outcome = try await upload(content, nodeID: nodeID, name: name, parentID: parentID,
+                                       ownPlacement: queued.name != nil || queued.parentID != nil) { version in
             try manager.noteUploadVersion(nodeID, version: version)
         }
         switch outcome {
@@ -189,6 +190,8 @@ extension CloudSync {
             let copy = try await uploadConflictCopy(content, of: nodeID, name: name ?? remoteRecord?.name,
                                                     parentID: parentID ?? remoteRecord?.parentID)
             if let remoteRecord { try apply(remoteRecord) }
+            // The local version is the copy's now: the node reads as the remote has it, on every machine.
+            try manager.invalidateLocalFiles(of: nodeID, kinds: [.data, .metadata, .thumbnail])
             return (copy, false)
         }
     }
@@ -269,7 +272,9 @@ extension CloudSync {
         let now = Date(timeIntervalSince1970: manager.clock.now.timeIntervalSince1970.rounded(.down))
         let copyID = NodeID.random()
         let copyName = ConflictName.make(original: name ?? nodeID.rawValue, host: host, date: now)
-        guard case .pushed(let entry) = try await upload(content, nodeID: copyID, name: copyName, parentID: parentID) else {
+        // (With the original's attributes as they are here: the local change's modification time and mode.)
+        let attributes = try manager.hasNode(nodeID) ? try manager.nodeAttributes(of: nodeID) : nil
+        guard case .pushed(let entry) = try await upload(content, nodeID: copyID, name: copyName, parentID: parentID, attributes: attributes) else {
             throw RemoteError(.preconditionFailed, "\(remote.url): the conflict copy of node '\(nodeID)' (a new node, '\(copyID)') met a record already there")
         }
         // A new node here too, beside the original (the upload takes its own record only for nodes it has).

@@ -20,7 +20,7 @@ struct PushCommand: AsyncParsableCommand {
 
             The record is replaced only if it is still the one this store last saw (pulled or pushed). If \
             another machine changed the node first, nothing is lost: the node keeps the remote's version, \
-            the local change is uploaded as a new node named 'NAME (conflict HOST YYYY-MM-DD HHMMSS)' in the \
+            the local change is uploaded as a new node named 'NAME (conflict HOST YYYY-MM-DD HHMMSS).EXT' in the \
             same folder, a line on stderr names it, 'darkdisk status' lists it, and push exits with status 3.
             """)
 

@@ -18,7 +18,7 @@ import Testing
         #expect(push.status == 3, "\(push.stderr)")
         #expect(push.stderrLines.count == 1, "\(push.stderr)")
         let line = String(push.stderrLines.first ?? "")
-        #expect(line.contains("node 'plan' changed") && line.contains("plan.txt (conflict "), "\(line)")
+        #expect(line.contains("node 'plan' changed") && line.contains("plan (conflict "), "\(line)")
 
         let status = try remote.darkdiskB(["status", "--json"])
         let json = try #require(try JSONSerialization.jsonObject(with: status.stdout) as? [String: Any])
@@ -26,8 +26,8 @@ import Testing
         #expect(conflicts.count == 1)
         let copyID = try #require(conflicts.first?["nodeID"] as? String)
         #expect(conflicts.first?["originalID"] as? String == "plan")
-        #expect((conflicts.first?["name"] as? String)?.hasPrefix("plan.txt (conflict ") == true)
-        #expect(try remote.darkdiskB(["status"]).output.contains("'plan.txt (conflict "))
+        #expect((conflicts.first?["name"] as? String)?.hasPrefix("plan (conflict ") == true)
+        #expect(try remote.darkdiskB(["status"]).output.contains("'plan (conflict "))
 
         // Both versions are in the bucket: A reads the node as its second plan, and the copy as B's.
         #expect(try await remote.a.darkdisk(["pull", "--passphrase-file", remote.passphrase]).status == 0)

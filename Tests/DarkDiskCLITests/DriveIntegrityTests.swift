@@ -189,4 +189,48 @@ import Glibc
         #expect(third.status == 0, "\(third.stderr)")
         _ = try await Shell.run("/bin/fusermount3", ["-u", other])
     }
+
+    /// Two machines on one bucket: a rename on A while B appends to the file leaves both with the renamed
+    /// file holding B's edit, and no conflict copy (a rename merges with a content change); two edits at once
+    /// leave both machines reading the same version under the name, and the other edit in a conflict copy
+    /// that keeps its extension and its own modification time. (B kept its edit under the name, "synced",
+    /// while A read the old version, for good.)
+    @Test func machinesAgreeAfterARenameDuringAnEditAndAfterTwoEdits() async throws {
+        let setup = try RemoteBucket()
+        try setup.join("file://" + setup.bucket)
+        let options = ["--poll-interval", "1", "--write-back", "1"]
+        let mountA = try Mount(setup.a, options: ["--passphrase-file", setup.passphrase] + options)
+        let mountB = try setup.mountB(options)
+        let (a, b) = (mountA.path + "/files", mountB.path + "/files")
+        func listing(_ files: String) -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: files)) ?? []).sorted() }
+        func text(_ path: String) -> String? { FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } }
+        func synced(_ path: String) -> Bool {
+            (try? Shell.run("/usr/bin/getfattr", ["--only-values", "-n", "user.darkdisk.sync", path]).output) == "synced"
+        }
+
+        try Data("v1\n".utf8).write(to: URL(fileURLWithPath: a + "/x1.txt"))
+        #expect(await Mount.wait(seconds: 30) { text(b + "/x1.txt") == "v1\n" }, "B sees x1.txt")
+        try await DriveWriteTests.sh("mv \(Shell.quote(a + "/x1.txt")) \(Shell.quote(a + "/x1-renamed.txt")) & echo edit >> \(Shell.quote(b + "/x1.txt")); wait")
+        let agreed = await Mount.wait(seconds: 60) {
+            listing(a) == ["x1-renamed.txt"] && listing(b) == ["x1-renamed.txt"] && text(a + "/x1-renamed.txt") == "v1\nedit\n"
+                && text(b + "/x1-renamed.txt") == "v1\nedit\n" && synced(a + "/x1-renamed.txt") && synced(b + "/x1-renamed.txt")
+        }
+        #expect(agreed, "A: \(listing(a)) \(text(a + "/x1-renamed.txt") ?? "-"), B: \(listing(b)) \(text(b + "/x1-renamed.txt") ?? "-")")
+
+        try await DriveWriteTests.sh("touch -d '2001-01-01' \(Shell.quote(b + "/x1-renamed.txt"))")
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        try await DriveWriteTests.sh("echo fromA >> \(Shell.quote(a + "/x1-renamed.txt")) & echo fromB >> \(Shell.quote(b + "/x1-renamed.txt")); wait")
+        let settled = await Mount.wait(seconds: 60) {
+            listing(a).count == 2 && listing(a) == listing(b) && text(a + "/x1-renamed.txt") == text(b + "/x1-renamed.txt")
+                && synced(a + "/x1-renamed.txt") && synced(b + "/x1-renamed.txt")
+        }
+        #expect(settled, "A: \(listing(a)) \(text(a + "/x1-renamed.txt") ?? "-"), B: \(listing(b)) \(text(b + "/x1-renamed.txt") ?? "-")")
+        let copy = try #require(listing(a).first { $0 != "x1-renamed.txt" })
+        #expect(copy.hasPrefix("x1-renamed (conflict ") && copy.hasSuffix(").txt"), "\(copy)")
+        let kept = Set([text(a + "/x1-renamed.txt"), text(a + "/" + copy)])
+        #expect(kept == ["v1\nedit\nfromA\n", "v1\nedit\nfromB\n"], "both edits are kept: \(kept)")
+        // The copy is the change made here and then: its time is the edit's, not the version's before it.
+        let copyTime = try FileManager.default.attributesOfItem(atPath: a + "/" + copy)[.modificationDate] as? Date
+        #expect((copyTime?.timeIntervalSinceNow ?? -1e9) > -600, "the copy's time: \(String(describing: copyTime))")
+    }
 }

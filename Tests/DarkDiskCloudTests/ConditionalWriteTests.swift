@@ -121,8 +121,8 @@ import Testing
         let result = try await bucket.sync(b).push(dataFile: bucket.setup.file("v3", Data("version 3 from B".utf8)), nodeID: id, name: "report.txt", parentID: folder)
         let copy = try #require(result.conflict)
         #expect(copy.originalID == id)
-        #expect(copy.name.hasPrefix("report.txt (conflict machine-b "), "\(copy.name)")
-        #expect(copy.name.range(of: #"\(conflict machine-b \d{4}-\d{2}-\d{2} \d{6}\)$"#, options: .regularExpression) != nil, "\(copy.name)")
+        #expect(copy.name.hasPrefix("report (conflict machine-b "), "\(copy.name)")
+        #expect(copy.name.range(of: #"\(conflict machine-b \d{4}-\d{2}-\d{2} \d{6}\)\.txt$"#, options: .regularExpression) != nil, "\(copy.name)")
         #expect(result.entry.nodeID == copy.nodeID && result.entry.parentID == folder && result.entry.name == copy.name)
         #expect(try b.conflictCopies() == [copy])
 
@@ -209,8 +209,13 @@ import Testing
     @Test func conflictNamesStayValidNames() {
         let date = Date(timeIntervalSince1970: 1_795_000_000)  // 2026-11-18 11:06:40 UTC
         let utc = TimeZone(identifier: "UTC")!
+        // The extension stays at the end, so the copy opens with the same program; a hidden file's dot is no extension.
         #expect(ConflictName.make(original: "notes.txt", host: "laptop", date: date, timeZone: utc)
-                == "notes.txt (conflict laptop 2026-11-18 110640)")
+                == "notes (conflict laptop 2026-11-18 110640).txt")
+        #expect(ConflictName.make(original: ".bashrc", host: "laptop", date: date, timeZone: utc)
+                == ".bashrc (conflict laptop 2026-11-18 110640)")
+        #expect(ConflictName.make(original: "archive.tar.gz", host: "laptop", date: date, timeZone: utc)
+                == "archive.tar (conflict laptop 2026-11-18 110640).gz")
         let long = String(repeating: "é", count: 200)  // 400 bytes
         let name = ConflictName.make(original: long, host: "a/b", date: date, timeZone: utc)
         #expect(name.utf8.count <= 255 && NodeRecord.isValidName(name))
