@@ -22,37 +22,27 @@ extension DiskManager {
         for record in records {
             result.files += 1
             names.insert(record.name)
-            let path = path(of: record)
-            let what = "\(record.kind.rawValue) of '\(record.ownerID)'\(record.identityID.isEmpty ? "" : " / '\(record.identityID)'") (\(record.mode.rawValue))"
-            var st = stat()
-            guard lstat(path, &st) == 0 else {
-                if record.mode == .cache, errno == ENOENT { result.vanishedCacheFiles += 1 } else {
-                    result.problems.append("\(what): \(path) is missing")
+            var problem = checkFile(record, full: full, &result)
+            // A running mount moves, replaces and deletes files as it uploads and evicts: a problem is one
+            // only if the index still says what it said (else the row as it is now is checked), so a check
+            // beside a busy mount never reports what does not exist.
+            if problem != nil, let id = record.id {
+                let now = try read { db in try FileRecord.fetchOne(db, key: id) }
+                if let now, (now.name, now.mode, now.storedSize) != (record.name, record.mode, record.storedSize) {
+                    names.insert(now.name)
+                    problem = checkFile(now, full: full, &result)
+                } else if now == nil {
+                    problem = nil
                 }
-                continue
             }
-            guard st.st_mode & S_IFMT == S_IFREG else {
-                result.problems.append("\(what): \(path) is not a regular file")
-                continue
-            }
-            guard Int64(st.st_size) == record.storedSize else {
-                result.problems.append("\(what): \(path) has \(st.st_size) bytes, the index says \(record.storedSize)")
-                continue
-            }
-            do {
-                let reader = try CryptoFileReader(path: path, key: try unwrap(record.wrappedKey))
-                if full {
-                    try reader.authenticateAll()
-                    result.authenticated += 1
-                }
-            } catch {
-                result.problems.append("\(what): \(path) does not authenticate: \(error)")
-            }
+            if let problem { result.problems.append(problem) }
         }
         for root in [location.persistentFiles, location.cacheFiles] {
             for shard in FileOperations.realDirectoryEntries(root) ?? [] {
                 for name in FileOperations.realDirectoryEntries(root + "/" + shard) ?? [] where !names.contains(name) {
-                    if !pending.contains(root + "/" + shard + "/" + name) { result.orphans += 1 }
+                    let path = root + "/" + shard + "/" + name
+                    // (Made since the index was read, or journaled by a running mount: not debris.)
+                    if !pending.contains(path), !isIndexedOrJournaled(name, at: path) { result.orphans += 1 }
                 }
             }
         }
@@ -79,5 +69,42 @@ extension DiskManager {
             }
         }
         return result
+    }
+
+    /// What is wrong with the stored file of `record`, if anything (`full`: every chunk authenticated).
+    private func checkFile(_ record: FileRecord, full: Bool, _ result: inout StoreCheck) -> String? {
+        let path = path(of: record)
+        let what = "\(record.kind.rawValue) of '\(record.ownerID)'\(record.identityID.isEmpty ? "" : " / '\(record.identityID)'") (\(record.mode.rawValue))"
+        var st = stat()
+        guard lstat(path, &st) == 0 else {
+            if record.mode == .cache, errno == ENOENT {
+                result.vanishedCacheFiles += 1
+                return nil
+            }
+            return "\(what): \(path) is missing"
+        }
+        guard st.st_mode & S_IFMT == S_IFREG else { return "\(what): \(path) is not a regular file" }
+        guard Int64(st.st_size) == record.storedSize else {
+            return "\(what): \(path) has \(st.st_size) bytes, the index says \(record.storedSize)"
+        }
+        do {
+            let reader = try CryptoFileReader(path: path, key: try unwrap(record.wrappedKey))
+            if full {
+                try reader.authenticateAll()
+                result.authenticated += 1
+            }
+        } catch {
+            return "\(what): \(path) does not authenticate: \(error)"
+        }
+        return nil
+    }
+
+    /// Whether stored file `name` (at `path`) has a row now or a record in the drive's journal.
+    private func isIndexedOrJournaled(_ name: String, at path: String) -> Bool {
+        if isJournaled(name) { return true }
+        let mode: StorageMode = path.hasPrefix(location.persistentFiles + "/") ? .persistent : .cache
+        return ((try? read { db in
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM file WHERE name = ? AND mode = ?", arguments: [name, mode.rawValue])
+        }) ?? nil) != nil
     }
 }

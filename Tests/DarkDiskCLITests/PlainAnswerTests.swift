@@ -60,4 +60,25 @@ import Glibc
             expectOneLineFailure(run, mentioning: "cannot reach the store's key file \(store.storePath)/config/master.key: Permission denied")
         }
     }
+
+    /// `check` beside a mount that uploads (and so moves each file from the persistent folder to the cache
+    /// pool's) reports nothing that does not exist: a cron health check never alerts falsely. (It reported
+    /// tens of "… is missing" while the uploads ran.)
+    @Test func checkBesideAnUploadingMountFindsNoFalseProblem() async throws {
+        let (store, mount, files) = try await DriveWriteTests.mounted()
+        defer { withExtendedLifetime(mount) {} }
+        try await DriveWriteTests.sh("mkdir \(Shell.quote(files))/many && cd \(Shell.quote(files))/many && for i in $(seq 1 400); do echo \"file $i\" > f$i; done")
+        var checks = 0
+        while checks < 12 {
+            let check = try await store.darkdisk(["check"])
+            #expect(check.status == 0, "check \(checks): \(check.output)\(check.stderr)")
+            checks += 1
+            if check.status != 0 { break }
+        }
+        let synced = await Mount.wait(seconds: 120) {
+            (try? Shell.run("/usr/bin/getfattr", ["--only-values", "-n", "user.darkdisk.sync", files + "/many/f400"]).output) == "synced"
+        }
+        #expect(synced)
+        #expect(try await store.darkdisk(["check"]).status == 0)
+    }
 }
