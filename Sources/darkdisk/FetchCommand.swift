@@ -11,7 +11,9 @@ struct FetchCommand: AsyncParsableCommand {
             Data downloads in parts and resumes an interrupted download from the bytes it has; metadata and \
             thumbnails take one range request each. Shows a progress bar (bytes, rate, time left) on a \
             terminal; quiet otherwise. A file larger than its pool's max size cannot be cached: the fetch \
-            then fails and says so; --persistent keeps it outside the cache pool's limit.
+            then fails and says so; --persistent keeps it outside the cache pool's limit. A local copy of the \
+            data that does not authenticate (damaged on disk) is downloaded again, pinned or not, unless its \
+            change is not uploaded yet (then it is the only copy, and is left as it is).
             """)
 
     @OptionGroup var targetOptions: TargetOptions
@@ -56,6 +58,7 @@ struct FetchCommand: AsyncParsableCommand {
         let summary: String
         switch target {
         case .node(let id, .data):
+            try dropDamagedCopy(of: id, manager: manager)
             let ticket = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true, storePersistently: persistent))
             ticket.onProgress { bar?.show($0) }
             let download = try await ticket.value
@@ -92,6 +95,21 @@ struct FetchCommand: AsyncParsableCommand {
         }
         bar?.finish()
         if bar != nil { FileHandle.standardError.write(Data((summary + "\n").utf8)) }
+    }
+
+    /// A local copy of the node's data that does not authenticate (a flipped bit, a torn write) goes, so that
+    /// the fetch downloads it again, pinned or not: `fetch` is how a damaged file is repaired. One whose
+    /// change is not uploaded yet is the only copy there is: refused, and left for the user.
+    private func dropDamagedCopy(of id: NodeID, manager: DiskManager) throws {
+        guard let export = try manager.nodeFile(id, kind: .data) else { return }
+        let damage: (any Error)?
+        do { try export.reader().authenticateAll(); damage = nil } catch { damage = error }
+        guard let damage else { return }
+        guard try manager.queuedUpload(id) == nil, try manager.outlineEntry(id)?.cloudVersion != nil else {
+            throw CLIError("the local copy of node '\(id)' does not authenticate (\(damage)), and the remote has no copy of it to fetch: it is left as it is")
+        }
+        FileHandle.standardError.write(Data("darkdisk: the local copy of node '\(id)' does not authenticate (\(damage)); it is downloaded again\n".utf8))
+        try manager.invalidateLocalFiles(of: id, kinds: [.data])
     }
 
     /// The one-line failure of a fetch whose file its pool cannot keep (larger than the pool's max size).

@@ -81,4 +81,35 @@ import Glibc
         #expect(synced)
         #expect(try await store.darkdisk(["check"]).status == 0)
     }
+
+    /// A damaged local copy of a node the remote has is repaired by `fetch`, pinned (persistent) or not: it
+    /// is downloaded again. (`fetch --persistent` exited 0 and repaired nothing.)
+    @Test func fetchRepairsADamagedLocalCopy() async throws {
+        let remote = try RemoteBucket()
+        let data = CLIStore.bytes(200_000, seed: 17)
+        try remote.push("n", data)
+        let pass = ["--passphrase-file", remote.passphrase]
+        let store = remote.a
+        #expect(try await store.darkdisk(["persist", "--node", "n", "on"] + pass).status == 0)
+        let persistent = store.storePath + "/data/files"
+        var paths: [String] = []
+        for shard in try FileManager.default.contentsOfDirectory(atPath: persistent) {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: persistent + "/" + shard)) ?? [] {
+                paths.append(persistent + "/" + shard + "/" + name)
+            }
+        }
+        let stored = try #require(paths.first)
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: stored))
+        try handle.seek(toOffset: 100_000)
+        let read = try handle.read(upToCount: 1)
+        let byte = try #require(read?.first)
+        try handle.seek(toOffset: 100_000)
+        try handle.write(contentsOf: Data([byte ^ 0x10]))
+        try handle.close()
+        #expect(try await store.darkdisk(["export", "--node", "n"] + pass).status != 0, "the damage is seen")
+        let fetched = try await store.darkdisk(["fetch", "--node", "n", "--persistent"] + pass)
+        #expect(fetched.status == 0 && fetched.stderr.contains("does not authenticate"), "\(fetched.stderr)")
+        #expect(try await store.darkdisk(["export", "--node", "n"] + pass).stdout == data)
+        #expect(try await store.darkdisk(["check", "--full"] + pass).status == 0)
+    }
 }
