@@ -61,6 +61,7 @@ extension DiskManager {
         unnamedFiles.withLock { $0 = nil }
         let done = journal.drain(timeout: timeout)
         journal.stop()
+        writeAccessTimes()
         return done
     }
 

@@ -87,14 +87,35 @@ extension DiskManager {
             // A cache file's access orders its eviction: kept at every export. A persistent file is in no such
             // order until it moves to the cache: its time is kept to the minute (the upload that reads each
             // drive file seconds after its commit then costs no write transaction).
-            if record.mode == .cache || now - record.lastAccess >= Self.persistentAccessResolution {
-                _ = try? database.write { db in
-                    try db.execute(sql: "UPDATE file SET lastAccess = ? WHERE id = ?", arguments: [now, record.id])
+            if record.mode == .cache || now - record.lastAccess >= Self.persistentAccessResolution, let id = record.id {
+                if driveJournal.withLock({ $0 }) != nil {
+                    // The mount: written with the other opens of the moment (`AccessTimes`).
+                    if accessTimes.note(id, at: now) {
+                        maintenanceQueue.asyncAfter(deadline: .now() + AccessTimes.delay) { [weak self] in self?.writeAccessTimes() }
+                    }
+                } else {
+                    _ = try? database.write { db in
+                        try db.execute(sql: "UPDATE file SET lastAccess = ? WHERE id = ?", arguments: [now, id])
+                    }
                 }
             }
             return export(record, fileKey: fileKey, token: RetainToken(fileDescriptor: fd, path: filePath, pool: record.pool, mode: record.mode, manager: self))
         }
         throw DarkDiskError(.io, "\(kind.rawValue) '\(owner)' keeps changing while being opened; try again")
+    }
+
+    /// Writes the accesses `AccessTimes` holds into the index, in one transaction (a later one kept).
+    func writeAccessTimes() {
+        let times = accessTimes.take()
+        guard !times.isEmpty else { return }
+        do {
+            try database.write { db in
+                let statement = try db.cachedStatement(sql: "UPDATE file SET lastAccess = MAX(lastAccess, ?) WHERE id = ?")
+                for (id, time) in times { try statement.execute(arguments: [time, id]) }
+            }
+        } catch {
+            logger.warning("cannot note \(times.count) files' last access: \(error)")
+        }
     }
 
     /// How old a persistent file's recorded access may be before an export records a new one, in seconds.

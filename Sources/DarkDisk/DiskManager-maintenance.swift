@@ -232,6 +232,8 @@ extension DiskManager {
     private func evict(from pools: [Pool], largerThan: UInt64? = nil, deferringHeld: Bool = false,
                        partialsTouchedBy: ((Double, UInt64) throws(DarkDiskError) -> Int)? = nil,
                        excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> (evicted: Int, deferred: UInt64) {
+        // (The accesses this process noted go in first: the order below is the true one.)
+        writeAccessTimes()
         var freed: UInt64 = 0
         var deferred: UInt64 = 0
         var evicted = 0

@@ -46,6 +46,8 @@ public final class DiskManager: Sendable {
     let scratchFiles = ScratchFilePool()
     /// New persistent stored files made ahead of need while the drive journals (the mount daemon).
     let unnamedFiles = Locked<UnnamedFilePool?>(nil)
+    /// Cache files' accesses waiting to be written together (while this process journals the drive).
+    let accessTimes = AccessTimes()
     /// Orphans the start-up sweep found locked (by a reader of the same inode); each maintenance round retries them.
     let lockedOrphans = Locked<Set<String>>([])
     /// How often the timer enforces expiry, pool limits and the free-space floor.

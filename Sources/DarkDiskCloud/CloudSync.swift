@@ -86,15 +86,17 @@ public struct CloudSync: Sendable {
     /// "unreachable" is never taken for "deleted". Nor is a remote that lists no node at all while the store
     /// knows some (an unmounted or wrong bucket folder looks like that), unless `acceptEmptyRemote`.
     public func pull(acceptEmptyRemote: Bool = false) async throws -> PullResult {
+        // What this store knows is read before the listing: a node this store (its mount) uploads for the
+        // first time after the listing was taken is not "gone from the bucket" (it was not listed yet).
+        let known = Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) })
+        let appliedGenerations = try manager.recordGenerations()
         let objects = try await remote.list(prefix: CloudLayout.recordsPrefix)
         var result = PullResult()
         var seen = Set<NodeID>()
-        let known = Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) })
         if !acceptEmptyRemote, !known.isEmpty, !objects.contains(where: { CloudLayout.nodeID(ofRecordKey: $0.key) != nil }) {
             throw RemoteError(.emptyListing, "\(remote.url) lists no node while this store knows \(known.count); nothing was changed (a wrong or unmounted bucket?)")
         }
         var generations: [NodeID: UInt64] = [:]
-        let appliedGenerations = try manager.recordGenerations()
         // The listing gives each record's size and ETag: one GET each (with If-Match), a HEAD only when the
         // record was replaced since; the outline is written in one transaction at the end.
         let listed = Dictionary(objects.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })

@@ -1,4 +1,4 @@
-import DarkDisk
+@testable import DarkDisk
 import DarkDiskTestSupport
 import Foundation
 import Testing
@@ -60,6 +60,31 @@ import Glibc
         let cached = try poolStatus(manager, .data).cachedSize
         #expect(cached <= max)
         #expect(cached == UInt64(6 - evicted) * unit)
+    }
+
+    /// The same in the mount daemon, whose opens note accesses and write them together a moment later
+    /// (`AccessTimes`): an eviction right after an open still keeps the file just opened (its access goes in
+    /// first), and the index has the access moments later without any eviction.
+    @Test func aMountsAccessesKeepTheLRUOrderThoughWrittenTogether() async throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        #expect(try manager.startDriveJournal())
+        defer { manager.stopDriveJournal(timeout: 5) }
+        let unit = try unitSize(manager)
+        try manager.setMaxSize(unit * 11 / 2, for: .data)
+        for i in 0..<5 { _ = try importFile(manager, "a\(i)") }
+        settle(manager)
+        try touch(manager, "a0")
+        _ = try importFile(manager, "a5")
+        #expect(try !isStored(manager, "a1"), "a1 was the least recently accessed")
+        #expect(try isStored(manager, "a0"), "the file opened just before the eviction stays")
+        try expectEvictedInLRUOrder(manager, ["a1", "a2", "a3", "a4", "a0", "a5"])
+        // Written without an eviction too, a moment later.
+        let before = try #require(try manager.storedFile(NodeID("a2"), kind: .data)).lastAccess
+        try touch(manager, "a2")
+        try await Task.sleep(nanoseconds: UInt64(AccessTimes.delay * 4 * 1e9))
+        settle(manager)
+        #expect(try #require(try manager.storedFile(NodeID("a2"), kind: .data)).lastAccess > before)
     }
 
     @Test func loweringTheMaxEvictsDownToTheLowWaterMark() async throws {
