@@ -190,8 +190,11 @@ extension CloudSync {
             let copy = try await uploadConflictCopy(content, of: nodeID, name: name ?? remoteRecord?.name,
                                                     parentID: parentID ?? remoteRecord?.parentID)
             if let remoteRecord { try apply(remoteRecord) }
-            // The local version is the copy's now: the node reads as the remote has it, on every machine.
-            try manager.invalidateLocalFiles(of: nodeID, kinds: [.data, .metadata, .thumbnail])
+            // The local version is the copy's now: the node reads as the remote has it, on every machine. (A
+            // newer local version, committed while this one uploaded, is not the copy's: it stays, queued.)
+            if try await manager.nodeFile(nodeID, kind: .data)?.fileID == data.fileID {
+                try manager.invalidateLocalFiles(of: nodeID, kinds: [.data, .metadata, .thumbnail])
+            }
             return (copy, false)
         }
     }

@@ -73,7 +73,7 @@ struct MountCommand: ParsableCommand {
             return
         }
         if let readyFd { DaemonLauncher.keepReadyFdPrivate(readyFd) }
-        // (Each open file, each commit waiting for the index and each prepared new file holds a descriptor.)
+        // (Each open file and each prepared new file holds a descriptor; a commit waiting for the index holds none.)
         DescriptorLimit.raiseToHard()
         let logger = CLILog.make(label: "darkdisk.mount", defaultLevel: .info)
         do {

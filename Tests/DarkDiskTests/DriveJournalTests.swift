@@ -49,18 +49,9 @@ import Glibc
     @Test func aFullBatchIsWrittenAtOnceAndAPartOneWaitsItsGathering() throws {
         let store = try TemporaryStore()
         let manager = try store.create()
-        manager.maintenanceQueue.sync {}
-        let fd = open(manager.driveJournalPath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        try #require(fd >= 0)
-        try #require(try SystemCall.tryLock(fd, .exclusive))
         let batches = Locked<[Int]>([])
         // Gathering longer than the test: only a full batch is written before the test ends.
-        let journal = DriveCommitJournal(path: manager.driveJournalPath, fd: fd, after: 0, gathering: .seconds(600), apply: { [weak manager] batch throws(DarkDiskError) in
-            batches.withLock { $0.append(batch.count) }
-            guard let manager else { throw DarkDiskError(.io, "the store was closed") }
-            return try manager.applyDriveCommits(batch)
-        }, logger: { _ in })
-        manager.driveJournal.withLock { $0 = journal }
+        let journal = try Self.journalGatheringForever(manager) { count in batches.withLock { $0.append(count) } }
         defer {
             journal.stop()
             manager.driveJournal.withLock { $0 = nil }
@@ -84,22 +75,30 @@ import Glibc
         #expect(batches.withLock { $0 } == [DriveCommitJournal.fullBatch, 3], "a drain writes what waits at once")
     }
 
+    /// A journal for `manager` whose batches gather for ten minutes (only a full batch or a drain writes
+    /// one), made its drive journal; `batch` hears each batch's size before it is written.
+    static func journalGatheringForever(_ manager: DiskManager, batch: @escaping @Sendable (Int) -> Void = { _ in }) throws -> DriveCommitJournal {
+        manager.maintenanceQueue.sync {}
+        let fd = open(manager.driveJournalPath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        try #require(try SystemCall.tryLock(fd, .exclusive))
+        let journal = DriveCommitJournal(path: manager.driveJournalPath, fd: fd, after: 0, gathering: .seconds(600), apply: { [weak manager] pending throws(DarkDiskError) in
+            batch(pending.count)
+            guard let manager else { throw DarkDiskError(.io, "the store was closed") }
+            return try manager.applyDriveCommits(pending)
+        }, logger: { _ in })
+        manager.driveJournal.withLock { $0 = journal }
+        return journal
+    }
+
     /// A record waiting for the index holds no descriptor (a burst of small files exhausted the daemon's
     /// descriptors when each did): once its version's last holder lets go, the record alone keeps another
     /// process's orphan sweep from taking the version, which the index then takes as usual.
     @Test func aWaitingRecordHoldsNoDescriptorAndNoSweepTakesItsVersion() throws {
         let store = try TemporaryStore()
         let manager = try store.create()
-        manager.maintenanceQueue.sync {}
-        let fd = open(manager.driveJournalPath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        try #require(fd >= 0)
-        try #require(try SystemCall.tryLock(fd, .exclusive))
         // Gathering longer than the test: the record waits until the drain below.
-        let journal = DriveCommitJournal(path: manager.driveJournalPath, fd: fd, after: 0, gathering: .seconds(600), apply: { [weak manager] batch throws(DarkDiskError) in
-            guard let manager else { throw DarkDiskError(.io, "the store was closed") }
-            return try manager.applyDriveCommits(batch)
-        }, logger: { _ in })
-        manager.driveJournal.withLock { $0 = journal }
+        let journal = try Self.journalGatheringForever(manager)
         defer {
             journal.stop()
             manager.driveJournal.withLock { $0 = nil }
