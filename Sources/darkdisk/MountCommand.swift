@@ -68,7 +68,9 @@ struct MountCommand: ParsableCommand {
             _ = try storeOptions.open(create: true)
             // One mount per store: a second is refused here, in one line naming the first (the daemon checks
             // again as it takes the lock).
-            if case .held(let holder) = MountLock.state(storeOptions.location) { throw MountLock.alreadyMounted(holder) }
+            if case .held(let holder) = MountLock.state(storeOptions.location), MountLock.isServing(holder) {
+                throw MountLock.alreadyMounted(holder)
+            }
             try DaemonLauncher.launch(location: storeOptions.location)
             return
         }

@@ -1,4 +1,5 @@
 import DarkDisk
+import DarkDiskFS
 import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
@@ -7,7 +8,8 @@ import Glibc
 
 /// One mount per store: the mount daemon holds an exclusive `flock` on `mount.lock` in the store's data
 /// folder for as long as it serves, with its process ID and mount point written in it. A second `mount` of
-/// the store is refused in one line naming the first (two daemons would each keep their own view of what is
+/// the store is refused in one line naming the first (one whose daemon is stopping, its mount gone, waits
+/// for it) (two daemons would each keep their own view of what is
 /// being written, and appends through both would make two files); `status` reads who mounts the store, and
 /// says so when a daemon died without unmounting (the file names it, nobody holds the lock).
 final class MountLock {
@@ -42,7 +44,15 @@ final class MountLock {
             close(fd)
             throw CLIError("cannot lock \(path): \(error)")
         }
-        guard locked else {
+        var held = !locked
+        // A daemon whose mount is gone is stopping (it writes what waits into the index, then lets go): its
+        // lock is waited for, up to a minute, so an unmount and a mount at once just work.
+        let deadline = Date(timeIntervalSinceNow: 60)
+        while held, Self.holder(atPath: path).map(Self.isServing) != true, Date() < deadline {
+            usleep(100_000)
+            held = (try? SystemCall.tryLock(fd, .exclusive)) != true
+        }
+        guard !held else {
             close(fd)
             throw Self.alreadyMounted(Self.holder(atPath: path))
         }
@@ -75,6 +85,11 @@ final class MountLock {
             return .abandoned(holder)
         }
         return .held(holder)
+    }
+
+    /// Whether `holder`'s mount point is still mounted by a darkdisk daemon (else it is stopping).
+    static func isServing(_ holder: Holder) -> Bool {
+        MountTable.top(at: holder.mountpoint)?.isDarkdisk == true
     }
 
     /// The refusal of a second mount.
