@@ -37,13 +37,22 @@ extension DiskManager {
             }
             if let problem { result.problems.append(problem) }
         }
-        for root in [location.persistentFiles, location.cacheFiles] {
+        var unnamed: [(name: String, mode: StorageMode)] = []
+        for (root, mode) in [(location.persistentFiles, StorageMode.persistent), (location.cacheFiles, .cache)] {
             for shard in FileOperations.realDirectoryEntries(root) ?? [] {
                 for name in FileOperations.realDirectoryEntries(root + "/" + shard) ?? [] where !names.contains(name) {
-                    let path = root + "/" + shard + "/" + name
-                    // (Made since the index was read, or journaled by a running mount: not debris.)
-                    if !pending.contains(path), !isIndexedOrJournaled(name, at: path) { result.orphans += 1 }
+                    if !pending.contains(root + "/" + shard + "/" + name) { unnamed.append((name, mode)) }
                 }
+            }
+        }
+        // (Made since the index was read, or journaled by a running mount: not debris.)
+        if !unnamed.isEmpty {
+            let journaled = journaledFileNames() ?? []
+            for file in unnamed where !journaled.contains(file.name) {
+                let indexed = try read { db in
+                    try Bool.fetchOne(db, sql: "SELECT 1 FROM file WHERE name = ? AND mode = ?", arguments: [file.name, file.mode.rawValue])
+                }
+                if indexed != true { result.orphans += 1 }
             }
         }
         for staging in [location.persistentStaging, location.cacheStaging] {
@@ -97,14 +106,5 @@ extension DiskManager {
             return "\(what): \(path) does not authenticate: \(error)"
         }
         return nil
-    }
-
-    /// Whether stored file `name` (at `path`) has a row now or a record in the drive's journal.
-    private func isIndexedOrJournaled(_ name: String, at path: String) -> Bool {
-        if isJournaled(name) { return true }
-        let mode: StorageMode = path.hasPrefix(location.persistentFiles + "/") ? .persistent : .cache
-        return ((try? read { db in
-            try Bool.fetchOne(db, sql: "SELECT 1 FROM file WHERE name = ? AND mode = ?", arguments: [name, mode.rawValue])
-        }) ?? nil) != nil
     }
 }

@@ -345,16 +345,21 @@ extension DiskManager {
     /// file's exclusive lock, since a daemon appends the record before it lets go of that lock and empties the
     /// journal only once the index has every record. An unreadable journal counts as naming it.
     func isJournaled(_ name: String) -> Bool {
+        journaledFileNames()?.contains(name) ?? true
+    }
+
+    /// The stored files the drive's commit journal names now; nil when it cannot be read.
+    func journaledFileNames() -> Set<String>? {
         let fd = open(driveJournalPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return errno != ENOENT }
+        guard fd >= 0 else { return errno == ENOENT ? [] : nil }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { return true }
-        guard st.st_size > 0 else { return false }
+        guard fstat(fd, &st) == 0 else { return nil }
+        guard st.st_size > 0 else { return [] }
         var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
         let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
-        guard count >= 0 else { return true }
-        return DriveCommitRecord.records(in: Array(bytes[0..<count])).records.contains { $0.fileName == name }
+        guard count >= 0 else { return nil }
+        return Set(DriveCommitRecord.records(in: Array(bytes[0..<count])).records.map(\.fileName))
     }
 
     /// The file row a journaled record stands for: the node's data, persistent until uploaded.

@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -24,9 +25,19 @@ public enum MountTable {
         return URL(fileURLWithPath: path).standardizedFileURL.path
     }
 
-    /// The mount whose file system is device `device` (`MAJOR:MINOR`, as `stat`'s `st_dev` of a path on it
-    /// gives), if one is listed.
-    public static func mount(ofDevice device: String) -> Entry? {
+    /// The mount that `path` (followed, as `stat` does) lies on, found by its device; nil when no listed
+    /// mount has its device. Throws why `path` cannot be looked at.
+    public static func mount(containing path: String) throws(Errno) -> Entry? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw Errno.current }
+        // (glibc's `major`/`minor` are macros Swift does not see: their bit layout, spelt out.)
+        let major = UInt32(truncatingIfNeeded: (st.st_dev >> 8) & 0xfff) | UInt32(truncatingIfNeeded: (st.st_dev >> 32) & ~0xfff)
+        let minor = UInt32(truncatingIfNeeded: st.st_dev & 0xff) | UInt32(truncatingIfNeeded: (st.st_dev >> 12) & ~0xff)
+        return mount(ofDevice: "\(major):\(minor)")
+    }
+
+    /// The mount whose file system is device `device` (`MAJOR:MINOR`), if one is listed.
+    private static func mount(ofDevice device: String) -> Entry? {
         guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: false)

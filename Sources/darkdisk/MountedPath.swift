@@ -14,13 +14,11 @@ struct MountedPath {
     /// `path`, checked to be on a darkdisk mount: anything else is refused in one line (an ordinary file
     /// would take `user.darkdisk.*` attributes as any others and mean nothing by them).
     static func checked(_ path: String) throws -> MountedPath {
-        var st = stat()
-        guard stat(path, &st) == 0 else {
-            throw CLIError("\(path): \(errno == ENOENT ? "no such file or folder" : String(cString: strerror(errno)))")
+        let mount: MountTable.Entry?
+        do { mount = try MountTable.mount(containing: path) } catch {
+            throw CLIError("\(path): \(error.rawValue == ENOENT ? "no such file or folder" : "\(error)")")
         }
-        let device = "\(UInt32(truncatingIfNeeded: (st.st_dev >> 8) & 0xfff) | UInt32(truncatingIfNeeded: (st.st_dev >> 32) & ~0xfff)):"
-            + "\(UInt32(truncatingIfNeeded: st.st_dev & 0xff) | UInt32(truncatingIfNeeded: (st.st_dev >> 12) & ~0xff))"
-        guard MountTable.mount(ofDevice: device)?.isDarkdisk == true else {
+        guard mount?.isDarkdisk == true else {
             throw CLIError("\(path) is not on a darkdisk mount (pin, unpin and evict act on files and folders under a mount's /files or /nodes)")
         }
         return MountedPath(path: path)
