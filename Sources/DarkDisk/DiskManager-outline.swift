@@ -88,8 +88,10 @@ extension DiskManager {
     ///
     /// `pulledGenerations`: a pull's entries, by the generations of their records. A node with a change
     /// queued here when the transaction runs is left as it is: its upload meets the remote's change (and
-    /// merges it, or makes a conflict copy of the local version), and its local files stay for that. The
-    /// generation of each entry applied is noted in the same transaction.
+    /// merges it, or makes a conflict copy of the local version), and its local files stay for that. So is
+    /// a node whose record this store has seen at a newer generation since the pull read it (its own upload
+    /// landed meanwhile): what the pull read is older. The generation of each entry applied is noted in the
+    /// same transaction.
     public func updateOutline(_ entries: [OutlineEntry], invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false,
                               pulledGenerations: [NodeID: UInt64] = [:]) throws(DarkDiskError) -> Set<NodeID> {
         let placement = keepingLocalPlacement ? "" : ", name = excluded.name, parentID = excluded.parentID, type = excluded.type, mode = excluded.mode, "
@@ -108,6 +110,10 @@ extension DiskManager {
                 if keepingLocalPlacement, previous == nil { continue }
                 if let generation = pulledGenerations[entry.nodeID] {
                     if try Bool.fetchOne(db, sql: "SELECT 1 FROM uploadQueue WHERE nodeID = ?", arguments: [entry.nodeID.rawValue]) == true { continue }
+                    // A newer record this store wrote (or pulled) since the pull read this one: it stays.
+                    let applied = try Int64.fetchOne(db, sql: "SELECT generation FROM recordGeneration WHERE nodeID = ?",
+                                                     arguments: [entry.nodeID.rawValue]) ?? 0
+                    if applied > Int64(clamping: generation) { continue }
                     try db.execute(sql: """
                         INSERT INTO recordGeneration (nodeID, generation) VALUES (?, ?)
                         ON CONFLICT(nodeID) DO UPDATE SET generation = MAX(generation, excluded.generation)

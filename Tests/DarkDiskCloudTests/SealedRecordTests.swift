@@ -102,6 +102,29 @@ import Testing
         #expect(try setup.b.outlineEntry(secret) == nil, "a replay after a delete is a rollback too")
     }
 
+    /// A pull that read a node's record just before this store wrote a newer one (a mount's uploads landing
+    /// while its own poll runs: one after the pull read what the store knew, one after it read the record)
+    /// does not apply what it read: the node keeps the version this store pushed last.
+    @Test func aPullNeverAppliesARecordOlderThanOneThisStoreWroteMeanwhile() async throws {
+        let setup = try CloudTests.Setup()
+        let id = try NodeID("n1")
+        let (store, remote) = (setup.a, setup.remote)
+        try await CloudSync(manager: store, remote: remote).push(dataFile: setup.file("v1", Data("one\n".utf8)), nodeID: id)
+        let (second, third) = (try setup.file("v2", Data("one\ntwo\n".utf8)), try setup.file("v3", Data("one\ntwo\nthree\n".utf8)))
+        let racing = InterceptingRemote(remote, afterFirstList: {
+            try await CloudSync(manager: store, remote: remote).push(dataFile: second, nodeID: id)
+        }, afterFirstRecordRead: {
+            try await CloudSync(manager: store, remote: remote).push(dataFile: third, nodeID: id)
+        })
+        let pulled = try await CloudSync(manager: store, remote: racing).pull()
+        #expect(racing.recordWasRead && pulled.skipped.isEmpty, "\(pulled)")
+        let entry = try #require(try store.outlineEntry(id))
+        let generation = try store.recordGeneration(of: id)
+        #expect(entry.dataSize == 14 && generation == 3, "rolled back to \(entry.dataSize) bytes")
+        let export = try await DownloadManager(manager: store, remote: remote).nodeData(id)
+        #expect(try CloudTests().plaintext(export) == Data("one\ntwo\nthree\n".utf8))
+    }
+
     /// A bucket written by an older darkdisk (plain JSON records) keeps reading: pull, fetch; the next push
     /// of a node replaces its legacy record by a sealed one.
     @Test func legacyRecordsKeepReadingAndAPushSealsThem() async throws {
