@@ -146,36 +146,53 @@ public final class StagedContent: Sendable {
 
     /// Writes `bytes` at `offset` (past the end: the gap reads as zeros).
     public func write(offset: UInt64, bytes: UnsafeRawBufferPointer) throws(DarkDiskError) {
-        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-        let chunkSize = UInt64(Self.chunkSize)
+        guard !bytes.isEmpty else { return }
         let now = Self.now()
-        try state.withLock { (state) throws(DarkDiskError) in
-            try usable(state)
-            let end = offset + UInt64(bytes.count)
-            if offset == state.size, try appendSequentially(bytes, &state) {
-                state.size = end
-                state.dirty = true
-                state.lastChange = now
-                return
-            }
-            try setAsideSequential(&state)
-            let staging = try stagingFile(&state)
-            let scratch = UnsafeMutableRawPointer.allocate(byteCount: Int(chunkSize), alignment: 16)
-            defer { scratch.deallocate() }
-            var position = offset
-            while position < end {
-                let chunk = position / chunkSize
-                let within = Int(position % chunkSize)
-                let taken = Int(min(end - position, chunkSize - UInt64(within)))
-                if taken < Int(chunkSize) { try fill(chunk, into: scratch, state) }
-                scratch.advanced(by: within).copyMemory(from: base + Int(position - offset), byteCount: taken)
-                do throws(CryptoError) { try staging.write(chunk: chunk, from: scratch) } catch { throw DarkDiskError(crypto: error) }
-                position += UInt64(taken)
-            }
-            state.size = max(state.size, end)
+        try state.withLock { (state) throws(DarkDiskError) in try write(bytes, at: offset, now: now, &state) }
+    }
+
+    /// Writes `bytes` at the end as it is now, whatever another handle wrote before (a handle opened with
+    /// `O_APPEND`, as a local disk appends: the offset the kernel passes comes from a size it may have read
+    /// before another process's last append); the offset the bytes went to.
+    @discardableResult
+    public func append(_ bytes: UnsafeRawBufferPointer) throws(DarkDiskError) -> UInt64 {
+        let now = Self.now()
+        return try state.withLock { (state) throws(DarkDiskError) -> UInt64 in
+            let offset = state.size
+            if !bytes.isEmpty { try write(bytes, at: offset, now: now, &state) }
+            return offset
+        }
+    }
+
+    private func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64, now: (seconds: Int64, nanoseconds: UInt32),
+                       _ state: inout State) throws(DarkDiskError) {
+        guard let base = bytes.baseAddress else { return }
+        let chunkSize = UInt64(Self.chunkSize)
+        try usable(state)
+        let end = offset + UInt64(bytes.count)
+        if offset == state.size, try appendSequentially(bytes, &state) {
+            state.size = end
             state.dirty = true
             state.lastChange = now
+            return
         }
+        try setAsideSequential(&state)
+        let staging = try stagingFile(&state)
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: Int(chunkSize), alignment: 16)
+        defer { scratch.deallocate() }
+        var position = offset
+        while position < end {
+            let chunk = position / chunkSize
+            let within = Int(position % chunkSize)
+            let taken = Int(min(end - position, chunkSize - UInt64(within)))
+            if taken < Int(chunkSize) { try fill(chunk, into: scratch, state) }
+            scratch.advanced(by: within).copyMemory(from: base + Int(position - offset), byteCount: taken)
+            do throws(CryptoError) { try staging.write(chunk: chunk, from: scratch) } catch { throw DarkDiskError(crypto: error) }
+            position += UInt64(taken)
+        }
+        state.size = max(state.size, end)
+        state.dirty = true
+        state.lastChange = now
     }
 
     /// Sets the size: a shorter file loses its end for good, a longer one reads zeros past the old end.

@@ -198,7 +198,16 @@ extension FuseFileSystem {
         guard let file = handles.withLock({ $0[fi.pointee.fh] }), case .drive(let writer) = file.source else { reply.error(EBADF); return }
         guard offset >= 0 else { reply.error(EINVAL); return }
         do {
-            try writer.content.write(offset: UInt64(offset), bytes: UnsafeRawBufferPointer(start: buffer, count: size))
+            let bytes = UnsafeRawBufferPointer(start: buffer, count: size)
+            if fi.pointee.flags & O_APPEND != 0 {
+                // At the end as the content has it, as a local disk appends: the kernel's offset comes from the
+                // size it cached, which another process's append may have outrun. Its pages of the range it
+                // wrote go, and its attributes (the size).
+                let placed = try writer.content.append(bytes)
+                if placed != UInt64(offset) { dropCachedRange(file.ino, from: min(placed, UInt64(offset)), to: max(placed, UInt64(offset)) + UInt64(size)) }
+            } else {
+                try writer.content.write(offset: UInt64(offset), bytes: bytes)
+            }
             reply.written(size)
         } catch {
             refuse(reply, "write of \(size) bytes at \(offset) to \(file.entry.logName)", error)
@@ -487,6 +496,15 @@ extension FuseFileSystem {
         guard let current = try current(entry) else { throw Errno(rawValue: ENOENT) }
         var param = lookedUpEntry(entry, current, in: parent, named: name)
         if reply.entry(&param) != 0 { inodes.withLock { $0.forget(param.ino, count: 1) } }
+    }
+
+    /// Tells the kernel, from a thread of its own, to drop its pages of bytes [from, to) of inode `ino` and
+    /// its attributes: what it cached there is not what the file holds (an append went elsewhere).
+    func dropCachedRange(_ ino: fuse_ino_t, from: UInt64, to: UInt64) {
+        kernelNotices.async { [self] in
+            guard let session = notifySession.withLock({ $0 }) else { return }
+            _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, off_t(clamping: from), off_t(clamping: to - from))
+        }
     }
 
     /// Answers an error, with a log line unless it is one a program meets in normal use (a name taken,

@@ -49,8 +49,11 @@ public final class FuseFileSystem: Sendable {
     let initUnique = Atomic<UInt64>(0)
     /// In no-opendir mode: the listings of the last few folders being read, by inode (`listing(of:offset:)`).
     let listingsByFolder = Locked(FolderListings())
-    /// The session while its loop runs, for telling the kernel to drop cached attributes.
+    /// The session while its loop runs, for telling the kernel to drop what it cached (`dropCachedRange`).
     let notifySession = Locked<StoreWatcher.UnsafeSession?>(nil)
+    /// Where those notices are sent from: one waits for the page locks of its range, which the request that
+    /// asked for it may hold until it is answered.
+    let kernelNotices = DispatchQueue(label: "darkdisk.kernel-notices")
     let mountTime = Date()
     let uid = getuid()
     let gid = getgid()
@@ -169,6 +172,8 @@ public final class FuseFileSystem: Sendable {
             notifySession.withLock { $0 = nil }
             watcher?.stop()
             fuse_session_unmount(session)
+            // (A notice sent meanwhile returns once the connection is gone; none is sent after this.)
+            kernelNotices.sync {}
             // Released after the lock: each handle's last reference lets go of retain tokens and descriptors.
             let closed = handles.withLock { open in defer { open.removeAll() }; return Array(open.values) }
             for handle in closed { close(handle) }

@@ -85,6 +85,31 @@ import Testing
         #expect(try Self.stored(manager, id) == model)
     }
 
+    /// An append goes at the end as the content has it, whatever offset its writer believed (the kernel's
+    /// cached size, outrun by another handle): two threads appending lines, with commits between them, keep
+    /// every line whole, and a write at a stale offset would have overwritten one.
+    @Test func appendsFromTwoWritersKeepEveryLine() async throws {
+        let store = try TemporaryStore()
+        let (manager, id, content) = try Self.newFile(store)
+        try Self.write(content, Data("start\n".utf8), at: 0)
+        let placed = try Data("late\n".utf8).withUnsafeBytes { try content.append($0) }
+        #expect(placed == 6 && content.size == 11, "appended at the end, not where a stale size said")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in ["A", "B"] {
+                group.addTask {
+                    for i in 1...300 {
+                        _ = try Data("\(writer)\(i)\n".utf8).withUnsafeBytes { try content.append($0) }
+                        if i % 50 == 0 { _ = try manager.commitDriveFile(id, content: content) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        _ = try manager.commitDriveFile(id, content: content)
+        let lines = String(decoding: try Self.stored(manager, id), as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(lines.count == 602 && Set(lines) == Set(["start", "late"] + (1...300).flatMap { ["A\($0)", "B\($0)"] }))
+    }
+
     @Test func truncatingToNothingStartsAFreshVersionInOrder() throws {
         let store = try TemporaryStore()
         let (manager, id, content) = try Self.newFile(store)
