@@ -21,13 +21,15 @@ public enum StoreRemote {
         return (defaultURL(for: manager.location), true)
     }
 
-    /// The store's remote, ready to use (the embedded default's folder is made if missing).
-    public static func remote(for manager: DiskManager) throws -> any Remote {
+    /// The store's remote, ready to use (the embedded default's folder is made if missing). `stallTimeout`:
+    /// how long a request may go without a byte before the remote counts as unreachable
+    /// (`RemoteURL.remote`; nil: the remote's default).
+    public static func remote(for manager: DiskManager, stallTimeout: Duration? = nil) throws -> any Remote {
         let url = try self.url(for: manager).url
         if url == defaultURL(for: manager.location) {
             try FileManager.default.createDirectory(atPath: manager.location.dataDirectory + "/remote", withIntermediateDirectories: true)
         }
-        return try RemoteURL.remote(url)
+        return try RemoteURL.remote(url, stallTimeout: stallTimeout)
     }
 
     /// Creates a store at `location` attached to the remote at `url`. If the remote keeps a

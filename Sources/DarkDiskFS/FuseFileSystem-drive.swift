@@ -175,7 +175,7 @@ extension FuseFileSystem {
                 file.rebind(.stored(export, reader))
             } else if let downloads, let outline = try manager.outlineEntry(id) {
                 let key = try manager.unwrapKey(outline.wrappedKey)
-                let ticket = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
+                let ticket = told(downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true)))
                 file.rebind(.remote(RemoteData(nodeID: id, key: key, size: outline.dataSize, ticket: ticket)))
             }
         } catch {

@@ -48,8 +48,8 @@ extension FuseFileSystem {
                 return
             }
             // A remote node's metadata or thumbnail: small, fetched whole (one range request), then opened.
-            let ticket = downloads.downloadNodeMeta(id, components: kind == .metadata ? .metadata : .thumbnail,
-                                                    options: DownloadOptions(cacheToDiskManager: true))
+            let ticket = told(downloads.downloadNodeMeta(id, components: kind == .metadata ? .metadata : .thumbnail,
+                                                         options: DownloadOptions(cacheToDiskManager: true)))
             openWhenFetched(reply, entry: entry, ino: ino, size: size, fi: fi) { then in ticket.onCompletion(on: self.replies) { then($0.map { _ in }) } }
         } catch {
             logger.error("\(entry.logName): open failed: \(error)")

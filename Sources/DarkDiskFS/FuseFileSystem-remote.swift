@@ -13,9 +13,24 @@ extension FuseFileSystem {
     func openRemote(_ reply: FuseReply, entry: FSEntry, ino: fuse_ino_t, outline: OutlineEntry, downloads: DownloadManager,
                     fi: UnsafeMutablePointer<fuse_file_info>) throws(DarkDiskError) {
         let key = try manager.unwrapKey(outline.wrappedKey)
-        let ticket = downloads.downloadNodeData(outline.nodeID, options: DownloadOptions(cacheToDiskManager: true))
+        let ticket = told(downloads.downloadNodeData(outline.nodeID, options: DownloadOptions(cacheToDiskManager: true)))
         let remote = RemoteData(nodeID: outline.nodeID, key: key, size: outline.dataSize, ticket: ticket)
         answer(reply, open: OpenFile(entry: entry, ino: ino, source: .remote(remote)), fi: fi)
+    }
+
+    /// `ticket`, whose end tells the remote's health: a transfer that failed for want of the remote (one
+    /// request that went `--remote-timeout` without a byte is enough) is an outage, one that landed an answer.
+    /// (A read that gave up waiting tells nothing: it may only have waited on a slow server.)
+    func told<Value>(_ ticket: DownloadTicket<Value>) -> DownloadTicket<Value> {
+        if let health {
+            ticket.onCompletion { result in
+                switch result {
+                case .success: health.noteSuccess()
+                case .failure(let error): health.noteFailure(error)
+                }
+            }
+        }
+        return ticket
     }
 
     /// One call into the download layer: "plaintext [offset, offset + size) of this node", answered from the
@@ -30,6 +45,7 @@ extension FuseFileSystem {
         let range = offset..<offset + UInt64(size)
         // The remote known to be down: what is here already is served, the rest fails at once (DESIGN §11).
         let offline = health?.isOffline == true
+        let arrived = remote.ticket?.progress.completedBytes
         let ticket = downloads.whenReadable(remote.nodeID, key: remote.key, plaintext: range, ticket: remote.ticket,
                                             timeout: offline ? .zero : remote.waitLimit(remoteTimeout), on: replies, known: remote.partial) { result in
             do {
@@ -39,10 +55,14 @@ extension FuseFileSystem {
                 }
             } catch {
                 if (error as? RemoteError)?.code == .unreachable {
+                    // Not a byte came for the whole wait: the remote stalls (a stopped server, a link gone
+                    // quiet), an outage. (A read that waited on a download that moved, if too slowly, tells
+                    // nothing: the server may only be slow; the transfers tell their own failures, `told`.)
+                    if !offline, let arrived, remote.ticket?.progress.completedBytes == arrived {
+                        self.health?.noteFailure(RemoteError(.unreachable, "no byte of node '\(remote.nodeID)' came for \(self.remoteTimeout)"))
+                    }
                     remote.gaveUpWaiting()
-                    // One line per outage (the health's), not one per read. (A read's failure does not mark
-                    // the remote offline itself: it may only have waited too long on a slow or misbehaving
-                    // server; the poller, the uploader and the pins' downloads tell an outage.)
+                    // One line per outage (the health's), not one per read.
                     if self.health?.isOffline == true {
                         self.logger.debug("\(file.entry.logName): \(error); answering \(FuseErrno.from(error))")
                         pending.reply.error(FuseErrno.from(error))

@@ -172,7 +172,7 @@ extension FuseFileSystem {
                 guard mayFetch, let downloads else { throw DarkDiskError(.notFound, needed.message) }
                 // Written where it lies: the whole file comes here first (the reply waits for it).
                 let pending = PendingRequest(reply: reply, fileInfo: fi.pointee)
-                downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true)).onCompletion(on: replies) { result in
+                told(downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))).onCompletion(on: replies) { result in
                     var fileInfo = pending.fileInfo
                     if case .failure(let error) = result {
                         self.refuse(pending.reply, "open of \(entry.logName) for writing (its download)", error)

@@ -100,7 +100,7 @@ public struct HTTPRemote: Remote {
             } catch let error as RemoteError {
                 throw error
             } catch {
-                throw RemoteError(.unreachable, "\(url) cannot be reached: \(HTTPTransport.describe(error))")
+                throw RemoteError(.unreachable, "\(url) cannot be reached: \(transport.describe(error))")
             }
         }
     }

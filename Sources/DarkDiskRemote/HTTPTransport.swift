@@ -45,13 +45,15 @@ struct HTTPTransport: Sendable {
     }
 
     /// Runs `body`, retrying `.unreachable` failures (lost connections, 5xx) with exponential backoff.
-    /// A refused connection is tried `refusedAttempts` times at most (a server restarting), not `attempts`.
+    /// A refused connection is tried `refusedAttempts` times at most (a server restarting), not `attempts`; a
+    /// server that stopped answering (`isStall`) is not asked again: it is unreachable now, and asking again
+    /// would keep the caller waiting `attempts` times the timeout.
     func retrying<T>(_ body: () async throws(RemoteError) -> T) async throws(RemoteError) -> T {
         var delay: UInt64 = 100_000_000
         for attempt in 1... {
             do {
                 return try await body()
-            } catch where error.code == .unreachable && attempt < (Self.isRefusal(error) ? min(attempts, Self.refusedAttempts) : attempts) {
+            } catch where error.code == .unreachable && attempt < allowedAttempts(after: error) {
                 await RetryWakeup.sleep(nanoseconds: delay)
                 delay *= 4
             }
@@ -61,7 +63,8 @@ struct HTTPTransport: Sendable {
 
     /// Streams bytes `range` of an object to `consume` through ranged GETs built by `request` (with
     /// `If-Match: etag` when given). A body cut mid-way is asked again for the rest of the range; only
-    /// failures that delivered nothing count against `attempts`, so a flaky link still finishes. Answers
+    /// failures that delivered nothing count against `attempts`, so a flaky link still finishes; a request
+    /// that got no byte for the timeout is not asked again (`isStall`). Answers
     /// other than 206, 200, 412 and 416 become the error `unexpected` makes of them.
     func read(_ range: Range<UInt64>, etag: String?, name: String,
               request: (Range<UInt64>) -> HTTPClientRequest,
@@ -80,9 +83,12 @@ struct HTTPTransport: Sendable {
                     position += UInt64(bytes.count)
                 }
             } catch where error.code == .unreachable {
-                if position > before { failures = 0; delay = 100_000_000 }
+                let progressed = position > before
+                if progressed { failures = 0; delay = 100_000_000 }
                 failures += 1
-                guard failures < (Self.isRefusal(error) ? min(attempts, Self.refusedAttempts) : attempts) else { throw error }
+                // (A stall after some bytes is a body that stopped: the rest is asked again. One that brought
+                // nothing is a server that stopped answering.)
+                guard failures < (progressed && Self.isStall(error) ? attempts : allowedAttempts(after: error)) else { throw error }
                 await RetryWakeup.sleep(nanoseconds: delay)
                 delay *= 4
             }
@@ -119,8 +125,29 @@ struct HTTPTransport: Sendable {
         } catch let error as RemoteError {
             throw error
         } catch {
-            throw RemoteError(.unreachable, "\(name) cannot be reached: \(Self.describe(error))")
+            throw RemoteError(.unreachable, "\(name) cannot be reached: \(describe(error))")
         }
+    }
+
+    /// How many tries a request that failed with `error` gets in all.
+    private func allowedAttempts(after error: RemoteError) -> Int {
+        if Self.isStall(error) { return 1 }
+        return Self.isRefusal(error) ? min(attempts, Self.refusedAttempts) : attempts
+    }
+
+    /// Whether `error` says the server stopped answering: nothing came for the transport's timeout.
+    static func isStall(_ error: RemoteError) -> Bool {
+        error.message.hasSuffix(stallText)
+    }
+
+    private static let stallText = "s (the server stalls)"
+
+    /// `describe(_:)`, with a stall said with this transport's timeout.
+    func describe(_ error: any Error) -> String {
+        if let client = error as? HTTPClientError, client == .readTimeout || client == .deadlineExceeded {
+            return "it stopped answering: nothing came for \(timeout.nanoseconds / 1_000_000_000)" + Self.stallText
+        }
+        return Self.describe(error)
     }
 
     /// Tries of a request whose connection was refused: a server restarting gets a moment, a server that

@@ -1,10 +1,15 @@
 import Foundation
+import NIOCore
 
 /// Turns a remote URL into a remote: `file:///absolute/path`, `http(s)://host[:port]/prefix` (read-only) and
 /// `s3://BUCKET/PREFIX?endpoint=http://HOST:PORT&region=REGION` (DESIGN §4), whose credentials come from
-/// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` in `environment`.
+/// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` in `environment`. `stallTimeout`:
+/// how long an http or s3 request may go without a byte before the remote counts as unreachable (nil: the
+/// remote's default, 30 s for http and 60 s for s3); a request that stalls is not asked again.
 public enum RemoteURL {
-    public static func remote(_ text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(RemoteError) -> any Remote {
+    public static func remote(_ text: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+                              stallTimeout: Duration? = nil) throws(RemoteError) -> any Remote {
+        let timeout = stallTimeout.map { TimeAmount.nanoseconds(max(1, $0.components.seconds * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000)) }
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
             throw RemoteError(.invalidURL, "invalid remote URL '\(text)'")
         }
@@ -24,16 +29,16 @@ public enum RemoteURL {
             return FileRemote(root: URL(fileURLWithPath: path).standardizedFileURL.path, shared: shared)
         case "http", "https":
             guard let host = url.host, !host.isEmpty else { throw RemoteError(.invalidURL, "an http remote needs a host: http://host[:port]/prefix") }
-            return HTTPRemote(url: text)
+            return timeout.map { HTTPRemote(url: text, timeout: $0) } ?? HTTPRemote(url: text)
         case "s3":
-            return try s3(text, url: url, environment: environment)
+            return try s3(text, url: url, environment: environment, timeout: timeout)
         default:
             throw RemoteError(.invalidURL, "unknown remote scheme '\(scheme)' in '\(text)' (use file:///path, http://host/prefix or s3://bucket/prefix)")
         }
     }
 
     /// `s3://BUCKET/PREFIX` with the optional query parameters `endpoint` and `region`.
-    private static func s3(_ text: String, url: URL, environment: [String: String]) throws(RemoteError) -> S3Remote {
+    private static func s3(_ text: String, url: URL, environment: [String: String], timeout: TimeAmount?) throws(RemoteError) -> S3Remote {
         let form = "s3://BUCKET/PREFIX?endpoint=http://HOST:PORT&region=REGION"
         guard let bucket = url.host, !bucket.isEmpty else {
             throw RemoteError(.invalidURL, "an s3 remote needs a bucket: \(form)")
@@ -54,7 +59,7 @@ public enum RemoteURL {
             throw RemoteError(.invalidURL, "an s3 remote takes no user, password or port (credentials come from the environment): \(form)")
         }
         let remote = { (credentials: S3Credentials) throws(RemoteError) -> S3Remote in
-            try S3Remote(bucket: bucket, prefix: url.path, region: region, endpoint: endpoint, credentials: credentials)
+            try S3Remote(bucket: bucket, prefix: url.path, region: region, endpoint: endpoint, credentials: credentials, timeout: timeout ?? .seconds(60))
         }
         guard let credentials = S3Credentials.fromEnvironment(environment) else {
             // Check the rest of the URL first, so a bad URL is reported as such.

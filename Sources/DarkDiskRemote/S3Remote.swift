@@ -188,7 +188,7 @@ public struct S3Remote: Remote {
             } catch let error as FileSlice.ReadError {
                 throw RemoteError(.io, error.message)
             } catch {
-                throw RemoteError(.unreachable, "\(url) cannot be reached: \(HTTPTransport.describe(error))")
+                throw RemoteError(.unreachable, "\(url) cannot be reached: \(transport.describe(error))")
             }
         }
     }

@@ -29,7 +29,7 @@ struct MountCommand: ParsableCommand {
     var options: [String] = []
 
     // (Numbers are taken as given, a negative one too, so that its refusal says what is wrong with it.)
-    @Option(parsing: .unconditional, help: ArgumentHelp("How long a read of a node that is only in the remote waits for its bytes before it fails with an I/O error.", valueName: "SECONDS"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("How long a read of a node that is only in the remote waits for its bytes before it fails with an I/O error; also how long a request to an http or s3 remote may go without a byte before the remote counts as offline.", valueName: "SECONDS"))
     var remoteTimeout: Double = 30
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Pull the remote's outline every SECONDS while mounted, so what other machines push appears (0: never; 'darkdisk pull' still works).", valueName: "SECONDS"))
@@ -82,7 +82,7 @@ struct MountCommand: ParsableCommand {
             let manager = try storeOptions.open(create: true, logger: logger)
             let lock = try MountLock(storeOptions.location, mountpoint: path)
             defer { lock.release() }
-            let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager))
+            let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager, stallTimeout: .milliseconds(Int64(remoteTimeout * 1000))))
             // `darkdisk status` lists what the daemon is downloading.
             let board = TransferBoard(downloads: downloads)
             defer { board.stop() }

@@ -16,13 +16,26 @@ struct PullCommand: AsyncParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
+    // (Numbers are taken as given, a negative one too, so that its refusal says what is wrong with it.)
+    @Option(parsing: .unconditional, help: ArgumentHelp("Give up after SECONDS with one line and exit status 1 when the remote answers too slowly or not at all (a request that gets no byte for that long, or a whole pull that takes longer).", valueName: "SECONDS"))
+    var timeout: Double = 300
+
     @Flag(help: "Delete every local node if the remote lists none (refused by default: an empty listing is more often a wrong or unmounted bucket than a remote emptied on purpose).")
     var acceptEmptyRemote = false
 
+    func validate() throws {
+        guard timeout > 0, timeout <= 86_400 else { throw ValidationError("--timeout must be more than 0 and at most 86400 seconds") }
+    }
+
     func run() async throws {
         let manager = try storeOptions.open()
-        let remote = try StoreRemote.remote(for: manager)
-        let result = try await CloudSync(manager: manager, remote: remote).pull(acceptEmptyRemote: acceptEmptyRemote)
+        let limit = Duration.milliseconds(Int64(timeout * 1000))
+        let remote = try StoreRemote.remote(for: manager, stallTimeout: limit)
+        let sync = CloudSync(manager: manager, remote: remote)
+        let acceptEmpty = acceptEmptyRemote
+        let result = try await Deadline.run(limit, otherwise: CLIError("pull: \(remote.url) did not finish answering in \(Deadline.text(timeout)) s; stopped (what was read is kept; --timeout raises the limit)")) {
+            try await sync.pull(acceptEmptyRemote: acceptEmpty)
+        }
         for line in result.skipped { FileHandle.standardError.write(Data("darkdisk: skipped: \(line)\n".utf8)) }
         let skipped = result.skipped.isEmpty ? "" : ", \(result.skipped.count) skipped"
         print("pulled: \(result.added) new, \(result.changed) changed, \(result.deleted) deleted, \(result.unchanged) unchanged\(skipped)")

@@ -43,6 +43,34 @@ import Testing
         #expect(seconds < 18, "cat failed after \(String(format: "%.1f", seconds)) s with a 10 s remote timeout")
     }
 
+    /// A remote that stops answering (a server stopped, a link gone quiet) is offline once one request has
+    /// gone `--remote-timeout` without a byte, not after five of them (a stopped S3 server stayed "online"
+    /// for 5.5 minutes), and `darkdisk pull` gives up after its `--timeout` with one line (it hung).
+    @Test func aStalledRemoteIsOfflineAfterOneTimeoutAndPullHasADeadline() async throws {
+        let setup = try Setup(remoteTimeout: 3)
+        // Every answer stops before its first byte of body, for longer than the test.
+        // (A HEAD has no body to stall: it fails, so that the health's probe finds the remote still down.)
+        try setup.proxy.control(["stall": ["after": 0, "seconds": 600, "count": 1_000_000, "path": "/"],
+                                 "fail": ["status": 503, "count": 1_000_000, "path": "/", "method": "HEAD"]])
+        let started = Date()
+        let pull = try await Shell.run("/usr/bin/timeout", ["-s", "KILL", "60", Shell.darkdisk, "pull", "--timeout", "3",
+                                                            "--store", setup.remote.b.storePath, "--passphrase-file", setup.remote.passphrase])
+        let pulled = Date().timeIntervalSince(started)
+        #expect(pull.status != 137 && pulled < 20, "pull still running after \(Int(pulled)) s with --timeout 3")
+        expectOneLineFailure(pull, mentioning: "3 s")
+        // The mount: a read of a remote-only file fails, and the remote says offline soon after one timeout.
+        let stalled = Date()
+        let cat = try Shell.sh("exec timeout -s KILL 60 cat \(Shell.quote(setup.path))", timeout: 90)
+        #expect(cat.status != 0 && cat.stderr.contains("Input/output error"), "\(cat.status) \(cat.stderr)")
+        let root = setup.mount.path
+        let offline = await Mount.wait(seconds: 30) {
+            (try? Shell.sh("getfattr --only-values -n user.darkdisk.remote \(Shell.quote(root))"))?.output.hasPrefix("offline since") == true
+        }
+        let seconds = Date().timeIntervalSince(stalled)
+        // One timeout (3 s) and slack; five of them with the backoff between took over 20 s.
+        #expect(offline && seconds < 12, "offline after \(String(format: "%.1f", seconds)) s with a 3 s remote timeout\n\(setup.mount.log.suffix(3000))")
+    }
+
     @Test func theFirstReadAfterTheRemoteIsBackReachesIt() async throws {
         let setup = try Setup()
         try setup.down()
