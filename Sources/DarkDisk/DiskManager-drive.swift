@@ -10,6 +10,9 @@ public struct DriveNode: Sendable, Equatable {
     public let parentID: NodeID?
     public let created: Double
     public var attributes: NodeAttributes
+    /// When the node last changed (content, name, folder, mode, times, extended attributes), in seconds
+    /// since 1970: its `ctime`. Nil for a node not yet in the index, or older than the index's column.
+    public var changed: Double? = nil
 }
 
 /// A new drive file not yet in the index (`DiskManager.prepareDriveFile`): its node and its content.
@@ -102,10 +105,10 @@ extension DiskManager {
         }
     }
 
-    /// The drive columns (0–9), the outline's ETag and data size (10, 11), and the stored data file's (12–19).
+    /// The drive columns (0–10), the outline's ETag and data size (11, 12), and the stored data file's (13–20).
     private static let listingSelect = """
         SELECT child.id, child.name, child.parentID, child.created, child.type, child.mode, child.mtime, child.mtimeNsec,
-               child.target, child.xattrs, child.cloudETag, child.dataSize,
+               child.target, child.xattrs, child.ctime, child.cloudETag, child.dataSize,
                file.id, file.mode, file.plaintextSize, file.storedSize, file.modified, file.lastAccess, file.expiration, file.format
         FROM node AS child LEFT JOIN file ON file.kind = 'data' AND file.ownerID = child.id AND file.identityID = ''
         """
@@ -116,14 +119,14 @@ extension DiskManager {
         while let row = try rows.next() {
             guard let node = try driveNode(from: DriveColumns(row), in: folder) else { continue }
             var data: StoredFile?
-            if let fileID: Int64 = row[12], let mode = (row[13] as String?).flatMap(StorageMode.init),
-               let format = (row[19] as UInt8?).flatMap(CryptoFileFormat.init) {
+            if let fileID: Int64 = row[13], let mode = (row[14] as String?).flatMap(StorageMode.init),
+               let format = (row[20] as UInt8?).flatMap(CryptoFileFormat.init) {
                 data = StoredFile(fileID: fileID, kind: .data, ownerID: node.id.rawValue, identityID: "", mode: mode,
-                                  plaintextSize: UInt64(row[14] as Int64), storedSize: UInt64(row[15] as Int64),
-                                  modified: Date(timeIntervalSince1970: row[16]), lastAccess: Date(timeIntervalSince1970: row[17]),
-                                  expiration: row[18], format: format)
+                                  plaintextSize: UInt64(row[15] as Int64), storedSize: UInt64(row[16] as Int64),
+                                  modified: Date(timeIntervalSince1970: row[17]), lastAccess: Date(timeIntervalSince1970: row[18]),
+                                  expiration: row[19], format: format)
             }
-            let remoteSize: UInt64? = (row[10] as String?) == nil ? nil : UInt64(row[11] as Int64)
+            let remoteSize: UInt64? = (row[11] as String?) == nil ? nil : UInt64(row[12] as Int64)
             listed.append(DriveListedNode(node: node, data: data, remoteDataSize: remoteSize))
         }
     }
@@ -158,7 +161,7 @@ extension DiskManager {
             kind: columns.type.flatMap(NodeAttributes.Kind.init) ?? .file, mode: columns.mode.map { UInt32($0) },
             modifiedSeconds: columns.mtime, modifiedNanoseconds: UInt32(columns.mtimeNsec ?? 0), target: columns.target,
             extendedAttributes: try decodedExtendedAttributes(columns.xattrs))
-        return DriveNode(id: id, name: name, parentID: folder, created: columns.created, attributes: attributes)
+        return DriveNode(id: id, name: name, parentID: folder, created: columns.created, attributes: attributes, changed: columns.ctime)
     }
 
     static func isDriveFolder(_ id: NodeID, _ db: Database) throws -> Bool {

@@ -275,14 +275,14 @@ extension DiskManager {
         } else if mode != nil || modified != nil {
             // One statement sets them and finds the node still named.
             try db.cachedStatement(sql: """
-                UPDATE node SET mode = COALESCE(?, mode), mtime = COALESCE(?, mtime), mtimeNsec = COALESCE(?, mtimeNsec)
+                UPDATE node SET mode = COALESCE(?, mode), mtime = COALESCE(?, mtime), mtimeNsec = COALESCE(?, mtimeNsec), ctime = ?
                 WHERE id = ? AND name IS NOT NULL
-                """).execute(arguments: [mode, modified?.seconds, modified?.nanoseconds, nodeID.rawValue])
+                """).execute(arguments: [mode, modified?.seconds, modified?.nanoseconds, now, nodeID.rawValue])
             guard db.changesCount > 0 else { throw DeletedMeanwhile() }
         } else {
-            guard try String.fetchOne(db.cachedStatement(sql: "SELECT name FROM node WHERE id = ?"), arguments: [nodeID.rawValue]) != nil else {
-                throw DeletedMeanwhile()
-            }
+            // (New content is a change of the node: its change time.)
+            try db.cachedStatement(sql: "UPDATE node SET ctime = ? WHERE id = ? AND name IS NOT NULL").execute(arguments: [now, nodeID.rawValue])
+            guard db.changesCount > 0 else { throw DeletedMeanwhile() }
         }
         try queue(db, nodeID, .content, name: nil, parentID: nil, operation: "'content'", now: now)
     }

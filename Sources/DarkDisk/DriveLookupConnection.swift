@@ -76,7 +76,7 @@ final class DriveLookupConnection: @unchecked Sendable {
         defer { sqlite3_reset(byID); sqlite3_clear_bindings(byID) }
         bind(id, at: 1, in: byID)
         guard try step(byID) else { return nil }
-        return (columns(of: byID), sqlite3_column_int64(byID, 10) != 0)
+        return (columns(of: byID), sqlite3_column_int64(byID, DriveColumns.count) != 0)
     }
 
     private func bind(_ text: String, at index: Int32, in statement: OpaquePointer) {
@@ -105,6 +105,7 @@ final class DriveLookupConnection: @unchecked Sendable {
             xattrs = sqlite3_column_blob(statement, 9).map { Data(bytes: $0, count: count) } ?? Data()
         }
         return DriveColumns(id: text(0) ?? "", name: text(1), parentID: text(2), created: sqlite3_column_double(statement, 3),
-                            type: text(4), mode: integer(5), mtime: integer(6), mtimeNsec: integer(7), target: text(8), xattrs: xattrs)
+                            type: text(4), mode: integer(5), mtime: integer(6), mtimeNsec: integer(7), target: text(8), xattrs: xattrs,
+                            ctime: sqlite3_column_type(statement, 10) == SQLITE_NULL ? nil : sqlite3_column_double(statement, 10))
     }
 }

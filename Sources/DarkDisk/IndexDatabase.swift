@@ -373,6 +373,23 @@ enum IndexDatabase {
             // (1 ms at 10,000 nodes; a `tar x` looks up each top-level folder it makes).
             try db.execute(sql: "CREATE INDEX node_name ON node(name) WHERE name IS NOT NULL")
         }
+        migrator.registerMigration("v23: a node's change time") { db in
+            // The time of a node's last change (its `ctime`), in seconds: set by the statements that change its
+            // content, and by these triggers for everything else a change of its row is (a rename, a move, a
+            // mode, a time, a link target, an extended attribute; a node made or pulled), so that no writer
+            // can forget it. NULL on nodes older than the column: their `ctime` shows their `mtime`.
+            let now = "(julianday('now') - 2440587.5) * 86400.0"
+            try db.execute(sql: """
+                ALTER TABLE node ADD COLUMN ctime REAL;
+                CREATE TRIGGER node_made AFTER INSERT ON node WHEN NEW.ctime IS NULL
+                BEGIN UPDATE node SET ctime = \(now) WHERE id = NEW.id; END;
+                CREATE TRIGGER node_changed AFTER UPDATE OF name, parentID, type, mode, mtime, mtimeNsec, target, xattrs ON node
+                WHEN NEW.ctime IS OLD.ctime AND (NEW.name IS NOT OLD.name OR NEW.parentID IS NOT OLD.parentID
+                  OR NEW.type IS NOT OLD.type OR NEW.mode IS NOT OLD.mode OR NEW.mtime IS NOT OLD.mtime
+                  OR NEW.mtimeNsec IS NOT OLD.mtimeNsec OR NEW.target IS NOT OLD.target OR NEW.xattrs IS NOT OLD.xattrs)
+                BEGIN UPDATE node SET ctime = \(now) WHERE id = NEW.id; END;
+                """)
+        }
         return migrator
     }
 

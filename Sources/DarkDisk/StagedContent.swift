@@ -51,6 +51,9 @@ public final class StagedContent: Sendable {
         /// writes them with the content (`deferAttributes`).
         var mode: UInt32?
         var modified: (seconds: Int64, nanoseconds: UInt32)?
+        /// When the content or those attributes last changed since the last commit (the node's change time
+        /// until the commit writes its own).
+        var changed: (seconds: Int64, nanoseconds: UInt32)?
     }
 
     /// What a commit writes into the node's attributes besides the content: its permission bits, if set
@@ -58,6 +61,8 @@ public final class StagedContent: Sendable {
     public struct AttributeChanges: Sendable {
         public var mode: UInt32?
         public var modified: (seconds: Int64, nanoseconds: UInt32)?
+        /// When the content or the attributes last changed since the last commit, if they did.
+        public var changed: (seconds: Int64, nanoseconds: UInt32)?
     }
 
     /// Plaintext bytes per chunk of the staging file (the versions sealed here take the store's own chunk
@@ -96,9 +101,11 @@ public final class StagedContent: Sendable {
     /// The modification time was set explicitly (`touch -d`, `cp -p`): later commits keep it unless the
     /// content changes again.
     public func setModified() {
+        let now = Self.now()
         state.withLock {
             $0.lastChange = nil
             $0.modified = nil
+            $0.changed = now
         }
     }
 
@@ -106,8 +113,10 @@ public final class StagedContent: Sendable {
     /// written with the content in one transaction (`tar x` and `cp -p` set both between the writes and the
     /// `close`); false, keeping nothing, when no commit is due (the caller writes them itself).
     public func deferAttributes(mode: UInt32?, modified: (seconds: Int64, nanoseconds: UInt32)?) -> Bool {
-        state.withLock { state in
+        let now = Self.now()
+        return state.withLock { state in
             guard state.dirty, state.failure == nil else { return false }
+            state.changed = now
             if let mode { state.mode = mode }
             if let modified {
                 state.modified = modified
@@ -118,7 +127,7 @@ public final class StagedContent: Sendable {
     }
 
     private static func attributeChanges(_ state: borrowing State) -> AttributeChanges {
-        AttributeChanges(mode: state.mode, modified: state.lastChange ?? state.modified)
+        AttributeChanges(mode: state.mode, modified: state.lastChange ?? state.modified, changed: state.changed)
     }
 
     /// Copies plaintext [offset, offset + count) into `buffer`; returns the bytes copied (fewer at the end).
@@ -174,6 +183,7 @@ public final class StagedContent: Sendable {
             state.size = end
             state.dirty = true
             state.lastChange = now
+            state.changed = now
             return
         }
         try setAsideSequential(&state)
@@ -193,6 +203,7 @@ public final class StagedContent: Sendable {
         state.size = max(state.size, end)
         state.dirty = true
         state.lastChange = now
+        state.changed = now
     }
 
     /// Sets the size: a shorter file loses its end for good, a longer one reads zeros past the old end.
@@ -238,6 +249,7 @@ public final class StagedContent: Sendable {
             state.size = size
             state.dirty = true
             state.lastChange = now
+            state.changed = now
         }
     }
 
@@ -279,6 +291,7 @@ public final class StagedContent: Sendable {
             state.lastChange = nil
             state.mode = nil
             state.modified = nil
+            state.changed = nil
             return export
         }
     }

@@ -1,6 +1,9 @@
 import DarkDisk
 import DarkDiskSync
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A drive file open for writing in this daemon: its staged content, shared by every handle of the node
 /// (a read through any of them sees every write at once), and how many handles use it. The last
@@ -30,11 +33,15 @@ final class DriveWriter: Sendable {
         known.withLock { if $0.generation == generation { $0.record = record } }
     }
 
-    /// Replaces the record's attributes by `attributes`, which this daemon has just written.
+    /// Replaces the record's attributes by `attributes`, which this daemon has just written (a change of the
+    /// node: its change time is now).
     func remember(attributes: NodeAttributes) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
         known.withLock {
             $0.generation &+= 1
             $0.record?.attributes = attributes
+            $0.record?.changed = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
         }
     }
 

@@ -76,10 +76,10 @@ extension FuseFileSystem {
     func driveStat(_ node: DriveNode, listed: (node: DriveListedNode, removals: UInt64)? = nil) throws(DarkDiskError) -> stat? {
         switch node.attributes.kind {
         case .folder:
-            return withAttributes(baseStat(mode: S_IFDIR, links: 2), node.attributes)
+            return withAttributes(baseStat(mode: S_IFDIR, links: 2), of: node)
         case .symlink:
             guard let target = node.attributes.target else { return nil }
-            return withAttributes(baseStat(mode: S_IFLNK, links: 1, size: UInt64(target.utf8.count)), node.attributes)
+            return withAttributes(baseStat(mode: S_IFLNK, links: 1, size: UInt64(target.utf8.count)), of: node)
         case .file:
             var st: stat
             let writer = writers.withLock { $0[node.id] }
@@ -106,12 +106,16 @@ extension FuseFileSystem {
                 }
             }
             st.st_mode = S_IFREG
-            st = withAttributes(st, node.attributes)
+            st = withAttributes(st, of: node)
             if let pending = writer?.content.pendingAttributes {
                 if let mode = pending.mode { st.st_mode = S_IFREG | mode_t(mode & 0o7777) }
                 if let change = pending.modified {
                     st.st_mtim = timespec(tv_sec: Int(change.seconds), tv_nsec: Int(change.nanoseconds))
-                    st.st_ctim = st.st_mtim
+                }
+                // Written or changed since its last commit: then.
+                if let change = pending.changed {
+                    let time = timespec(tv_sec: Int(change.seconds), tv_nsec: Int(change.nanoseconds))
+                    if (time.tv_sec, time.tv_nsec) > (st.st_ctim.tv_sec, st.st_ctim.tv_nsec) { st.st_ctim = time }
                 }
             }
             return st
@@ -139,13 +143,20 @@ extension FuseFileSystem {
 
     /// `st` with the permission bits and modification time of a node's record (the change time follows the
     /// modification; a record of unknown time keeps the times `st` has).
-    private func withAttributes(_ st: stat, _ attributes: NodeAttributes) -> stat {
+    /// `st` with `node`'s mode, its modification time and its change time (`ctime`: when the drive last
+    /// changed it; its modification time on a node older than the index's change times).
+    private func withAttributes(_ st: stat, of node: DriveNode) -> stat {
         var st = st
+        let attributes = node.attributes
         st.st_mode = (st.st_mode & S_IFMT) | mode_t(attributes.mode & 0o7777)
         if let seconds = attributes.modifiedSeconds {
             let time = timespec(tv_sec: Int(seconds), tv_nsec: Int(attributes.modifiedNanoseconds))
             st.st_mtim = time
             st.st_ctim = time
+        }
+        if let changed = node.changed, changed.isFinite, abs(changed) < 1e15 {
+            let seconds = changed.rounded(.down)
+            st.st_ctim = timespec(tv_sec: Int(seconds), tv_nsec: min(999_999_999, Int((changed - seconds) * 1e9)))
         }
         return st
     }

@@ -75,6 +75,40 @@ import Testing
         #expect(try await Self.describe(again.path + "/files/tree") == Self.describe(tree))
     }
 
+    /// `ctime` is the time of the drive's last change of an entry, as on a local disk: setting the
+    /// modification time back (`touch -d`) leaves it now, and a write, a `chmod`, a rename and an extended
+    /// attribute each move it on; a remount shows the same.
+    @Test func theChangeTimeIsTheLastChangeNotTheModificationTime() async throws {
+        let (store, mount, files) = try await Self.mounted()
+        let file = files + "/f.txt"
+        func times(_ path: String) async throws -> (modified: Double, changed: Double) {
+            let fields = try await Self.sh("stat -c '%.9Y %.9Z' \(Shell.quote(path))").split(separator: " ").compactMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            try #require(fields.count == 2)
+            return (fields[0], fields[1])
+        }
+        let start = Date().timeIntervalSince1970 - 2
+        try await Self.sh("echo one > \(Shell.quote(file))")
+        var last = try await times(file).changed
+        #expect(last >= start, "made now: \(last)")
+        try await Self.sh("touch -d '1999-01-02 03:04:05' \(Shell.quote(file))")
+        var now = try await times(file)
+        #expect(now.modified < 1e9 && now.changed >= last, "touch -d moved the modification time only: \(now)")
+        last = now.changed
+        for (what, command) in [("a write", "echo two >> \(Shell.quote(file))"), ("chmod", "chmod 600 \(Shell.quote(file))"),
+                                ("a rename", "mv \(Shell.quote(file)) \(Shell.quote(files + "/g.txt"))"),
+                                ("an attribute", "setfattr -n user.note -v yes \(Shell.quote(files + "/g.txt"))")] {
+            try await Task.sleep(nanoseconds: 20_000_000)
+            try await Self.sh(command)
+            now = try await times(FileManager.default.fileExists(atPath: file) ? file : files + "/g.txt")
+            #expect(now.changed > last, "\(what) moved the change time: \(last) -> \(now.changed)")
+            last = now.changed
+        }
+        try await Self.sh("fusermount3 -u \(Shell.quote(mount.path))")
+        let again = try Mount(store)
+        let kept = try await times(again.path + "/files/g.txt")
+        #expect(abs(kept.changed - last) < 0.001 && kept.modified == now.modified, "after a remount: \(kept), was \(now)")
+    }
+
     @Test func rsyncTwiceTransfersNothingTheSecondTimeAndKeepsUserAttributes() async throws {
         let (store, mount, files) = try await Self.mounted()
         defer { withExtendedLifetime(mount) {} }
