@@ -78,17 +78,39 @@ public final class DiskManager: Sendable {
             throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
         }
         try refuseIndexWithoutKey(at: location)
-        try FileOperations.makeDirectory(location.configDirectory, allowLink: true)
-        let key: SymmetricKey
-        if let adoptingKeyFile {
-            guard let passphrase else {
-                throw DarkDiskError(.passphraseRequired, "the remote's key is protected by a passphrase; none was given")
+        // A creation that fails part-way leaves nothing it made: a key without a store would make the next
+        // `init` refuse ("a store already exists") or open a store that is not there.
+        let madeConfig = missingDirectories(location.configDirectory)
+        let madeData = missingDirectories(location.dataDirectory)
+        let keyExisted = FileManager.default.fileExists(atPath: location.keyPath)
+        do throws(DarkDiskError) {
+            try FileOperations.makeDirectory(location.configDirectory, allowLink: true)
+            let key: SymmetricKey
+            if let adoptingKeyFile {
+                guard let passphrase else {
+                    throw DarkDiskError(.passphraseRequired, "the remote's key is protected by a passphrase; none was given")
+                }
+                key = try MasterKeyFile.adopt(adoptingKeyFile, at: location.keyPath, passphrase: passphrase)
+            } else {
+                key = try MasterKeyFile.create(at: location.keyPath, passphrase: passphrase)
             }
-            key = try MasterKeyFile.adopt(adoptingKeyFile, at: location.keyPath, passphrase: passphrase)
-        } else {
-            key = try MasterKeyFile.create(at: location.keyPath, passphrase: passphrase)
+            return try DiskManager(location: location, masterKey: key, logger: logger, clock: clock)
+        } catch {
+            if !keyExisted { unlink(location.keyPath) }
+            for made in [madeData.first, madeConfig.first].compactMap({ $0 }) { try? FileManager.default.removeItem(atPath: made) }
+            throw error
         }
-        return try DiskManager(location: location, masterKey: key, logger: logger, clock: clock)
+    }
+
+    /// The folders of `path` (itself included) that do not exist, outermost first.
+    private static func missingDirectories(_ path: String) -> [String] {
+        var missing: [String] = []
+        var current = (path as NSString).standardizingPath
+        while current != "/", !current.isEmpty, !FileManager.default.fileExists(atPath: current) {
+            missing.insert(current, at: 0)
+            current = (current as NSString).deletingLastPathComponent
+        }
+        return missing
     }
 
     /// A store whose index exists but whose key file does not (moved away, or another `XDG_CONFIG_HOME`)

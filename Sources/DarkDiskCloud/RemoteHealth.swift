@@ -28,7 +28,11 @@ public final class RemoteHealth: Sendable {
     private let manager: DiskManager
     private let logger: Logger
     private let probeInterval: Double
-    private let state = Locked<(state: State, probing: Bool, handlers: [@Sendable () -> Void])>((.online, false, []))
+    private let state = Locked<(state: State, probing: Bool, handlers: [@Sendable () -> Void], recovered: Date?, quiet: Bool)>(
+        (.online, false, [], nil, false))
+    /// An outage that begins this soon after the last one ended is the same trouble (a server coming back
+    /// by halves, a link that drops again): its two lines are logged at debug level, not as a new outage.
+    static let settling: Double = 60
 
     public init(remote: any Remote, manager: DiskManager, probeInterval: Double = 2, logger: Logger) {
         self.remote = remote
@@ -49,14 +53,16 @@ public final class RemoteHealth: Sendable {
     /// A remote request failed: an outage if the remote could not be reached.
     public func noteFailure(_ error: any Error) {
         guard let remoteError = error as? RemoteError, remoteError.code == .unreachable else { return }
-        let started = state.withLock { state -> Date? in
+        let started = state.withLock { state -> (Date, quiet: Bool)? in
             guard state.state == .online else { return nil }
             let now = Date()
             state.state = .offline(since: now)
-            return now
+            state.quiet = state.recovered.map { now.timeIntervalSince($0) < Self.settling } ?? false
+            return (now, state.quiet)
         }
-        if let started {
-            logger.warning("the remote is unreachable (\(remoteError.message)); reads of files that are only there fail at once, changes queue, until it answers again")
+        if let (started, quiet) = started {
+            let line = "the remote is unreachable (\(remoteError.message)); reads of files that are only there fail at once, changes queue, until it answers again"
+            if quiet { logger.debug("\(line) (again, \(Int(Self.settling)) s after it came back)") } else { logger.warning("\(line)") }
             record(.offline(since: started))
         }
         probeIfIdle()
@@ -64,13 +70,17 @@ public final class RemoteHealth: Sendable {
 
     /// A remote request succeeded: the outage, if any, is over.
     public func noteSuccess() {
-        let (since, handlers) = state.withLock { state -> (Date?, [@Sendable () -> Void]) in
-            guard case .offline(let since) = state.state else { return (nil, []) }
+        let (since, quiet, handlers) = state.withLock { state -> (Date?, Bool, [@Sendable () -> Void]) in
+            guard case .offline(let since) = state.state else { return (nil, false, []) }
             state.state = .online
-            return (since, state.handlers)
+            // (A quiet outage does not move the settling window: a remote that keeps dropping stays quiet
+            // only for a minute after the outage that was told.)
+            if !state.quiet { state.recovered = Date() }
+            return (since, state.quiet, state.handlers)
         }
         guard let since else { return }
-        logger.notice("the remote answers again (offline for \(Int(Date().timeIntervalSince(since))) s)")
+        let line = "the remote answers again (offline for \(Int(Date().timeIntervalSince(since))) s)"
+        if quiet { logger.debug("\(line)") } else { logger.notice("\(line)") }
         record(.online)
         for handler in handlers { handler() }
     }

@@ -2,6 +2,7 @@ import CFuse3
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
+import DarkDiskSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -75,7 +76,7 @@ extension FuseFileSystem {
                 }
                 self.openStored(pending.reply, entry: entry, ino: ino, export: export, fi: &fileInfo)
             } catch {
-                self.logger.error("\(entry.logName): cannot fetch it from the remote: \(error); answering \(FuseErrno.from(error))")
+                self.logger.error("\(entry.logName): cannot fetch it from the remote: \(error); answering \(Errno(rawValue: FuseErrno.from(error)))")
                 pending.reply.error(FuseErrno.from(error))
             }
         }

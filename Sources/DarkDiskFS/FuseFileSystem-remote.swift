@@ -2,6 +2,7 @@ import CFuse3
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
+import DarkDiskSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -64,12 +65,12 @@ extension FuseFileSystem {
                     remote.gaveUpWaiting()
                     // One line per outage (the health's), not one per read.
                     if self.health?.isOffline == true {
-                        self.logger.debug("\(file.entry.logName): \(error); answering \(FuseErrno.from(error))")
+                        self.logger.debug("\(file.entry.logName): \(error); answering \(Errno(rawValue: FuseErrno.from(error)))")
                         pending.reply.error(FuseErrno.from(error))
                         return
                     }
                 }
-                self.logger.error("\(file.entry.logName): \(error); answering \(FuseErrno.from(error))")
+                self.logger.error("\(file.entry.logName): \(error); answering \(Errno(rawValue: FuseErrno.from(error)))")
                 pending.reply.error(FuseErrno.from(error))
             }
         }

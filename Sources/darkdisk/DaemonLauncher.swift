@@ -23,14 +23,23 @@ enum DaemonLauncher {
         // daemon holds nothing its caller had open (a script's pipe would wait for it forever; daemon(7)).
         let arguments = [executable] + CommandLine.arguments.dropFirst() + ["--foreground", "--ready-fd", "3"]
 
+        // The log is opened here, so that a store folder that cannot take it is said with its path.
+        let log = open(location.logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard log >= 0 else {
+            let cause = String(cString: strerror(errno))
+            close(readEnd)
+            close(writeEnd)
+            throw CLIError("cannot open the mount daemon's log \(location.logPath): \(cause)")
+        }
+        defer { close(log) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, log, 1)
+        posix_spawn_file_actions_adddup2(&actions, log, 2)
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 3)
         SpawnClosingFrom.add(to: &actions, from: 4)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, location.logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -46,7 +55,7 @@ enum DaemonLauncher {
         close(writeEnd)
         guard rc == 0 else {
             close(readEnd)
-            throw CLIError("cannot start the mount daemon: \(String(cString: strerror(rc)))")
+            throw CLIError("cannot start the mount daemon \(executable): \(String(cString: strerror(rc)))")
         }
         // One line ("ok" or "error: …"), or end of file if the daemon died. Stop at the line: a process the
         // daemon started may still hold the pipe (it is marked close-on-exec there, but be sure).

@@ -68,6 +68,8 @@ import Testing
         }
         let seconds = Date().timeIntervalSince(stalled)
         // One timeout (3 s) and slack; five of them with the backoff between took over 20 s.
+        // The log names the errno a read was answered with.
+        #expect(setup.mount.log.range(of: "answering [0-9]", options: .regularExpression) == nil, "\(setup.mount.log.suffix(2000))")
         #expect(offline && seconds < 12, "offline after \(String(format: "%.1f", seconds)) s with a 3 s remote timeout\n\(setup.mount.log.suffix(3000))")
     }
 

@@ -61,6 +61,33 @@ import Glibc
         }
     }
 
+    /// An `init` that fails part-way (its data folder cannot be made) leaves nothing it made: a key left
+    /// behind made the next `init` refuse, or open a store that was not there. The mount daemon's log that
+    /// cannot be opened is named with its path.
+    @Test(.enabled(if: getuid() == 0, "needs root, to run a command as another user"))
+    func aFailedInitLeavesNothingAndAnUnopenableLogIsNamed() async throws {
+        let store = try CLIStore()
+        let home = store.directory + "/nobody"
+        try FileManager.default.createDirectory(atPath: home + "/locked", withIntermediateDirectories: true)
+        chmod(store.directory, 0o755)
+        #expect(chown(home, 65534, 65534) == 0)
+        chmod(home + "/locked", 0o555)
+        func asNobody(_ arguments: [String], data: String) async throws -> Run {
+            try await Shell.run("/usr/bin/setpriv", ["--reuid", "65534", "--regid", "65534", "--clear-groups", "/usr/bin/env",
+                                                    "HOME=" + home, "XDG_DATA_HOME=" + data, Shell.darkdisk] + arguments)
+        }
+        expectOneLineFailure(try await asNobody(["init"], data: home + "/locked/data"), mentioning: "/locked/data: Permission denied")
+        #expect(!FileManager.default.fileExists(atPath: home + "/.config"), "a failed init left its key folder")
+        let made = try await asNobody(["init"], data: home + "/data")
+        #expect(made.status == 0, "the next init: \(made.stderr)")
+
+        let other = try CLIStore()
+        #expect(try await other.darkdisk(["init"]).status == 0)
+        try FileManager.default.createDirectory(atPath: other.storePath + "/data/darkdisk.log", withIntermediateDirectories: true)
+        let mount = try await other.darkdisk(["mount", other.directory + "/mnt"])
+        expectOneLineFailure(mount, mentioning: "cannot open the mount daemon's log \(other.storePath)/data/darkdisk.log: Is a directory")
+    }
+
     /// `check` beside a mount that uploads (and so moves each file from the persistent folder to the cache
     /// pool's) reports nothing that does not exist: a cron health check never alerts falsely. (It reported
     /// tens of "… is missing" while the uploads ran.)
