@@ -183,7 +183,15 @@ extension FuseFileSystem {
                 return
             }
             if truncating {
-                do { try writer.content.truncate(to: 0) } catch {
+                do {
+                    try writer.content.truncate(to: 0)
+                    // A version of some size given up is replaced by the empty one at once, so that its room
+                    // is free for what is written next, as a local disk frees a truncated file's blocks
+                    // (`cp` of 40 MB over 30 MB needs 10 MB free there, not 40).
+                    if let old = try manager.storedFile(id, kind: .data), old.storedSize >= Self.truncationFreesAtOnce {
+                        try commit(writer)
+                    }
+                } catch {
                     detachWriter(writer)
                     throw error
                 }
@@ -497,6 +505,9 @@ extension FuseFileSystem {
         var param = lookedUpEntry(entry, current, in: parent, named: name)
         if reply.entry(&param) != 0 { inodes.withLock { $0.forget(param.ino, count: 1) } }
     }
+
+    /// The stored size from which an open that truncates a file commits the empty version at once.
+    static let truncationFreesAtOnce: UInt64 = 1 << 20
 
     /// Tells the kernel, from a thread of its own, to drop its pages of bytes [from, to) of inode `ino` and
     /// its attributes: what it cached there is not what the file holds (an append went elsewhere).

@@ -57,6 +57,38 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: disk.storePath + "/data/reserve"))
     }
 
+    /// Overwriting a big file on a nearly full disk needs the room a local disk needs (the difference, not
+    /// the whole new file: `cp` of 40 MB over 30 MB failed with 22 MB free), and an upload that has no room
+    /// says so, in `sync` and in `status`, instead of trying again and again in silence.
+    @Test func overwritingABigFileNeedsTheRoomOfTheDifference() async throws {
+        let store = try CLIStore()
+        try FileManager.default.createDirectory(atPath: store.storePath, withIntermediateDirectories: true)
+        let tmpfs = try await Shell.run("/bin/mount", ["-t", "tmpfs", "-o", "size=100m", "tmpfs", store.storePath])
+        try #require(tmpfs.status == 0, "\(tmpfs.stderr)")
+        defer { _ = try? Shell.run("/bin/umount", ["-l", store.storePath]) }
+        #expect(try await store.darkdisk(["init"]).status == 0)
+        let (old, new) = (store.directory + "/old", store.directory + "/new")
+        try await DriveWriteTests.sh("head -c 30M /dev/urandom > \(Shell.quote(old)); head -c 40M /dev/urandom > \(Shell.quote(new))")
+        // (Not uploaded while the test runs: the old version stays here, persistent, as a change waiting.)
+        let mount = try Mount(store, options: ["--write-back", "600"])
+        let file = mount.path + "/files/f"
+        try await DriveWriteTests.sh("cp \(Shell.quote(old)) \(Shell.quote(file))")
+        // 22 MB left: ext4 takes the 40 MB over the 30 MB.
+        let avail = Int(try await Shell.sh("df --output=avail -B1 \(Shell.quote(store.storePath)) | tail -1").output
+            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        try #require(avail > 23 << 20, "room before the filler: \(avail)")
+        try await DriveWriteTests.sh("head -c \(avail - (22 << 20)) /dev/zero > \(Shell.quote(store.storePath + "/filler"))")
+        let copy = try await Shell.sh("cp \(Shell.quote(new)) \(Shell.quote(file)) && cmp \(Shell.quote(new)) \(Shell.quote(file))")
+        #expect(copy.status == 0, "40 MB over 30 MB with 22 MB free: \(copy.stderr)")
+        // Its upload has no room (its cloud file needs 40 MB more): said, and kept in the queue's state.
+        let sync = try await store.darkdisk(["sync"])
+        #expect(sync.status != 0 && sync.stderr.contains("No space left on device"), "sync: \(sync.stderr)")
+        let status = try await store.darkdisk(["status"])
+        #expect(status.output.contains("No space left on device"), "status: \(status.output)")
+        try await DriveWriteTests.sh("rm \(Shell.quote(store.storePath + "/filler")); cmp \(Shell.quote(new)) \(Shell.quote(file))")
+        try await DriveWriteTests.sh("fusermount3 -u \(Shell.quote(mount.path))")
+    }
+
     @Test func readOnlyCommandsWorkOnAReadOnlyStore() async throws {
         let disk = try SmallDisk()
         let remount = try await Shell.run("/bin/mount", ["-o", "remount,ro", disk.mountpoint])
