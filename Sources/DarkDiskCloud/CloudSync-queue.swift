@@ -65,11 +65,17 @@ extension CloudSync {
     /// changed by then); with `waitForOthers`, then waits until the changes other processes were uploading
     /// are done too (or failed). `progress` hears (changes done, changes in all) after each. `pauseWhen` is
     /// asked before each upload; once it says so, the rest stays queued for a later drain (`paused`).
-    public func drainQueue(waitForOthers: Bool = false, restedSince: Date? = nil,
+    /// `firstQueuedAfter`: changes made after that moment go before the older ones, so that an edit made while
+    /// a backlog drains (a one-line change after a 30,000-file copy) does not wait for the whole backlog.
+    public func drainQueue(waitForOthers: Bool = false, restedSince: Date? = nil, firstQueuedAfter: Date? = nil,
                            pauseWhen: (@Sendable () throws -> Bool)? = nil,
                            progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> DrainResult {
         var result = DrainResult()
-        let queue = try manager.uploadQueue().filter { queued in restedSince.map { queued.queuedAt <= $0 } ?? true }
+        var queue = try manager.uploadQueue().filter { queued in restedSince.map { queued.queuedAt <= $0 } ?? true }
+        if let firstQueuedAfter {
+            let (newer, older) = (queue.filter { $0.queuedAt > firstQueuedAfter }, queue.filter { $0.queuedAt <= firstQueuedAfter })
+            queue = newer + older
+        }
         progress?(0, queue.count)
         for (index, queued) in queue.enumerated() {
             try Task.checkCancellation()

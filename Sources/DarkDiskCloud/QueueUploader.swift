@@ -13,7 +13,9 @@ import Logging
 /// uploads, and a drain in progress pauses. A burst of writes across many files (`tar x`, `cp -a`, a
 /// `git checkout`) thus uploads after the work instead of beside it, on the same cores and the same index;
 /// rclone's rest per file lets the first files of such a burst upload while the rest are still written.
-/// A drive written without a pause still uploads once a change has waited `longestHold` seconds.
+/// A drive written without a pause still uploads once a change has waited `longestHold` seconds. The changes
+/// made since the last drain began go first, so an edit made while a backlog uploads waits for one upload,
+/// not for the backlog.
 public final class QueueUploader: Sendable {
     private let task: Locked<Task<Void, Never>?> = Locked(nil)
 
@@ -37,6 +39,9 @@ public final class QueueUploader: Sendable {
         let task = Task.detached {
             var backoff = checkInterval
             var failing = false
+            // When the last drain began: what was queued since goes first in the next (a drain paused by new
+            // changes comes back to a backlog with the new changes behind it).
+            var lastDrain: Date?
             while !Task.isCancelled {
                 await wake.wait(seconds: backoff)
                 if wake.takeKick() { backoff = checkInterval }
@@ -45,7 +50,9 @@ public final class QueueUploader: Sendable {
                     // Including changes whose uploader died (a daemon killed mid-upload and started again).
                     let rested = sync.manager.clock.now.addingTimeInterval(-writeBack)
                     guard try !busy(), try sync.manager.hasUploadsToStart(restedSince: rested) else { continue }
-                    let result = try await sync.drainQueue(restedSince: rested, pauseWhen: busy)
+                    let started = sync.manager.clock.now
+                    defer { lastDrain = started }
+                    let result = try await sync.drainQueue(restedSince: rested, firstQueuedAfter: lastDrain, pauseWhen: busy)
                     for conflict in result.conflicts {
                         logger.warning("upload: node \(conflict.originalID) changed in the remote; this store's change is node \(conflict.nodeID) '\(conflict.name)'")
                     }

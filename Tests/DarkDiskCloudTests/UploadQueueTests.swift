@@ -41,6 +41,25 @@ import Glibc
         #expect(try CloudTests().plaintext(try await downloads.nodeData(id)) == data)
     }
 
+    /// A change made while a backlog drains goes before the backlog in the next drain (the uploader passes the
+    /// moment its last drain began): a one-line edit after a 30,000-file copy waited for the whole copy.
+    @Test func changesMadeSinceTheLastDrainBeganGoFirst() async throws {
+        let setup = try CloudTests.Setup()
+        let sync = CloudSync(manager: setup.a, remote: setup.remote)
+        let backlog = try (1...3).map { try NodeID("old\($0)") }
+        for (index, id) in backlog.enumerated() {
+            try await sync.queuePush(dataFile: try setup.file(id.rawValue, bytes(1000, UInt64(index))), nodeID: id)
+        }
+        try await Task.sleep(nanoseconds: 20_000_000)
+        let lastDrain = Date()
+        try await Task.sleep(nanoseconds: 20_000_000)
+        let edit = try NodeID("edit")
+        try await sync.queuePush(dataFile: try setup.file("edit", Data("one line\n".utf8)), nodeID: edit)
+        let result = try await sync.drainQueue(firstQueuedAfter: lastDrain)
+        #expect(result.uploaded == [edit] + backlog, "\(result.uploaded)")
+        #expect(try setup.a.uploadQueue().isEmpty)
+    }
+
     @Test func aQueuedCacheFileIsNeverEvictedOrExpired() async throws {
         let setup = try CloudTests.Setup()
         let id = try NodeID("only-copy")
