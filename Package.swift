@@ -78,7 +78,8 @@ let package = Package(
                                                    .product(name: "GRDB", package: "GRDB.swift"),
                                                    .product(name: "Logging", package: "swift-log")]),
         // Real servers for the tests (nginx, our fault-injecting proxy), shared by the test targets.
-        .target(name: "DarkDiskTestSupport", dependencies: ["DarkDiskSync", "DarkDiskSystem"], path: "Tests/TestSupport"),
+        .target(name: "DarkDiskTestSupport", dependencies: ["DarkDiskSync", "DarkDiskSystem", .product(name: "Logging", package: "swift-log")],
+                path: "Tests/TestSupport"),
         // Which threads tests run on, and how many that run programs at once (OwnThreads, ProcessSlots).
         .target(name: "DarkDiskTestTraits", path: "Tests/TestTraits"),
         .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskTestTraits", "DarkDiskSync", "DarkDiskCloud", "DarkDiskRemote", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport",

@@ -2,6 +2,7 @@ import DarkDisk
 import DarkDiskCloud
 import DarkDiskRemote
 import DarkDiskSync
+import DarkDiskTestSupport
 import Foundation
 import Logging
 import Testing
@@ -10,25 +11,10 @@ import Testing
 /// ends; a remote that drops again within a minute of coming back (a server recovering by halves) is the
 /// same trouble, told at debug level, so the log does not flap between the two.
 @Suite struct RemoteHealthTests {
-    private struct Recorder: LogHandler {
-        let records: Locked<[(level: Logger.Level, text: String)]>
-        var logLevel: Logger.Level = .trace
-        var metadata: Logger.Metadata = [:]
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            records.withLock { $0.append((event.level, "\(event.message)")) }
-        }
-    }
-
     @Test func anOutageRightAfterAnotherIsToldQuietly() throws {
         let setup = try CloudTests.Setup()
         let records = Locked<[(level: Logger.Level, text: String)]>([])
-        let logger = Logger(label: "health") { _ in Recorder(records: records) }
+        let logger = Logger(label: "health") { _ in LogRecorder(records: records) }
         // (No probe within the test: the outages end when the test says so.)
         let health = RemoteHealth(remote: setup.remote, manager: setup.a, probeInterval: 3600, logger: logger)
         let down = RemoteError(.unreachable, "the server stopped answering")

@@ -1,5 +1,6 @@
 @testable import DarkDisk
 import DarkDiskSync
+import DarkDiskTestSupport
 import Foundation
 import GRDB
 import Logging
@@ -145,7 +146,7 @@ private final class BusyLog: Sendable {
     let path: String
     let records = Locked<[(level: Logger.Level, text: String)]>([])
     var messages: [(level: Logger.Level, text: String)] { records.withLock { $0 } }
-    var logger: Logger { Logger(label: "test") { _ in Recorder(records: self.records) } }
+    var logger: Logger { Logger(label: "test") { _ in LogRecorder(records: self.records) } }
 
     init() throws {
         directory = NSTemporaryDirectory() + "checkpoint-" + UUID().uuidString
@@ -214,21 +215,5 @@ private final class BusyLog: Sendable {
             guard Date() < deadline else { throw TimedOut() }
             Thread.sleep(forTimeInterval: 0.02)
         }
-    }
-}
-
-/// A log handler that keeps every message.
-private struct Recorder: LogHandler {
-    let records: Locked<[(level: Logger.Level, text: String)]>
-    var logLevel: Logger.Level = .trace
-    var metadata: Logger.Metadata = [:]
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        records.withLock { $0.append((event.level, "\(event.message)")) }
     }
 }
