@@ -158,6 +158,21 @@ extension DiskManager {
     }
 
     /// Deletes the rows of the node's stale files; a kept (persistent) file's new version is to be kept too.
+    /// `invalidateLocalFiles(of:kinds:)`, only while the node's data file is still `fileID` (checked in the
+    /// transaction that drops them): a newer version committed meanwhile (a change still to upload) stays.
+    /// Whether they went.
+    @discardableResult
+    public func invalidateLocalFiles(of nodeID: NodeID, kinds: Set<FileKind>, whileDataFileIs fileID: Int64) throws(DarkDiskError) -> Bool {
+        let created = clock.now.timeIntervalSince1970
+        let stale = try write { db -> [FileRecord]? in
+            guard try FileRecord.find(db, kind: .data, owner: nodeID.rawValue)?.id == fileID else { return nil }
+            return try dropStaleFiles(db, of: nodeID, kinds: kinds, at: created)
+        }
+        guard let stale else { return false }
+        finishDeletes(stale, reason: .deleted)
+        return true
+    }
+
     private func dropStaleFiles(_ db: Database, of nodeID: NodeID, kinds: Set<FileKind>, at time: Double) throws -> [FileRecord] {
         let dropped = try deleteRows(db, try FileRecord.filter(Column("ownerID") == nodeID.rawValue
             && kinds.map(\.rawValue).contains(Column("kind"))).fetchAll(db))

@@ -45,7 +45,8 @@ extension DiskManager {
         if let parentID { try db.execute(sql: "UPDATE node SET parentID = ? WHERE id = ?", arguments: [parentID, nodeID.rawValue]) }
         let sequence = (try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(sequence) FROM uploadQueue")) ?? 0) + 1
         try db.cachedStatement(sql: """
-            INSERT INTO uploadQueue (nodeID, name, parentID, queuedAt, state, sequence, operation) VALUES (?, ?, ?, ?, 'pending', ?, ?)
+            INSERT INTO uploadQueue (nodeID, name, parentID, queuedAt, state, sequence, operation, basedOn)
+            VALUES (?, ?, ?, ?, 'pending', ?, ?, (SELECT cloudVersion FROM node WHERE id = ?1))
             ON CONFLICT(nodeID) DO UPDATE SET name = excluded.name, parentID = excluded.parentID, queuedAt = excluded.queuedAt,
               sequence = excluded.sequence, state = CASE WHEN state = 'uploading' THEN state ELSE 'pending' END,
               attempts = 0, lastError = NULL, operation = \(operation)
@@ -140,7 +141,8 @@ extension DiskManager {
     public func finishUpload(_ nodeID: NodeID, sequence: Int64) throws(DarkDiskError) {
         try write { db in
             try db.execute(sql: "DELETE FROM uploadQueue WHERE nodeID = ? AND sequence = ?", arguments: [nodeID.rawValue, sequence])
-            try db.execute(sql: "UPDATE uploadQueue SET state = 'pending', claimedBy = NULL, version = NULL WHERE nodeID = ?",
+            // A newer change stays, made on the version just uploaded.
+            try db.execute(sql: "UPDATE uploadQueue SET state = 'pending', claimedBy = NULL, basedOn = COALESCE(version, basedOn), version = NULL WHERE nodeID = ?",
                            arguments: [nodeID.rawValue])
         }
     }
@@ -178,6 +180,7 @@ extension DiskManager {
               let operation = QueuedUpload.Operation(rawValue: row["operation"]) else { return nil }
         return QueuedUpload(nodeID: id, operation: operation, name: row["name"], parentID: row["parentID"], queuedAt: Date(timeIntervalSince1970: row["queuedAt"]),
                             state: state, claimedBy: (row["claimedBy"] as Int64?).map { Int32(truncatingIfNeeded: $0) },
-                            version: row["version"], attempts: row["attempts"], lastError: row["lastError"], sequence: row["sequence"])
+                            version: row["version"], attempts: row["attempts"], lastError: row["lastError"], sequence: row["sequence"],
+                            basedOn: row["basedOn"])
     }
 }

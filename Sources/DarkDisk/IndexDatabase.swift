@@ -390,6 +390,12 @@ enum IndexDatabase {
                 BEGIN UPDATE node SET ctime = \(now) WHERE id = NEW.id; END;
                 """)
         }
+        migrator.registerMigration("v24: the version a queued change was made on") { db in
+            // The cloud file version the node had here when its queued change began (`QueuedUpload.basedOn`):
+            // an upload that finds the remote at another version is a conflict, even after the store took
+            // the remote's version for an older change of the same row.
+            try db.execute(sql: "ALTER TABLE uploadQueue ADD COLUMN basedOn TEXT")
+        }
         return migrator
     }
 

@@ -37,6 +37,10 @@ public struct QueuedUpload: Sendable, Equatable {
     public let lastError: String?
     /// Grows with every change queued for the node: an upload clears only the change it uploaded.
     public let sequence: Int64
+    /// The cloud file version the node had here when the change began (nil: none, a new node, or queued
+    /// before this was kept); once a change of the row is uploaded, the version it uploaded. A remote at
+    /// another version did not get this change's base: its upload is a conflict.
+    public var basedOn: String? = nil
 
     /// Whether a running process is uploading it now (a claim of a process that died is free to take).
     public var isBeingUploaded: Bool {

@@ -109,9 +109,12 @@ extension CloudSync {
     /// or moved the node, or changed its attributes) is merged, not copied: this content goes up under that
     /// record's name and folder (unless `ownPlacement`: this change renames or moves the node too, and its
     /// name wins), one generation above it. Any other newer record is a conflict.
-    /// `attributes`: the record's (nil: the node's in the index).
+    /// `attributes`: the record's (nil: the node's in the index). `basedOn`: the cloud file version the change
+    /// was made on (a queued change's); a record naming another is a conflict, even one this store has taken
+    /// since (for an older change that met it).
     func upload(_ content: Content, nodeID: NodeID, name: String?, parentID: String?, ownPlacement: Bool = true,
-                attributes: NodeAttributes? = nil, beforeRecord: (String) throws -> Void = { _ in }) async throws -> UploadOutcome {
+                attributes: NodeAttributes? = nil, basedOn: String? = nil,
+                beforeRecord: (String) throws -> Void = { _ in }) async throws -> UploadOutcome {
         var name = name, parentID = parentID
         let (key, wrapped) = try manager.contentKey(for: nodeID)
         // Composed in the store's staging folder: an interrupted push leaves it to the orphan sweep.
@@ -146,6 +149,10 @@ extension CloudSync {
                 try? await remote.delete(cloudKey)
                 throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' in \(remote.url) does not authenticate; it was not overwritten (see 'darkdisk check --remote')")
             case .record(let record)?:
+                if let basedOn, let remoteVersion = record.cloudVersion, remoteVersion != basedOn {
+                    try? await remote.delete(cloudKey)
+                    return .conflict(record)
+                }
                 // Newer than what this store saw: another machine's change came first. Its content is the one
                 // this change was made on when its cloud file is the one this store knows: merged.
                 if record.generation ?? 0 > applied {
@@ -219,11 +226,12 @@ extension CloudSync {
         throw RemoteError(.changed, "the record of node '\(nodeID)' in \(remote.url) keeps changing; try again")
     }
 
-    /// Takes a record from the bucket as this store's knowledge of its node (what a pull does for one node).
-    func apply(_ record: NodeRecord) throws {
+    /// Takes a record from the bucket as this store's knowledge of its node (what a pull does for one node);
+    /// `invalidatingLocalFiles`: its local files of another version go.
+    func apply(_ record: NodeRecord, invalidatingLocalFiles: Bool = true) throws {
         guard let generation = record.generation, let id = try? NodeID(record.nodeID) else { return }
         guard generation >= (try manager.recordGeneration(of: id)) else { return }
-        try manager.updateOutline(try record.outlineEntry())
+        try manager.updateOutline(try record.outlineEntry(), invalidatingLocalFiles: invalidatingLocalFiles)
         try manager.noteRecordGenerations([id: generation])
     }
 }

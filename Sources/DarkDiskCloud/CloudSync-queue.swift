@@ -170,17 +170,19 @@ extension CloudSync {
         // A crash after the record landed and before the queue heard of it: the record names our version.
         // It becomes the base this upload is made on, and the local files stay: they are that version or a
         // newer one queued since (which the upload below then sends; the same content again at worst).
+        var basedOn = queued.basedOn
         if let version = queued.version, let current = try await currentRecord(of: nodeID),
            let record = current.state?.record, record.cloudVersion == version {
             try manager.noteRecordGenerations([nodeID: record.generation ?? 0])
             try manager.updateOutline(try record.outlineEntry(), invalidatingLocalFiles: false, keepingLocalPlacement: true)
+            basedOn = version
         }
         let thumbnail = try await manager.nodeFile(nodeID, kind: .thumbnail)
         let metadata = try await manager.nodeFile(nodeID, kind: .metadata)
         let content = Content(data: .stored(data), thumbnail: try thumbnail.map(Self.plaintext(of:)),
                               metadata: try metadata.map(Self.plaintext(of:)))
         let outcome = try await upload(content, nodeID: nodeID, name: name, parentID: parentID,
-                                       ownPlacement: queued.name != nil || queued.parentID != nil) { version in
+                                       ownPlacement: queued.name != nil || queued.parentID != nil, basedOn: basedOn) { version in
             try manager.noteUploadVersion(nodeID, version: version)
         }
         switch outcome {
@@ -195,12 +197,12 @@ extension CloudSync {
             // The copy goes up first, from the files still held here; then the node takes the remote's version.
             let copy = try await uploadConflictCopy(content, of: nodeID, name: name ?? remoteRecord?.name,
                                                     parentID: parentID ?? remoteRecord?.parentID)
-            if let remoteRecord { try apply(remoteRecord) }
-            // The local version is the copy's now: the node reads as the remote has it, on every machine. (A
-            // newer local version, committed while this one uploaded, is not the copy's: it stays, queued.)
-            if try await manager.nodeFile(nodeID, kind: .data)?.fileID == data.fileID {
-                try manager.invalidateLocalFiles(of: nodeID, kinds: [.data, .metadata, .thumbnail])
-            }
+            // The node takes the remote's version; its local files go if they are the copy's (then it reads as the
+            // remote has it, on every machine). A newer local version, committed while this one uploaded, is
+            // not the copy's: it stays, queued, made on what this store had (`basedOn`), so its upload is a
+            // conflict copy too.
+            if let remoteRecord { try apply(remoteRecord, invalidatingLocalFiles: false) }
+            try manager.invalidateLocalFiles(of: nodeID, kinds: [.data, .metadata, .thumbnail], whileDataFileIs: data.fileID)
             return (copy, false)
         }
     }

@@ -56,6 +56,35 @@ import Testing
         }
     }
 
+    /// A change committed here while an older one uploads is made on what this store had, not on what the
+    /// remote got meanwhile: when the older one meets another machine's version and becomes a conflict copy
+    /// (the node taking the remote's version), the newer one is a conflict copy too. It used to be uploaded
+    /// over the other machine's version as if made on it, which then lived only in older cloud files.
+    @Test func aChangeMadeWhileAConflictingOneUploadsIsAConflictToo() async throws {
+        let bucket = try await Bucket(.file)
+        let (a, b, id) = (bucket.setup.a, bucket.setup.b, try NodeID("doc"))
+        try await bucket.sync(a, host: "machine-a").push(dataFile: bucket.setup.file("v0", Data("v0".utf8)), nodeID: id, name: "doc.txt")
+        _ = try await bucket.sync(b).pull()
+        // A's first edit waits in its queue; B's edit lands first.
+        try await bucket.sync(a, host: "machine-a").queuePush(dataFile: bucket.setup.file("a1", Data("a1".utf8)), nodeID: id)
+        try await bucket.sync(b).push(dataFile: bucket.setup.file("b1", Data("b1".utf8)), nodeID: id)
+        // A's second edit is committed while its first uploads.
+        let (second, remote) = (try bucket.setup.file("a2", Data("a2".utf8)), bucket.remote)
+        let racing = InterceptingRemote(remote, beforeFirstFileWrite: {
+            try await CloudSync(manager: a, remote: remote, host: "machine-a").queuePush(dataFile: second, nodeID: id)
+        })
+        let first = try await CloudSync(manager: a, remote: racing, host: "machine-a").drainQueue()
+        let waiting = try a.uploadQueue()
+        #expect(first.conflicts.count == 1 && waiting.count == 1, "\(first)")
+        let then = try await bucket.sync(a, host: "machine-a").drainQueue()
+        #expect(then.conflicts.count == 1 && then.uploaded.isEmpty, "the newer edit is a conflict copy too: \(then)")
+        #expect(try await bucket.content(id, on: a) == Data("b1".utf8), "B's version stays the node's")
+        let copies = try a.conflictCopies()
+        var contents = Set<Data>()
+        for copy in copies { contents.insert(try await bucket.content(copy.nodeID, on: a)) }
+        #expect(contents == [Data("a1".utf8), Data("a2".utf8)], "each of A's edits is in a conflict copy")
+    }
+
     @Test(arguments: Kind.allCases) func writesHonourTheirCondition(_ kind: Kind) async throws {
         let bucket = try await Bucket(kind)
         let remote = bucket.remote

@@ -5,12 +5,15 @@ import Foundation
 /// A real remote seen through a layer that steps in at the moments the tests stage: right before the first
 /// conditional update of a record (another machine's write landing between a store's read of the record
 /// and its own write), right after the first listing and the first read of a record (writes landing while
-/// a pull lists, reads and applies what it read), and when unfinished uploads are listed (refused, as S3 refuses
+/// a pull lists, reads and applies what it read), right before the first upload of a file (a change made
+/// while an upload runs), and when unfinished uploads are listed (refused, as S3 refuses
 /// credentials without `s3:ListBucketMultipartUploads`). Everything else goes to `inner` unchanged.
 final class InterceptingRemote: Remote, Sendable {
     let inner: any Remote
     private let beforeFirstRecordUpdate: (@Sendable () async throws -> Void)?
     private let afterFirstList: (@Sendable () async throws -> Void)?
+    private let beforeFirstFileWrite: (@Sendable () async throws -> Void)?
+    private let fileWriteDone = Locked(false)
     private let afterFirstRecordRead: (@Sendable () async throws -> Void)?
     private let unfinishedUploadsError: RemoteError?
     private let done = Locked(false)
@@ -23,10 +26,11 @@ final class InterceptingRemote: Remote, Sendable {
 
     init(_ inner: any Remote, beforeFirstRecordUpdate: (@Sendable () async throws -> Void)? = nil,
          afterFirstList: (@Sendable () async throws -> Void)? = nil, afterFirstRecordRead: (@Sendable () async throws -> Void)? = nil,
-         unfinishedUploadsError: RemoteError? = nil) {
+         beforeFirstFileWrite: (@Sendable () async throws -> Void)? = nil, unfinishedUploadsError: RemoteError? = nil) {
         self.inner = inner
         self.beforeFirstRecordUpdate = beforeFirstRecordUpdate
         self.afterFirstList = afterFirstList
+        self.beforeFirstFileWrite = beforeFirstFileWrite
         self.afterFirstRecordRead = afterFirstRecordRead
         self.unfinishedUploadsError = unfinishedUploadsError
     }
@@ -48,7 +52,12 @@ final class InterceptingRemote: Remote, Sendable {
             do { try await staged() } catch { throw RemoteError(.io, "the staged write failed: \(error)") }
         }
     }
-    func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo { try await inner.write(key, fromFile: path) }
+    func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo {
+        if let staged = beforeFirstFileWrite, fileWriteDone.withLock({ let first = !$0; $0 = true; return first }) {
+            do { try await staged() } catch { throw RemoteError(.io, "the staged write failed: \(error)") }
+        }
+        return try await inner.write(key, fromFile: path)
+    }
     func delete(_ key: String, condition: WriteCondition) async throws(RemoteError) { try await inner.delete(key, condition: condition) }
 
     func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo {
