@@ -140,12 +140,16 @@ struct HTTPTransport: Sendable {
         error.message.hasSuffix(stallText)
     }
 
-    private static let stallText = "s (the server stalls)"
+    private static let stallText = " (the server stalls)"
 
     /// `describe(_:)`, with a stall said with this transport's timeout.
     func describe(_ error: any Error) -> String {
-        if let client = error as? HTTPClientError, client == .readTimeout || client == .deadlineExceeded {
-            return "it stopped answering: nothing came for \(timeout.nanoseconds / 1_000_000_000)" + Self.stallText
+        let seconds = String(format: "%g", Double(timeout.nanoseconds) / 1e9)
+        if let client = error as? HTTPClientError, client == .readTimeout {
+            return "it stopped answering: nothing came for \(seconds) s" + Self.stallText
+        }
+        if let client = error as? HTTPClientError, client == .deadlineExceeded {
+            return "no answer within \(seconds) s of the request being sent" + Self.stallText
         }
         return Self.describe(error)
     }
