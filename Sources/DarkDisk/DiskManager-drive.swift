@@ -105,6 +105,18 @@ extension DiskManager {
         }
     }
 
+    /// What a `stat` of drive file `id` shows of its data: the stored data file, else the size the outline
+    /// gives it (nil: the remote does not have it); nil when the index has no such named node. One statement,
+    /// without a transaction around it (as `driveListing` reads a folder).
+    public func driveFileData(_ id: NodeID) throws(DarkDiskError) -> (data: StoredFile?, remoteDataSize: UInt64?)? {
+        try quickRead { db in
+            var listed: [DriveListedNode] = []
+            try Self.appendListed(db.cachedStatement(sql: "\(Self.listingSelect) WHERE child.id = ? AND child.name IS NOT NULL"),
+                                  arguments: [id.rawValue], in: nil, to: &listed)
+            return listed.first.map { ($0.data, $0.remoteDataSize) }
+        }
+    }
+
     /// The drive columns (0–10), the outline's ETag and data size (11, 12), and the stored data file's (13–20).
     private static let listingSelect = """
         SELECT child.id, child.name, child.parentID, child.created, child.type, child.mode, child.mtime, child.mtimeNsec,

@@ -51,7 +51,9 @@ extension DiskManager {
     private func export(kind: FileKind, owner: String, identity: String) throws(DarkDiskError) -> DiskExport? {
         // A concurrent replace can unlink the file between our index read and our lock; re-read then.
         for _ in 0..<4 {
-            guard let record = try read({ db in try FileRecord.find(db, kind: kind, owner: owner, identity: identity) }) else {
+            // (One statement: no transaction around it. An open of a small file made two, and the GRDB
+            // transaction's own statements cost more than the lookup.)
+            guard let record = try quickRead({ db in try FileRecord.find(db, kind: kind, owner: owner, identity: identity) }) else {
                 return nil
             }
             if try isExpired(record) {

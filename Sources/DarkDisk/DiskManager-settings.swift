@@ -5,11 +5,11 @@ import GRDB
 extension DiskManager {
     /// The limits of `pool`.
     public func settings(for pool: Pool) throws(DarkDiskError) -> PoolSettings {
-        try read { db in try Self.settings(db, pool: pool) }
+        try quickRead { db in try Self.settings(db, pool: pool) }
     }
 
     static func settings(_ db: Database, pool: Pool) throws -> PoolSettings {
-        let row = try Row.fetchOne(db, sql: "SELECT maxSize, defaultExpiration FROM setting WHERE pool = ?", arguments: [pool.rawValue])
+        let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT maxSize, defaultExpiration FROM setting WHERE pool = ?"), arguments: [pool.rawValue])
         guard let row else { return PoolSettings(maxSize: pool.defaultMaxSize, defaultExpiration: pool.defaultExpiration) }
         return PoolSettings(maxSize: UInt64(max(0, row["maxSize"] as Int64)), defaultExpiration: row["defaultExpiration"])
     }

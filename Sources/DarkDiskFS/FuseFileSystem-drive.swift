@@ -99,8 +99,8 @@ extension FuseFileSystem {
                 // has it (else a writer that went since the caller looked would leave its size behind, and a
                 // writer that went since a listing was read too: the kernel would append at an old end).
                 try settle(node.id)
-                if let data = current(section: .data, of: try manager.nodeState(node.id)) {
-                    st = data.stat
+                if let data = try manager.driveFileData(node.id) {
+                    st = data.data.map(attributes(of:)) ?? baseStat(mode: S_IFREG, links: 1, size: data.remoteDataSize ?? 0)
                 } else {
                     st = baseStat(mode: S_IFREG, links: 1)
                 }
