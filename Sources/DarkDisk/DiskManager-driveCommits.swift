@@ -271,7 +271,7 @@ extension DiskManager {
         if let node = newNode {
             try insertNodeColumns(db, id: nodeID.rawValue, wrappedKey: node.wrappedKey, name: node.name, parentID: node.parentID,
                                   created: node.created, type: node.type, mode: mode ?? node.mode, mtime: modified?.seconds ?? node.mtime,
-                                  mtimeNsec: modified?.nanoseconds ?? node.mtimeNsec, target: node.target, xattrs: node.xattrs)
+                                  mtimeNsec: modified?.nanoseconds ?? node.mtimeNsec, target: node.target, xattrs: node.xattrs, changed: now)
         } else if mode != nil || modified != nil {
             // One statement sets them and finds the node still named.
             try db.cachedStatement(sql: """

@@ -100,12 +100,14 @@ extension DiskManager {
     }
 
     /// Inserts a new node's row from its columns (a journaled commit keeps them so), in the caller's transaction.
+    /// `changed`: its change time (nil: when it was made).
     static func insertNodeColumns(_ db: Database, id: String, wrappedKey: Data, name: String, parentID: String?, created: Double,
-                                  type: String, mode: Int64, mtime: Int64?, mtimeNsec: Int64, target: String?, xattrs: Data?) throws {
+                                  type: String, mode: Int64, mtime: Int64?, mtimeNsec: Int64, target: String?, xattrs: Data?,
+                                  changed: Double? = nil) throws {
         try db.cachedStatement(sql: """
-            INSERT INTO node (id, wrappedKey, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [id, wrappedKey, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs])
+            INSERT INTO node (id, wrappedKey, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs, ctime)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [id, wrappedKey, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs, changed ?? created])
     }
 
     /// Commits `content` as the next version of drive file `nodeID`: sealed into a store file (already, when

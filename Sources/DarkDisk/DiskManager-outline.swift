@@ -130,8 +130,8 @@ extension DiskManager {
                 let extended = try Self.extendedAttributesColumn(attributes)
                 try db.execute(sql: """
                     INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize, cloudVersion,
-                      type, mode, mtime, mtimeNsec, target, xattrs)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      type, mode, mtime, mtimeNsec, target, xattrs, ctime)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?6)
                     ON CONFLICT(id) DO UPDATE SET wrappedKey = excluded.wrappedKey, cloudETag = excluded.cloudETag,
                       metadataSize = excluded.metadataSize, thumbnailSize = excluded.thumbnailSize, dataSize = excluded.dataSize,
                       cloudVersion = excluded.cloudVersion\(placement)
