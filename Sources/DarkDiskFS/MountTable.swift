@@ -38,7 +38,8 @@ public enum MountTable {
 
     /// The mount whose file system is device `device` (`MAJOR:MINOR`), if one is listed.
     private static func mount(ofDevice device: String) -> Entry? {
-        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
+        guard let bytes = try? SystemCall.readWhole("/proc/self/mountinfo") else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self)
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: false)
             guard fields.count > 7, fields[2] == device, let dash = fields[6...].firstIndex(of: "-"), dash + 1 < fields.count else { continue }
@@ -49,7 +50,8 @@ public enum MountTable {
 
     /// The mount on top at `path` (the last one listed there), if `path` is a mount point.
     public static func top(at path: String) -> Entry? {
-        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
+        guard let bytes = try? SystemCall.readWhole("/proc/self/mountinfo") else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self)
         var found: Entry?
         for line in text.split(separator: "\n") {
             // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL…] - FSTYPE SOURCE SUPEROPTIONS

@@ -52,6 +52,22 @@ public enum SystemCall {
         return done
     }
 
+    /// The whole file at `path`, read until `read(2)` says it ended: a `/proc` file has no size to go by,
+    /// and Foundation's `String(contentsOfFile:)` stops after its first page (64 of 103 lines of a
+    /// `mountinfo`, so a mount on a later line was not seen).
+    public static func readWhole(_ path: String) throws(Errno) -> [UInt8] {
+        let fd = try open(path, O_RDONLY | O_CLOEXEC)
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 65_536, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = try readSome(fd, into: buffer, count: 65_536)
+            if count == 0 { return bytes }
+            bytes += UnsafeRawBufferPointer(start: buffer, count: count)
+        }
+    }
+
     /// Reads whatever one `read(2)` gives (at most `count`; 0 at the end): for pipes read as they fill.
     public static func readSome(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int) throws(Errno) -> Int {
         try retrying { Glibc.read(fd, buffer, count) }

@@ -1,5 +1,6 @@
 import DarkDisk
 import DarkDiskCrypto
+import DarkDiskSystem
 import DarkDiskTestTraits
 import Foundation
 import Testing
@@ -103,7 +104,7 @@ import Testing
         let mount = try await store.darkdisk(["mount", path])
         #expect(mount.status == 0, "\(mount.stderr)")
         let escaped = path.replacingOccurrences(of: " ", with: "\\040")
-        let mountinfo = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
+        let mountinfo = String(decoding: try SystemCall.readWhole("/proc/self/mountinfo"), as: UTF8.self)
         var device = ""
         for line in mountinfo.split(separator: "\n") {
             let fields = line.split(separator: " ")

@@ -23,6 +23,28 @@ import Glibc
         expectOneLineFailure(try await store.darkdisk(["evict", store.directory + "/missing"]), mentioning: "no such file or folder")
     }
 
+    /// On a machine with many mounts (snaps, containers), a darkdisk mount past the first page of
+    /// `/proc/self/mountinfo` is still found: the table was read with one page (64 of 103 lines), so `pin`
+    /// of a file on the mount said it was not on one.
+    @Test func aMountPastTheFirstPageOfTheMountTableIsFound() async throws {
+        let store = try CLIStore()
+        #expect(try await store.darkdisk(["init"]).status == 0)
+        var made: [String] = []
+        defer { for path in made.reversed() { _ = try? Shell.run("/bin/umount", ["-l", path]) } }
+        for index in 0..<80 {
+            let path = store.directory + "/many/m\(index)"
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            guard try await Shell.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", path]).status == 0 else { break }
+            made.append(path)
+        }
+        let mount = try Mount(store)
+        let file = mount.path + "/files/f.txt"
+        try Data("kept".utf8).write(to: URL(fileURLWithPath: file))
+        let pin = try await store.darkdisk(["pin", file])
+        #expect(pin.status == 0, "pin beside \(made.count) other mounts: \(pin.stderr)")
+        #expect(try await store.darkdisk(["status"]).output.contains("mounted at \(mount.path)"))
+    }
+
     @Test func evictOfAFolderEvictsTheFilesBelowIt() async throws {
         let (_, mount, files) = try await DriveWriteTests.mounted()
         defer { withExtendedLifetime(mount) {} }

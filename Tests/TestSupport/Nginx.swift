@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -71,7 +72,9 @@ public final class Nginx {
 
     /// The socket inodes listening on 127.0.0.1:`port`, from `/proc/net/tcp`.
     static func listeners(on port: Int) -> [String] {
-        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return [] }
+        // (Read to its end: `String(contentsOfFile:)` stops after the first page, 27 lines of this table.)
+        guard let bytes = try? SystemCall.readWhole("/proc/net/tcp") else { return [] }
+        let table = String(decoding: bytes, as: UTF8.self)
         let local = String(format: "0100007F:%04X", port)
         return table.split(separator: "\n").dropFirst().compactMap { line -> String? in
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
