@@ -102,11 +102,13 @@ public final class DiskManager: Sendable {
         }
     }
 
-    /// The folders of `path` (itself included) that do not exist, outermost first.
+    /// The folders of `path` (itself included) that do not exist, outermost first. (A link counts as there,
+    /// even one that leads nowhere: it is the user's, never removed.)
     private static func missingDirectories(_ path: String) -> [String] {
         var missing: [String] = []
         var current = (path as NSString).standardizingPath
-        while current != "/", !current.isEmpty, !FileManager.default.fileExists(atPath: current) {
+        var st = stat()
+        while current != "/", !current.isEmpty, lstat(current, &st) != 0 {
             missing.insert(current, at: 0)
             current = (current as NSString).deletingLastPathComponent
         }

@@ -33,7 +33,7 @@ struct PullCommand: AsyncParsableCommand {
         let remote = try StoreRemote.remote(for: manager, stallTimeout: limit)
         let sync = CloudSync(manager: manager, remote: remote)
         let acceptEmpty = acceptEmptyRemote
-        let result = try await Deadline.run(limit, otherwise: CLIError("pull: \(remote.url) did not finish answering in \(Deadline.text(timeout)) s; stopped (what was read is kept; --timeout raises the limit)")) {
+        let result = try await Deadline.run(limit, otherwise: CLIError("pull: \(remote.url) did not finish answering in \(Deadline.text(timeout)) s; the pull stopped (--timeout raises the limit)")) {
             try await sync.pull(acceptEmptyRemote: acceptEmpty)
         }
         for line in result.skipped { FileHandle.standardError.write(Data("darkdisk: skipped: \(line)\n".utf8)) }
