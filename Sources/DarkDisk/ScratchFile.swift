@@ -4,7 +4,8 @@ import Foundation
 
 /// A file of the store's cache staging folder for a component's own encrypted scratch data (a cloud file
 /// composed for an upload), held with a shared lock. When released it goes back to its manager's
-/// `ScratchFilePool`, emptied, for the next one (until `releaseScratchFiles`); else it is removed. A process
+/// `ScratchFilePool`, emptied, for the next one (until `releaseScratchFiles`); else it is removed. One moved
+/// away meanwhile (a remote on the same file system took it as an object) is only closed, never emptied. A process
 /// killed while holding one leaves it to the orphan sweep (unlocked and untouched for ten minutes), never to
 /// /tmp.
 public final class ScratchFile: Sendable {

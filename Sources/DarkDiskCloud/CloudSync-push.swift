@@ -137,7 +137,7 @@ extension CloudSync {
         // versions no record names after a grace period.
         let version = CloudLayout.newVersion()
         let cloudKey = CloudLayout.cloudFile(nodeID, version: version)
-        let info = try await remote.write(cloudKey, fromFile: scratch.path)
+        let info = try await remote.write(cloudKey, movingFile: scratch.path)
         try beforeRecord(version)
         let applied = try manager.recordGeneration(of: nodeID)
         let condition: WriteCondition

@@ -42,7 +42,7 @@ public struct CloudSync: Sendable {
             let temporary = scratch.path
             defer { withExtendedLifetime(scratch) {} }
             _ = try FileConversion.encrypt(avatar, key: key, to: temporary)
-            let info = try await remote.write(objectKey, fromFile: temporary)
+            let info = try await remote.write(objectKey, movingFile: temporary)
             identity.avatar = UserRecord.Avatar(size: info.size, plaintextSize: UInt64(avatar.count),
                                                 wrappedKey: Hex.encode(manager.wrapKey(key)))
         } else {

@@ -110,6 +110,20 @@ public struct FileRemote: Remote {
         return try commit(temporary, as: key)
     }
 
+    /// Renames the file into the bucket when it is on the bucket's file system (its room is used once);
+    /// copies it otherwise.
+    public func write(_ key: String, movingFile source: String) async throws(RemoteError) -> ObjectInfo {
+        try RemoteKey.check(key)
+        let temporary = try temporaryPath()
+        guard rename(source, temporary) == 0 else {
+            guard errno == EXDEV else {
+                throw RemoteError(.io, "cannot move \(source) to \(url): \(String(cString: strerror(errno)))")
+            }
+            return try await write(key, fromFile: source)
+        }
+        return try commit(temporary, as: key)
+    }
+
     /// Copies the file at `source` to a new file at `destination`, 1 MiB at a time.
     private static func copy(_ source: String, to destination: String, mode: mode_t) throws(Errno) {
         let input = try SystemCall.open(source, O_RDONLY | O_CLOEXEC)

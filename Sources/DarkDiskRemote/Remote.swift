@@ -17,6 +17,10 @@ public protocol Remote: Sendable {
               consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError)
     /// Stores a whole object from a local file, atomically; returns its new info.
     func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo
+    /// Stores a whole object from a local file the caller gives up: a remote on the same file system may
+    /// move the file into place instead of copying it (so an upload needs the object's room once, not
+    /// twice). The file may be gone afterwards, whether the write succeeded or not.
+    func write(_ key: String, movingFile path: String) async throws(RemoteError) -> ObjectInfo
     /// Stores a whole small object, atomically, if `condition` holds when it lands; otherwise fails with
     /// `.preconditionFailed` and leaves the object as it was (DESIGN §4: conditional writes).
     func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo
@@ -31,6 +35,11 @@ public protocol Remote: Sendable {
 
 extension Remote {
     public func abortUnfinishedUploads(prefix: String, startedBefore date: Date) async throws(RemoteError) -> Int { 0 }
+
+    /// A remote that cannot take a file over copies it.
+    public func write(_ key: String, movingFile path: String) async throws(RemoteError) -> ObjectInfo {
+        try await write(key, fromFile: path)
+    }
 
     /// Removes an object whatever it holds; a missing object is not an error.
     public func delete(_ key: String) async throws(RemoteError) {

@@ -89,6 +89,37 @@ import Testing
         try await DriveWriteTests.sh("fusermount3 -u \(Shell.quote(mount.path))")
     }
 
+    /// An upload to the store's own bucket folder (the embedded `file://` remote, on the same disk) needs
+    /// the room of its cloud file once: the composed file is moved into the bucket, not copied (a 40 MB
+    /// push needed 80 MB free).
+    @Test func anUploadToABucketOnTheSameDiskNeedsItsRoomOnce() async throws {
+        let store = try CLIStore()
+        try FileManager.default.createDirectory(atPath: store.storePath, withIntermediateDirectories: true)
+        let tmpfs = try await Shell.run("/bin/mount", ["-t", "tmpfs", "-o", "size=100m", "tmpfs", store.storePath])
+        try #require(tmpfs.status == 0, "\(tmpfs.stderr)")
+        defer { _ = try? Shell.run("/bin/umount", ["-l", store.storePath]) }
+        #expect(try await store.darkdisk(["init"]).status == 0)
+        let data = CLIStore.bytes(40 << 20, seed: 5)
+        let input = try store.file("in", data)
+        #expect(try await store.darkdisk(["import", input, "--node", "big", "--persistent"]).status == 0)
+        func available() async throws -> Int {
+            Int(try await Shell.sh("df --output=avail -B1 \(Shell.quote(store.storePath)) | tail -1").output
+                .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        }
+        let before = try await available()
+        try #require(before > 50 << 20, "room before the filler: \(before)")
+        try await DriveWriteTests.sh("head -c \(before - (48 << 20)) /dev/zero > \(Shell.quote(store.storePath + "/filler"))")
+        let push = try await store.darkdisk(["push", "--node", "big"])
+        #expect(push.status == 0, "a 40 MB push with 48 MB free: \(push.stderr)")
+        let after = try await available()
+        #expect(after > 6 << 20, "the cloud file took its room once: \(after) bytes left")
+        // What landed is the node: read back from the bucket alone (into a pool that holds it).
+        #expect(try await store.darkdisk(["config", "set", "pool.data.max_size", "\(64 << 20)"]).status == 0)
+        #expect(try await store.darkdisk(["evict", "--node", "big"]).status == 0)
+        #expect(try await store.darkdisk(["export", "--node", "big"]).stdout == data)
+        #expect(try await store.darkdisk(["check", "--remote"]).status == 0)
+    }
+
     @Test func readOnlyCommandsWorkOnAReadOnlyStore() async throws {
         let disk = try SmallDisk()
         let remount = try await Shell.run("/bin/mount", ["-o", "remount,ro", disk.mountpoint])

@@ -15,6 +15,33 @@ import Glibc
         return path
     }
 
+    /// A file given up to the remote is moved in when it is on the bucket's file system (no second copy's
+    /// room) and copied when it is not (`EXDEV`); either way the object holds its bytes.
+    @Test func aFileGivenUpIsMovedOnItsFileSystemAndCopiedAcross() async throws {
+        let root = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let remote = FileRemote(root: root)
+        let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let near = root + "-near"
+        try bytes.write(to: URL(fileURLWithPath: near))
+        var before = stat()
+        stat(near, &before)
+        let moved = try await remote.write("nodes/a/v1.cloud", movingFile: near)
+        var landed = stat()
+        stat(root + "/nodes/a/v1.cloud", &landed)
+        #expect(landed.st_ino == before.st_ino, "the same inode, moved into the bucket")
+        #expect(!FileManager.default.fileExists(atPath: near))
+        #expect(moved.size == UInt64(bytes.count))
+        #expect(try await remote.read("nodes/a/v1.cloud", range: 0..<moved.size, ifMatch: moved.etag) == bytes)
+
+        // /dev/shm is another file system than the temporary folder's disk here (and on CI).
+        let far = "/dev/shm/darkdisk-file-remote-" + UUID().uuidString
+        try bytes.write(to: URL(fileURLWithPath: far))
+        defer { unlink(far) }
+        let copied = try await remote.write("nodes/a/v2.cloud", movingFile: far)
+        #expect(try await remote.read("nodes/a/v2.cloud", range: 0..<copied.size, ifMatch: copied.etag) == bytes)
+    }
+
     @Test func listingsByPrefixSeeTheirObjectsOnly() async throws {
         let root = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: root) }
