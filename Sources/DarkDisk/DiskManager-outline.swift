@@ -130,15 +130,17 @@ extension DiskManager {
                 let extended = try Self.extendedAttributesColumn(attributes)
                 try db.execute(sql: """
                     INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize, cloudVersion,
-                      type, mode, mtime, mtimeNsec, target, xattrs, ctime)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?6)
+                      type, mode, mtime, mtimeNsec, target, xattrs, ctime, cloudFileID)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?6, ?)
                     ON CONFLICT(id) DO UPDATE SET wrappedKey = excluded.wrappedKey, cloudETag = excluded.cloudETag,
                       metadataSize = excluded.metadataSize, thumbnailSize = excluded.thumbnailSize, dataSize = excluded.dataSize,
-                      cloudVersion = excluded.cloudVersion\(placement)
+                      cloudVersion = excluded.cloudVersion,
+                      cloudFileID = CASE WHEN excluded.cloudVersion IS node.cloudVersion
+                        THEN COALESCE(excluded.cloudFileID, node.cloudFileID) ELSE excluded.cloudFileID END\(placement)
                     """, arguments: [entry.nodeID.rawValue, Data(entry.wrappedKey), entry.name, entry.parentID, entry.cloudETag,
                                      created, Int64(entry.metadataSize), Int64(entry.thumbnailSize), Int64(entry.dataSize), entry.cloudVersion,
                                      attributes.kind.rawValue, Int64(attributes.mode), attributes.modifiedSeconds,
-                                     Int64(attributes.modifiedNanoseconds), attributes.target, extended])
+                                     Int64(attributes.modifiedNanoseconds), attributes.target, extended, entry.cloudFileID.map { Data($0) }])
             }
             return (changed, stale)
         }
@@ -210,7 +212,8 @@ extension DiskManager {
         OutlineEntry(nodeID: try NodeID(row["id"]), name: row["name"], parentID: row["parentID"],
                      metadataSize: UInt64(row["metadataSize"] as Int64), thumbnailSize: UInt64(row["thumbnailSize"] as Int64),
                      dataSize: UInt64(row["dataSize"] as Int64), wrappedKey: Array(row["wrappedKey"] as Data),
-                     cloudETag: row["cloudETag"], cloudVersion: row["cloudVersion"], attributes: try attributes(from: row))
+                     cloudETag: row["cloudETag"], cloudVersion: row["cloudVersion"],
+                     cloudFileID: (row["cloudFileID"] as Data?).map { Array($0) }, attributes: try attributes(from: row))
     }
 
     /// The `xattrs` column of a node row: JSON of name to base64 of the value; NULL for none.

@@ -396,6 +396,11 @@ enum IndexDatabase {
             // the remote's version for an older change of the same row.
             try db.execute(sql: "ALTER TABLE uploadQueue ADD COLUMN basedOn TEXT")
         }
+        migrator.registerMigration("v25: the file ID a record names") { db in
+            // The file ID of the cloud file a node's record names (`OutlineEntry.cloudFileID`): a download
+            // compares it with the header it fetched, so the bucket cannot serve another version in its place.
+            try db.execute(sql: "ALTER TABLE node ADD COLUMN cloudFileID BLOB")
+        }
         return migrator
     }
 

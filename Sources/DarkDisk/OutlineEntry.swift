@@ -15,13 +15,17 @@ public struct OutlineEntry: Sendable, Equatable, Codable {
     /// Which immutable version of the node's cloud file the record names (32 hex digits); nil for a node
     /// recorded in the first layout, whose one cloud file is replaced in place.
     public var cloudVersion: String?
+    /// The file ID in the authenticated header of that cloud file (16 bytes), which its record names: a
+    /// download refuses any other file, whatever the remote says its ETag is. Nil until known.
+    public var cloudFileID: [UInt8]?
     /// What the node is besides its content: file, folder or link, mode, time, extended attributes.
     public var attributes: NodeAttributes
 
     public init(nodeID: NodeID, name: String?, parentID: String?, metadataSize: UInt64, thumbnailSize: UInt64,
                 dataSize: UInt64, wrappedKey: [UInt8], cloudETag: String, cloudVersion: String? = nil,
-                attributes: NodeAttributes = NodeAttributes()) {
+                cloudFileID: [UInt8]? = nil, attributes: NodeAttributes = NodeAttributes()) {
         self.cloudVersion = cloudVersion
+        self.cloudFileID = cloudFileID
         self.attributes = attributes
         self.nodeID = nodeID
         self.name = name

@@ -179,7 +179,7 @@ extension CloudSync {
                                 thumbnailSize: header.sectionSizes[CloudFileSection.thumbnail.rawValue],
                                 dataSize: header.sectionSizes[CloudFileSection.data.rawValue],
                                 wrappedKey: Hex.encode(wrapped), cloudETag: info.etag, generation: generation, cloudVersion: version,
-                                attributes: try attributes ?? manager.nodeAttributes(of: nodeID))
+                                fileID: header.fileID, attributes: try attributes ?? manager.nodeAttributes(of: nodeID))
         let sealed = try record.sealed(with: manager)
         var lostRace = false
         do {

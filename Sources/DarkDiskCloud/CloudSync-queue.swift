@@ -235,9 +235,16 @@ extension CloudSync {
             let changedElsewhere = base.generation ?? 0 > applied
             let attributes = changedElsewhere ? (base.attributes ?? NodeAttributes()) : try manager.nodeAttributes(of: nodeID)
             let generation = max(applied, base.generation ?? 0) + 1
+            // The file ID the content's record named; a record from before file IDs takes the one this store
+            // bound to that version (at its push, or when it first pulled it).
+            var fileID = base.fileID.flatMap(Hex.decode)
+            if fileID == nil, let known = try manager.outlineEntry(nodeID), known.cloudVersion == base.cloudVersion {
+                fileID = known.cloudFileID
+            }
             let record = NodeRecord(nodeID: nodeID.rawValue, name: name, parentID: parentID, metadataSize: base.metadataSize,
                                     thumbnailSize: base.thumbnailSize, dataSize: base.dataSize, wrappedKey: base.wrappedKey,
-                                    cloudETag: base.cloudETag, generation: generation, cloudVersion: base.cloudVersion, attributes: attributes)
+                                    cloudETag: base.cloudETag, generation: generation, cloudVersion: base.cloudVersion,
+                                    fileID: fileID, attributes: attributes)
             do {
                 _ = try await remote.write(CloudLayout.record(nodeID), data: try record.sealed(with: manager), condition: .matches(current.object.etag))
             } catch {

@@ -111,7 +111,7 @@ public struct CloudSync: Sendable {
         for object in CloudLayout.currentRecords(objects) {
             let nodeID = object.nodeID
             guard let data = try await readRecord(object.key, listed: listed[object.key]) else { continue }
-            let entry: OutlineEntry
+            var entry: OutlineEntry
             let applied = appliedGenerations[nodeID] ?? 0
             do throws(RemoteError) {
                 let read = try RecordObject.read(data, sealed: object.sealed, expected: nodeID, with: manager)
@@ -134,6 +134,20 @@ public struct CloudSync: Sendable {
                 seen.insert(nodeID)
                 result.skipped.append(error.message)
                 continue
+            }
+            if entry.cloudFileID == nil, entry.cloudVersion != nil {
+                // A record from before file IDs: bound to its cloud file as this store first sees it (as on a
+                // first pull), or to the one it bound that version to before.
+                if let old = known[nodeID], old.cloudVersion == entry.cloudVersion, let bound = old.cloudFileID {
+                    entry.cloudFileID = bound
+                } else {
+                    do { entry.cloudFileID = try await legacyFileID(of: entry) } catch {
+                        guard error.code == .invalidResponse || error.code == .notFound || error.code == .changed else { throw error }
+                        seen.insert(nodeID)
+                        result.skipped.append(error.message)
+                        continue
+                    }
+                }
             }
             seen.insert(nodeID)
             if let old = known[nodeID] {
@@ -172,6 +186,24 @@ public struct CloudSync: Sendable {
         }
         result.skipped += try await pullUsers()
         return result
+    }
+
+    /// The file ID of the cloud file a version 2 record (which names none) describes: its header, read with
+    /// the record's ETag (one range request), authenticated by the node's key and agreeing with the record.
+    private func legacyFileID(of entry: OutlineEntry) async throws(RemoteError) -> [UInt8] {
+        guard let version = entry.cloudVersion else { throw RemoteError(.invalidResponse, "node '\(entry.nodeID)' has no cloud file version") }
+        let objectKey = CloudLayout.cloudFile(entry.nodeID, version: version)
+        let key: SymmetricKey
+        do { key = try manager.unwrapKey(entry.wrappedKey) } catch {
+            throw RemoteError(.invalidResponse, "the key in the record of node '\(entry.nodeID)' does not unwrap: \(error.message)")
+        }
+        let bytes = try await remote.read(objectKey, range: 0..<UInt64(CryptoFormat.headerSize), ifMatch: entry.cloudETag)
+        let header: CryptoFileHeader
+        do { header = try CryptoFileHeader(authenticating: Array(bytes), key: key, name: objectKey) } catch {
+            throw RemoteError(.invalidResponse, "the cloud file of node '\(entry.nodeID)' does not authenticate with the node's key: \(error.message)")
+        }
+        try entry.checkAgreement(with: header, objectKey: objectKey)
+        return header.fileID
     }
 
     /// A record object as listed: one ranged GET with the listing's ETag; replaced or gone since the listing,

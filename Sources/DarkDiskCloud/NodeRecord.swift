@@ -6,13 +6,14 @@ import Foundation
 /// decrypt it (its key, wrapped by the user's master key), the ETag of the cloud file it describes, and a
 /// generation that grows with every write.
 ///
-/// In the bucket it is sealed (`sealed(with:)`, version 2): JSON encrypted and authenticated under a key
+/// In the bucket it is sealed (`sealed(with:)`, version 3): JSON encrypted and authenticated under a key
 /// derived from the master key, the AAD binding the node ID, so the bucket's owner learns nothing but the
-/// node ID and a swapped, altered or forged record does not open. Version 1, plain JSON without a
-/// generation, is what stores wrote before; it is still read (`decode`). `Docs/FORMAT.md` specifies both.
+/// node ID and a swapped, altered or forged record does not open. It names its cloud file's file ID, so
+/// no other version of the node's content is taken for it. Version 2 (sealed, without the file ID) and
+/// version 1 (plain JSON without a generation) are what stores wrote before. `Docs/FORMAT.md` specifies them.
 public struct NodeRecord: Codable, Sendable, Equatable {
-    /// 1: a legacy plain-JSON record; 2: the content of a sealed one.
-    public var version: Int = 2
+    /// 1: a legacy plain-JSON record; 2: a sealed one without the file ID; 3: a sealed one with it.
+    public var version: Int = 3
     public var nodeID: String
     public var name: String?
     public var parentID: String?
@@ -28,6 +29,8 @@ public struct NodeRecord: Codable, Sendable, Equatable {
     /// The version of the cloud file the record names (`CloudLayout.cloudFile(_:version:)`); nil in a legacy
     /// record, whose node has the one file `nodes/<id>.ddc`.
     public var cloudVersion: String?
+    /// Hex of the 16-byte file ID in that cloud file's authenticated header (version 3).
+    public var fileID: String?
     /// "file", "folder" or "symlink" (absent: a file, as in records written before the drive).
     public var type: String?
     /// Permission bits (absent: the type's default, 0644 for a file).
@@ -41,8 +44,10 @@ public struct NodeRecord: Codable, Sendable, Equatable {
     public var xattrs: [String: String]?
 
     public init(nodeID: String, name: String?, parentID: String?, metadataSize: UInt64, thumbnailSize: UInt64, dataSize: UInt64,
-                wrappedKey: String, cloudETag: String, generation: UInt64?, cloudVersion: String? = nil, attributes: NodeAttributes? = nil) {
+                wrappedKey: String, cloudETag: String, generation: UInt64?, cloudVersion: String? = nil, fileID: [UInt8]? = nil,
+                attributes: NodeAttributes? = nil) {
         self.cloudVersion = cloudVersion
+        self.fileID = fileID.map(Hex.encode)
         if let attributes {
             type = attributes.kind.rawValue
             mode = attributes.mode
@@ -51,7 +56,7 @@ public struct NodeRecord: Codable, Sendable, Equatable {
             target = attributes.target
             xattrs = attributes.extendedAttributes.isEmpty ? nil : attributes.extendedAttributes.mapValues { Data($0).base64EncodedString() }
         }
-        self.version = generation == nil ? 1 : 2
+        self.version = generation == nil ? 1 : fileID == nil ? 2 : 3
         self.nodeID = nodeID
         self.name = name
         self.parentID = parentID
@@ -88,7 +93,8 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         } catch {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' does not authenticate (altered, moved from another node, or sealed under another key)")
         }
-        guard let record = try? JSONDecoder().decode(NodeRecord.self, from: Data(plaintext)), record.version == 2,
+        guard let record = try? JSONDecoder().decode(NodeRecord.self, from: Data(plaintext)),
+              record.version == 2 && record.fileID == nil || record.version == 3 && record.fileID != nil,
               let generation = record.generation, generation > 0 else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is malformed")
         }
@@ -100,10 +106,10 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         sealed ? try open(data, expected: nodeID, with: manager) : try decode(data, expected: nodeID)
     }
 
-    /// The sealed form of this record (version 2, with a generation), as it goes into the bucket.
+    /// The sealed form of this record (version 2 or 3, with a generation), as it goes into the bucket.
     public func sealed(with manager: DiskManager) throws(RemoteError) -> Data {
-        guard let id = try? NodeID(nodeID), let generation, generation > 0, version == 2 else {
-            throw RemoteError(.invalidResponse, "only a version 2 record with a generation is sealed")
+        guard let id = try? NodeID(nodeID), let generation, generation > 0, version == 2 || version == 3 else {
+            throw RemoteError(.invalidResponse, "only a version 2 or 3 record with a generation is sealed")
         }
         do {
             return Data(try manager.sealRecord(Array(encoded()), context: Self.sealingContext(id)))
@@ -159,6 +165,9 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         guard record.cloudVersion.map(CloudLayout.isVersion) ?? true else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' names a malformed cloud file version")
         }
+        guard record.fileID.map({ Hex.decode($0)?.count == 16 }) ?? true, record.fileID == nil || record.cloudVersion != nil else {
+            throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' names a malformed cloud file ID")
+        }
         return record
     }
 
@@ -181,6 +190,6 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         }
         return OutlineEntry(nodeID: id, name: name, parentID: parentID, metadataSize: metadataSize,
                             thumbnailSize: thumbnailSize, dataSize: dataSize, wrappedKey: key, cloudETag: cloudETag, cloudVersion: cloudVersion,
-                            attributes: attributes ?? NodeAttributes())
+                            cloudFileID: fileID.flatMap(Hex.decode), attributes: attributes ?? NodeAttributes())
     }
 }

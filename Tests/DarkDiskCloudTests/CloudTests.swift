@@ -125,7 +125,7 @@ import Testing
         #expect(racing.reads.load(ordering: .relaxed) == 2, "read once more")
     }
 
-    @Test func etagChangeMidDownloadRestartsFromZero() async throws {
+    @Test func anotherVersionReplacingTheCloudFileMidDownloadIsRefused() async throws {
         let setup = try Setup()
         let old = Self.bytes(2_000_000, seed: 3)
         let new = Self.bytes(2_000_000, seed: 4)
@@ -139,8 +139,16 @@ import Testing
         let proxy = FaultyRemote(setup.remote)
         let replacedKey = try setup.cloudKey(id)
         proxy.replaceAfterReads.withLock { $0 = (2, replacedKey, try! Data(contentsOf: URL(fileURLWithPath: replacement))) }
-        let export = try await DownloadManager(manager: setup.b, remote: proxy, partSize: 128 * 1024, parallelParts: 1).nodeData(id)
-        #expect(try plaintext(export) == new, "never a mix of two versions")
+        // Another version in the place of the one the record names: refused at the restart (its header's file
+        // ID is not the record's), never served, never a mix of two.
+        do {
+            _ = try await DownloadManager(manager: setup.b, remote: proxy, partSize: 128 * 1024, parallelParts: 1).nodeData(id)
+            Issue.record("another version was served")
+        } catch let error as RemoteError {
+            #expect(error.message.contains("not the version its record names"), "\(error)")
+        }
+        await #expect(try setup.b.nodeFile(id) == nil)
+        #expect(try setup.b.partialDownload(id) == nil)
     }
 
     @Test func truncatedBodiesAreRefused() async throws {

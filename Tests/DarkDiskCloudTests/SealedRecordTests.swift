@@ -3,6 +3,9 @@ import DarkDiskCloud
 import DarkDiskCrypto
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Issue 18 item 1: private, authenticated records. The bucket holds nothing about a node but its ID and
 /// the sizes of its objects; a record swapped with another node's, altered or replayed is refused with one
@@ -127,6 +130,48 @@ import Testing
 
     /// A bucket written by an older darkdisk (plain JSON records) keeps reading: pull, fetch; the next push
     /// of a node replaces its legacy record by a sealed one.
+    /// A version 2 record (sealed, written before records named their cloud file's ID) is bound to the file
+    /// ID of the header a store finds when it first pulls it, and the next write makes it version 3: an
+    /// older version put in the current one's place afterwards (same size, same ETag) is refused.
+    @Test func aRecordWithoutAFileIDIsBoundWhenFirstPulled() async throws {
+        let setup = try CloudTests.Setup()
+        let node = try NodeID("bound")
+        let syncA = CloudSync(manager: setup.a, remote: setup.remote)
+        try await syncA.push(dataFile: setup.file("v1", Data("version one!".utf8)), nodeID: node, name: "v.txt")
+        let first = try #require(try setup.a.outlineEntry(node))
+        let olderKey = CloudLayout.cloudFile(of: first)
+        let older = try #require(try await setup.remote.readAll(olderKey))
+        try await syncA.push(dataFile: setup.file("v2", Data("version two!".utf8)), nodeID: node, name: "v.txt")
+        let second = try #require(try setup.a.outlineEntry(node))
+        #expect(second.cloudFileID != nil && second.cloudFileID != first.cloudFileID, "each version has its own file ID")
+
+        // The record as an older darkdisk wrote it: version 2, no file ID.
+        var record = try NodeRecord.open(try #require(try await setup.remote.readAll(CloudLayout.record(node))), expected: node, with: setup.a)
+        #expect(record.version == 3 && record.fileID != nil)
+        record.version = 2
+        record.fileID = nil
+        _ = try await setup.remote.write(CloudLayout.record(node), data: try record.sealed(with: setup.a))
+        let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        #expect(pulled.added == 1 && pulled.skipped.isEmpty, "\(pulled)")
+        #expect(try setup.b.outlineEntry(node)?.cloudFileID == second.cloudFileID, "bound to the header it found")
+
+        // The older version written in place, its time put back: the ETag the remote reports stays.
+        let path = setup.directory + "/remote/" + CloudLayout.cloudFile(of: second)
+        var before = stat()
+        try #require(stat(path, &before) == 0)
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.write(contentsOf: older)
+        try handle.close()
+        var times = [before.st_atim, before.st_mtim]
+        try #require(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        do {
+            _ = try await DownloadManager(manager: setup.b, remote: setup.remote).nodeData(node)
+            Issue.record("the older version was served")
+        } catch {
+            #expect("\(error)".contains("not the version its record names"), "\(error)")
+        }
+    }
+
     @Test func legacyRecordsKeepReadingAndAPushSealsThem() async throws {
         let setup = try CloudTests.Setup()
         let node = try NodeID("old")

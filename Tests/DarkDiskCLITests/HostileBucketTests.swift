@@ -1,0 +1,57 @@
+import DarkDiskTestTraits
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Whoever holds the bucket edits its objects as an attacker would, with the tools an attacker has (`cp`,
+/// `touch`), and no key. Nothing they do may change what a user reads: each edit is refused in one line
+/// and a non-zero exit, on the machine that wrote the node and on one that joined.
+@Suite(.processSlots) struct HostileBucketTests {
+    /// An older version of a node's content, copied over the object the current record names (same size:
+    /// a same-size edit), with the object's time put back so that a `file://` ETag (inode, size, time) stays
+    /// the same: every version is sealed under the node's one key, so only the record's file ID tells them
+    /// apart. Before, the old bytes were read back with exit 0 and `check --remote` said healthy.
+    @Test func anOlderVersionPutInTheCurrentOnesPlaceIsRefused() async throws {
+        let remote = try RemoteBucket()
+        let (first, second) = (CLIStore.bytes(100_003, seed: 71), CLIStore.bytes(100_003, seed: 72))
+        try remote.push("x", first)
+        let older = try Data(contentsOf: URL(fileURLWithPath: try remote.cloudPath("x")))
+        try remote.join("file://" + remote.bucket)
+        try remote.push("x", second)
+        #expect(try remote.darkdiskB(["pull"]).status == 0)
+        let current = try remote.cloudPath("x")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: current)).count == older.count, "the same size")
+
+        // The attack: the old bytes written into the current object (same inode), its time put back.
+        var before = stat()
+        try #require(stat(current, &before) == 0)
+        let handle = try #require(FileHandle(forWritingAtPath: current))
+        try handle.write(contentsOf: older)
+        try handle.close()
+        var times = [before.st_atim, before.st_mtim]
+        try #require(utimensat(AT_FDCWD, current, &times, 0) == 0)
+        var after = stat()
+        stat(current, &after)
+        #expect(after.st_ino == before.st_ino && after.st_size == before.st_size
+                && after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec,
+                "the ETag the remote reports is unchanged")
+
+        // The joined machine (never downloaded x) and the writer (its copy evicted) both refuse it.
+        let joined = try remote.darkdiskB(["export", "--node", "x"])
+        #expect(joined.status != 0 && joined.stdout.isEmpty, "B read \(joined.stdout.count) bytes: \(joined.stderr)")
+        #expect(joined.stderr.contains("not the version its record names"), "\(joined.stderr)")
+        #expect(try await remote.a.darkdisk(["evict", "--node", "x", "--passphrase-file", remote.passphrase]).status == 0)
+        let writer = try await remote.a.darkdisk(["export", "--node", "x", "--passphrase-file", remote.passphrase])
+        #expect(writer.status != 0 && writer.stdout.isEmpty, "A read \(writer.stdout.count) bytes: \(writer.stderr)")
+        let check = try remote.darkdiskB(["check", "--remote"])
+        #expect(check.status != 0 && check.output.contains("not the version its record names"), "\(check.output)")
+
+        // A new version written over it is read again.
+        try FileManager.default.removeItem(atPath: current)
+        try remote.push("x", second)
+        #expect(try remote.darkdiskB(["pull"]).status == 0)
+        #expect(try remote.darkdiskB(["export", "--node", "x"]).stdout == second)
+    }
+}
