@@ -51,12 +51,15 @@ extension DiskManager {
     private func export(kind: FileKind, owner: String, identity: String) throws(DarkDiskError) -> DiskExport? {
         // A concurrent replace can unlink the file between our index read and our lock; re-read then.
         for _ in 0..<4 {
-            // (One statement: no transaction around it. An open of a small file made two, and the GRDB
-            // transaction's own statements cost more than the lookup.)
-            guard let record = try quickRead({ db in try FileRecord.find(db, kind: kind, owner: owner, identity: identity) }) else {
-                return nil
+            // (One read, no transaction around it: an open of a small file made two, and the GRDB transaction's
+            // own statements cost more than the lookup. A cache file's pool default expiration comes with it.)
+            let found = try quickRead { db -> (FileRecord, Double?)? in
+                guard let record = try FileRecord.find(db, kind: kind, owner: owner, identity: identity) else { return nil }
+                let usesDefault = record.mode == .cache && record.expiration == 0
+                return (record, usesDefault ? try Self.settings(db, pool: record.pool).defaultExpiration : nil)
             }
-            if try isExpired(record) {
+            guard let (record, defaultExpiration) = found else { return nil }
+            if try isExpired(record, defaultExpiration: defaultExpiration) {
                 try deleteRecords([record], reason: .expired)
                 return nil
             }
@@ -124,11 +127,14 @@ extension DiskManager {
     static let persistentAccessResolution: Double = 60
 
     /// Whether a cache file is past its expiration (its own, or its pool's default when its own is 0).
-    func isExpired(_ record: FileRecord) throws(DarkDiskError) -> Bool {
+    /// `defaultExpiration`: the pool's, when the caller has read it already.
+    func isExpired(_ record: FileRecord, defaultExpiration: Double? = nil) throws(DarkDiskError) -> Bool {
         let now = clock.now.timeIntervalSince1970
         guard record.mode == .cache else { return false }
         var expiration = record.expiration
-        if expiration == 0 { expiration = try settings(for: record.pool).defaultExpiration }
+        if expiration == 0 {
+            if let defaultExpiration { expiration = defaultExpiration } else { expiration = try settings(for: record.pool).defaultExpiration }
+        }
         guard expiration > 0 && record.modified + expiration <= now else { return false }
         // A file queued for upload may be the only copy: it does not expire before it is uploaded.
         guard record.kind != .avatar else { return true }
