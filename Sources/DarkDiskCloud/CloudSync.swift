@@ -77,9 +77,8 @@ public struct CloudSync: Sendable {
     }
 
     /// Fetches every record: new nodes appear (no data downloaded), nodes with a new ETag lose their stale
-    /// local copies, nodes whose record is a tombstone (or, legacy, gone) are deleted locally. A node's
-    /// sealed record is read in preference to a legacy JSON one. A record that does not authenticate, is
-    /// malformed, or is older (a lower generation; a legacy record after a sealed one) than one this store
+    /// local copies, nodes whose record is a tombstone are deleted locally. A record that does not
+    /// authenticate, is unsealed (plain JSON), malformed, or older (a lower generation) than one this store
     /// applied is refused and reported in `skipped`, and the node keeps what the store had; so is the plain
     /// absence of a sealed record this store applied (a delete leaves a tombstone), unless
     /// `acceptEmptyRemote`. A remote that cannot be listed fails the pull before anything changes:

@@ -12,7 +12,8 @@ import Foundation
 /// no other version of the node's content is taken for it. Version 2 (sealed, without the file ID) and
 /// version 1 (plain JSON without a generation) are what stores wrote before. `Docs/FORMAT.md` specifies them.
 public struct NodeRecord: Codable, Sendable, Equatable {
-    /// 1: a legacy plain-JSON record; 2: a sealed one without the file ID; 3: a sealed one with it.
+    /// 2: a sealed record without the file ID; 3: one with it. (1 was the plain-JSON record of stores
+    /// before sealing, refused now.)
     public var version: Int = 3
     public var nodeID: String
     public var name: String?
@@ -68,16 +69,6 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         self.generation = generation
     }
 
-    /// Parses a legacy (version 1, plain JSON) record fetched for `nodeID`, refusing one that names another
-    /// node or is malformed.
-    public static func decode(_ data: Data, expected nodeID: NodeID) throws(RemoteError) -> NodeRecord {
-        guard data.count <= 64 * 1024, let record = try? JSONDecoder().decode(NodeRecord.self, from: data), record.version == 1,
-              record.generation == nil else {
-            throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is malformed")
-        }
-        return try record.validated(for: nodeID)
-    }
-
     /// What a sealed record of `nodeID` is bound to: its format and its node.
     static func sealingContext(_ nodeID: NodeID) -> [UInt8] {
         Array("darkdisk node record 2\u{0}".utf8) + Array(nodeID.rawValue.utf8)
@@ -93,17 +84,18 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         } catch {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' does not authenticate (altered, moved from another node, or sealed under another key)")
         }
-        guard let record = try? JSONDecoder().decode(NodeRecord.self, from: Data(plaintext)),
+        return try parse(Data(plaintext), expected: nodeID)
+    }
+
+    /// Parses an opened record's JSON (version 2 or 3, with a generation) for `nodeID`, refusing one that is
+    /// malformed or names another node.
+    public static func parse(_ plaintext: Data, expected nodeID: NodeID) throws(RemoteError) -> NodeRecord {
+        guard plaintext.count <= 128 * 1024, let record = try? JSONDecoder().decode(NodeRecord.self, from: plaintext),
               record.version == 2 && record.fileID == nil || record.version == 3 && record.fileID != nil,
               let generation = record.generation, generation > 0 else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is malformed")
         }
         return try record.validated(for: nodeID)
-    }
-
-    /// Reads a record object: sealed (`open`) or legacy (`decode`) by its key's form.
-    public static func read(_ data: Data, sealed: Bool, expected nodeID: NodeID, with manager: DiskManager) throws(RemoteError) -> NodeRecord {
-        sealed ? try open(data, expected: nodeID, with: manager) : try decode(data, expected: nodeID)
     }
 
     /// The sealed form of this record (version 2 or 3, with a generation), as it goes into the bucket.

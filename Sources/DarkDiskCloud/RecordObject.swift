@@ -20,10 +20,13 @@ public enum RecordObject: Sendable, Equatable {
         return nil
     }
 
-    /// Reads a record object: a sealed record or tombstone (by which one opens), or a legacy JSON record, by
-    /// its key's form (`CloudLayout.recordName(ofKey:)`). Throws the record's own error when neither opens.
+    /// Reads a record object: a sealed record or tombstone (by which one opens). Throws the record's own error
+    /// when neither opens. An unsealed record (plain JSON, `records/<id>.json`: what darkdisk wrote before
+    /// records were sealed, or what anyone without the key can write) is refused: anybody could have made it.
     public static func read(_ data: Data, sealed: Bool, expected nodeID: NodeID, with manager: DiskManager) throws(RemoteError) -> RecordObject {
-        guard sealed else { return .record(try NodeRecord.decode(data, expected: nodeID)) }
+        guard sealed else {
+            throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is unsealed (plain JSON, \(CloudLayout.legacyRecord(nodeID))), as anyone with access to the bucket could write it: refused (a store that has the node seals it with 'darkdisk push --node \(nodeID)')")
+        }
         do {
             return .record(try NodeRecord.open(data, expected: nodeID, with: manager))
         } catch {

@@ -25,7 +25,7 @@ public struct RemoteCheckResult: Sendable, Equatable, Codable {
 }
 
 extension CloudSync {
-    /// Authenticates the remote (DESIGN §6 `check --remote`): every node record (sealed or legacy) must
+    /// Authenticates the remote (`check --remote`): every node record must be sealed and
     /// open, be no older than the one this store applied, and name a cloud file that exists with the
     /// record's ETag, whose header authenticates with the node's key and agrees with the record's sizes,
     /// and whose every chunk authenticates; every avatar a user record lists must decrypt. Each file is

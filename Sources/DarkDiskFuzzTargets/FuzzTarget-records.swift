@@ -6,7 +6,7 @@ extension FuzzTarget {
     static func records(_ input: [UInt8]) {
         let data = Data(input)
         let node = try! NodeID("node-1")
-        if let record = try? NodeRecord.decode(data, expected: node) {
+        if let record = try? NodeRecord.parse(data, expected: node) {
             if record.nodeID != node.rawValue { fatalError("records: a record for '\(record.nodeID)' was accepted as 'node-1'") }
             if let entry = try? record.outlineEntry(), entry.nodeID != node { fatalError("records: the outline entry names another node") }
         }

@@ -54,4 +54,30 @@ import Glibc
         #expect(try remote.darkdiskB(["pull"]).status == 0)
         #expect(try remote.darkdiskB(["export", "--node", "x"]).stdout == second)
     }
+
+    /// Entries written into the bucket by hand (plain JSON records, as darkdisk wrote before sealing them):
+    /// a folder, a set-uid file with an attribute, and a link to /etc/shadow inside a real folder. Before,
+    /// `pull` took all three (exit 0, "3 new"); each is refused in one line now, and nothing appears.
+    @Test func entriesInjectedIntoTheBucketNeverAppear() async throws {
+        let remote = try RemoteBucket()
+        try remote.push("real", CLIStore.bytes(1000, seed: 73))
+        try remote.join("file://" + remote.bucket)
+        let wrapped = String(repeating: "ab", count: 60)
+        let forged = [
+            ("forged-folder", #""type":"folder","name":"inbox""#),
+            ("forged-suid", #""type":"file","name":"run-me","mode":3583,"parentID":"real","xattrs":{"user.x":"MQ=="}"#),
+            ("forged-link", #""type":"symlink","name":"open-me","target":"/etc/shadow","parentID":"real""#),
+        ]
+        for (id, fields) in forged {
+            let json = #"{"version":1,"nodeID":"\#(id)","metadataSize":0,"thumbnailSize":0,"dataSize":0,"wrappedKey":"\#(wrapped)","cloudETag":""x"",\#(fields)}"#
+            try Data(json.utf8).write(to: URL(fileURLWithPath: remote.bucket + "/records/\(id).json"))
+        }
+        let pull = try remote.darkdiskB(["pull"])
+        #expect(pull.status == 1, "\(pull.output)")
+        #expect(pull.stderrLines.count == 3 && pull.stderrLines.allSatisfy { $0.contains("is unsealed (plain JSON") }, "\(pull.stderr)")
+        #expect(pull.output.contains("0 new") && pull.output.contains("3 skipped"), "\(pull.output)")
+        for (id, _) in forged {
+            #expect(try remote.darkdiskB(["export", "--node", id]).status != 0, "\(id) is not a node")
+        }
+    }
 }

@@ -78,14 +78,14 @@ import Glibc
                 "\(pulled.skipped)")
         #expect(try setup.b.outlineEntry(secret) == second, "a rollback is never applied")
 
-        // A legacy (unsealed) record in its place is a downgrade: older than any sealed one, refused too.
+        // An unsealed record in its place is refused too (anyone could have written it).
         try await setup.remote.delete(CloudLayout.record(secret))
         var legacy = try NodeRecord.open(secretRecord, expected: secret, with: setup.a)
         legacy.version = 1
         legacy.generation = nil
         _ = try await setup.remote.write(CloudLayout.legacyRecord(secret), data: legacy.encoded())
         pulled = try await syncB.pull()
-        #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("generation 0") && pulled.skipped[0].contains("rollback"))
+        #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("is unsealed (plain JSON"), "\(pulled.skipped)")
         #expect(try setup.b.outlineEntry(secret) == second)
 
         // Deleted from the bucket by its writer (no tombstone): refused too, the node is kept.
@@ -172,12 +172,31 @@ import Glibc
         }
     }
 
-    @Test func legacyRecordsKeepReadingAndAPushSealsThem() async throws {
+    /// The bucket cannot inject entries: unsealed (plain JSON) records, such as anyone with access to the
+    /// bucket can write, are refused, one line each, whatever they claim to be (a folder, a set-uid file with
+    /// an attribute, a link to /etc/shadow inside a real folder) and whichever key they carry (here one
+    /// this store's master key really wrapped). A store that has a node seals it again with a push.
+    @Test func unsealedRecordsAreRefusedAndAPushSealsThem() async throws {
         let setup = try CloudTests.Setup()
-        let node = try NodeID("old")
+        let syncA = CloudSync(manager: setup.a, remote: setup.remote)
+        let folder = try NodeID("real-folder"), node = try NodeID("old")
+        try await syncA.push(dataFile: setup.file("f", Data("a real node".utf8)), nodeID: folder, name: "docs")
         let data = CloudTests.bytes(100_000, seed: 91)
-        try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("old", data), nodeID: node, name: "old.bin")
-        // Turn the bucket into the first layout: the same record as plain JSON, version 1, no generation.
+        try await syncA.push(dataFile: setup.file("old", data), nodeID: node, name: "old.bin")
+        let wrapped = Hex.encode(setup.a.wrapKey(SymmetricKey.random()))
+        let forged: [(String, [String: Any])] = [
+            ("forged-folder", ["type": "folder", "name": "inbox"]),
+            ("forged-suid", ["type": "file", "name": "run-me", "mode": 0o6777, "parentID": folder.rawValue,
+                             "xattrs": ["user.x": Data("1".utf8).base64EncodedString()]]),
+            ("forged-link", ["type": "symlink", "name": "open-me", "target": "/etc/shadow", "parentID": folder.rawValue]),
+        ]
+        for (id, fields) in forged {
+            var json: [String: Any] = ["version": 1, "nodeID": id, "metadataSize": 0, "thumbnailSize": 0, "dataSize": 0,
+                                       "wrappedKey": wrapped, "cloudETag": "\"x\""]
+            json.merge(fields) { $1 }
+            _ = try await setup.remote.write(CloudLayout.legacyRecord(NodeID(id)), data: try JSONSerialization.data(withJSONObject: json))
+        }
+        // The node's own record, turned into the old plain layout by the bucket: refused too.
         var record = try NodeRecord.open(try #require(try await setup.remote.readAll(CloudLayout.record(node))), expected: node, with: setup.a)
         record.version = 1
         record.generation = nil
@@ -185,16 +204,16 @@ import Glibc
         _ = try await setup.remote.write(CloudLayout.legacyRecord(node), data: record.encoded())
 
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
-        #expect(pulled.added == 1 && pulled.skipped.isEmpty, "\(pulled)")
-        #expect(try setup.b.outlineEntry(node)?.name == "old.bin")
+        #expect(pulled.added == 1 && pulled.skipped.count == 4, "\(pulled)")
+        #expect(pulled.skipped.allSatisfy { $0.contains("is unsealed (plain JSON") }, "\(pulled.skipped)")
+        #expect(try setup.b.outline().map(\.nodeID) == [folder], "only the sealed folder")
+
+        // A's push seals the node again (and removes the plain one); B then reads it.
+        try await syncA.push(dataFile: setup.file("again", data), nodeID: node, name: "old.bin")
+        #expect(try await setup.remote.info(CloudLayout.legacyRecord(node)) == nil, "the unsealed record went")
+        #expect(try await CloudSync(manager: setup.b, remote: setup.remote).pull().added == 1)
         let export = try await DownloadManager(manager: setup.b, remote: setup.remote).nodeData(node)
         let reader = try export.reader()
         #expect(Data(try reader.read(section: reader.dataSection, offset: 0, count: data.count)) == data)
-
-        try await CloudSync(manager: setup.b, remote: setup.remote).push(dataFile: setup.file("new", Data("new".utf8)), nodeID: node, name: "old.bin")
-        #expect(try await setup.remote.info(CloudLayout.legacyRecord(node)) == nil, "the legacy record went")
-        let sealed = try #require(try await setup.remote.readAll(CloudLayout.record(node)))
-        #expect(try NodeRecord.open(sealed, expected: node, with: setup.a).generation == 1)
-        #expect(try await CloudSync(manager: setup.a, remote: setup.remote).pull().changed == 1)
     }
 }

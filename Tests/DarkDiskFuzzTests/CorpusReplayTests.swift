@@ -26,7 +26,7 @@ import Testing
     /// one, the expanded expectations made a frame too large for the test thread's stack, which crashed.)
     @Test func recordSeedsAreWellFormed() throws {
         let folder = Self.fuzzFolder + "/Corpus/"
-        let record = try NodeRecord.decode(try Data(contentsOf: URL(fileURLWithPath: folder + "records/seed-0")), expected: NodeID("node-1"))
+        let record = try NodeRecord.parse(try Data(contentsOf: URL(fileURLWithPath: folder + "records/seed-0")), expected: NodeID("node-1"))
         #expect(record.dataSize == 5)
         let user = try UserRecord.decode(try Data(contentsOf: URL(fileURLWithPath: folder + "records/seed-1")), expected: UserID("user-1"))
         #expect(user.identities.count == 2)
