@@ -92,14 +92,16 @@ extension DiskManager {
         }
     }
 
-    /// Wraps a key with this store's master key, as remote records carry keys.
-    public func wrapKey(_ key: SymmetricKey) -> [UInt8] {
-        masterKey.wrap(key)
+    /// Wraps a key with this store's master key, bound to its owner, as the bucket's records carry keys.
+    public func wrapKey(_ key: SymmetricKey, for owner: KeyOwner) -> [UInt8] {
+        masterKey.wrap(key, boundTo: owner.context)
     }
 
-    /// Unwraps a key wrapped by this store's master key (from a remote record); a key from another master key fails.
-    public func unwrapKey(_ wrapped: [UInt8]) throws(DarkDiskError) -> SymmetricKey {
-        try unwrap(Data(wrapped))
+    /// Unwraps a key wrapped by this store's master key for `owner` (from a record, or the outline); a key
+    /// from another master key, or bound to another owner, fails. An unbound wrap (what stores wrote before
+    /// binding; the seal of the record that carried it authenticated it) is read too.
+    public func unwrapKey(_ wrapped: [UInt8], for owner: KeyOwner) throws(DarkDiskError) -> SymmetricKey {
+        try unwrap(Data(wrapped), owner: owner)
     }
 
     /// Whether `key` is this store's master key (a remote's passphrase-protected key, unwrapped, is compared

@@ -287,20 +287,22 @@ public final class DiskManager: Sendable {
 
     /// The content key of a node, created (random) the first time the node is stored.
     func nodeKey(_ nodeID: NodeID) throws(DarkDiskError) -> SymmetricKey {
-        try ownerKey(table: "node", id: nodeID.rawValue, extraColumns: ", created", extraValues: [clock.now.timeIntervalSince1970])
+        try ownerKey(table: "node", id: nodeID.rawValue, owner: .node(nodeID), extraColumns: ", created", extraValues: [clock.now.timeIntervalSince1970])
     }
 
     /// The content key for a user's avatars.
     func userKey(_ userID: UserID) throws(DarkDiskError) -> SymmetricKey {
-        try ownerKey(table: "user", id: userID.rawValue, extraColumns: "", extraValues: [])
+        try ownerKey(table: "user", id: userID.rawValue, owner: nil, extraColumns: "", extraValues: [])
     }
 
-    private func ownerKey(table: String, id: String, extraColumns: String, extraValues: [any DatabaseValueConvertible]) throws(DarkDiskError) -> SymmetricKey {
+    /// `owner`: what a key the bucket gave (a node's, from its record) is bound to.
+    private func ownerKey(table: String, id: String, owner: KeyOwner?, extraColumns: String,
+                          extraValues: [any DatabaseValueConvertible]) throws(DarkDiskError) -> SymmetricKey {
         // Usually the key exists: a read, not a write (every drive file opened for writing asks).
         if let existing = try read({ db in
             try Data.fetchOne(db.cachedStatement(sql: "SELECT wrappedKey FROM \(table) WHERE id = ?"), arguments: [id])
         }) {
-            return try unwrap(existing)
+            return try unwrap(existing, owner: owner)
         }
         let fresh = SymmetricKey.random()
         let wrapped = Data(masterKey.wrap(fresh))
@@ -310,11 +312,18 @@ public final class DiskManager: Sendable {
                            arguments: StatementArguments([id, wrapped] + extraValues))
             return try Data.fetchOne(db, sql: "SELECT wrappedKey FROM \(table) WHERE id = ?", arguments: [id])!
         }
-        return try unwrap(stored)
+        return try unwrap(stored, owner: owner)
     }
 
-    func unwrap(_ wrapped: Data) throws(DarkDiskError) -> SymmetricKey {
-        do { return try masterKey.unwrap(Array(wrapped)) } catch {
+    /// Unwraps a key of the index: one the store wrapped itself (unbound), or one bound to `owner` (a key
+    /// the bucket's records carry).
+    func unwrap(_ wrapped: Data, owner: KeyOwner? = nil) throws(DarkDiskError) -> SymmetricKey {
+        do {
+            if wrapped.count == SymmetricKey.boundWrappedSize, let owner {
+                return try masterKey.unwrap(Array(wrapped), boundTo: owner.context)
+            }
+            return try masterKey.unwrap(Array(wrapped))
+        } catch {
             throw DarkDiskError(.corrupt, "a key in the index does not unwrap with this store's master key: \(error)")
         }
     }

@@ -116,7 +116,9 @@ extension CloudSync {
                 attributes: NodeAttributes? = nil, basedOn: String? = nil,
                 beforeRecord: (String) throws -> Void = { _ in }) async throws -> UploadOutcome {
         var name = name, parentID = parentID
-        let (key, wrapped) = try manager.contentKey(for: nodeID)
+        let key = try manager.contentKey(for: nodeID).key
+        // Bound to the node: a wrapped key moved to another node's record does not unwrap there.
+        let wrapped = manager.wrapKey(key, for: .node(nodeID))
         // Composed in the store's staging folder: an interrupted push leaves it to the orphan sweep.
         let scratch = try manager.makeScratchFile()
         defer { withExtendedLifetime(scratch) {} }

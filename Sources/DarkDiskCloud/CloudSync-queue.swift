@@ -241,8 +241,12 @@ extension CloudSync {
             if fileID == nil, let known = try manager.outlineEntry(nodeID), known.cloudVersion == base.cloudVersion {
                 fileID = known.cloudFileID
             }
+            // The node's key as the record carried it, bound to the node (a record from before binding is
+            // rewritten with a bound wrap).
+            guard let baseKey = Hex.decode(base.wrappedKey) else { throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' has a malformed key") }
+            let wrappedKey = Hex.encode(manager.wrapKey(try manager.unwrapKey(baseKey, for: .node(nodeID)), for: .node(nodeID)))
             let record = NodeRecord(nodeID: nodeID.rawValue, name: name, parentID: parentID, metadataSize: base.metadataSize,
-                                    thumbnailSize: base.thumbnailSize, dataSize: base.dataSize, wrappedKey: base.wrappedKey,
+                                    thumbnailSize: base.thumbnailSize, dataSize: base.dataSize, wrappedKey: wrappedKey,
                                     cloudETag: base.cloudETag, generation: generation, cloudVersion: base.cloudVersion,
                                     fileID: fileID, attributes: attributes)
             do {

@@ -44,7 +44,7 @@ public struct CloudSync: Sendable {
             _ = try FileConversion.encrypt(avatar, key: key, to: temporary)
             let info = try await remote.write(objectKey, movingFile: temporary)
             identity.avatar = UserRecord.Avatar(size: info.size, plaintextSize: UInt64(avatar.count),
-                                                wrappedKey: Hex.encode(manager.wrapKey(key)))
+                                                wrappedKey: Hex.encode(manager.wrapKey(key, for: .avatar(userID, identityID))))
         } else {
             try await remote.delete(objectKey)
         }
@@ -193,7 +193,7 @@ public struct CloudSync: Sendable {
         guard let version = entry.cloudVersion else { throw RemoteError(.invalidResponse, "node '\(entry.nodeID)' has no cloud file version") }
         let objectKey = CloudLayout.cloudFile(entry.nodeID, version: version)
         let key: SymmetricKey
-        do { key = try manager.unwrapKey(entry.wrappedKey) } catch {
+        do { key = try manager.unwrapKey(entry.wrappedKey, for: .node(entry.nodeID)) } catch {
             throw RemoteError(.invalidResponse, "the key in the record of node '\(entry.nodeID)' does not unwrap: \(error.message)")
         }
         let bytes = try await remote.read(objectKey, range: 0..<UInt64(CryptoFormat.headerSize), ifMatch: entry.cloudETag)
@@ -237,6 +237,10 @@ public struct CloudSync: Sendable {
                     do { identityID = try IdentityID(identity.identityID) } catch {
                         throw RemoteError(.invalidResponse, "the record of user '\(userID)' names a malformed identity")
                     }
+                    // Bound to its user and identity: another user's entry copied here does not unwrap.
+                    do { _ = try manager.unwrapKey(wrapped, for: .avatar(userID, identityID)) } catch {
+                        throw RemoteError(.invalidResponse, "the avatar key of user '\(userID)', identity '\(identityID)' does not unwrap (another user's or another store's key): refused")
+                    }
                     let size: UInt64
                     if let known = avatar.plaintextSize {
                         size = known
@@ -259,7 +263,7 @@ public struct CloudSync: Sendable {
 
     /// The image size of an avatar whose record predates `plaintextSize`: from its header (one range request).
     private func avatarPlaintextSize(_ userID: UserID, _ identityID: IdentityID, wrappedKey: [UInt8]) async throws -> UInt64 {
-        let key = try manager.unwrapKey(wrappedKey)
+        let key = try manager.unwrapKey(wrappedKey, for: .avatar(userID, identityID))
         let name = "the avatar of '\(userID)' / '\(identityID)'"
         let bytes = try await remote.read(CloudLayout.avatar(userID, identityID), range: 0..<UInt64(CryptoFormat.headerSize), ifMatch: nil)
         let header: CryptoFileHeader

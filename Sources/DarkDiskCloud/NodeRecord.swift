@@ -142,7 +142,9 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         guard record.nodeID == nodeID.rawValue else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' describes another node")
         }
-        guard Hex.decode(record.wrappedKey)?.count == 60 else {
+        // Version 3 carries the key bound to the node (61 bytes); version 2 an unbound wrap (60) or a bound one.
+        let keySize = Hex.decode(record.wrappedKey)?.count
+        guard keySize == SymmetricKey.boundWrappedSize || record.version == 2 && keySize == 60 else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' has a malformed key")
         }
         guard record.name.map(Self.isValidName) ?? true else {

@@ -56,7 +56,7 @@ extension CloudSync {
                 // A deleted node's tombstone names no file: its versions are orphans until `gc`.
                 guard let record = read.record else { continue }
                 entry = try record.outlineEntry()
-                key = try manager.unwrapKey(entry.wrappedKey)
+                key = try manager.unwrapKey(entry.wrappedKey, for: .node(entry.nodeID))
             } catch let error as any DarkDiskFailure {
                 result.problems.append(error.message)
                 continue
@@ -85,7 +85,7 @@ extension CloudSync {
                     }
                     let avatarKey = CloudLayout.avatar(userID, identityID)
                     named.insert(avatarKey)
-                    toRead.append((avatarKey, try manager.unwrapKey(wrapped), nil, nil))
+                    toRead.append((avatarKey, try manager.unwrapKey(wrapped, for: .avatar(userID, identityID)), nil, nil))
                 }
             } catch let error as any DarkDiskFailure {
                 result.problems.append(error.message)

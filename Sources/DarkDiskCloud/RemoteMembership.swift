@@ -52,7 +52,7 @@ enum RemoteMembership {
             }
             // A tombstone that opens was sealed under this key; a record's node key must unwrap with it too.
             if let record = read.record {
-                do { _ = try manager.unwrapKey(try record.outlineEntry().wrappedKey) } catch { throw refused }
+                do { _ = try manager.unwrapKey(try record.outlineEntry().wrappedKey, for: .node(id)) } catch { throw refused }
             }
         }
     }

@@ -44,7 +44,7 @@ public struct UserRecord: Codable, Sendable, Equatable {
             throw RemoteError(.invalidResponse, "the record of user '\(userID)' describes another user")
         }
         for identity in record.identities {
-            guard (try? IdentityID(identity.identityID)) != nil, identity.avatar.map({ Hex.decode($0.wrappedKey)?.count == 60 }) ?? true else {
+            guard (try? IdentityID(identity.identityID)) != nil, identity.avatar.map({ [60, SymmetricKey.boundWrappedSize].contains(Hex.decode($0.wrappedKey)?.count) }) ?? true else {
                 throw RemoteError(.invalidResponse, "the record of user '\(userID)' has a malformed identity")
             }
         }

@@ -60,4 +60,47 @@ public struct SymmetricKey: Sendable, Hashable, CustomStringConvertible {
         }
         return SymmetricKey(checkedBytes: plaintext)
     }
+
+    /// The first byte of a bound wrap (`wrap(_:boundTo:)`), which an unbound one (60 bytes) does not have.
+    static let boundWrapVersion: UInt8 = 2
+    /// Length of `wrap(_:boundTo:)`'s output: version byte, nonce, encrypted key, tag.
+    public static let boundWrappedSize = 1 + wrappedSize
+
+    /// Encrypts `key` under `self`, bound to `context` (what the key is for and whose it is, such as a node
+    /// ID): 0x02 || random 12-byte nonce || 32-byte ciphertext || 16-byte tag (61 bytes), AAD
+    /// "darkdisk key wrap v2" || 0x00 || context. It unwraps only for the same context, so a wrapped key
+    /// copied to another owner or purpose does not open there.
+    public func wrap(_ key: SymmetricKey, boundTo context: [UInt8]) -> [UInt8] {
+        let nonce = SecureRandom.bytes(GCMContext.nonceSize)
+        var ciphertext = [UInt8](repeating: 0, count: Self.size)
+        var tag = [UInt8](repeating: 0, count: CryptoFormat.tagSize)
+        do {
+            try AESGCM.seal(key: bytes, nonce: nonce, aad: Self.boundWrapAAD(context), plaintext: key.bytes,
+                            ciphertext: &ciphertext, tag: &tag)
+        } catch {
+            fatalError("cannot wrap a key: \(error)")
+        }
+        return [Self.boundWrapVersion] + nonce + ciphertext + tag
+    }
+
+    /// Decrypts a key `wrap(_:boundTo:)` made for the same `context`; another context, another wrapping key
+    /// or altered bytes are `.wrongKey`, input of another form `.corrupt`.
+    public func unwrap(_ wrapped: [UInt8], boundTo context: [UInt8]) throws(CryptoError) -> SymmetricKey {
+        guard wrapped.count == Self.boundWrappedSize, wrapped[0] == Self.boundWrapVersion else {
+            throw CryptoError(.corrupt, "a bound wrapped key must be \(Self.boundWrappedSize) bytes starting with \(Self.boundWrapVersion)")
+        }
+        let nonce = Array(wrapped[1..<(1 + GCMContext.nonceSize)])
+        let ciphertext = Array(wrapped[(1 + GCMContext.nonceSize)..<(1 + GCMContext.nonceSize + Self.size)])
+        let tag = Array(wrapped[(1 + GCMContext.nonceSize + Self.size)...])
+        var plaintext = [UInt8](repeating: 0, count: Self.size)
+        guard try AESGCM.open(key: bytes, nonce: nonce, aad: Self.boundWrapAAD(context), ciphertext: ciphertext, tag: tag,
+                              plaintext: &plaintext) else {
+            throw CryptoError(.wrongKey, "the wrapped key does not open here (another owner's or purpose's key, a wrong key, or altered bytes)")
+        }
+        return SymmetricKey(checkedBytes: plaintext)
+    }
+
+    static func boundWrapAAD(_ context: [UInt8]) -> [UInt8] {
+        Array("darkdisk key wrap v2".utf8) + [0] + context
+    }
 }

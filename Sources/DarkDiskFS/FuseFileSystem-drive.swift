@@ -185,7 +185,7 @@ extension FuseFileSystem {
                 if case .stored(_, let current) = file.source, current.header.fileID == reader.header.fileID { return }
                 file.rebind(.stored(export, reader))
             } else if let downloads, let outline = try manager.outlineEntry(id) {
-                let key = try manager.unwrapKey(outline.wrappedKey)
+                let key = try manager.unwrapKey(outline.wrappedKey, for: .node(id))
                 let ticket = told(downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true)))
                 file.rebind(.remote(RemoteData(nodeID: id, key: key, size: outline.dataSize, ticket: ticket)))
             }

@@ -13,7 +13,7 @@ import Glibc
 extension FuseFileSystem {
     func openRemote(_ reply: FuseReply, entry: FSEntry, ino: fuse_ino_t, outline: OutlineEntry, downloads: DownloadManager,
                     fi: UnsafeMutablePointer<fuse_file_info>) throws(DarkDiskError) {
-        let key = try manager.unwrapKey(outline.wrappedKey)
+        let key = try manager.unwrapKey(outline.wrappedKey, for: .node(outline.nodeID))
         let ticket = told(downloads.downloadNodeData(outline.nodeID, options: DownloadOptions(cacheToDiskManager: true)))
         let remote = RemoteData(nodeID: outline.nodeID, key: key, size: outline.dataSize, ticket: ticket)
         answer(reply, open: OpenFile(entry: entry, ino: ino, source: .remote(remote)), fi: fi)

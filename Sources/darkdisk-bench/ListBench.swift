@@ -18,11 +18,12 @@ enum ListBench {
                     try manager.importNodeFile(DiskImport(cleartextData: payload), nodeID: NodeID(String(format: "n%07d", index)))
                 }
             } else {
-                let wrapped = manager.wrapKey(SymmetricKey.random())
+                let key = SymmetricKey.random()
                 for batch in stride(from: 0, to: count, by: 10_000) {
                     try manager.updateOutline((batch..<min(batch + 10_000, count)).map { index in
-                        OutlineEntry(nodeID: try NodeID(String(format: "o%07d", index)), name: nil, parentID: nil, metadataSize: 0,
-                                     thumbnailSize: 0, dataSize: 1024, wrappedKey: wrapped, cloudETag: "\"e\(index)\"")
+                        let id = try NodeID(String(format: "o%07d", index))
+                        return OutlineEntry(nodeID: id, name: nil, parentID: nil, metadataSize: 0, thumbnailSize: 0, dataSize: 1024,
+                                            wrappedKey: manager.wrapKey(key, for: .node(id)), cloudETag: "\"e\(index)\"")
                     })
                 }
             }

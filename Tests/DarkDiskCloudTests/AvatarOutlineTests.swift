@@ -71,6 +71,33 @@ import Testing
         #expect(try setup.b.avatarOutlineEntry(bob, identityID: identity)?.plaintextSize == 70_001)
     }
 
+    /// An avatar's key is bound to its user and identity: bob's entry and picture copied over alice's in the
+    /// bucket (the user records are plain JSON) never serve bob's picture as alice's. The pull refuses the
+    /// entry (its key does not unwrap as alice's) and the download finds no avatar.
+    @Test func anAvatarMovedToAnotherUserIsRefused() async throws {
+        let setup = try CloudTests.Setup()
+        let sync = CloudSync(manager: setup.a, remote: setup.remote)
+        let alice = try UserID("alice"), bob = try UserID("bob"), identity = try IdentityID("mail")
+        try await sync.pushUserIdentity(alice, identityID: identity, avatar: CloudTests.bytes(5_000, seed: 56))
+        let bobs = CloudTests.bytes(6_000, seed: 57)
+        let bobRecord = try await sync.pushUserIdentity(bob, identityID: identity, avatar: bobs)
+        var aliceRecord = try UserRecord.decode(try #require(try await setup.remote.readAll(CloudLayout.user(alice))), expected: alice)
+        aliceRecord.identities = bobRecord.identities
+        _ = try await setup.remote.write(CloudLayout.user(alice), data: aliceRecord.encoded())
+        _ = try await setup.remote.write(CloudLayout.avatar(alice, identity),
+                                         data: try #require(try await setup.remote.readAll(CloudLayout.avatar(bob, identity))))
+
+        let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("alice"), "\(pulled.skipped)")
+        #expect(try setup.b.avatarOutlineEntry(alice, identityID: identity) == nil)
+        #expect(try setup.b.avatarOutlineEntry(bob, identityID: identity) != nil)
+        do {
+            let served = try await DownloadManager(manager: setup.b, remote: setup.remote)
+                .downloadUserAvatar(alice, identityID: identity, options: DownloadOptions(cacheToDiskManager: false, policy: .remote)).value
+            #expect(served.image != bobs, "bob's picture served as alice's")
+        } catch {}
+    }
+
     /// A user record that names another user is refused with a clear line and skipped; the rest is pulled
     /// (issue 15 item 17).
     @Test func aForeignUserRecordIsSkipped() async throws {
@@ -89,7 +116,7 @@ import Testing
         let setup = try CloudTests.Setup()
         let alice = try UserID("alice"), bob = try UserID("bob")
         let identity = try IdentityID("mail|x")
-        let wrapped = setup.b.wrapKey(SymmetricKey.random())
+        let wrapped = setup.b.wrapKey(SymmetricKey.random(), for: .avatar(bob, identity))
         #expect(throws: DarkDiskError.self) {
             try setup.b.updateAvatarOutline(alice, entries: [AvatarOutlineEntry(userID: bob, identityID: identity, plaintextSize: 1, wrappedKey: wrapped)])
         }

@@ -183,7 +183,7 @@ import Glibc
         try await syncA.push(dataFile: setup.file("f", Data("a real node".utf8)), nodeID: folder, name: "docs")
         let data = CloudTests.bytes(100_000, seed: 91)
         try await syncA.push(dataFile: setup.file("old", data), nodeID: node, name: "old.bin")
-        let wrapped = Hex.encode(setup.a.wrapKey(SymmetricKey.random()))
+        let wrapped = Hex.encode(setup.a.wrapKey(SymmetricKey.random(), for: .avatar(try UserID("u"), try IdentityID("i"))))
         let forged: [(String, [String: Any])] = [
             ("forged-folder", ["type": "folder", "name": "inbox"]),
             ("forged-suid", ["type": "file", "name": "run-me", "mode": 0o6777, "parentID": folder.rawValue,

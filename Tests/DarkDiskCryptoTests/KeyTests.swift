@@ -16,6 +16,35 @@ struct KeyTests {
         #expect("\(key)" == "SymmetricKey(<redacted>)", "descriptions must not show key bytes")
     }
 
+    /// A key wrapped bound to its owner opens for that owner only; the frozen fixture (a node key wrapped
+    /// for node "fixture-node" under the fixture master key, made once with Python's `cryptography`) opens
+    /// with the module and with the reference AES-GCM, and not for another node.
+    @Test func boundWrapsOpenForTheirOwnerOnly() throws {
+        let master = try SealedRecordFixtureTests.masterKey()
+        let content = try FixtureTests.contentKey()
+        let text = try String(contentsOfFile: FixtureTests.bundled("v2-bound-wrapped-key.hex"), encoding: .utf8)
+        let frozen = try #require(Hex.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let node = Array("node".utf8) + [0] + Array("fixture-node".utf8)
+        #expect(frozen.count == 61 && frozen[0] == 2)
+        #expect(try master.unwrap(frozen, boundTo: node) == content)
+        let aad = Array("darkdisk key wrap v2".utf8) + [0] + node
+        #expect(ReferenceDecoder.open(key: master.bytes, nonce: Array(frozen[1..<13]), aad: aad,
+                                      ciphertext: Array(frozen[13..<45]), tag: Array(frozen[45...])) == content.bytes)
+        for other in [Array("node".utf8) + [0] + Array("other-node".utf8), Array("avatar".utf8) + [0] + Array("fixture-node".utf8), []] {
+            let error = #expect(throws: CryptoError.self) { _ = try master.unwrap(frozen, boundTo: other) }
+            #expect(error?.code == .wrongKey)
+        }
+        // Fresh wraps: random nonces, bound the same way; an unbound wrap is not a bound one, nor the reverse.
+        let wrapped = master.wrap(content, boundTo: node)
+        #expect(wrapped != master.wrap(content, boundTo: node) && wrapped.count == SymmetricKey.boundWrappedSize)
+        #expect(try master.unwrap(wrapped, boundTo: node) == content)
+        #expect(throws: CryptoError.self) { _ = try master.unwrap(master.wrap(content), boundTo: node) }
+        #expect(throws: CryptoError.self) { _ = try master.unwrap(wrapped) }
+        var flipped = wrapped
+        flipped[30] ^= 1
+        #expect(throws: CryptoError.self) { _ = try master.unwrap(flipped, boundTo: node) }
+    }
+
     @Test func wrapAndUnwrap() throws {
         let wrapping = SymmetricKey.random()
         let key = SymmetricKey.random()

@@ -20,10 +20,11 @@ import Testing
         for index in 0..<stored {
             try manager.importNodeFile(DiskImport(cleartextData: Data([UInt8(index & 0xFF)])), nodeID: NodeID("s\(index)"))
         }
-        let wrapped = manager.wrapKey(SymmetricKey.random())
+        let key = SymmetricKey.random()
         try manager.updateOutline((0..<listed).map { index in
-            OutlineEntry(nodeID: try! NodeID("r\(index)"), name: nil, parentID: nil, metadataSize: 0, thumbnailSize: 0,
-                         dataSize: 1000, wrappedKey: wrapped, cloudETag: "e\(index)")
+            let id = try! NodeID("r\(index)")
+            return OutlineEntry(nodeID: id, name: nil, parentID: nil, metadataSize: 0, thumbnailSize: 0,
+                                dataSize: 1000, wrappedKey: manager.wrapKey(key, for: .node(id)), cloudETag: "e\(index)")
         })
         let fs = FuseFileSystem(manager: manager, logger: Logger(label: "test"))
 
