@@ -60,7 +60,13 @@ extension DiskManager {
         try read { db in
             let files = try FileRecord.fetchAll(db.cachedStatement(sql: "SELECT * FROM file WHERE ownerID = ? AND kind != 'avatar'"),
                                                 arguments: [nodeID.rawValue])
-            return NodeState(nodeID: nodeID, files: files.map(StoredFile.init), outline: try Self.outlineEntry(db, nodeID))
+            let drive = try Row.fetchOne(db.cachedStatement(sql: "SELECT type, mode FROM node WHERE id = ? AND name IS NOT NULL"),
+                                         arguments: [nodeID.rawValue])
+            let fileMode: UInt32? = drive.flatMap { row in
+                guard (row["type"] as String?) ?? "file" == "file" else { return nil }
+                return UInt32((row["mode"] as Int64?) ?? 0o644)
+            }
+            return NodeState(nodeID: nodeID, files: files.map(StoredFile.init), outline: try Self.outlineEntry(db, nodeID), fileMode: fileMode)
         }
     }
 

@@ -7,6 +7,16 @@ public struct NodeState: Sendable, Equatable {
     public let files: [StoredFile]
     /// What the remote's outline lists for the node, if it does.
     public let outline: OutlineEntry?
+    /// The permission bits of a drive file (uploaded or not); nil for a node the drive does not show as a
+    /// file (imported by ID, a folder, a link).
+    public let fileMode: UInt32?
+
+    public init(nodeID: NodeID, files: [StoredFile], outline: OutlineEntry?, fileMode: UInt32? = nil) {
+        self.nodeID = nodeID
+        self.files = files
+        self.outline = outline
+        self.fileMode = fileMode
+    }
 
     /// Whether the node exists here at all: something stored, or listed by the outline.
     public var exists: Bool { !files.isEmpty || outline != nil }

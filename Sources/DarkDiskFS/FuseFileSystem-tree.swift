@@ -280,6 +280,9 @@ extension FuseFileSystem {
             if case .driveFolder = child {
                 // A drive folder has its own mode and time.
                 if let now = try current(child) { listed.append((name, child, FileAttributes(now.stat), nil)) }
+            } else if child == .nodes || child == .thumbs {
+                // Their own mode (owner-only on a mount others may enter).
+                if let now = try current(child) { listed.append((name, child, FileAttributes(now.stat), nil)) }
             } else if child.isDirectory {
                 listed.append((name, child, nil, nil))
             } else if let now = try current(child) {
@@ -325,7 +328,8 @@ extension FuseFileSystem {
         }
         if entry.isDirectory {
             // Writable for the owner only so that `setfattr` reaches us; every write of data answers EROFS.
-            return (baseStat(mode: S_IFDIR | 0o755, links: 2), nil)
+            let ownerOnly = (entry == .nodes || entry == .thumbs) && idViewsOwnerOnly.load(ordering: .relaxed)
+            return (baseStat(mode: S_IFDIR | (ownerOnly ? 0o700 : 0o755), links: 2), nil)
         }
         // Stored, or only in the remote (its size from the outline, no blocks on this disk).
         if case .avatarFile(let user, let identity) = entry {
@@ -338,12 +342,17 @@ extension FuseFileSystem {
     }
 
     /// What one section of a node is now, from the node's state as one index read gave it.
+    /// A section of a node the drive names carries the node's permission bits (a file the drive keeps at
+    /// 0600 is 0600 here too).
     func current(section kind: FileKind, of state: NodeState) -> (stat: stat, version: InodeTable.Version?)? {
+        let mode = state.fileMode.map { mode_t($0 & 0o777) } ?? 0o644
         if let file = state.stored(kind) {
-            return (attributes(of: file), version(ofStored: kind, fileID: file.fileID, format: file.format, plaintextSize: file.plaintextSize, outline: state.outline))
+            var st = attributes(of: file)
+            st.st_mode = S_IFREG | mode
+            return (st, version(ofStored: kind, fileID: file.fileID, format: file.format, plaintextSize: file.plaintextSize, outline: state.outline))
         }
         guard let outline = state.outline, outline.has(kind) else { return nil }
-        return (baseStat(mode: S_IFREG | 0o644, links: 1, size: outline.plaintextSize(of: kind)), .remote(outline.cloudETag))
+        return (baseStat(mode: S_IFREG | mode, links: 1, size: outline.plaintextSize(of: kind)), .remote(outline.cloudETag))
     }
 
     /// The attributes of a stored file: its plaintext size, the blocks it takes here, its times.

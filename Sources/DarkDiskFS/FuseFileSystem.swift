@@ -43,6 +43,9 @@ public final class FuseFileSystem: Sendable {
     /// Whether requests check the owner's mode bits (`permits`): a single-user mount (the kernel does not
     /// check) of an owner other than root (who may read and write anything).
     let checksOwnerBits = Atomic<Bool>(false)
+    /// Whether `/nodes` and `/thumbs` are the owner's only: on a mount other users may enter
+    /// (`allow_other`), the ID views would otherwise show them files the drive's modes keep from them.
+    let idViewsOwnerOnly = Atomic<Bool>(false)
     /// Flags `init` found the kernel offering that libfuse leaves out of its reply; `customIO` adds them.
     let initFlagsToAdd = Atomic<UInt32>(0)
     /// The `unique` of the kernel's `INIT` request, whose reply `customIO` amends (0 until it came).
@@ -111,6 +114,7 @@ public final class FuseFileSystem: Sendable {
         maxRead.store(MountOptions.maxRead(in: options) ?? 0, ordering: .relaxed)
         let admitsOthers = MountOptions.admitsOthers(options)
         checksOwnerBits.store(!admitsOthers && uid != 0, ordering: .relaxed)
+        idViewsOwnerOnly.store(admitsOthers, ordering: .relaxed)
         let optionString = ((admitsOthers ? ["default_permissions"] : []) + ["fsname=darkdisk", "subtype=darkdisk"] + options).joined(separator: ",")
         let arguments: [String] = ["darkdisk", "-o", optionString]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
