@@ -128,6 +128,11 @@ public struct CloudSync: Sendable {
                     continue
                 }
                 entry = try record.outlineEntry()
+                // Its key must be this node's, under this store's master key: one that is not is refused
+                // here, alone, instead of failing the outline's write for every node of the pull.
+                do { _ = try manager.unwrapKey(entry.wrappedKey, for: .node(nodeID)) } catch {
+                    throw RemoteError(.invalidResponse, "the key in the record of node '\(nodeID)' does not unwrap as this node's with this store's master key: refused")
+                }
             } catch {
                 // A refused record is not a deletion: the node stays as this store knows it.
                 seen.insert(nodeID)

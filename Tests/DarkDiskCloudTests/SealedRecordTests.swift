@@ -172,6 +172,25 @@ import Glibc
         }
     }
 
+    /// One record whose key does not unwrap as its node's (here: another node's key, in a record sealed
+    /// under the right key) is refused alone; the rest of the pull, another machine's new file, arrives.
+    /// Before, it failed the whole pull ("a key in the index does not unwrap"), nothing applied.
+    @Test func aRecordWhoseKeyDoesNotUnwrapIsSkippedAndTheRestPulled() async throws {
+        let setup = try CloudTests.Setup()
+        let syncA = CloudSync(manager: setup.a, remote: setup.remote)
+        let bad = try NodeID("bad"), good = try NodeID("good")
+        try await syncA.push(dataFile: setup.file("bad-data", Data("bad".utf8)), nodeID: bad, name: "bad.txt")
+        try await syncA.push(dataFile: setup.file("good-data", Data("good".utf8)), nodeID: good, name: "good.txt")
+        var record = try NodeRecord.open(try #require(try await setup.remote.readAll(CloudLayout.record(bad))), expected: bad, with: setup.a)
+        record.wrappedKey = Hex.encode(setup.a.wrapKey(SymmetricKey.random(), for: .node(good)))
+        record.generation = (record.generation ?? 0) + 1
+        _ = try await setup.remote.write(CloudLayout.record(bad), data: try record.sealed(with: setup.a))
+
+        let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        #expect(pulled.added == 1 && pulled.skipped.count == 1 && pulled.skipped[0].contains("node 'bad'"), "\(pulled)")
+        #expect(try setup.b.outlineEntry(good)?.name == "good.txt" && setup.b.outlineEntry(bad) == nil)
+    }
+
     /// The bucket cannot inject entries: unsealed (plain JSON) records, such as anyone with access to the
     /// bucket can write, are refused, one line each, whatever they claim to be (a folder, a set-uid file with
     /// an attribute, a link to /etc/shadow inside a real folder) and whichever key they carry (here one
