@@ -26,6 +26,16 @@ extension DiskManager {
         try SealedMessage.open(sealed, key: try recordKey(), context: context)
     }
 
+    /// A name for a bucket object that tells the bucket's owner nothing of what it names: 32 hex digits of
+    /// HKDF of the master key for "darkdisk object name v1", then the parts, NUL-separated (a user's ID, an
+    /// avatar's user and identity). Every machine of the user derives the same name.
+    public func objectName(_ parts: [String]) -> String {
+        let purpose = (["darkdisk object name v1"] + parts).joined(separator: "\u{0}")
+        do { return Hex.encode(Array(try masterKey.derived(for: purpose).bytes.prefix(16))) } catch {
+            fatalError("cannot derive an object name: \(error)")
+        }
+    }
+
     private func recordKey() throws(CryptoError) -> SymmetricKey {
         try masterKey.derived(for: "darkdisk record key v1")
     }

@@ -1,9 +1,9 @@
 import DarkDiskCrypto
 import DarkDisk
 
-/// Where things live in a remote bucket: one cloud file and one small sealed record per node (older stores
-/// wrote plain JSON records, still read), one record per user with an encrypted file per identity avatar,
-/// and the passphrase-wrapped master key (like gocryptfs' `gocryptfs.conf`).
+/// Where things live in a remote bucket: one cloud file and one small sealed record per node, one sealed
+/// record per user with an encrypted file per identity avatar (both under keyed names), and the
+/// passphrase-wrapped master key (like gocryptfs' `gocryptfs.conf`).
 public enum CloudLayout {
     public static let recordsPrefix = "records/"
     public static let usersPrefix = "users/"
@@ -42,12 +42,20 @@ public enum CloudLayout {
     public static func record(_ nodeID: NodeID) -> String { "records/\(nodeID.rawValue).rec" }
     /// A node's record in the first layout: plain JSON. Read when no sealed record exists; a push replaces it.
     public static func legacyRecord(_ nodeID: NodeID) -> String { "records/\(nodeID.rawValue).json" }
-    /// A user's record: identities, the display identity, and where each identity's avatar is.
-    public static func user(_ userID: UserID) -> String { "users/\(userID.rawValue).json" }
-    /// An identity's avatar. Identity IDs may hold `|` and `@` (the seeds' auth0 IDs), so the key uses
-    /// their hex form.
-    public static func avatar(_ userID: UserID, _ identityID: IdentityID) -> String {
-        "avatars/\(userID.rawValue)/\(Hex.encode(Array(identityID.rawValue.utf8))).ddf"
+    /// A user's sealed record (`UserRecord.sealed`): identities, the display identity, and each identity's
+    /// avatar, under a name keyed by the master key (`userName`), so the bucket's owner sees no user ID.
+    public static func user(_ userID: UserID, with manager: DiskManager) -> String {
+        "users/\(userName(userID, with: manager)).rec"
+    }
+    /// The keyed name of a user's record.
+    public static func userName(_ userID: UserID, with manager: DiskManager) -> String {
+        manager.objectName(["user", userID.rawValue])
+    }
+    /// A user's record as stores before sealing wrote it: plain JSON named by the user ID (refused).
+    public static func legacyUser(_ userID: UserID) -> String { "users/\(userID.rawValue).json" }
+    /// An identity's avatar (an encrypted file), under a name keyed by the master key.
+    public static func avatar(_ userID: UserID, _ identityID: IdentityID, with manager: DiskManager) -> String {
+        "avatars/\(manager.objectName(["avatar", userID.rawValue, identityID.rawValue])).ddf"
     }
 
     /// The node ID a record key names (sealed or legacy), if it is a well-formed record key.
@@ -76,9 +84,13 @@ public enum CloudLayout {
         return (id, sealed)
     }
 
-    /// The user ID a user-record key names, if it is a well-formed user-record key.
-    public static func userID(ofRecordKey key: String) -> UserID? {
-        guard key.hasPrefix(usersPrefix), key.hasSuffix(".json") else { return nil }
-        return try? UserID(String(key.dropFirst(usersPrefix.count).dropLast(5)))
+    /// What a key under `users/` is: a sealed user record's keyed name, or the user ID of an unsealed one.
+    public static func userRecordName(ofKey key: String) -> (name: String, sealed: Bool)? {
+        guard key.hasPrefix(usersPrefix) else { return nil }
+        let sealed = key.hasSuffix(".rec")
+        guard sealed || key.hasSuffix(".json") else { return nil }
+        let name = String(key.dropFirst(usersPrefix.count).dropLast(sealed ? 4 : 5))
+        guard !name.isEmpty, !name.contains("/") else { return nil }
+        return (name, sealed)
     }
 }

@@ -35,7 +35,7 @@ public struct CloudSync: Sendable {
     @discardableResult
     public func pushUserIdentity(_ userID: UserID, identityID: IdentityID, avatar: Data?, display: Bool = false) async throws -> UserRecord {
         var identity = UserRecord.Identity(identityID: identityID.rawValue, avatar: nil)
-        let objectKey = CloudLayout.avatar(userID, identityID)
+        let objectKey = CloudLayout.avatar(userID, identityID, with: manager)
         if let avatar {
             let key = SymmetricKey.random()
             let scratch = try manager.makeScratchFile()
@@ -51,13 +51,14 @@ public struct CloudSync: Sendable {
         for _ in 0..<8 {
             var record = UserRecord(userID: userID)
             let condition: WriteCondition
-            if let object = try await remote.info(CloudLayout.user(userID)) {
+            let recordKey = CloudLayout.user(userID, with: manager)
+            if let object = try await remote.info(recordKey) {
                 let existing: Data
                 do { existing = try await remote.read(object.key, range: 0..<object.size, ifMatch: object.etag) } catch {
                     guard error.code == .changed || error.code == .notFound else { throw error }
                     continue
                 }
-                record = try UserRecord.decode(existing, expected: userID)
+                record = try UserRecord.open(existing, name: CloudLayout.userName(userID, with: manager), expected: userID, with: manager)
                 condition = .matches(object.etag)
             } else {
                 condition = .absent
@@ -67,7 +68,9 @@ public struct CloudSync: Sendable {
             record.identities.sort { $0.identityID < $1.identityID }
             if display || record.displayIdentityID == nil { record.displayIdentityID = identityID.rawValue }
             do {
-                _ = try await remote.write(CloudLayout.user(userID), data: record.encoded(), condition: condition)
+                _ = try await remote.write(recordKey, data: try record.sealed(with: manager), condition: condition)
+                // The record as an older darkdisk wrote it (plain, named by the user ID) goes.
+                if try await remote.info(CloudLayout.legacyUser(userID)) != nil { try await remote.delete(CloudLayout.legacyUser(userID)) }
                 return record
             } catch {
                 guard error.code == .preconditionFailed else { throw error }
@@ -229,13 +232,24 @@ public struct CloudSync: Sendable {
         let objects = try await remote.list(prefix: CloudLayout.usersPrefix)
         var seen = Set<UserID>()
         var skipped: [String] = []
+        // The users whose avatars the outline lists, by their records' names: a record of one that is refused
+        // keeps what the store had, as a refused node record does.
+        let known = Dictionary(Set(try manager.avatarOutline().map(\.userID)).map { (CloudLayout.userName($0, with: manager), $0) },
+                               uniquingKeysWith: { first, _ in first })
         for object in objects {
-            guard let userID = CloudLayout.userID(ofRecordKey: object.key),
-                  let data = try await remote.readAll(object.key) else { continue }
-            seen.insert(userID)
+            guard let name = CloudLayout.userRecordName(ofKey: object.key) else { continue }
+            if let user = known[name.name] { seen.insert(user) }
+            guard name.sealed else {
+                skipped.append("the user record \(object.key) is unsealed (plain JSON, as anyone with access to the bucket could write it): refused (pushing the user's avatar again seals it)")
+                continue
+            }
+            guard let data = try await remote.readAll(object.key) else { continue }
             var entries: [AvatarOutlineEntry] = []
+            let userID: UserID
             do {
-                let record = try UserRecord.decode(data, expected: userID)
+                let record = try UserRecord.open(data, name: name.name, with: manager)
+                userID = try UserID(record.userID)
+                seen.insert(userID)
                 for identity in record.identities {
                     guard let avatar = identity.avatar, let wrapped = Hex.decode(avatar.wrappedKey) else { continue }
                     let identityID: IdentityID
@@ -270,7 +284,7 @@ public struct CloudSync: Sendable {
     private func avatarPlaintextSize(_ userID: UserID, _ identityID: IdentityID, wrappedKey: [UInt8]) async throws -> UInt64 {
         let key = try manager.unwrapKey(wrappedKey, for: .avatar(userID, identityID))
         let name = "the avatar of '\(userID)' / '\(identityID)'"
-        let bytes = try await remote.read(CloudLayout.avatar(userID, identityID), range: 0..<UInt64(CryptoFormat.headerSize), ifMatch: nil)
+        let bytes = try await remote.read(CloudLayout.avatar(userID, identityID, with: manager), range: 0..<UInt64(CryptoFormat.headerSize), ifMatch: nil)
         let header: CryptoFileHeader
         do { header = try CryptoFileHeader(authenticating: Array(bytes), key: key, name: name) } catch {
             throw RemoteError(.invalidResponse, "\(name) does not authenticate: \(error.message)")

@@ -42,10 +42,10 @@ extension DownloadManager {
 
     private func transferAvatar(_ userID: UserID, _ requested: IdentityID?, refresh: Bool,
                                 _ transfer: Transfer<UserAvatarDownload>) async throws -> UserAvatarDownload {
-        guard let data = try await remote.readAll(CloudLayout.user(userID)) else {
+        guard let data = try await remote.readAll(CloudLayout.user(userID, with: manager)) else {
             throw RemoteError(.notFound, "user '\(userID)' has no record in \(remote.url)")
         }
-        let record = try UserRecord.decode(data, expected: userID)
+        let record = try UserRecord.open(data, name: CloudLayout.userName(userID, with: manager), expected: userID, with: manager)
         guard let identity = record.identity(requested), let identityID = try? IdentityID(identity.identityID) else {
             throw RemoteError(.notFound, requested.map { "user '\(userID)' has no identity '\($0)'" } ?? "user '\(userID)' has no identities")
         }
@@ -63,7 +63,7 @@ extension DownloadManager {
         case .stored(let download): return download
         case .key(let unwrapped): key = unwrapped
         }
-        let objectKey = CloudLayout.avatar(userID, identityID)
+        let objectKey = CloudLayout.avatar(userID, identityID, with: manager)
         for attempt in 0..<3 {
             guard let info = try await remote.info(objectKey) else {
                 throw RemoteError(.notFound, "the avatar of '\(userID)' / '\(identityID)' is in its record but not in \(remote.url)")

@@ -74,16 +74,22 @@ extension CloudSync {
             }
         }
         for object in try await remote.list(prefix: CloudLayout.usersPrefix) {
-            guard let userID = CloudLayout.userID(ofRecordKey: object.key), let data = try await remote.readAll(object.key) else { continue }
+            guard let name = CloudLayout.userRecordName(ofKey: object.key) else { continue }
             result.records += 1
+            guard name.sealed else {
+                result.problems.append("the user record \(object.key) is unsealed (plain JSON): anyone with access to the bucket could have written it")
+                continue
+            }
+            guard let data = try await remote.readAll(object.key) else { continue }
             do {
-                let record = try UserRecord.decode(data, expected: userID)
+                let record = try UserRecord.open(data, name: name.name, with: manager)
+                let userID = try UserID(record.userID)
                 for identity in record.identities {
                     guard let avatar = identity.avatar else { continue }
                     guard let identityID = try? IdentityID(identity.identityID), let wrapped = Hex.decode(avatar.wrappedKey) else {
                         throw RemoteError(.invalidResponse, "the record of user '\(userID)' lists a malformed identity or key")
                     }
-                    let avatarKey = CloudLayout.avatar(userID, identityID)
+                    let avatarKey = CloudLayout.avatar(userID, identityID, with: manager)
                     named.insert(avatarKey)
                     toRead.append((avatarKey, try manager.unwrapKey(wrapped, for: .avatar(userID, identityID)), nil, nil))
                 }

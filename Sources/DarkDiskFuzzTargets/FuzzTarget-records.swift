@@ -11,7 +11,7 @@ extension FuzzTarget {
             if let entry = try? record.outlineEntry(), entry.nodeID != node { fatalError("records: the outline entry names another node") }
         }
         let user = try! UserID("user-1")
-        if let record = try? UserRecord.decode(data, expected: user) {
+        if let record = try? UserRecord.parse(data, expected: user) {
             if record.userID != user.rawValue { fatalError("records: a user record for '\(record.userID)' was accepted as 'user-1'") }
             for identity in record.identities where (try? IdentityID(identity.identityID)) == nil {
                 fatalError("records: a user record with the invalid identity '\(identity.identityID)' was accepted")

@@ -10,7 +10,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// Encrypts the input, changes one byte of the result (chosen by the input), and checks that the
     /// reader refuses it: never wrong bytes.
     case tamper
-    /// A node record and a user record from the remote (`NodeRecord.parse`, `UserRecord.decode`).
+    /// A node record and a user record from the remote (`NodeRecord.parse`, `UserRecord.parse`).
     case records
     /// Node, user and identity IDs, which become file and folder names.
     case ids

@@ -80,4 +80,25 @@ import Glibc
             #expect(try remote.darkdiskB(["export", "--node", id]).status != 0, "\(id) is not a node")
         }
     }
+
+    /// The bucket learns no user or identity: user records are sealed under keyed names and avatars are
+    /// named by a keyed hash (before: `users/alice.json` in the clear, `avatars/alice/<hex of the identity>`).
+    /// A plain user record put in the bucket is refused in one line.
+    @Test func theBucketLearnsNoUserAndTakesNoPlainUserRecord() async throws {
+        let remote = try RemoteBucket()
+        let picture = try ImageCommandTests().picture(remote.a, "face.png", 32, 32)
+        let push = try await remote.a.darkdisk(["push", picture, "--user", "alice", "--identity", "alice@example.com",
+                                                "--passphrase-file", remote.passphrase])
+        #expect(push.status == 0, "\(push.stderr)")
+        let grep = try await Shell.sh("grep -rlaE 'alice|example' \(Shell.quote(remote.bucket)); find \(Shell.quote(remote.bucket)) | grep -E 'alice|example|616c696365'")
+        #expect(grep.output.isEmpty, "the bucket names the user: \(grep.output)")
+        try remote.join("file://" + remote.bucket)
+        let listed = try remote.darkdiskB(["avatar", "--user", "alice", "--identity", "alice@example.com"])
+        let original = try Data(contentsOf: URL(fileURLWithPath: picture))
+        #expect(listed.status == 0 && listed.stdout == original, "\(listed.stderr)")
+
+        try Data(#"{"version":1,"userID":"mallory","identities":[]}"#.utf8).write(to: URL(fileURLWithPath: remote.bucket + "/users/mallory.json"))
+        let pull = try remote.darkdiskB(["pull"])
+        #expect(pull.status == 1 && pull.stderrLines.count == 1 && pull.stderr.contains("users/mallory.json is unsealed"), "\(pull.stderr)")
+    }
 }

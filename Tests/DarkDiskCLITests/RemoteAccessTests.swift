@@ -30,7 +30,9 @@ import Testing
             await #expect(try store.darkdisk(["push", try store.file("a", CLIStore.bytes(300)), "--user", "u", "--identity", "i",
                                         "--passphrase-file", passphrase]).status == 0)
             let modes = try Self.modes(under: bucket)
-            #expect(Set(modes.keys).isSuperset(of: ["keys/master.json", "records/n.rec", "users/u.json"]) && modes.keys.contains { $0.hasPrefix("nodes/n") }, "\(modes.keys)")
+            #expect(Set(modes.keys).isSuperset(of: ["keys/master.json", "records/n.rec"]) && modes.keys.contains { $0.hasPrefix("nodes/n") }
+                    && modes.keys.contains { $0.hasPrefix("users/") && $0.hasSuffix(".rec") } && modes.keys.contains { $0.hasPrefix("avatars/") },
+                    "\(modes.keys)")
             #expect(modes.values.allSatisfy { $0 == mode }, "file://\(query): \(modes.mapValues { String($0, radix: 8) })")
         }
         let store = try CLIStore()

@@ -49,7 +49,7 @@ import Testing
         #expect(fetched.image == replacement)
 
         // The user's record goes: so do the listing and the local copy; carol's local-only avatar stays.
-        try await setup.remote.delete(CloudLayout.user(alice))
+        try await setup.remote.delete(CloudLayout.user(alice, with: setup.a))
         _ = try await pulling.pull()
         #expect(try setup.b.avatarOutline(alice).isEmpty)
         #expect(try setup.b.storedAvatar(alice, identityID: work) == nil)
@@ -66,36 +66,44 @@ import Testing
         record.identities[0].avatar?.plaintextSize = nil
         let json = String(decoding: record.encoded(), as: UTF8.self)
         #expect(!json.contains("plaintextSize"), "an older record, as it was written")
-        _ = try await setup.remote.write(CloudLayout.user(bob), data: record.encoded())
+        _ = try await setup.remote.write(CloudLayout.user(bob, with: setup.a), data: try record.sealed(with: setup.a))
         _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(try setup.b.avatarOutlineEntry(bob, identityID: identity)?.plaintextSize == 70_001)
     }
 
-    /// An avatar's key is bound to its user and identity: bob's entry and picture copied over alice's in the
-    /// bucket (the user records are plain JSON) never serve bob's picture as alice's. The pull refuses the
-    /// entry (its key does not unwrap as alice's) and the download finds no avatar.
+    /// Bob's avatar never shows as alice's. The bucket's owner copying bob's sealed record and picture to
+    /// alice's names: the record does not open there (it is bound to its name). A record sealed with the key
+    /// (by a store of the user) that puts bob's entry in alice's: the entry's key does not unwrap as alice's.
+    /// Either way the pull refuses it in one line and the download of alice's avatar never gives bob's.
     @Test func anAvatarMovedToAnotherUserIsRefused() async throws {
         let setup = try CloudTests.Setup()
         let sync = CloudSync(manager: setup.a, remote: setup.remote)
         let alice = try UserID("alice"), bob = try UserID("bob"), identity = try IdentityID("mail")
-        try await sync.pushUserIdentity(alice, identityID: identity, avatar: CloudTests.bytes(5_000, seed: 56))
-        let bobs = CloudTests.bytes(6_000, seed: 57)
+        let alices = CloudTests.bytes(5_000, seed: 56), bobs = CloudTests.bytes(6_000, seed: 57)
+        try await sync.pushUserIdentity(alice, identityID: identity, avatar: alices)
         let bobRecord = try await sync.pushUserIdentity(bob, identityID: identity, avatar: bobs)
-        var aliceRecord = try UserRecord.decode(try #require(try await setup.remote.readAll(CloudLayout.user(alice))), expected: alice)
-        aliceRecord.identities = bobRecord.identities
-        _ = try await setup.remote.write(CloudLayout.user(alice), data: aliceRecord.encoded())
-        _ = try await setup.remote.write(CloudLayout.avatar(alice, identity),
-                                         data: try #require(try await setup.remote.readAll(CloudLayout.avatar(bob, identity))))
+        let aliceKey = CloudLayout.user(alice, with: setup.a), aliceAvatar = CloudLayout.avatar(alice, identity, with: setup.a)
+        let sealedAlice = try #require(try await setup.remote.readAll(aliceKey))
+        let downloads = DownloadManager(manager: setup.b, remote: setup.remote)
+        func served() async -> Data? {
+            try? await downloads.downloadUserAvatar(alice, identityID: identity, options: DownloadOptions(cacheToDiskManager: false, policy: .remote)).value.image
+        }
+        _ = try await setup.remote.write(aliceAvatar, data: try #require(try await setup.remote.readAll(CloudLayout.avatar(bob, identity, with: setup.a))))
 
-        let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
-        #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("alice"), "\(pulled.skipped)")
+        _ = try await setup.remote.write(aliceKey, data: try #require(try await setup.remote.readAll(CloudLayout.user(bob, with: setup.a))))
+        var pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("does not authenticate"), "\(pulled.skipped)")
         #expect(try setup.b.avatarOutlineEntry(alice, identityID: identity) == nil)
         #expect(try setup.b.avatarOutlineEntry(bob, identityID: identity) != nil)
-        do {
-            let served = try await DownloadManager(manager: setup.b, remote: setup.remote)
-                .downloadUserAvatar(alice, identityID: identity, options: DownloadOptions(cacheToDiskManager: false, policy: .remote)).value
-            #expect(served.image != bobs, "bob's picture served as alice's")
-        } catch {}
+        #expect(await served() == nil, "bob's record opened as alice's")
+
+        var forged = try UserRecord.open(sealedAlice, name: CloudLayout.userName(alice, with: setup.a), expected: alice, with: setup.a)
+        forged.identities = bobRecord.identities
+        _ = try await setup.remote.write(aliceKey, data: try forged.sealed(with: setup.a))
+        pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
+        #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("does not unwrap"), "\(pulled.skipped)")
+        #expect(try setup.b.avatarOutlineEntry(alice, identityID: identity) == nil)
+        #expect(await served() != bobs, "bob's picture served as alice's")
     }
 
     /// A user record that names another user is refused with a clear line and skipped; the rest is pulled
@@ -104,9 +112,11 @@ import Testing
         let setup = try CloudTests.Setup()
         let record = try await CloudSync(manager: setup.a, remote: setup.remote)
             .pushUserIdentity(UserID("alice"), identityID: IdentityID("mail|alice"), avatar: CloudTests.bytes(100, seed: 55))
-        _ = try await setup.remote.write(CloudLayout.user(UserID("mallory")), data: record.encoded())
+        #expect(record.userID == "alice")
+        let sealed = try #require(try await setup.remote.readAll(CloudLayout.user(UserID("alice"), with: setup.a)))
+        _ = try await setup.remote.write(CloudLayout.user(UserID("mallory"), with: setup.a), data: sealed)
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
-        #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("mallory"), "\(pulled.skipped)")
+        #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("does not authenticate"), "\(pulled.skipped)")
         #expect(try setup.b.avatarOutline(UserID("mallory")).isEmpty, "a record describing another user was accepted")
         #expect(try setup.b.avatarOutline(UserID("alice")).count == 1, "the good record is pulled")
     }

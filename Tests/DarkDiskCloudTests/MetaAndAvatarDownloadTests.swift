@@ -109,8 +109,8 @@ import Testing
         } catch let error as RemoteError { #expect(error.code == .notFound) }
 
         // A record that claims another user is refused.
-        let record = try #require(try await setup.remote.readAll(CloudLayout.user(user)))
-        _ = try await setup.remote.write(CloudLayout.user(UserID("mallory")), data: record)
+        let record = try #require(try await setup.remote.readAll(CloudLayout.user(user, with: setup.a)))
+        _ = try await setup.remote.write(CloudLayout.user(UserID("mallory"), with: setup.a), data: record)
         do {
             _ = try await downloads.downloadUserAvatar(UserID("mallory")).value
             Issue.record("a record for another user was accepted")

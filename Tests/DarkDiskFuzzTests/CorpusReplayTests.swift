@@ -28,7 +28,7 @@ import Testing
         let folder = Self.fuzzFolder + "/Corpus/"
         let record = try NodeRecord.parse(try Data(contentsOf: URL(fileURLWithPath: folder + "records/seed-0")), expected: NodeID("node-1"))
         #expect(record.dataSize == 5)
-        let user = try UserRecord.decode(try Data(contentsOf: URL(fileURLWithPath: folder + "records/seed-1")), expected: UserID("user-1"))
+        let user = try UserRecord.parse(try Data(contentsOf: URL(fileURLWithPath: folder + "records/seed-1")), expected: UserID("user-1"))
         #expect(user.identities.count == 2)
     }
 
