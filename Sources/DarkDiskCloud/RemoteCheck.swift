@@ -40,12 +40,12 @@ extension CloudSync {
         var named = Set<String>()
         let appliedGenerations = try manager.recordGenerations()
         // What to read: each node's cloud file with its record's key and ETag, each avatar with its key.
-        var toRead: [(key: String, fileKey: SymmetricKey, etag: String?, record: OutlineEntry?)] = []
+        var toRead: [(key: String, fileKey: SymmetricKey, record: OutlineEntry?)] = []
         for object in CloudLayout.currentRecords(records) {
             let nodeID = object.nodeID
             guard let data = try await remote.readAll(object.key) else { continue }
             result.records += 1
-            let entry: OutlineEntry
+            var entry: OutlineEntry
             let key: SymmetricKey
             do {
                 let read = try RecordObject.read(data, sealed: object.sealed, expected: nodeID, with: manager)
@@ -56,6 +56,10 @@ extension CloudSync {
                 // A deleted node's tombstone names no file: its versions are orphans until `gc`.
                 guard let record = read.record else { continue }
                 entry = try record.outlineEntry()
+                // A record from before file IDs: the one this store bound to that version, if it did.
+                if entry.cloudFileID == nil, let known = try manager.outlineEntry(nodeID), known.cloudVersion == entry.cloudVersion {
+                    entry.cloudFileID = known.cloudFileID
+                }
                 key = try manager.unwrapKey(entry.wrappedKey, for: .node(entry.nodeID))
             } catch let error as any DarkDiskFailure {
                 result.problems.append(error.message)
@@ -63,7 +67,7 @@ extension CloudSync {
             }
             let cloudKey = CloudLayout.cloudFile(of: entry)
             named.insert(cloudKey)
-            toRead.append((cloudKey, key, entry.cloudETag, entry))
+            toRead.append((cloudKey, key, entry))
         }
         // A sealed record this store applied that is simply gone: a delete would have left a tombstone.
         let listed = Set(CloudLayout.currentRecords(records).map(\.nodeID))
@@ -91,7 +95,7 @@ extension CloudSync {
                     }
                     let avatarKey = CloudLayout.avatar(userID, identityID, with: manager)
                     named.insert(avatarKey)
-                    toRead.append((avatarKey, try manager.unwrapKey(wrapped, for: .avatar(userID, identityID)), nil, nil))
+                    toRead.append((avatarKey, try manager.unwrapKey(wrapped, for: .avatar(userID, identityID)), nil))
                 }
             } catch let error as any DarkDiskFailure {
                 result.problems.append(error.message)
@@ -109,7 +113,7 @@ extension CloudSync {
                 continue
             }
             do {
-                try await authenticate(item.key, size: size, key: item.fileKey, etag: item.etag, record: item.record)
+                try await authenticate(item.key, size: size, key: item.fileKey, record: item.record)
                 result.files += 1
             } catch let error as RemoteError where error.code == .unreachable {
                 throw error
@@ -123,9 +127,10 @@ extension CloudSync {
         return result
     }
 
-    /// Fetches one file into a scratch file and reads it to the end: its header must authenticate (and agree
-    /// with `record`), and every chunk of every section too.
-    private func authenticate(_ objectKey: String, size: UInt64, key: SymmetricKey, etag: String?, record: OutlineEntry?) async throws {
+    /// Fetches one file into a scratch file and reads it to the end: its header must authenticate and agree
+    /// with `record` (its sizes, and the file ID the record names: not the ETag, which any server can report
+    /// and which a faithful copy of a bucket changes), and every chunk of every section too.
+    private func authenticate(_ objectKey: String, size: UInt64, key: SymmetricKey, record: OutlineEntry?) async throws {
         let scratch = try manager.makeScratchFile()
         let fd: Int32
         do { fd = try SystemCall.open(scratch.path, O_WRONLY | O_TRUNC) } catch {
@@ -136,7 +141,7 @@ extension CloudSync {
         let path = scratch.path
         let fetched: Result<Void, RemoteError>
         do {
-            try await remote.read(objectKey, range: 0..<size, ifMatch: etag) { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in
+            try await remote.read(objectKey, range: 0..<size, ifMatch: nil) { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in
                 guard let base = bytes.baseAddress, bytes.count > 0 else { return }
                 do { try SystemCall.pwrite(fd, from: base, count: bytes.count, at: written.value) } catch {
                     throw RemoteError(.io, "cannot write \(path): \(error)")
@@ -147,10 +152,7 @@ extension CloudSync {
         } catch {
             fetched = .failure(error)
         }
-        if case .failure(let error) = fetched {
-            guard error.code == .changed else { throw error }
-            throw RemoteError(.invalidResponse, "\(objectKey) is not the file its record names (its ETag changed after the record was written)")
-        }
+        if case .failure(let error) = fetched { throw error }
         do {
             let reader = try CryptoFileReader(path: scratch.path, key: key)
             if let record { try record.checkAgreement(with: reader.header, objectKey: objectKey) }

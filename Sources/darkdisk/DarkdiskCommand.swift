@@ -41,9 +41,11 @@ struct DarkdiskCommand: ParsableCommand {
             try StandardStreams.flushOutput()
             Foundation.exit(0)
         } catch let error as any DarkDiskFailure {
+            OpenedStores.finishUpkeep()
             fail(CLIAdvice.message(for: error))
         } catch let code as ExitCode {
             // A command that already said what failed (e.g. `check` listing its problems).
+            OpenedStores.finishUpkeep()
             Foundation.exit(code.rawValue)
         } catch {
             if exitCode(for: error) == .success { exit(withError: error) }

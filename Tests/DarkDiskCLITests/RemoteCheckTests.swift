@@ -51,6 +51,29 @@ import Testing
         #expect((remoteReport["problems"] as? [String])?.count == 3 && (remoteReport["orphans"] as? [String]) == ["nodes/stray.ddc"])
     }
 
+    /// A faithful copy of a `file://` bucket (`cp -r`: new inodes and times, so new ETags) is healthy: the
+    /// check compares what the records bind (each cloud file's ID), not ETags (before: one "ETag changed"
+    /// problem per file while every read was right). A check that finds problems leaves no scratch file
+    /// behind for the next `check` to count as an interrupted import's.
+    @Test func aFaithfulCopyOfTheBucketIsHealthyAndAFailedCheckLeavesNothing() async throws {
+        let remote = try RemoteBucket()
+        try remote.push("one", CLIStore.bytes(30_000, seed: 65))
+        try remote.push("two", CLIStore.bytes(20_000, seed: 66))
+        try remote.join("file://" + remote.bucket)
+        let copied = try Shell.sh("cp -r \(Shell.quote(remote.bucket)) \(Shell.quote(remote.bucket + ".copy")) && mv \(Shell.quote(remote.bucket)) \(Shell.quote(remote.bucket + ".old")) && mv \(Shell.quote(remote.bucket + ".copy")) \(Shell.quote(remote.bucket))", timeout: 30)
+        try #require(copied.status == 0, "\(copied.stderr)")
+        var run = try remote.darkdiskB(["check", "--remote"])
+        #expect(run.status == 0 && run.output.contains("2 files") && run.output.contains("healthy"), "\(run.output)")
+
+        try FileManager.default.removeItem(atPath: try remote.cloudPath("two"))
+        run = try remote.darkdiskB(["check", "--remote"])
+        #expect(run.status == 1, "\(run.output)")
+        let left = try Shell.sh("find \(Shell.quote(remote.b.storePath)) -name '*.scratch'", timeout: 30)
+        #expect(left.output.isEmpty, "scratch files left: \(left.output)")
+        run = try remote.darkdiskB(["check"])
+        #expect(run.output.contains("0 staging files left by interrupted imports"), "\(run.output)")
+    }
+
     /// Issue 18 item 2: `darkdisk gc` deletes the versions no record names (after --grace), and then
     /// `check --remote` finds no orphan.
     @Test func gcDeletesUnnamedVersions() async throws {
