@@ -104,7 +104,7 @@ public struct NodeRecord: Codable, Sendable, Equatable {
             throw RemoteError(.invalidResponse, "only a version 2 or 3 record with a generation is sealed")
         }
         do {
-            return Data(try manager.sealRecord(Array(encoded()), context: Self.sealingContext(id)))
+            return Data(try manager.sealRecord(RecordPadding.padded(encoded()), context: Self.sealingContext(id)))
         } catch {
             throw RemoteError(.io, "cannot seal the record of node '\(nodeID)': \(error.message)")
         }

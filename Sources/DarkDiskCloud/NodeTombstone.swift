@@ -35,7 +35,7 @@ public struct NodeTombstone: Codable, Sendable, Equatable {
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let plaintext = Array((try? encoder.encode(self)) ?? Data())
+        let plaintext = RecordPadding.padded((try? encoder.encode(self)) ?? Data())
         do {
             return Data(try manager.sealRecord(plaintext, context: Self.sealingContext(id)))
         } catch {

@@ -50,7 +50,7 @@ public struct UserRecord: Codable, Sendable, Equatable {
             throw RemoteError(.invalidResponse, "only a version 2 record of a valid user is sealed")
         }
         do {
-            return Data(try manager.sealRecord(Array(encoded()), context: Self.sealingContext(CloudLayout.userName(id, with: manager))))
+            return Data(try manager.sealRecord(RecordPadding.padded(encoded()), context: Self.sealingContext(CloudLayout.userName(id, with: manager))))
         } catch {
             throw RemoteError(.io, "cannot seal the record of user '\(userID)': \(error.message)")
         }

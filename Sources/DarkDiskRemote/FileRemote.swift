@@ -275,7 +275,7 @@ public struct FileRemote: Remote {
 
     private func commit(_ temporary: String, as key: String) throws(RemoteError) -> ObjectInfo {
         let destination = path(key)
-        guard Self.makeFolders(of: destination, below: root) else {
+        guard Self.makeFolders(of: destination, below: root, mode: shared ? 0o755 : 0o700) else {
             unlink(temporary)
             throw RemoteError(.io, "cannot create the folder of \(destination): \(String(cString: strerror(errno)))")
         }
@@ -292,12 +292,13 @@ public struct FileRemote: Remote {
     }
 
     /// Makes the folders of `path` below `root` (which exists) that are missing.
-    private static func makeFolders(of path: String, below root: String) -> Bool {
+    /// (Folders have the objects' privacy: `0700`, or `0755` in a shared bucket.)
+    private static func makeFolders(of path: String, below root: String, mode: mode_t) -> Bool {
         guard let slash = path.lastIndex(of: "/") else { return true }
         let folder = String(path[..<slash])
-        if folder.utf8.count <= root.utf8.count || mkdir(folder, 0o755) == 0 || errno == EEXIST { return true }
-        guard errno == ENOENT, makeFolders(of: folder, below: root) else { return false }
-        return mkdir(folder, 0o755) == 0 || errno == EEXIST
+        if folder.utf8.count <= root.utf8.count || mkdir(folder, mode) == 0 || errno == EEXIST { return true }
+        guard errno == ENOENT, makeFolders(of: folder, below: root, mode: mode) else { return false }
+        return mkdir(folder, mode) == 0 || errno == EEXIST
     }
 
     static func etag(_ st: stat) -> String {

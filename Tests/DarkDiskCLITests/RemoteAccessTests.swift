@@ -18,6 +18,18 @@ import Testing
         return result
     }
 
+    /// The modes of the folders under `folder` (but `.tmp`, always the writer's only), by path.
+    static func folderModes(under folder: String) throws -> [String: Int] {
+        var result: [String: Int] = [:]
+        for path in FileManager.default.enumerator(atPath: folder)?.compactMap({ $0 as? String }) ?? [] where !path.hasPrefix(".tmp") {
+            let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/" + path)
+            guard attributes[.type] as? FileAttributeType == .typeDirectory else { continue }
+            result[path] = (attributes[.posixPermissions] as? NSNumber)?.intValue
+        }
+        return result
+    }
+
+    /// Objects and the folders holding them: the user's only (0600, 0700), or readable by all with `?shared=1`.
     @Test func everyObjectOfAFileRemoteHasOneMode() async throws {
         for (query, mode) in [("", 0o600), ("?shared=1", 0o644)] {
             let store = try CLIStore()
@@ -34,6 +46,8 @@ import Testing
                     && modes.keys.contains { $0.hasPrefix("users/") && $0.hasSuffix(".rec") } && modes.keys.contains { $0.hasPrefix("avatars/") },
                     "\(modes.keys)")
             #expect(modes.values.allSatisfy { $0 == mode }, "file://\(query): \(modes.mapValues { String($0, radix: 8) })")
+            let folders = try Self.folderModes(under: bucket)
+            #expect(!folders.isEmpty && folders.values.allSatisfy { $0 == mode | (mode & 0o444) >> 2 }, "file://\(query): \(folders.mapValues { String($0, radix: 8) })")
         }
         let store = try CLIStore()
         await expectOneLineFailure(try store.darkdisk(["init", "--remote", "file:///tmp/x?public=yes"]), mentioning: "shared=1")

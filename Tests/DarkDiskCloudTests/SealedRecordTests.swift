@@ -130,6 +130,28 @@ import Glibc
 
     /// A bucket written by an older darkdisk (plain JSON records) keeps reading: pull, fetch; the next push
     /// of a node replaces its legacy record by a sealed one.
+    /// A record's size tells nothing of its name or attributes: records of names of 1 and 255 bytes, a
+    /// folder, and a tombstone are all one size (1 KiB of padded JSON, sealed); a record of many attributes
+    /// is padded too, to a size with few significant bits.
+    @Test func recordsArePaddedToSizesThatHideTheirNames() async throws {
+        let setup = try CloudTests.Setup()
+        let sync = CloudSync(manager: setup.a, remote: setup.remote)
+        try await sync.push(dataFile: setup.file("s", Data("x".utf8)), nodeID: NodeID("short"), name: "a")
+        try await sync.push(dataFile: setup.file("l", Data("x".utf8)), nodeID: NodeID("long"), name: String(repeating: "é", count: 127) + "b")
+        try await sync.push(dataFile: setup.file("g", Data("x".utf8)), nodeID: NodeID("gone"), name: "gone.txt")
+        try await sync.deleteNode(NodeID("gone"))
+        var sizes: Set<UInt64> = []
+        for id in ["short", "long", "gone"] {
+            sizes.insert(try #require(try await setup.remote.info(CloudLayout.record(NodeID(id)))).size)
+        }
+        #expect(sizes.count == 1, "\(sizes)")
+        for length in [1, 1024, 1025, 1500, 5000, 70_000] {
+            let padded = RecordPadding.size(for: length)
+            #expect(padded >= max(length, 1024) && Double(padded) <= max(1024, Double(length) * 1.12), "\(length) → \(padded)")
+        }
+        #expect(RecordPadding.size(for: 5000) == RecordPadding.size(for: 5100))
+    }
+
     /// A version 2 record (sealed, written before records named their cloud file's ID) is bound to the file
     /// ID of the header a store finds when it first pulls it, and the next write makes it version 3: an
     /// older version put in the current one's place afterwards (same size, same ETag) is refused.

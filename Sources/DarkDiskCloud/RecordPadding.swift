@@ -1,0 +1,23 @@
+import Foundation
+
+/// The padding of a sealed record's JSON, so that its size tells the bucket's owner nothing of the name
+/// or the attributes it holds: at least 1 KiB, and above that Padmé's sizes (a size of E significant bits
+/// keeps its top ⌊log₂ E⌋ + 1 bits; at most 12 % larger, and a size reveals O(log log n) bits). The
+/// padding is spaces after the JSON, which JSON readers skip.
+public enum RecordPadding {
+    public static let minimum = 1024
+
+    /// `json` followed by spaces up to its padded size.
+    static func padded(_ json: Data) -> [UInt8] {
+        Array(json) + [UInt8](repeating: 0x20, count: size(for: json.count) - json.count)
+    }
+
+    /// The padded size of `length` bytes.
+    public static func size(for length: Int) -> Int {
+        guard length > minimum else { return minimum }
+        let e = Int.bitWidth - 1 - length.leadingZeroBitCount  // ⌊log₂ length⌋
+        let s = Int.bitWidth - 1 - e.leadingZeroBitCount + 1   // ⌊log₂ e⌋ + 1
+        let mask = (1 << (e - s)) - 1
+        return (length + mask) & ~mask
+    }
+}
