@@ -7,8 +7,11 @@ import Glibc
 /// The store's master key on disk: a random key in a `0600` JSON file, either in the clear (`kdf: none`)
 /// or wrapped by a key derived from a passphrase with scrypt (as gocryptfs keeps `gocryptfs.conf`).
 public enum MasterKeyFile {
-    /// scrypt cost used for new key files (gocryptfs' default); the file records it, so it may change later.
-    public static let scryptN: UInt64 = 1 << 16
+    /// scrypt cost used for new key files (2^17, OWASP's minimum for scrypt); the file records it, so a
+    /// store made with another keeps it until `passphrase set` wraps its key anew.
+    public static let scryptN: UInt64 = 1 << 17
+    /// The fewest characters a new passphrase may have.
+    public static let minimumPassphraseLength = 8
     public static let scryptR: UInt64 = 8
     public static let scryptP: UInt64 = 1
 
@@ -34,6 +37,9 @@ public enum MasterKeyFile {
     private static func encoded(_ key: SymmetricKey, passphrase: [UInt8]?) throws(DarkDiskError) -> Data {
         var contents = Contents(version: 1, kdf: "none")
         if let passphrase {
+            guard String(decoding: passphrase, as: UTF8.self).count >= minimumPassphraseLength else {
+                throw DarkDiskError(.invalidArgument, "a passphrase needs at least \(minimumPassphraseLength) characters (this one has \(String(decoding: passphrase, as: UTF8.self).count))")
+            }
             let salt = SecureRandom.bytes(32)
             let kek: SymmetricKey
             do {

@@ -42,7 +42,7 @@ import Testing
         let keyFile = remote.bucket + "/keys/master.json"
         let saved = try Data(contentsOf: URL(fileURLWithPath: keyFile))
         try FileManager.default.removeItem(atPath: keyFile)
-        let newPassphrase = try other.file("pass", Data("another\n".utf8))
+        let newPassphrase = try other.file("pass", Data("another passphrase\n".utf8))
         for extra in [[], ["--passphrase-file", newPassphrase]] {
             await expectOneLineFailure(try other.darkdisk(["init", "--remote", url] + extra), mentioning: "already holds 1 nodes")
             #expect(!FileManager.default.fileExists(atPath: keyFile), "a new key was published to the remote")

@@ -12,7 +12,7 @@ import Testing
         let b = try CLIStore()
         let bucket = a.directory + "/bucket"
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
-        let passphrase = try a.file("pass", Data("outline\n".utf8))
+        let passphrase = try a.file("pass", Data("outline tests\n".utf8))
         let first = CLIStore.bytes(3_000_000, seed: 71)
         let second = CLIStore.bytes(1_234_567, seed: 72)
         await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
@@ -72,7 +72,7 @@ import Testing
         let b = try CLIStore()
         let bucket = a.directory + "/bucket"
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
-        let passphrase = try a.file("pass", Data("avatars\n".utf8))
+        let passphrase = try a.file("pass", Data("avatars tests\n".utf8))
         let picture = CLIStore.bytes(30_000, seed: 74)
         let replacement = CLIStore.bytes(4_321, seed: 75)
         let identity = "auth0|5f1c@example.com"
@@ -103,7 +103,7 @@ import Testing
         let b = try CLIStore()
         let bucket = a.directory + "/bucket"
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
-        let passphrase = try a.file("pass", Data("damage\n".utf8))
+        let passphrase = try a.file("pass", Data("damage tests\n".utf8))
         let data = CLIStore.bytes(500_000, seed: 73)
         await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
         await #expect(try a.darkdisk(["push", try a.file("d", data), "--node", "n", "--passphrase-file", passphrase]).status == 0)

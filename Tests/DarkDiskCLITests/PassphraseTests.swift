@@ -19,6 +19,22 @@ import Testing
         await #expect(try store.darkdisk(["export", "--node", "a", "--passphrase-file", open]).output == "hi\n")
     }
 
+    /// A new passphrase has at least 8 characters, at `init` and at `passphrase set`; the key file made
+    /// with one records scrypt's cost, N = 2^17 for a new store.
+    @Test func aShortPassphraseIsRefusedAndNewKeysCost2To17() async throws {
+        let store = try CLIStore()
+        let short = try store.file("short", Data("1234567\n".utf8)), good = try store.file("good", Data("12345678\n".utf8))
+        for file in [short, good] { #expect(chmod(file, 0o600) == 0) }
+        await expectOneLineFailure(try store.darkdisk(["init", "--passphrase-file", short]), mentioning: "at least 8 characters")
+        #expect(!FileManager.default.fileExists(atPath: store.storePath), "a refused init leaves nothing")
+        await #expect(try store.darkdisk(["init", "--passphrase-file", good]).status == 0)
+        let keyFile = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: store.storePath + "/config/master.key"))) as? [String: Any])
+        #expect(keyFile["n"] as? Int == 1 << 17, "\(keyFile)")
+        await expectOneLineFailure(try store.darkdisk(["passphrase", "set", "--new-passphrase-file", short, "--passphrase-file", good]),
+                                   mentioning: "at least 8 characters")
+        await #expect(try store.darkdisk(["status", "--passphrase-file", good]).status == 0, "the old passphrase still opens it")
+    }
+
     @Test func passphraseSetAddsAndChangesItEverywhere() async throws {
         // A store without a passphrase gets one; then it changes; the key (and every node) stays.
         let store = try CLIStore()
@@ -26,7 +42,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
         await #expect(try store.darkdisk(["init", "--remote", "file://" + bucket]).status == 0)
         await #expect(try store.darkdisk(["push", try store.file("n", CLIStore.bytes(2000, seed: 9)), "--node", "n"]).status == 0)
-        let first = try store.file("first", Data("first\n".utf8)), second = try store.file("second", Data("second\n".utf8))
+        let first = try store.file("first", Data("first passphrase\n".utf8)), second = try store.file("second", Data("second passphrase\n".utf8))
         for file in [first, second] { #expect(chmod(file, 0o600) == 0) }
         let add = try await store.darkdisk(["passphrase", "set", "--new-passphrase-file", first])
         #expect(add.status == 0, "\(add.stderr)")

@@ -35,7 +35,7 @@ import Testing
             let store = try CLIStore()
             let bucket = store.directory + "/bucket"
             try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
-            let passphrase = try store.file("pass", Data("modes\n".utf8))
+            let passphrase = try store.file("pass", Data("modes of objects\n".utf8))
             await #expect(try store.darkdisk(["init", "--remote", "file://" + bucket + query, "--passphrase-file", passphrase]).status == 0)
             await #expect(try store.darkdisk(["push", try store.file("n", CLIStore.bytes(3000)), "--node", "n", "--name", "secret plans.txt",
                                         "--passphrase-file", passphrase]).status == 0)
