@@ -18,11 +18,22 @@ struct HTTPTransport: Sendable {
     /// Tries per request (and, for reads, per stretch of failures that delivered nothing).
     let attempts: Int
 
+    /// Whether `client` is a shared one of this transport's making (not one the caller gave).
+    let ownsClient: Bool
+
     /// `client` nil: a shared client whose read timeout is `timeout`.
     init(client: HTTPClient?, timeout: TimeAmount, attempts: Int) {
         self.client = client ?? Self.client(readTimeout: timeout)
+        self.ownsClient = client == nil
         self.timeout = timeout
         self.attempts = max(1, attempts)
+    }
+
+    /// The client for a request the server may take up to `patience` to answer without sending a byte
+    /// (S3's CompleteMultipartUpload assembles the whole object first): a shared client with that read
+    /// timeout, unless the caller gave its own.
+    func client(patience: TimeAmount) -> HTTPClient {
+        ownsClient && patience > timeout ? Self.client(readTimeout: patience) : client
     }
 
     private static let clients = Locked<[Int64: HTTPClient]>([:])

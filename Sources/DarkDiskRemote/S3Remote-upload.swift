@@ -141,7 +141,10 @@ extension S3Remote {
             body += "<Part><PartNumber>\(index + 1)</PartNumber><ETag>\(escaped)</ETag></Part>"
         }
         body += "</CompleteMultipartUpload>"
-        let response = try await perform(.POST, path: objectPath(key), query: [("uploadId", uploadID)], payload: .data(Data(body.utf8)))
+        // (AWS may take minutes to assemble a large object, sending spaces meanwhile; other servers send
+        // nothing until it is done.)
+        let response = try await perform(.POST, path: objectPath(key), query: [("uploadId", uploadID)], payload: .data(Data(body.utf8)),
+                                         patience: .minutes(10))
         guard response.status == .ok else { throw failure(response, "completing the upload of \(key)") }
         // The root is CompleteMultipartUploadResult on AWS (…Response on moto): only an Error root is a failure.
         guard let document = S3XML.parse(response.body), document.name != "Error" else {

@@ -171,13 +171,16 @@ public struct S3Remote: Remote {
 
     /// One request with retries of transient failures, its body collected up to `limit` bytes. Answers
     /// other than 5xx are returned for the caller to judge (see `failure`).
+    /// `patience`: how long the server may work on the request before its first byte, when that is longer
+    /// than the remote's timeout.
     func perform(_ method: HTTPMethod, path: String, query: [(String, String)] = [], headers: [(String, String)] = [],
-                 payload: Payload = .none, limit: Int = 1 << 20) async throws(RemoteError) -> Response {
+                 payload: Payload = .none, limit: Int = 1 << 20, patience: TimeAmount? = nil) async throws(RemoteError) -> Response {
         try await transport.retrying { () throws(RemoteError) -> Response in
             // Sending a body takes time on a slow link: allow a second per 64 KiB on top of the timeout.
-            let deadline = transport.timeout + .seconds(Int64(payload.count >> 16))
+            let deadline = max(transport.timeout, patience ?? .zero) + .seconds(Int64(payload.count >> 16))
+            let client = patience.map { transport.client(patience: $0) } ?? transport.client
             do {
-                let response = try await transport.client.execute(makeRequest(method, path: path, query: query, headers: headers, payload: payload),
+                let response = try await client.execute(makeRequest(method, path: path, query: query, headers: headers, payload: payload),
                                                         timeout: deadline)
                 let body = method == .HEAD ? ByteBuffer() : try await response.body.collect(upTo: limit)
                 let collected = Response(status: response.status, headers: response.headers, body: Data(body.readableBytesView))
@@ -188,7 +191,7 @@ public struct S3Remote: Remote {
             } catch let error as FileSlice.ReadError {
                 throw RemoteError(.io, error.message)
             } catch {
-                throw RemoteError(.unreachable, "\(url) cannot be reached: \(transport.describe(error))")
+                throw RemoteError(.unreachable, "\(url) cannot be reached (\(method.rawValue) \(path)): \(transport.describe(error))")
             }
         }
     }
