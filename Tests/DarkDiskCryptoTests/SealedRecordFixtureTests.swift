@@ -79,6 +79,50 @@ struct SealedRecordFixtureTests {
                 == ["user.comment": "kept encrypted", "user.xdg.origin.url": "https://example.com/notes"])
     }
 
+    /// A version 3 record (FORMAT.md: the cloud file's `fileID`, the node key bound to the node, JSON padded
+    /// with spaces to 1 KiB), frozen when the version came: it opens with the module and the reference.
+    @Test func frozenVersion3RecordOpens() throws {
+        let master = try Self.masterKey()
+        let recordKey = try master.derived(for: "darkdisk record key v1")
+        let sealed = try FileBytes.read(FixtureTests.bundled("v3-sealed-record.rec"))
+        let expected = try FileBytes.read(FixtureTests.bundled("v3-sealed-record.json"))
+        #expect(ReferenceDecoder.openSealed(sealed, key: recordKey.bytes, context: Self.context) == expected, "the reference decoder opens it")
+        #expect(try SealedMessage.open(sealed, key: recordKey, context: Self.context) == expected)
+        #expect(expected.count == 1024 && expected.last == 0x20, "padded with spaces to 1 KiB")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(expected)) as? [String: Any])
+        #expect(json["version"] as? Int == 3 && json["fileID"] as? String == "00112233445566778899aabbccddeeff")
+        let wrappedText = try #require(json["wrappedKey"] as? String)
+        let wrapped = try #require(Hex.decode(wrappedText))
+        let node = Array("node".utf8) + [0] + Array("fixture-node".utf8)
+        #expect(try master.unwrap(wrapped, boundTo: node) == FixtureTests.contentKey())
+    }
+
+    /// A sealed user record (FORMAT.md "User record"): its object name is the keyed hash of the user ID, its
+    /// seal binds that name, its avatar key is bound to the user and identity.
+    @Test func frozenUserRecordOpensUnderItsKeyedName() throws {
+        let master = try Self.masterKey()
+        let recordKey = try master.derived(for: "darkdisk record key v1")
+        let name = try String(contentsOfFile: FixtureTests.bundled("v2-user-record-name.txt"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let purpose = "darkdisk object name v1\u{0}user\u{0}fixture-user"
+        #expect(Hex.encode(Array(try master.derived(for: purpose).bytes.prefix(16))) == name)
+        #expect(Hex.encode(Array(ReferenceDecoder.hkdf(ikm: master.bytes, info: Array(purpose.utf8), length: 32).prefix(16))) == name)
+        let sealed = try FileBytes.read(FixtureTests.bundled("v2-sealed-user-record.rec"))
+        let expected = try FileBytes.read(FixtureTests.bundled("v2-sealed-user-record.json"))
+        let context = Array("darkdisk user record 2".utf8) + [0] + Array(name.utf8)
+        #expect(ReferenceDecoder.openSealed(sealed, key: recordKey.bytes, context: context) == expected, "the reference decoder opens it")
+        #expect(try SealedMessage.open(sealed, key: recordKey, context: context) == expected)
+        #expect(throws: CryptoError.self) { _ = try SealedMessage.open(sealed, key: recordKey, context: Self.context) }
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(expected)) as? [String: Any])
+        #expect(json["version"] as? Int == 2 && json["userID"] as? String == "fixture-user")
+        let identity = try #require((json["identities"] as? [[String: Any]])?.first)
+        let avatar = try #require(identity["avatar"] as? [String: Any])
+        let avatarText = try #require(avatar["wrappedKey"] as? String)
+        let wrapped = try #require(Hex.decode(avatarText))
+        let owner = Array("avatar".utf8) + [0] + Array("fixture-user".utf8) + [0] + Array("mail|fixture".utf8)
+        #expect(try master.unwrap(wrapped, boundTo: owner) == FixtureTests.contentKey())
+    }
+
     /// A deleted node's tombstone (FORMAT.md, "Node tombstone"): opens under its own context only, so it is
     /// never read as a record, and a record never as a tombstone.
     @Test func frozenTombstoneOpensOnlyAsATombstone() throws {
