@@ -54,7 +54,7 @@ public final class QueueUploader: Sendable {
                     defer { lastDrain = started }
                     let result = try await sync.drainQueue(restedSince: rested, firstQueuedAfter: lastDrain, pauseWhen: busy)
                     for conflict in result.conflicts {
-                        logger.warning("upload: node \(conflict.originalID) changed in the remote; this store's change is node \(conflict.nodeID) '\(conflict.name)'")
+                        logger.warning("upload: node \(conflict.originalID) changed in the remote; this store's change is node \(conflict.nodeID), a conflict copy beside it")
                     }
                     if !result.uploaded.isEmpty || !result.conflicts.isEmpty {
                         logger.info("upload: \(result.uploaded.count) uploaded, \(result.conflicts.count) as conflict copies")

@@ -31,7 +31,7 @@ extension FuseFileSystem {
                 inodes.withLock { $0.forget(param.ino, count: 1) }
             }
         } catch {
-            logger.error("lookup of \(name): \(error)")
+            logger.error("lookup of a name in \(folderLogName(parent)): \(error)")
             reply.error(FuseErrno.from(error))
         }
     }

@@ -43,7 +43,7 @@ extension FuseFileSystem {
                 if let file = handles.withLock({ $0.removeValue(forKey: handle) }) { close(file) }
             }
         } catch {
-            refuse(reply, "create \(name)", error)
+            refuse(reply, "create in \(folderLogName(parent))", error)
         }
     }
 
@@ -58,7 +58,7 @@ extension FuseFileSystem {
             try manager.commitDriveFile(node.id, content: content)
             try answerEntry(reply, .driveFile(node.id), in: parent, named: name)
         } catch {
-            refuse(reply, "mknod \(name)", error)
+            refuse(reply, "mknod in \(folderLogName(parent))", error)
         }
     }
 
@@ -79,7 +79,7 @@ extension FuseFileSystem {
             let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.folder, mode: mode))
             try answerEntry(reply, .driveFolder(node.id), in: parent, named: name)
         } catch {
-            refuse(reply, "mkdir \(name)", error)
+            refuse(reply, "mkdir in \(folderLogName(parent))", error)
         }
     }
 
@@ -92,7 +92,7 @@ extension FuseFileSystem {
             let node = try manager.createDriveNode(named: name, in: folder, attributes: attributes)
             try answerEntry(reply, .driveLink(node.id), in: parent, named: name)
         } catch {
-            refuse(reply, "symlink \(name)", error)
+            refuse(reply, "symlink in \(folderLogName(parent))", error)
         }
     }
 
@@ -107,7 +107,7 @@ extension FuseFileSystem {
             forgetRecords(id)
             reply.error(0)
         } catch {
-            refuse(reply, "unlink \(name)", error)
+            refuse(reply, "unlink in \(folderLogName(parent))", error)
         }
     }
 
@@ -120,7 +120,7 @@ extension FuseFileSystem {
             forgetRecords(id)
             reply.error(0)
         } catch {
-            refuse(reply, "rmdir \(name)", error)
+            refuse(reply, "rmdir in \(folderLogName(parent))", error)
         }
     }
 
@@ -140,7 +140,7 @@ extension FuseFileSystem {
             driveNames.withLock { $0[id] = (newParent, newName) }
             reply.error(0)
         } catch {
-            refuse(reply, "rename \(name) to \(newName)", error)
+            refuse(reply, "rename from \(folderLogName(parent)) to \(folderLogName(newParent))", error)
         }
     }
 
@@ -520,6 +520,15 @@ extension FuseFileSystem {
 
     /// Answers an error, with a log line unless it is one a program meets in normal use (a name taken,
     /// a folder not empty, a write outside the drive).
+    /// A folder as the log names it: by node ID, never by name (a log must not tell what files are called).
+    func folderLogName(_ ino: fuse_ino_t) -> String {
+        switch inodes.withLock({ $0.entry(for: ino) }) {
+        case .driveFolder(let id)?: "drive folder (node \(id))"
+        case .files?: "the top of the drive"
+        default: "a folder"
+        }
+    }
+
     func refuse(_ reply: FuseReply, _ what: String, _ error: any Error) {
         let code = FuseErrno.from(error)
         if ![ENOENT, EEXIST, ENOTEMPTY, EROFS, EPERM, EISDIR, ENOTDIR, ENAMETOOLONG, EINVAL].contains(code) {

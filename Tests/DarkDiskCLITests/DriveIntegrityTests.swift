@@ -233,5 +233,9 @@ import Glibc
         // The copy is the change made here and then: its time is the edit's, not the version's before it.
         let copyTime = try FileManager.default.attributesOfItem(atPath: a + "/" + copy)[.modificationDate] as? Date
         #expect((copyTime?.timeIntervalSinceNow ?? -1e9) > -600, "the copy's time: \(String(describing: copyTime))")
+        // The logs name nodes by ID, never a file by its name (the conflict copy's above all).
+        for log in [mountA.log, mountB.log] {
+            #expect(!log.contains("x1"), "a log names a file: \(log.split(separator: "\n").filter { $0.contains("x1") })")
+        }
     }
 }
