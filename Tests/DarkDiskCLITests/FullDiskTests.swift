@@ -39,6 +39,22 @@ import Testing
         }
     }
 
+    /// A new store whose folder is a 100 MiB tmpfs (a disk that fills); unmounted when released.
+    final class StoreOnTmpfs {
+        let store: CLIStore
+
+        init() async throws {
+            store = try CLIStore()
+            try FileManager.default.createDirectory(atPath: store.storePath, withIntermediateDirectories: true)
+            let tmpfs = try await Shell.run("/bin/mount", ["-t", "tmpfs", "-o", "size=100m", "tmpfs", store.storePath])
+            guard tmpfs.status == 0 else { throw Mount.MountFailed(message: tmpfs.stderr) }
+            let initialized = try await store.darkdisk(["init"])
+            guard initialized.status == 0 else { throw Mount.MountFailed(message: initialized.stderr) }
+        }
+
+        deinit { _ = try? Shell.run("/bin/umount", ["-l", store.storePath]) }
+    }
+
     @Test func deleteFreesAFullDiskAndErrorsSayNoSpace() async throws {
         let disk = try SmallDisk()
         try disk.fill()
@@ -61,12 +77,9 @@ import Testing
     /// the whole new file: `cp` of 40 MB over 30 MB failed with 22 MB free), and an upload that has no room
     /// says so, in `sync` and in `status`, instead of trying again and again in silence.
     @Test func overwritingABigFileNeedsTheRoomOfTheDifference() async throws {
-        let store = try CLIStore()
-        try FileManager.default.createDirectory(atPath: store.storePath, withIntermediateDirectories: true)
-        let tmpfs = try await Shell.run("/bin/mount", ["-t", "tmpfs", "-o", "size=100m", "tmpfs", store.storePath])
-        try #require(tmpfs.status == 0, "\(tmpfs.stderr)")
-        defer { _ = try? Shell.run("/bin/umount", ["-l", store.storePath]) }
-        #expect(try await store.darkdisk(["init"]).status == 0)
+        let disk = try await StoreOnTmpfs()
+        defer { withExtendedLifetime(disk) {} }
+        let store = disk.store
         let (old, new) = (store.directory + "/old", store.directory + "/new")
         try await DriveWriteTests.sh("head -c 30M /dev/urandom > \(Shell.quote(old)); head -c 40M /dev/urandom > \(Shell.quote(new))")
         // (Not uploaded while the test runs: the old version stays here, persistent, as a change waiting.)
@@ -93,12 +106,9 @@ import Testing
     /// the room of its cloud file once: the composed file is moved into the bucket, not copied (a 40 MB
     /// push needed 80 MB free).
     @Test func anUploadToABucketOnTheSameDiskNeedsItsRoomOnce() async throws {
-        let store = try CLIStore()
-        try FileManager.default.createDirectory(atPath: store.storePath, withIntermediateDirectories: true)
-        let tmpfs = try await Shell.run("/bin/mount", ["-t", "tmpfs", "-o", "size=100m", "tmpfs", store.storePath])
-        try #require(tmpfs.status == 0, "\(tmpfs.stderr)")
-        defer { _ = try? Shell.run("/bin/umount", ["-l", store.storePath]) }
-        #expect(try await store.darkdisk(["init"]).status == 0)
+        let disk = try await StoreOnTmpfs()
+        defer { withExtendedLifetime(disk) {} }
+        let store = disk.store
         let data = CLIStore.bytes(40 << 20, seed: 5)
         let input = try store.file("in", data)
         #expect(try await store.darkdisk(["import", input, "--node", "big", "--persistent"]).status == 0)

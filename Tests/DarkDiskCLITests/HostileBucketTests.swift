@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import DarkDiskTestTraits
 import Foundation
 import Testing
@@ -25,18 +26,7 @@ import Glibc
         #expect(try Data(contentsOf: URL(fileURLWithPath: current)).count == older.count, "the same size")
 
         // The attack: the old bytes written into the current object (same inode), its time put back.
-        var before = stat()
-        try #require(stat(current, &before) == 0)
-        let handle = try #require(FileHandle(forWritingAtPath: current))
-        try handle.write(contentsOf: older)
-        try handle.close()
-        var times = [before.st_atim, before.st_mtim]
-        try #require(utimensat(AT_FDCWD, current, &times, 0) == 0)
-        var after = stat()
-        stat(current, &after)
-        #expect(after.st_ino == before.st_ino && after.st_size == before.st_size
-                && after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec,
-                "the ETag the remote reports is unchanged")
+        try #require(try overwriteKeepingTimes(current, with: older), "the ETag the remote reports is unchanged")
 
         // The joined machine (never downloaded x) and the writer (its copy evicted) both refuse it.
         let joined = try remote.darkdiskB(["export", "--node", "x"])

@@ -7,23 +7,12 @@ import Testing
 /// users of the machine could read names and the wrapped key), and a server answering 403 for them was
 /// reported as "not in the remote".
 @Suite(.processSlots) struct RemoteAccessTests {
-    /// Modes of every regular file under `folder` (its temporary folder aside).
-    static func modes(under folder: String) throws -> [String: Int] {
+    /// Modes of every entry of `type` (files, or folders) under `folder`, by path (its temporary folder aside).
+    static func modes(under folder: String, of type: FileAttributeType = .typeRegular) throws -> [String: Int] {
         var result: [String: Int] = [:]
         for path in FileManager.default.enumerator(atPath: folder)?.compactMap({ $0 as? String }) ?? [] where !path.hasPrefix(".tmp") {
             let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/" + path)
-            guard attributes[.type] as? FileAttributeType == .typeRegular else { continue }
-            result[path] = (attributes[.posixPermissions] as? NSNumber)?.intValue
-        }
-        return result
-    }
-
-    /// The modes of the folders under `folder` (but `.tmp`, always the writer's only), by path.
-    static func folderModes(under folder: String) throws -> [String: Int] {
-        var result: [String: Int] = [:]
-        for path in FileManager.default.enumerator(atPath: folder)?.compactMap({ $0 as? String }) ?? [] where !path.hasPrefix(".tmp") {
-            let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/" + path)
-            guard attributes[.type] as? FileAttributeType == .typeDirectory else { continue }
+            guard attributes[.type] as? FileAttributeType == type else { continue }
             result[path] = (attributes[.posixPermissions] as? NSNumber)?.intValue
         }
         return result
@@ -46,7 +35,7 @@ import Testing
                     && modes.keys.contains { $0.hasPrefix("users/") && $0.hasSuffix(".rec") } && modes.keys.contains { $0.hasPrefix("avatars/") },
                     "\(modes.keys)")
             #expect(modes.values.allSatisfy { $0 == mode }, "file://\(query): \(modes.mapValues { String($0, radix: 8) })")
-            let folders = try Self.folderModes(under: bucket)
+            let folders = try Self.modes(under: bucket, of: .typeDirectory)
             #expect(!folders.isEmpty && folders.values.allSatisfy { $0 == mode | (mode & 0o444) >> 2 }, "file://\(query): \(folders.mapValues { String($0, radix: 8) })")
         }
         let store = try CLIStore()

@@ -1,6 +1,7 @@
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
+import DarkDiskTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -179,13 +180,7 @@ import Glibc
 
         // The older version written in place, its time put back: the ETag the remote reports stays.
         let path = setup.directory + "/remote/" + CloudLayout.cloudFile(of: second)
-        var before = stat()
-        try #require(stat(path, &before) == 0)
-        let handle = try #require(FileHandle(forWritingAtPath: path))
-        try handle.write(contentsOf: older)
-        try handle.close()
-        var times = [before.st_atim, before.st_mtim]
-        try #require(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        try #require(try overwriteKeepingTimes(path, with: older))
         do {
             _ = try await DownloadManager(manager: setup.b, remote: setup.remote).nodeData(node)
             Issue.record("the older version was served")

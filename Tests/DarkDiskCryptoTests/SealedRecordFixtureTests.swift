@@ -79,15 +79,22 @@ struct SealedRecordFixtureTests {
                 == ["user.comment": "kept encrypted", "user.xdg.origin.url": "https://example.com/notes"])
     }
 
+    /// The frozen sealed message `NAME.rec`, opened for `context` by the reference decoder and by the
+    /// module, each giving `NAME.json`; returns that plaintext.
+    static func openFrozen(_ name: String, context: [UInt8]) throws -> [UInt8] {
+        let recordKey = try masterKey().derived(for: "darkdisk record key v1")
+        let sealed = try FileBytes.read(FixtureTests.bundled(name + ".rec"))
+        let expected = try FileBytes.read(FixtureTests.bundled(name + ".json"))
+        #expect(ReferenceDecoder.openSealed(sealed, key: recordKey.bytes, context: context) == expected, "the reference decoder opens \(name)")
+        #expect(try SealedMessage.open(sealed, key: recordKey, context: context) == expected)
+        return expected
+    }
+
     /// A version 3 record (FORMAT.md: the cloud file's `fileID`, the node key bound to the node, JSON padded
     /// with spaces to 1 KiB), frozen when the version came: it opens with the module and the reference.
     @Test func frozenVersion3RecordOpens() throws {
         let master = try Self.masterKey()
-        let recordKey = try master.derived(for: "darkdisk record key v1")
-        let sealed = try FileBytes.read(FixtureTests.bundled("v3-sealed-record.rec"))
-        let expected = try FileBytes.read(FixtureTests.bundled("v3-sealed-record.json"))
-        #expect(ReferenceDecoder.openSealed(sealed, key: recordKey.bytes, context: Self.context) == expected, "the reference decoder opens it")
-        #expect(try SealedMessage.open(sealed, key: recordKey, context: Self.context) == expected)
+        let expected = try Self.openFrozen("v3-sealed-record", context: Self.context)
         #expect(expected.count == 1024 && expected.last == 0x20, "padded with spaces to 1 KiB")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(expected)) as? [String: Any])
         #expect(json["version"] as? Int == 3 && json["fileID"] as? String == "00112233445566778899aabbccddeeff")
@@ -107,11 +114,9 @@ struct SealedRecordFixtureTests {
         let purpose = "darkdisk object name v1\u{0}user\u{0}fixture-user"
         #expect(Hex.encode(Array(try master.derived(for: purpose).bytes.prefix(16))) == name)
         #expect(Hex.encode(Array(ReferenceDecoder.hkdf(ikm: master.bytes, info: Array(purpose.utf8), length: 32).prefix(16))) == name)
-        let sealed = try FileBytes.read(FixtureTests.bundled("v2-sealed-user-record.rec"))
-        let expected = try FileBytes.read(FixtureTests.bundled("v2-sealed-user-record.json"))
         let context = Array("darkdisk user record 2".utf8) + [0] + Array(name.utf8)
-        #expect(ReferenceDecoder.openSealed(sealed, key: recordKey.bytes, context: context) == expected, "the reference decoder opens it")
-        #expect(try SealedMessage.open(sealed, key: recordKey, context: context) == expected)
+        let expected = try Self.openFrozen("v2-sealed-user-record", context: context)
+        let sealed = try FileBytes.read(FixtureTests.bundled("v2-sealed-user-record.rec"))
         #expect(throws: CryptoError.self) { _ = try SealedMessage.open(sealed, key: recordKey, context: Self.context) }
         let json = try #require(try JSONSerialization.jsonObject(with: Data(expected)) as? [String: Any])
         #expect(json["version"] as? Int == 2 && json["userID"] as? String == "fixture-user")
