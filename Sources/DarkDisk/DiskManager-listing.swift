@@ -60,13 +60,14 @@ extension DiskManager {
         try read { db in
             let files = try FileRecord.fetchAll(db.cachedStatement(sql: "SELECT * FROM file WHERE ownerID = ? AND kind != 'avatar'"),
                                                 arguments: [nodeID.rawValue])
-            let drive = try Row.fetchOne(db.cachedStatement(sql: "SELECT type, mode FROM node WHERE id = ? AND name IS NOT NULL"),
-                                         arguments: [nodeID.rawValue])
-            let fileMode: UInt32? = drive.flatMap { row in
-                guard (row["type"] as String?) ?? "file" == "file" else { return nil }
+            // The node's row once: its outline entry (when the remote has it) and its drive file's mode.
+            let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM node WHERE id = ?"), arguments: [nodeID.rawValue])
+            let fileMode: UInt32? = row.flatMap { row in
+                guard (row["name"] as String?) != nil, (row["type"] as String?) ?? "file" == "file" else { return nil }
                 return UInt32((row["mode"] as Int64?) ?? 0o644)
             }
-            return NodeState(nodeID: nodeID, files: files.map(StoredFile.init), outline: try Self.outlineEntry(db, nodeID), fileMode: fileMode)
+            let outline = try row.flatMap { row in (row["cloudETag"] as String?) == nil ? nil : try Self.entry(from: row) }
+            return NodeState(nodeID: nodeID, files: files.map(StoredFile.init), outline: outline, fileMode: fileMode)
         }
     }
 

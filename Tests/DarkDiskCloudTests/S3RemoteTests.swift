@@ -156,7 +156,9 @@ import Testing
     @Test(arguments: S3TestServer.kinds) func largeFilesUploadInParts(_ kind: ConditionalWriteTests.Kind) async throws {
         let moto = try S3TestServer(kind)
         let credentials = try await moto.authenticated()
-        let s3 = try await moto.remote(credentials: credentials, partSize: 8 << 20)
+        // (moto keeps every part in one Python process: on a busy two-core machine a part of 8 MiB took it
+        // more than the default minute to answer. The stall timeout is not what this test is about.)
+        let s3 = try await moto.remote(credentials: credentials, partSize: 8 << 20, timeout: .seconds(300))
         let directory = NSTemporaryDirectory() + "darkdisk-s3-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }

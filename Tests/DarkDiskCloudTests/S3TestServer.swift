@@ -1,4 +1,5 @@
 import DarkDiskCloud
+import NIOCore
 import Foundation
 
 /// A real S3 server for one test: moto's, or Ceph's RADOS Gateway (`ConditionalWriteTests.Kind.rgw`, only
@@ -34,9 +35,9 @@ final class S3TestServer {
 
     /// A remote on this server; the bucket is created first unless `create` is false.
     func remote(bucket: String = "darkdisk", prefix: String = "", credentials: S3Credentials, create: Bool = true,
-                partSize: Int = 16 << 20, listPageSize: Int? = nil) async throws -> S3Remote {
+                partSize: Int = 16 << 20, listPageSize: Int? = nil, timeout: TimeAmount = .seconds(60)) async throws -> S3Remote {
         let remote = try S3Remote(bucket: bucket, prefix: prefix, endpoint: endpoint, credentials: credentials,
-                                  partSize: partSize, listPageSize: listPageSize)
+                                  timeout: timeout, partSize: partSize, listPageSize: listPageSize)
         if create { try await remote.createBucket() }
         return remote
     }
