@@ -29,7 +29,7 @@ import Testing
 
         // A wrong passphrase cannot join; a store with its own key cannot attach; nor can one join without a passphrase.
         await #expect(throws: (any Error).self) {
-            _ = try await StoreRemote.createStore(at: StoreLocation(directory: directory + "/c"), remote: url, passphrase: Array("wrong".utf8))
+            _ = try await StoreRemote.createStore(at: StoreLocation(directory: directory + "/c"), remote: url, passphrase: Array("wrong passphrase".utf8))
         }
         do {
             _ = try await StoreRemote.createStore(at: StoreLocation(directory: directory + "/d"), remote: url, passphrase: nil)
@@ -37,9 +37,9 @@ import Testing
         } catch let error as DarkDiskError {
             #expect(error.code == .passphraseRequired, "\(error)")
         }
-        let other = try DiskManager.create(at: StoreLocation(directory: directory + "/e"), passphrase: Array("other".utf8))
+        let other = try DiskManager.create(at: StoreLocation(directory: directory + "/e"), passphrase: Array("other passphrase".utf8))
         do {
-            try await StoreRemote.attach(other, to: url, passphrase: Array("other".utf8))
+            try await StoreRemote.attach(other, to: url, passphrase: Array("other passphrase".utf8))
             Issue.record("a store attached to a remote holding another store's key")
         } catch let error as RemoteError {
             #expect(error.code == .foreignKey, "\(error)")
