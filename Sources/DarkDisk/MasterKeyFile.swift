@@ -7,9 +7,8 @@ import Glibc
 /// The store's master key on disk: a random key in a `0600` JSON file, either in the clear (`kdf: none`)
 /// or wrapped by a key derived from a passphrase with scrypt (as gocryptfs keeps `gocryptfs.conf`).
 public enum MasterKeyFile {
-    /// scrypt cost used for new key files (2^17, OWASP's minimum for scrypt); the file records it, so a
-    /// store made with another keeps it until `passphrase set` wraps its key anew.
-    public static let scryptN: UInt64 = 1 << 17
+    /// scrypt cost used for new key files (gocryptfs' default); the file records it, so it may change later.
+    public static let scryptN: UInt64 = 1 << 16
     /// The fewest characters a new passphrase may have.
     public static let minimumPassphraseLength = 8
     public static let scryptR: UInt64 = 8
