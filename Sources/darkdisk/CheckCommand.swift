@@ -15,8 +15,8 @@ struct CheckCommand: AsyncParsableCommand {
 
             --remote also reads every node record and user record of the remote and every file they name, \
             to the end: each record must open (records are sealed with the store's key) and be no older \
-            than the one this store applied, and each cloud file and avatar must be there with its record's \
-            ETag and sizes and authenticate, header and every chunk. Objects no record names are listed as \
+            than the one this store applied, and each cloud file and avatar must be there, be the file its \
+            record names (its file ID and sizes) and authenticate, header and every chunk. Objects no record names are listed as \
             orphans, not problems. Shows a progress bar on a terminal.
             """)
 
