@@ -120,9 +120,9 @@ extension DiskManager {
         key.bytes == masterKey.bytes
     }
 
-    /// Protects the store's master key with `passphrase` (adding one, or replacing the old one); the key
-    /// itself, and so everything it sealed, stays the same.
-    public func setPassphrase(_ passphrase: [UInt8]) throws(DarkDiskError) {
-        try MasterKeyFile.rewrap(masterKey, passphrase: passphrase, at: location.keyPath)
+    /// Protects the store's master key with `passphrase` at `cost` (adding one, or replacing the old one,
+    /// whatever cost it had); the key itself, and so everything it sealed, stays the same.
+    public func setPassphrase(_ passphrase: [UInt8], cost: PassphraseCost = .standard) throws(DarkDiskError) {
+        try MasterKeyFile.rewrap(masterKey, passphrase: passphrase, cost: cost, at: location.keyPath)
     }
 }

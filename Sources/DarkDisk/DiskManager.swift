@@ -69,10 +69,11 @@ public final class DiskManager: Sendable {
             + (errno == EACCES ? " (the store is another user's, or its folder's permissions changed)" : ""))
     }
 
-    /// Creates a new store: folders, a random master key (optionally wrapped by `passphrase`) and the index.
-    /// With `adoptingKeyFile` (another machine's passphrase-protected key file) the store joins that key.
-    public static func create(at location: StoreLocation, passphrase: [UInt8]? = nil, adoptingKeyFile: Data? = nil,
-                              logger: Logger = Logger(label: "darkdisk.store"), clock: any StoreClock = SystemClock()) throws(DarkDiskError) -> DiskManager {
+    /// Creates a new store: folders, a random master key (optionally wrapped by `passphrase` at
+    /// `passphraseCost`) and the index. With `adoptingKeyFile` (another machine's passphrase-protected key
+    /// file) the store joins that key, at the cost that file records.
+    public static func create(at location: StoreLocation, passphrase: [UInt8]? = nil, passphraseCost: PassphraseCost = .standard,
+                              adoptingKeyFile: Data? = nil, logger: Logger = Logger(label: "darkdisk.store"), clock: any StoreClock = SystemClock()) throws(DarkDiskError) -> DiskManager {
         if let problem = unreachableKey(at: location) { throw problem }
         if exists(at: location) {
             throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
@@ -92,7 +93,7 @@ public final class DiskManager: Sendable {
                 }
                 key = try MasterKeyFile.adopt(adoptingKeyFile, at: location.keyPath, passphrase: passphrase)
             } else {
-                key = try MasterKeyFile.create(at: location.keyPath, passphrase: passphrase)
+                key = try MasterKeyFile.create(at: location.keyPath, passphrase: passphrase, cost: passphraseCost)
             }
             return try DiskManager(location: location, masterKey: key, logger: logger, clock: clock)
         } catch {

@@ -7,8 +7,6 @@ import Glibc
 /// The store's master key on disk: a random key in a `0600` JSON file, either in the clear (`kdf: none`)
 /// or wrapped by a key derived from a passphrase with scrypt (as gocryptfs keeps `gocryptfs.conf`).
 public enum MasterKeyFile {
-    /// scrypt cost used for new key files (gocryptfs' default); the file records it, so it may change later.
-    public static let scryptN: UInt64 = 1 << 16
     /// The fewest characters a new passphrase may have.
     public static let minimumPassphraseLength = 8
     public static let scryptR: UInt64 = 8
@@ -26,14 +24,15 @@ public enum MasterKeyFile {
     }
 
     /// Creates a new random master key at `path` (failing if one exists) and returns it.
-    public static func create(at path: String, passphrase: [UInt8]?) throws(DarkDiskError) -> SymmetricKey {
+    public static func create(at path: String, passphrase: [UInt8]?, cost: PassphraseCost = .standard) throws(DarkDiskError) -> SymmetricKey {
         let key = SymmetricKey.random()
-        try FileOperations.writeNewFile(path, contents: try encoded(key, passphrase: passphrase), mode: 0o600)
+        try FileOperations.writeNewFile(path, contents: try encoded(key, passphrase: passphrase, cost: cost), mode: 0o600)
         return key
     }
 
-    /// A key file's bytes: `key` in the clear, or wrapped by a key derived from `passphrase` (a fresh salt).
-    private static func encoded(_ key: SymmetricKey, passphrase: [UInt8]?) throws(DarkDiskError) -> Data {
+    /// A key file's bytes: `key` in the clear, or wrapped by a key derived from `passphrase` at `cost` (a
+    /// fresh salt).
+    private static func encoded(_ key: SymmetricKey, passphrase: [UInt8]?, cost: PassphraseCost) throws(DarkDiskError) -> Data {
         var contents = Contents(version: 1, kdf: "none")
         if let passphrase {
             guard String(decoding: passphrase, as: UTF8.self).count >= minimumPassphraseLength else {
@@ -42,12 +41,12 @@ public enum MasterKeyFile {
             let salt = SecureRandom.bytes(32)
             let kek: SymmetricKey
             do {
-                kek = try Scrypt.deriveKey(passphrase: passphrase, salt: salt, n: scryptN, r: scryptR, p: scryptP)
+                kek = try Scrypt.deriveKey(passphrase: passphrase, salt: salt, n: cost.n, r: scryptR, p: scryptP)
             } catch {
                 throw DarkDiskError(.keyFile, "cannot derive a key from the passphrase: \(error)")
             }
             contents.kdf = "scrypt"
-            contents.n = scryptN
+            contents.n = cost.n
             contents.r = scryptR
             contents.p = scryptP
             contents.salt = Hex.encode(salt)
@@ -67,7 +66,7 @@ public enum MasterKeyFile {
               let salt = parsed.salt.flatMap(Hex.decode), let wrapped = parsed.wrappedKey.flatMap(Hex.decode) else {
             throw DarkDiskError(.keyFile, "the remote's key file is malformed")
         }
-        guard n <= 1 << 20, r <= 32, p <= 16 else { throw DarkDiskError(.keyFile, "the remote's key file asks for unreasonable scrypt parameters") }
+        guard n <= PassphraseCost.strongest.n, r <= 32, p <= 16 else { throw DarkDiskError(.keyFile, "the remote's key file asks for unreasonable scrypt parameters") }
         do {
             return try Scrypt.deriveKey(passphrase: passphrase, salt: salt, n: n, r: r, p: p).unwrap(wrapped)
         } catch {
@@ -75,10 +74,10 @@ public enum MasterKeyFile {
         }
     }
 
-    /// Replaces the key file at `path` with `key` wrapped by a new `passphrase` (a fresh salt), atomically:
-    /// a crash leaves the old file or the new one.
-    public static func rewrap(_ key: SymmetricKey, passphrase: [UInt8], at path: String) throws(DarkDiskError) {
-        let contents = try encoded(key, passphrase: passphrase)
+    /// Replaces the key file at `path` with `key` wrapped by a new `passphrase` at `cost` (a fresh salt),
+    /// atomically: a crash leaves the old file or the new one.
+    public static func rewrap(_ key: SymmetricKey, passphrase: [UInt8], cost: PassphraseCost = .standard, at path: String) throws(DarkDiskError) {
+        let contents = try encoded(key, passphrase: passphrase, cost: cost)
         let temporary = path + ".new"
         unlink(temporary)
         try FileOperations.writeNewFile(temporary, contents: contents, mode: 0o600)
@@ -147,4 +146,34 @@ public enum MasterKeyFile {
         }
         return contents
     }
+}
+
+/// How hard a passphrase is to guess by brute force: scrypt's cost N as a power of two (r = 8, p = 1).
+/// New key files use `standard`, N = 2^17 (OWASP's minimum for scrypt; 128 MiB and about half a second
+/// per unlock); a key file records its cost, so older files keep theirs until `passphrase set` rewraps them.
+public struct PassphraseCost: Sendable, Hashable, CustomStringConvertible {
+    /// log2 of scrypt's N.
+    public let logN: Int
+
+    /// The default for new key files: N = 2^17.
+    public static let standard = PassphraseCost(checkedLogN: 17)
+    /// The cheapest cost accepted (N = 2^10: for tests and very weak machines, not for secrets).
+    public static let weakest = PassphraseCost(checkedLogN: 10)
+    /// The most expensive cost accepted (N = 2^20: 1 GiB of memory per unlock).
+    public static let strongest = PassphraseCost(checkedLogN: 20)
+
+    /// The cost N = 2^`logN`; outside `weakest`…`strongest` is `.invalidArgument`.
+    public init(logN: Int) throws(DarkDiskError) {
+        guard (Self.weakest.logN...Self.strongest.logN).contains(logN) else {
+            throw DarkDiskError(.invalidArgument, "the scrypt cost must be \(Self.weakest.logN) to \(Self.strongest.logN) (log2 of N), not \(logN)")
+        }
+        self.logN = logN
+    }
+
+    private init(checkedLogN: Int) { logN = checkedLogN }
+
+    /// scrypt's N.
+    public var n: UInt64 { 1 << UInt64(logN) }
+
+    public var description: String { "N=2^\(logN)" }
 }

@@ -36,10 +36,11 @@ public enum StoreRemote {
     /// passphrase-protected key (another machine made it), the store joins that key, which `passphrase`
     /// must open; if it is empty, the store gets a new key, published there when it has a passphrase. A
     /// remote holding nodes or users but no key to join is refused (`.foreignKey`): a new key could read none;
-    /// a protected key and no passphrase is `.passphraseRequired`.
+    /// a protected key and no passphrase is `.passphraseRequired`. A new key is wrapped at `passphraseCost`;
+    /// a joined one keeps the cost its key file records.
     /// Returns the store and whether it joined the remote's key.
     public static func createStore(at location: StoreLocation, remote url: String, passphrase: [UInt8]?,
-                                   logger: Logger? = nil) async throws -> (manager: DiskManager, joined: Bool) {
+                                   passphraseCost: PassphraseCost = .standard, logger: Logger? = nil) async throws -> (manager: DiskManager, joined: Bool) {
         if let problem = DiskManager.unreachableKey(at: location) { throw problem }
         guard !DiskManager.exists(at: location) else {
             throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
@@ -50,8 +51,9 @@ public enum StoreRemote {
         if contents.keyFile != nil && passphrase == nil {
             throw DarkDiskError(.passphraseRequired, "\(url) keeps a passphrase-protected key: joining it takes the passphrase of the machine that made it (a new key could read none of its nodes)")
         }
-        let manager = try logger.map { try DiskManager.create(at: location, passphrase: passphrase, adoptingKeyFile: contents.keyFile, logger: $0) }
-            ?? DiskManager.create(at: location, passphrase: passphrase, adoptingKeyFile: contents.keyFile)
+        let manager = try logger.map {
+            try DiskManager.create(at: location, passphrase: passphrase, passphraseCost: passphraseCost, adoptingKeyFile: contents.keyFile, logger: $0)
+        } ?? DiskManager.create(at: location, passphrase: passphrase, passphraseCost: passphraseCost, adoptingKeyFile: contents.keyFile)
         try manager.setText(url, for: settingKey)
         if contents.keyFile == nil, passphrase != nil {
             _ = try await target.write(CloudLayout.masterKey, data: MasterKeyFile.contents(at: location.keyPath))

@@ -9,12 +9,15 @@ struct InitCommand: AsyncParsableCommand {
         abstract: "Create a store: its folders, a random master key and the index.",
         discussion: """
             With --passphrase-file the master key is stored wrapped by a key derived from the passphrase \
-            (scrypt); every later command then needs the same passphrase file. With --remote as well, the \
+            (scrypt, N = 2^17 unless --scrypt-log-n says otherwise); every later command then needs the same \
+            passphrase file. With --remote as well, the \
             wrapped key is also kept in the remote, and a second machine joins with the same two options, \
             then 'darkdisk pull'. Without --remote the store uses a file:// remote inside its data folder.
             """)
 
     @OptionGroup var storeOptions: StoreOptions
+
+    @OptionGroup var costOptions: PassphraseCostOption
 
     @Option(help: ArgumentHelp("The remote: file:///path, http(s)://host/prefix (read-only) or s3://BUCKET/PREFIX?endpoint=http://HOST:PORT&region=REGION (default: a folder inside the store).", valueName: "URL"))
     var remote: String?
@@ -22,16 +25,18 @@ struct InitCommand: AsyncParsableCommand {
     func run() async throws {
         let location = storeOptions.location
         let passphrase = try storeOptions.passphrase()
+        let cost = try costOptions.cost()
         let manager: DiskManager
         var joinedKey = false
         if let remote {
-            (manager, joinedKey) = try await StoreRemote.createStore(at: location, remote: remote, passphrase: passphrase, logger: CLILog.cli)
+            (manager, joinedKey) = try await StoreRemote.createStore(at: location, remote: remote, passphrase: passphrase,
+                                                                           passphraseCost: cost, logger: CLILog.cli)
         } else {
             if let problem = DiskManager.unreachableKey(at: location) { throw problem }
             guard !DiskManager.exists(at: location) else {
                 throw DarkDiskError(.storeExists, "a store already exists at \(location.configDirectory)")
             }
-            manager = try DiskManager.create(at: location, passphrase: passphrase, logger: CLILog.cli)
+            manager = try DiskManager.create(at: location, passphrase: passphrase, passphraseCost: cost, logger: CLILog.cli)
         }
         let joined = joinedKey ? " (joined the remote's key)" : ""
         print("created store\(joined): data \(manager.location.dataDirectory), cache \(manager.location.cacheDirectory), key \(manager.location.keyPath)")

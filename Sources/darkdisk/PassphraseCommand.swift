@@ -17,10 +17,14 @@ struct PassphraseCommand: ParsableCommand {
                 The key itself stays the same, so nothing stored or pushed changes. --passphrase-file gives \
                 the current passphrase, if the key has one. When the store has a remote it can write to, the \
                 remote's copy of the wrapped key (keys/master.json) is replaced too, so a machine that joins \
-                later uses the new passphrase; machines that already joined keep their own key files.
+                later uses the new passphrase; machines that already joined keep their own key files. The \
+                new passphrase is wrapped at today's scrypt cost (N = 2^17 unless --scrypt-log-n says \
+                otherwise), so this also upgrades a key file made with a lower one.
                 """)
 
         @OptionGroup var storeOptions: StoreOptions
+
+        @OptionGroup var costOptions: PassphraseCostOption
 
         @Option(help: ArgumentHelp("Read the new passphrase from FILE (a private file, or a pipe such as <(pass show darkdisk)).", valueName: "FILE"))
         var newPassphraseFile: String
@@ -28,7 +32,7 @@ struct PassphraseCommand: ParsableCommand {
         func run() async throws {
             let manager = try storeOptions.open()
             let passphrase = try StoreOptions.readPassphrase(newPassphraseFile)
-            try manager.setPassphrase(passphrase)
+            try manager.setPassphrase(passphrase, cost: try costOptions.cost())
             var published = ""
             let (url, isDefault) = try StoreRemote.url(for: manager)
             if !isDefault, !url.hasPrefix("http") {

@@ -65,3 +65,14 @@ struct StoreOptions: ParsableArguments {
         return manager
     }
 }
+
+/// `--scrypt-log-n`: how expensive a new passphrase is to brute-force (`init`, `passphrase set`).
+struct PassphraseCostOption: ParsableArguments {
+    @Option(name: .customLong("scrypt-log-n"), help: ArgumentHelp("scrypt's cost for a new passphrase, as log2 of N: \(PassphraseCost.weakest.logN) to \(PassphraseCost.strongest.logN) (default \(PassphraseCost.standard.logN); lower only for tests or very slow machines: each unlock takes 2^N × 1 KiB of memory).", valueName: "N"))
+    var scryptLogN: Int?
+
+    /// The cost asked for, else the standard one.
+    func cost() throws -> PassphraseCost {
+        try scryptLogN.map { logN throws(DarkDiskError) in try PassphraseCost(logN: logN) } ?? .standard
+    }
+}

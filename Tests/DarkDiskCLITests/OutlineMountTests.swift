@@ -15,10 +15,10 @@ import Testing
         let passphrase = try a.file("pass", Data("outline tests\n".utf8))
         let first = CLIStore.bytes(3_000_000, seed: 71)
         let second = CLIStore.bytes(1_234_567, seed: 72)
-        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
         await #expect(try a.darkdisk(["push", try a.file("v1", first), "--node", "doc", "--passphrase-file", passphrase]).status == 0)
         await #expect(try a.darkdisk(["push", try a.file("o", Data("other".utf8)), "--node", "other", "--passphrase-file", passphrase]).status == 0)
-        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
         await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
 
         let mount = try Mount(b, options: ["--passphrase-file", passphrase])
@@ -76,9 +76,9 @@ import Testing
         let picture = CLIStore.bytes(30_000, seed: 74)
         let replacement = CLIStore.bytes(4_321, seed: 75)
         let identity = "auth0|5f1c@example.com"
-        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
         await #expect(try a.darkdisk(["push", try a.file("p", picture), "--user", "alice", "--identity", identity, "--passphrase-file", passphrase]).status == 0)
-        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
         await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
 
         let mount = try Mount(b, options: ["--passphrase-file", passphrase])
@@ -105,9 +105,9 @@ import Testing
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
         let passphrase = try a.file("pass", Data("damage tests\n".utf8))
         let data = CLIStore.bytes(500_000, seed: 73)
-        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
         await #expect(try a.darkdisk(["push", try a.file("d", data), "--node", "n", "--passphrase-file", passphrase]).status == 0)
-        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase]).status == 0)
+        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
         await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
         let mount = try Mount(b, options: ["--passphrase-file", passphrase])
         let path = mount.path + "/nodes/n/data"

@@ -18,7 +18,7 @@ import Testing
             try FileManager.default.createDirectory(atPath: directory + "/remote", withIntermediateDirectories: true)
             remote = FileRemote(root: directory + "/remote")
             let passphrase = Array("shared secret".utf8)
-            a = try DiskManager.create(at: StoreLocation(directory: directory + "/a"), passphrase: passphrase)
+            a = try DiskManager.create(at: StoreLocation(directory: directory + "/a"), passphrase: passphrase, passphraseCost: .weakest)
             let keyFile = try MasterKeyFile.contents(at: a.location.keyPath)
             b = try DiskManager.create(at: StoreLocation(directory: directory + "/b"), passphrase: passphrase, adoptingKeyFile: keyFile)
         }

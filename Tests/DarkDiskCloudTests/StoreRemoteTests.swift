@@ -15,13 +15,13 @@ import Testing
         let url = "file://" + directory + "/bucket"
         let passphrase = Array("correct horse".utf8)
 
-        let (first, joinedFirst) = try await StoreRemote.createStore(at: StoreLocation(directory: directory + "/a"), remote: url, passphrase: passphrase)
+        let (first, joinedFirst) = try await StoreRemote.createStore(at: StoreLocation(directory: directory + "/a"), remote: url, passphrase: passphrase, passphraseCost: .weakest)
         #expect(!joinedFirst)
         #expect(try StoreRemote.url(for: first) == (url, false))
         try await CloudSync(manager: first, remote: try StoreRemote.remote(for: first))
             .push(dataFile: { let p = directory + "/plain"; try Data("shared".utf8).write(to: URL(fileURLWithPath: p)); return p }(), nodeID: NodeID("n"))
 
-        let (second, joined) = try await StoreRemote.createStore(at: StoreLocation(directory: directory + "/b"), remote: url, passphrase: passphrase)
+        let (second, joined) = try await StoreRemote.createStore(at: StoreLocation(directory: directory + "/b"), remote: url, passphrase: passphrase, passphraseCost: .weakest)
         #expect(joined)
         _ = try await CloudSync(manager: second, remote: try StoreRemote.remote(for: second)).pull()
         let downloads = DownloadManager(manager: second, remote: try StoreRemote.remote(for: second))
@@ -37,7 +37,7 @@ import Testing
         } catch let error as DarkDiskError {
             #expect(error.code == .passphraseRequired, "\(error)")
         }
-        let other = try DiskManager.create(at: StoreLocation(directory: directory + "/e"), passphrase: Array("other passphrase".utf8))
+        let other = try DiskManager.create(at: StoreLocation(directory: directory + "/e"), passphrase: Array("other passphrase".utf8), passphraseCost: .weakest)
         do {
             try await StoreRemote.attach(other, to: url, passphrase: Array("other passphrase".utf8))
             Issue.record("a store attached to a remote holding another store's key")

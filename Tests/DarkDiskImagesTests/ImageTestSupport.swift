@@ -95,7 +95,7 @@ final class ImageSetup {
         remote = FileRemote(root: directory + "/remote")
         counting = CountingRemote(remote)
         let passphrase = Array("shared secret".utf8)
-        a = try DiskManager.create(at: StoreLocation(directory: directory + "/a"), passphrase: passphrase)
+        a = try DiskManager.create(at: StoreLocation(directory: directory + "/a"), passphrase: passphrase, passphraseCost: .weakest)
         let keyFile = try MasterKeyFile.contents(at: a.location.keyPath)
         b = try DiskManager.create(at: StoreLocation(directory: directory + "/b"), passphrase: passphrase, adoptingKeyFile: keyFile)
         downloads = DownloadManager(manager: b, remote: counting)

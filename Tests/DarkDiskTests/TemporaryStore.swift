@@ -18,7 +18,7 @@ final class TemporaryStore {
     }
 
     func create(passphrase: String? = nil, clock: any StoreClock = SystemClock()) throws -> DiskManager {
-        try DiskManager.create(at: location, passphrase: passphrase.map { Array($0.utf8) }, clock: clock)
+        try DiskManager.create(at: location, passphrase: passphrase.map { Array($0.utf8) }, passphraseCost: .weakest, clock: clock)
     }
 
     func open(passphrase: String? = nil, clock: any StoreClock = SystemClock()) throws -> DiskManager {
