@@ -29,7 +29,9 @@ let package = Package(
         .target(name: "DarkDiskSync"),
         // The one syscall and errno layer (swift-system's shape): Errno, EINTR-retrying calls, full-length
         // pread/pwrite, a throwing flock, and the error protocol every module's error types conform to.
-        .target(name: "DarkDiskSystem"),
+        // Linux calls Swift cannot make directly (variadic prctl).
+        .target(name: "CLinux"),
+        .target(name: "DarkDiskSystem", dependencies: ["CLinux"]),
         .target(name: "DarkDiskCrypto", dependencies: ["COpenSSL", "DarkDiskSync", "DarkDiskSystem"]),
         .target(name: "DarkDisk", dependencies: ["DarkDiskSync", "DarkDiskSystem",
             "DarkDiskCrypto",

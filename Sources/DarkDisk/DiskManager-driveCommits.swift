@@ -98,7 +98,7 @@ extension DiskManager {
         let (fd, storedSize) = try lockForPlacing(file, at: finalPath, durable: false)
         let now = clock.now.timeIntervalSince1970
         // (A new file's content key is its node's: the row's wrapping serves both.)
-        let fileWrappedKey = prepared?.row.wrappedKey ?? Data(masterKey.wrap(key))
+        let fileWrappedKey = prepared?.row.wrappedKey ?? Data(wrapLocally(key))
         let record = { (sequence: UInt64) in
             DriveCommitRecord(
                 sequence: sequence, nodeID: nodeID.rawValue, fileName: name, format: header.format.rawValue, fileWrappedKey: fileWrappedKey,

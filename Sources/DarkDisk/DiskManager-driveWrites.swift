@@ -79,7 +79,7 @@ extension DiskManager {
             throw DarkDiskError(.invalidArgument, "'\(name)': cannot encode its extended attributes")
         }
         let node = DriveNode(id: id, name: name, parentID: parentID, created: clock.now.timeIntervalSince1970, attributes: attributes)
-        return DriveNodeRow(node: node, wrappedKey: Data(masterKey.wrap(key)), extendedAttributes: extended)
+        return DriveNodeRow(node: node, wrappedKey: Data(wrapLocally(key)), extendedAttributes: extended)
     }
 
     private func insert(_ row: DriveNodeRow, allowingDuplicate: Bool) throws(DarkDiskError) {

@@ -184,7 +184,7 @@ extension DiskManager {
         let now = clock.now.timeIntervalSince1970
         var record = FileRecord(
             id: nil, kind: kind, ownerID: owner, identityID: identity, pool: kind.pool, mode: mode,
-            format: header.format, name: name, wrappedKey: Data(masterKey.wrap(fileKey)),
+            format: header.format, name: name, wrappedKey: Data(wrapLocally(fileKey)),
             storedSize: Int64(storedSize), plaintextSize: Int64(header.sectionSizes[header.format == .cloudFile ? CloudFileSection.data.rawValue : 0]),
             created: now, modified: now, lastAccess: now, expiration: diskImport.expiration,
             migrateToCacheAfterUpload: diskImport.migrateToCacheAfterUpload, deleteAfterUpload: diskImport.deleteAfterUpload)

@@ -31,7 +31,7 @@ extension DiskManager {
     /// avatar's user and identity). Every machine of the user derives the same name.
     public func objectName(_ parts: [String]) -> String {
         let purpose = (["darkdisk object name v1"] + parts).joined(separator: "\u{0}")
-        do { return Hex.encode(Array(try masterKey.derived(for: purpose).bytes.prefix(16))) } catch {
+        do { return try masterKey.derived(for: purpose).withUnsafeBytes { Hex.encode(Array($0.prefix(16))) } } catch {
             fatalError("cannot derive an object name: \(error)")
         }
     }
@@ -104,7 +104,7 @@ extension DiskManager {
 
     /// Wraps a key with this store's master key, bound to its owner, as the bucket's records carry keys.
     public func wrapKey(_ key: SymmetricKey, for owner: KeyOwner) -> [UInt8] {
-        masterKey.wrap(key, boundTo: owner.context)
+        keyWrapKey.wrap(key, boundTo: owner.context)
     }
 
     /// Unwraps a key wrapped by this store's master key for `owner` (from a record, or the outline); a key
@@ -117,7 +117,7 @@ extension DiskManager {
     /// Whether `key` is this store's master key (a remote's passphrase-protected key, unwrapped, is compared
     /// with it before the store attaches to that remote).
     public func isMasterKey(_ key: SymmetricKey) -> Bool {
-        key.bytes == masterKey.bytes
+        key == masterKey
     }
 
     /// Protects the store's master key with `passphrase` at `cost` (adding one, or replacing the old one,

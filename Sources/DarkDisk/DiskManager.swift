@@ -15,6 +15,9 @@ public final class DiskManager: Sendable {
     let database: DatabasePool
     let indexCounter = IndexStatistics.Counter()
     let masterKey: SymmetricKey
+    /// The key that wraps node, avatar and file keys: derived from the master key for that purpose alone
+    /// ("darkdisk key wrap key v1"), so the master key itself is only ever the input of key derivation.
+    let keyWrapKey: SymmetricKey
     let deleter: FileDeleter
     let logger: Logger
     /// The one owner of eviction, expiry and sweeps (rclone's cache cleaner): only work on this queue
@@ -140,6 +143,9 @@ public final class DiskManager: Sendable {
         self.location = location
         self.clock = clock
         self.masterKey = masterKey
+        do { keyWrapKey = try masterKey.derived(for: "darkdisk key wrap key v1") } catch {
+            throw DarkDiskError(.corrupt, "cannot derive the key-wrapping key: \(error)")
+        }
         self.logger = logger
         try FileOperations.makeDirectory(location.dataDirectory, allowLink: true)
         try FileOperations.makeDirectory(location.persistentFiles)
@@ -306,7 +312,7 @@ public final class DiskManager: Sendable {
             return try unwrap(existing, owner: owner)
         }
         let fresh = SymmetricKey.random()
-        let wrapped = Data(masterKey.wrap(fresh))
+        let wrapped = Data(wrapLocally(fresh))
         let stored: Data = try write { db in
             let placeholders = Array(repeating: ", ?", count: extraValues.count).joined()
             try db.execute(sql: "INSERT OR IGNORE INTO \(table) (id, wrappedKey\(extraColumns)) VALUES (?, ?\(placeholders))",
@@ -317,15 +323,25 @@ public final class DiskManager: Sendable {
     }
 
     /// Unwraps a key of the index: one the store wrapped itself (unbound), or one bound to `owner` (a key
-    /// the bucket's records carry).
+    /// the bucket's records carry). Wraps made before the key-wrapping key was derived (unbound ones, and
+    /// bound ones of version 2) were made with the master key itself, and are read with it.
     func unwrap(_ wrapped: Data, owner: KeyOwner? = nil) throws(DarkDiskError) -> SymmetricKey {
+        let bytes = Array(wrapped)
         do {
-            if wrapped.count == SymmetricKey.boundWrappedSize, let owner {
-                return try masterKey.unwrap(Array(wrapped), boundTo: owner.context)
+            if let owner, let version = SymmetricKey.boundWrapVersion(of: bytes) {
+                let key = version == SymmetricKey.legacyBoundWrapVersion ? masterKey : keyWrapKey
+                return try key.unwrap(bytes, boundTo: owner.context)
             }
-            return try masterKey.unwrap(Array(wrapped))
+            do { return try keyWrapKey.unwrap(bytes) } catch where error.code == .wrongKey {
+                return try masterKey.unwrap(bytes)
+            }
         } catch {
             throw DarkDiskError(.corrupt, "a key in the index does not unwrap with this store's master key: \(error)")
         }
+    }
+
+    /// `key` wrapped for the index (unbound: the index is this machine's own), under the key-wrapping key.
+    func wrapLocally(_ key: SymmetricKey) -> [UInt8] {
+        keyWrapKey.wrap(key)
     }
 }

@@ -111,9 +111,11 @@ public enum MasterKeyFile {
         let contents = try read(at: path)
         switch contents.kdf {
         case "none":
-            guard let hex = contents.key, let bytes = Hex.decode(hex), let key = try? SymmetricKey(bytes: bytes) else {
+            guard let hex = contents.key, var bytes = Hex.decode(hex) else {
                 throw DarkDiskError(.keyFile, "key file \(path) is malformed")
             }
+            defer { wipe(&bytes) }
+            guard let key = try? SymmetricKey(bytes: bytes) else { throw DarkDiskError(.keyFile, "key file \(path) is malformed") }
             return key
         case "scrypt":
             guard let passphrase else {

@@ -5,6 +5,6 @@ enum FileKey {
 
     /// HMAC-SHA256(contentKey, "darkdisk file key v1" || fileID || 0x01).
     static func derive(contentKey: SymmetricKey, fileID: [UInt8]) -> [UInt8] {
-        Digest.hmacSHA256(key: contentKey.bytes, info + fileID + [0x01])
+        Digest.hmacSHA256(key: contentKey, info + fileID + [0x01])
     }
 }

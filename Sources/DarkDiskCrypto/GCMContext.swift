@@ -9,16 +9,25 @@ struct GCMContext: ~Copyable {
 
     /// Sets up a context for `key` (32 bytes), sealing when `encrypting`, opening otherwise.
     init(key: [UInt8], encrypting: Bool) throws(CryptoError) {
+        context = try key.withBytes { (key: UnsafeRawBufferPointer) throws(CryptoError) in try Self.make(key: key, encrypting: encrypting) }
+    }
+
+    /// Sets up a context for the 32 bytes at `key` (OpenSSL copies them into the context, which wipes
+    /// them when freed), sealing when `encrypting`, opening otherwise.
+    init(key: UnsafeRawBufferPointer, encrypting: Bool) throws(CryptoError) {
+        context = try Self.make(key: key, encrypting: encrypting)
+    }
+
+    private static func make(key: UnsafeRawBufferPointer, encrypting: Bool) throws(CryptoError) -> OpaquePointer {
         precondition(key.count == 32)
         guard let context = EVP_CIPHER_CTX_new() else { throw OpenSSLError.make("allocate a cipher context") }
-        let status = key.withUnsafeBufferPointer {
-            EVP_CipherInit_ex2(context, OpenSSLCipher.aes256GCM.pointer, $0.baseAddress, nil, encrypting ? 1 : 0, nil)
-        }
+        let status = EVP_CipherInit_ex2(context, OpenSSLCipher.aes256GCM.pointer, key.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                        nil, encrypting ? 1 : 0, nil)
         guard status == 1 else {
             EVP_CIPHER_CTX_free(context)
             throw OpenSSLError.make("set up AES-256-GCM")
         }
-        self.context = context
+        return context
     }
 
     deinit {

@@ -16,10 +16,17 @@ public enum Scrypt {
         guard !(overflow1 || overflow2 || overflow3 || overflow4 || overflow5) else {
             throw CryptoError(.openssl, "scrypt parameters N=\(n) r=\(r) p=\(p) need more memory than can be addressed")
         }
-        var output = [UInt8](repeating: 0, count: SymmetricKey.size)
-        let status = EVP_PBE_scrypt(passphrase.map { CChar(bitPattern: $0) }, passphrase.count, salt, salt.count,
-                                    n, r, p, maxMemory, &output, output.count)
-        guard status == 1 else { throw OpenSSLError.make("derive a key with scrypt N=\(n) r=\(r) p=\(p)") }
-        return try SymmetricKey(bytes: output)
+        // The passphrase is read in place (never copied) and the output written straight into the key's
+        // locked memory; OpenSSL wipes its own working memory.
+        return try SymmetricKey(initializing: { (output: UnsafeMutableRawBufferPointer) throws(CryptoError) in
+            let status = passphrase.withUnsafeBytes { passphrase in
+                salt.withUnsafeBytes { salt in
+                    EVP_PBE_scrypt(passphrase.baseAddress?.assumingMemoryBound(to: CChar.self), passphrase.count,
+                                   salt.baseAddress?.assumingMemoryBound(to: UInt8.self), salt.count, n, r, p, maxMemory,
+                                   output.baseAddress?.assumingMemoryBound(to: UInt8.self), output.count)
+                }
+            }
+            guard status == 1 else { throw OpenSSLError.make("derive a key with scrypt N=\(n) r=\(r) p=\(p)") }
+        })
     }
 }

@@ -18,7 +18,7 @@ public enum SealedMessage {
         let nonce = SecureRandom.bytes(GCMContext.nonceSize)
         var ciphertext = [UInt8](repeating: 0, count: plaintext.count)
         var tag = [UInt8](repeating: 0, count: CryptoFormat.tagSize)
-        try AESGCM.seal(key: key.bytes, nonce: nonce, aad: magic + context, plaintext: plaintext, ciphertext: &ciphertext, tag: &tag)
+        try AESGCM.seal(key: key, nonce: nonce, aad: magic + context, plaintext: plaintext, ciphertext: &ciphertext, tag: &tag)
         return magic + nonce + ciphertext + tag
     }
 
@@ -36,7 +36,7 @@ public enum SealedMessage {
         let ciphertext = Array(sealed[magic.count + GCMContext.nonceSize..<sealed.count - CryptoFormat.tagSize])
         let tag = Array(sealed[(sealed.count - CryptoFormat.tagSize)...])
         var plaintext = [UInt8](repeating: 0, count: ciphertext.count)
-        guard try AESGCM.open(key: key.bytes, nonce: nonce, aad: magic + context, ciphertext: ciphertext, tag: tag, plaintext: &plaintext) else {
+        guard try AESGCM.open(key: key, nonce: nonce, aad: magic + context, ciphertext: ciphertext, tag: tag, plaintext: &plaintext) else {
             throw CryptoError(.wrongKey, "the sealed message does not open: altered, written under another key, or meant for another name")
         }
         return plaintext

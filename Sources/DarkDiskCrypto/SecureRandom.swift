@@ -13,3 +13,14 @@ public enum SecureRandom {
         return bytes
     }
 }
+
+extension SecureRandom {
+    /// Fills `buffer` with random bytes in place (a key's locked memory). Stops the process if the CSPRNG
+    /// fails.
+    static func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress, !buffer.isEmpty else { return }
+        guard RAND_bytes(base.assumingMemoryBound(to: UInt8.self), Int32(buffer.count)) == 1 else {
+            fatalError("OpenSSL RAND_bytes failed: \(OpenSSLError.drainQueue())")
+        }
+    }
+}

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DarkDisk
+import DarkDiskCrypto
 import DarkDiskCloud
 import Foundation
 
@@ -24,7 +25,8 @@ struct InitCommand: AsyncParsableCommand {
 
     func run() async throws {
         let location = storeOptions.location
-        let passphrase = try storeOptions.passphrase()
+        var passphrase = try storeOptions.passphrase()
+        defer { if passphrase != nil { wipe(&passphrase!) } }
         let cost = try costOptions.cost()
         let manager: DiskManager
         var joinedKey = false

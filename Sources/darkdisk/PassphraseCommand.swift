@@ -1,5 +1,6 @@
 import ArgumentParser
 import DarkDisk
+import DarkDiskCrypto
 import DarkDiskCloud
 import Foundation
 
@@ -31,7 +32,8 @@ struct PassphraseCommand: ParsableCommand {
 
         func run() async throws {
             let manager = try storeOptions.open()
-            let passphrase = try StoreOptions.readPassphrase(newPassphraseFile)
+            var passphrase = try StoreOptions.readPassphrase(newPassphraseFile)
+            defer { wipe(&passphrase) }
             try manager.setPassphrase(passphrase, cost: try costOptions.cost())
             var published = ""
             let (url, isDefault) = try StoreRemote.url(for: manager)

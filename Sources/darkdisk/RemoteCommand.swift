@@ -1,5 +1,6 @@
 import ArgumentParser
 import DarkDisk
+import DarkDiskCrypto
 import DarkDiskCloud
 import Foundation
 
@@ -43,7 +44,9 @@ struct RemoteCommand: ParsableCommand {
 
         func run() async throws {
             let manager = try storeOptions.open()
-            try await StoreRemote.attach(manager, to: url, passphrase: try storeOptions.passphrase())
+            var passphrase = try storeOptions.passphrase()
+            defer { if passphrase != nil { wipe(&passphrase!) } }
+            try await StoreRemote.attach(manager, to: url, passphrase: passphrase)
             print("remote set to \(url)")
         }
     }

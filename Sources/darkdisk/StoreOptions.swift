@@ -1,5 +1,6 @@
 import ArgumentParser
 import DarkDisk
+import DarkDiskCrypto
 import DarkDiskSystem
 import Foundation
 import Logging
@@ -27,6 +28,7 @@ struct StoreOptions: ParsableArguments {
 
     /// Reads a passphrase from `path`: a private regular file, or a pipe (`--passphrase-file <(pass show x)`),
     /// read once, to its end. A regular file that group or others can read is refused, as the key file is.
+    /// The caller wipes the bytes (`wipe`) once the key is unlocked.
     static func readPassphrase(_ path: String) throws -> [UInt8] {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw CLIError("cannot read passphrase file \(path): \(String(cString: strerror(errno)))") }
@@ -37,8 +39,12 @@ struct StoreOptions: ParsableArguments {
             throw CLIError("passphrase file \(path) can be read by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); run 'chmod 600 \(path)'")
         }
         guard st.st_mode & S_IFMT != S_IFDIR else { throw CLIError("passphrase file \(path) is a directory") }
+        // Read into one buffer that never grows (a grown array leaves copies behind), wiped by the caller;
+        // the read buffer is wiped here.
         var bytes: [UInt8] = []
+        bytes.reserveCapacity(65536 + 4096)
         var buffer = [UInt8](repeating: 0, count: 4096)
+        defer { wipe(&buffer) }
         while bytes.count <= 65536 {
             let n: Int
             do { n = try SystemCall.readSome(fd, into: &buffer, count: buffer.count) } catch {
@@ -56,10 +62,12 @@ struct StoreOptions: ParsableArguments {
 
     /// Opens the store; with `create`, makes a new one first if none exists.
     func open(create: Bool = false, logger: Logger = CLILog.cli) throws -> DiskManager {
+        var passphrase = try passphrase()
+        defer { if passphrase != nil { wipe(&passphrase!) } }
         let manager = if create && !DiskManager.exists(at: location) {
-            try DiskManager.create(at: location, passphrase: passphrase(), logger: logger)
+            try DiskManager.create(at: location, passphrase: passphrase, logger: logger)
         } else {
-            try DiskManager(location: location, passphrase: passphrase(), logger: logger)
+            try DiskManager(location: location, passphrase: passphrase, logger: logger)
         }
         OpenedStores.add(manager)
         return manager

@@ -2,10 +2,10 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 15 items 2, 3 and 8: a store never gets a second key, and never attaches to a remote whose nodes
-/// another key sealed.
+/// A store never gets a second key, never attaches to a remote whose nodes another key sealed, and a
+/// running command keeps its keys to itself.
 @Suite(.processSlots) struct KeySafetyTests {
-    /// Item 2: with the key file moved away, `import` and `mount` used to create a fresh key beside the
+    /// With the key file moved away, `import` and `mount` used to create a fresh key beside the
     /// existing index, and the store then held nodes under two keys.
     @Test func aStoreWhoseKeyIsMissingIsRefusedNeverRekeyed() async throws {
         let store = try CLIStore()
@@ -27,7 +27,7 @@ import Testing
         await #expect(try store.darkdisk(["export", "--node", "old"]).stdout == data)
     }
 
-    /// Item 3: `init --remote` without a passphrase on a remote that already holds nodes made a fresh key
+    /// `init --remote` without a passphrase on a remote that already holds nodes made a fresh key
     /// that could read none of them; with the remote's keys/master.json gone, `init --passphrase-file`
     /// even published its new key there, for every later machine to join.
     @Test func initRefusesARemoteThatHoldsAnotherKeysNodes() async throws {
@@ -87,5 +87,34 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: bucket + "/records/b.rec"))
         // The same remote again (its records are this store's): accepted.
         await #expect(try store.darkdisk(["remote", "set", "file://" + bucket]).status == 0)
+    }
+
+    /// A running darkdisk holds the master key in memory: it dumps no core, and another process of the same
+    /// user can neither attach to it nor read its descriptors (a plain process of that user can: the
+    /// control). Run as `nobody`, since root may read any process.
+    @Test func aRunningCommandDumpsNoCoreAndLetsNoOtherProcessIn() async throws {
+        let store = try CLIStore()
+        #expect(chmod(store.directory, 0o777) == 0)
+        let home = store.directory + "/nobody"
+        let script = """
+            export HOME=\(Shell.quote(home)) XDG_RUNTIME_DIR=\(Shell.quote(home))
+            mkdir -p "$HOME" || exit 3
+            \(Shell.quote(Shell.darkdisk)) init --store "$HOME/store" >/dev/null || exit 4
+            sleep 3 | \(Shell.quote(Shell.darkdisk)) import - --node n --store "$HOME/store" >/dev/null &
+            daemon=$!
+            sleep 30 & control=$!
+            sleep 1
+            grep '^Max core file size' /proc/$daemon/limits
+            ls /proc/$daemon/fd >/dev/null 2>&1 && echo darkdisk-fd-readable || echo darkdisk-fd-denied
+            ls /proc/$control/fd >/dev/null 2>&1 && echo control-fd-readable || echo control-fd-denied
+            kill $control
+            wait $daemon
+            """
+        let run = try await Shell.run("/usr/bin/timeout", ["-s", "KILL", "60", "/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup",
+                                                            "--clear-groups", "/bin/sh", "-c", script])
+        #expect(run.status == 0, "\(run.output) \(run.stderr)")
+        let lines = run.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+        #expect(lines.contains("Max core file size 0 0 bytes"), "\(lines)")
+        #expect(lines.contains("darkdisk-fd-denied") && lines.contains("control-fd-readable"), "\(lines)")
     }
 }

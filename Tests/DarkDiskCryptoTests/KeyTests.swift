@@ -45,6 +45,49 @@ struct KeyTests {
         #expect(throws: CryptoError.self) { _ = try master.unwrap(flipped, boundTo: node) }
     }
 
+    /// Version 3 bound wraps (what every record carries now) are made under the key-wrapping key, derived
+    /// from the master key for that purpose alone; the frozen one, made from FORMAT.md with Python, opens
+    /// under it and under the reference decoder, and not under the master key itself.
+    @Test func version3WrapsAreMadeUnderTheDerivedWrappingKey() throws {
+        let master = try SealedRecordFixtureTests.masterKey()
+        let content = try FixtureTests.contentKey()
+        let wrapping = try master.derived(for: "darkdisk key wrap key v1")
+        let text = try String(contentsOfFile: FixtureTests.bundled("v3-bound-wrapped-key.hex"), encoding: .utf8)
+        let frozen = try #require(Hex.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let node = Array("node".utf8) + [0] + Array("fixture-node".utf8)
+        #expect(frozen.count == 61 && frozen[0] == 3)
+        #expect(try wrapping.unwrap(frozen, boundTo: node) == content)
+        #expect(throws: CryptoError.self) { _ = try master.unwrap(frozen, boundTo: node) }
+        let aad = Array("darkdisk key wrap v3".utf8) + [0] + node
+        let referenceKey = ReferenceDecoder.hkdf(ikm: master.bytes, info: Array("darkdisk key wrap key v1".utf8), length: 32)
+        #expect(ReferenceDecoder.open(key: referenceKey, nonce: Array(frozen[1..<13]), aad: aad,
+                                      ciphertext: Array(frozen[13..<45]), tag: Array(frozen[45...])) == content.bytes)
+        // A fresh bound wrap is version 3; the version byte is authenticated (a 3 turned into a 2 fails).
+        var fresh = wrapping.wrap(content, boundTo: node)
+        #expect(fresh[0] == 3)
+        #expect(try wrapping.unwrap(fresh, boundTo: node) == content)
+        fresh[0] = 2
+        #expect(throws: CryptoError.self) { _ = try wrapping.unwrap(fresh, boundTo: node) }
+        let local = try #require(Hex.decode(try String(contentsOfFile: FixtureTests.bundled("v3-local-wrapped-key.hex"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(try wrapping.unwrap(local) == content)
+    }
+
+    /// Keys live in secret memory: equal keys compare equal (in constant time), copies share it, and many
+    /// more keys than the locked region holds still work (the rest live on the heap). An unwrap that fails
+    /// gives its memory back once: afterwards no two keys share it.
+    @Test func keysBeyondTheLockedRegionStillWork() throws {
+        let other = SymmetricKey.random(), wrapped = SymmetricKey.random().wrap(SymmetricKey.random())
+        for _ in 0..<100 { #expect(throws: CryptoError.self) { _ = try other.unwrap(wrapped) } }
+        let keys = (0..<3000).map { _ in SymmetricKey.random() }
+        let copies = try keys.map { try SymmetricKey(bytes: $0.bytes) }
+        #expect(keys == copies)
+        #expect(Set(keys.map(\.bytes)).count == keys.count, "every random key differs")
+        let wrapping = SymmetricKey.random()
+        for key in keys.prefix(50) { #expect(try wrapping.unwrap(wrapping.wrap(key)) == key) }
+        #expect("\(keys[0])" == "SymmetricKey(<redacted>)")
+    }
+
     @Test func wrapAndUnwrap() throws {
         let wrapping = SymmetricKey.random()
         let key = SymmetricKey.random()

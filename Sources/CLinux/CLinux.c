@@ -1,0 +1,2 @@
+// Linux calls Swift cannot make directly (variadic ones); the functions are in include/CLinux.h.
+#include "CLinux.h"
