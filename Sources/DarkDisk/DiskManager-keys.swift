@@ -60,6 +60,37 @@ extension DiskManager {
         }
     }
 
+    /// A fingerprint of an outline's state: every node's record generation (tombstones too), sorted by node,
+    /// under a MAC keyed by the master key ("darkdisk outline fingerprint v1"), as "dd1-" and 32 hex digits.
+    /// Two machines with the same key that saw the same records compute the same one; the bucket's owner can
+    /// neither compute one nor learn anything from it. What `darkdisk fingerprint` prints and a first pull
+    /// checks (`init --remote --expect-fingerprint`).
+    public func outlineFingerprint(of generations: [NodeID: UInt64]) -> String {
+        var message: [UInt8] = []
+        for (node, generation) in generations.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where generation > 0 {
+            message += Array(node.rawValue.utf8) + [0] + Array(String(generation).utf8) + [0x0A]
+        }
+        do {
+            let key = try masterKey.derived(for: "darkdisk outline fingerprint v1")
+            return "dd1-" + Hex.encode(Array(Digest.hmacSHA256(key: key, message).prefix(16)))
+        } catch {
+            fatalError("cannot derive the fingerprint key: \(error)")
+        }
+    }
+
+    /// The fingerprint of the outline as this store last pulled or pushed it (its records' generations), and
+    /// how many nodes it covers: what another machine's first pull can be checked against.
+    public func outlineFingerprint() throws(DarkDiskError) -> (fingerprint: String, nodes: Int) {
+        let generations = try recordGenerations().filter { $0.value > 0 }
+        return (outlineFingerprint(of: generations), generations.count)
+    }
+
+    /// Whether `text` has the form of an outline fingerprint ("dd1-" and 32 hex digits).
+    public static func isOutlineFingerprint(_ text: String) -> Bool {
+        let lowered = text.lowercased()
+        return lowered.hasPrefix("dd1-") && lowered.count == 36 && Hex.decode(String(lowered.dropFirst(4))) != nil
+    }
+
     /// Remembers that records of these generations were applied (a generation never goes down).
     public func noteRecordGenerations(_ generations: [NodeID: UInt64]) throws(DarkDiskError) {
         guard !generations.isEmpty else { return }

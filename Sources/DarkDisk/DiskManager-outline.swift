@@ -208,6 +208,11 @@ extension DiskManager {
         }
     }
 
+    /// Forgets a text setting.
+    public func removeText(_ key: String) throws(DarkDiskError) {
+        try write { db in try db.execute(sql: "DELETE FROM storeText WHERE key = ?", arguments: [key]) }
+    }
+
     static func entry(from row: Row) throws -> OutlineEntry {
         OutlineEntry(nodeID: try NodeID(row["id"]), name: row["name"], parentID: row["parentID"],
                      metadataSize: UInt64(row["metadataSize"] as Int64), thumbnailSize: UInt64(row["thumbnailSize"] as Int64),

@@ -87,7 +87,14 @@ public struct CloudSync: Sendable {
     /// `acceptEmptyRemote`. A remote that cannot be listed fails the pull before anything changes:
     /// "unreachable" is never taken for "deleted". Nor is a remote that lists no node at all while the store
     /// knows some (an unmounted or wrong bucket folder looks like that), unless `acceptEmptyRemote`.
-    public func pull(acceptEmptyRemote: Bool = false) async throws -> PullResult {
+    ///
+    /// With `expectedFingerprint` (or one `init --remote --expect-fingerprint` left in the store's settings,
+    /// `expectedFingerprintSetting`), the records the remote serves must have that fingerprint
+    /// (`DiskManager.outlineFingerprint`) before anything is applied: a machine's first pull, which has no
+    /// generation of its own to refuse a rollback with, then trusts no more than the machine that printed
+    /// it. A mismatch fails the pull (`.invalidResponse`) with nothing changed; a match forgets the setting.
+    public func pull(acceptEmptyRemote: Bool = false, expectedFingerprint: String? = nil) async throws -> PullResult {
+        let expected = try expectedFingerprint ?? manager.text(Self.expectedFingerprintSetting)
         // What this store knows is read before the listing: a node this store (its mount) uploads for the
         // first time after the listing was taken is not "gone from the bucket" (it was not listed yet).
         let known = Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) })
@@ -99,6 +106,8 @@ public struct CloudSync: Sendable {
             throw RemoteError(.emptyListing, "\(remote.url) lists no node while this store knows \(known.count); nothing was changed (a wrong or unmounted bucket?)")
         }
         var generations: [NodeID: UInt64] = [:]
+        // Every record that opened, at the generation the remote serves (for the fingerprint).
+        var served: [NodeID: UInt64] = [:]
         // The listing gives each record's size and ETag: one GET each (with If-Match), a HEAD only when the
         // record was replaced since; the outline is written in one transaction at the end.
         let listed = Dictionary(objects.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
@@ -118,6 +127,7 @@ public struct CloudSync: Sendable {
             do throws(RemoteError) {
                 let read = try RecordObject.read(data, sealed: object.sealed, expected: nodeID, with: manager)
                 let generation = read.generation
+                served[nodeID] = generation
                 guard generation >= applied else {
                     throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is older (generation \(generation)) than the one this store has applied (generation \(applied)): a rollback, refused")
                 }
@@ -165,6 +175,12 @@ public struct CloudSync: Sendable {
             }
             updates.append(entry)
         }
+        if let expected {
+            let found = manager.outlineFingerprint(of: served)
+            guard found == expected.lowercased() else {
+                throw RemoteError(.invalidResponse, "\(remote.url) serves records whose fingerprint is \(found) (\(served.count) nodes), not the expected \(expected): rolled back, changed since that fingerprint was made, or tampered with; nothing was pulled")
+            }
+        }
         // Applied entries note their generations in the transaction that applies them (unless a change was
         // queued meanwhile); the others' (unchanged records, tombstones) are noted here.
         let updated = Set(updates.map(\.nodeID))
@@ -192,8 +208,13 @@ public struct CloudSync: Sendable {
             result.deleted = gone.count
         }
         result.skipped += try await pullUsers()
+        if expected != nil, expectedFingerprint == nil { try manager.removeText(Self.expectedFingerprintSetting) }
         return result
     }
+
+    /// The store setting that holds the fingerprint the next pull must find (`init --remote
+    /// --expect-fingerprint`).
+    public static let expectedFingerprintSetting = "pull.expectedFingerprint"
 
     /// The file ID of the cloud file a version 2 record (which names none) describes: its header, read with
     /// the record's ETag (one range request), authenticated by the node's key and agreeing with the record.

@@ -11,10 +11,14 @@ struct PullCommand: AsyncParsableCommand {
             A file kept persistently whose node changed is replaced, not dropped: the pull downloads its new \
             version and keeps it persistently (if that download fails, the next read on the mount or fetch \
             keeps it). A record that is malformed or names another node is skipped with one line on stderr \
-            (the node keeps what this store had of it), the rest is pulled, and the exit status is 1.
+            (the node keeps what this store had of it), the rest is pulled, and the exit status is 1. With \
+            --expect-fingerprint (or after 'init --remote --expect-fingerprint', on the first pull), nothing \
+            is pulled unless the remote serves the records that fingerprint covers ('darkdisk fingerprint').
             """)
 
     @OptionGroup var storeOptions: StoreOptions
+
+    @OptionGroup var fingerprintOptions: ExpectedFingerprintOption
 
     // (Numbers are taken as given, a negative one too, so that its refusal says what is wrong with it.)
     @Option(parsing: .unconditional, help: ArgumentHelp("Give up after SECONDS with one line and exit status 1 when the remote answers too slowly or not at all (a request that gets no byte for that long, or a whole pull that takes longer).", valueName: "SECONDS"))
@@ -32,9 +36,9 @@ struct PullCommand: AsyncParsableCommand {
         let limit = Duration.milliseconds(Int64(timeout * 1000))
         let remote = try StoreRemote.remote(for: manager, stallTimeout: limit)
         let sync = CloudSync(manager: manager, remote: remote)
-        let acceptEmpty = acceptEmptyRemote
+        let acceptEmpty = acceptEmptyRemote, expected = fingerprintOptions.expectFingerprint
         let result = try await Deadline.run(limit, otherwise: CLIError("pull: \(remote.url) did not finish answering in \(Deadline.text(timeout)) s; the pull stopped (--timeout raises the limit)")) {
-            try await sync.pull(acceptEmptyRemote: acceptEmpty)
+            try await sync.pull(acceptEmptyRemote: acceptEmpty, expectedFingerprint: expected)
         }
         for line in result.skipped { FileHandle.standardError.write(Data("darkdisk: skipped: \(line)\n".utf8)) }
         let skipped = result.skipped.isEmpty ? "" : ", \(result.skipped.count) skipped"

@@ -91,4 +91,57 @@ import Glibc
         let pull = try remote.darkdiskB(["pull"])
         #expect(pull.status == 1 && pull.stderrLines.count == 1 && pull.stderr.contains("users/mallory.json is unsealed"), "\(pull.stderr)")
     }
+
+    /// A machine's first pull has no generation of its own to refuse a rollback with: what the bucket serves
+    /// then is trusted (a machine joining without evidence takes the rolled-back record: the control). With
+    /// the fingerprint of a trusted machine (`darkdisk fingerprint`), `init --remote --expect-fingerprint`
+    /// makes that first pull apply nothing until the bucket serves the same records; after it, the usual
+    /// rollback check holds.
+    @Test func aFirstPullChecksTheFingerprintOfATrustedMachine() async throws {
+        let remote = try RemoteBucket()
+        let (first, second) = (CLIStore.bytes(3000, seed: 81), CLIStore.bytes(3000, seed: 82))
+        try remote.push("doc", first)
+        let record = remote.bucket + "/records/doc.rec"
+        let oldRecord = try Data(contentsOf: URL(fileURLWithPath: record))
+        try remote.push("doc", second)
+        try remote.push("other", CLIStore.bytes(500, seed: 83))
+        let printed = try await remote.a.darkdisk(["fingerprint", "--passphrase-file", remote.passphrase])
+        #expect(printed.status == 0, "\(printed.stderr)")
+        let fingerprint = try #require(printed.output.split(separator: " ").first.map(String.init))
+        #expect(fingerprint.hasPrefix("dd1-") && fingerprint.count == 36 && printed.output.contains("(2 nodes)"), "\(printed.output)")
+        let newRecord = try Data(contentsOf: URL(fileURLWithPath: record))
+
+        // The bucket serves the older record of doc (a sealed record it once held).
+        try oldRecord.write(to: URL(fileURLWithPath: record))
+        let trusting = try CLIStore()
+        await #expect(try trusting.darkdisk(["init", "--remote", "file://" + remote.bucket, "--passphrase-file", remote.passphrase]).status == 0)
+        await #expect(try trusting.darkdisk(["pull", "--passphrase-file", remote.passphrase]).status == 0)
+        await #expect(try trusting.darkdisk(["export", "--node", "doc", "--passphrase-file", remote.passphrase]).stdout == first,
+                "without evidence, a first pull takes what the bucket serves")
+
+        let joined = try await remote.b.darkdisk(["init", "--remote", "file://" + remote.bucket, "--passphrase-file", remote.passphrase,
+                                                   "--scrypt-log-n", "12", "--expect-fingerprint", fingerprint.uppercased()])
+        #expect(joined.status == 0, "\(joined.stderr)")
+        let refused = try remote.darkdiskB(["pull"])
+        expectOneLineFailure(refused, mentioning: "not the expected \(fingerprint)")
+        #expect(refused.stderr.contains("nothing was pulled"), "\(refused.stderr)")
+        #expect(try remote.darkdiskB(["export", "--node", "other"]).status != 0, "nothing of the served outline was applied")
+
+        // The bucket serves the current records again: the pull applies them, and forgets the fingerprint.
+        try newRecord.write(to: URL(fileURLWithPath: record))
+        let pulled = try remote.darkdiskB(["pull"])
+        #expect(pulled.status == 0 && pulled.output.contains("2 new"), "\(pulled.output) \(pulled.stderr)")
+        #expect(try remote.darkdiskB(["export", "--node", "doc"]).stdout == second)
+        #expect(try remote.darkdiskB(["fingerprint"]).output.hasPrefix(fingerprint + " "), "B now prints A's fingerprint")
+        try oldRecord.write(to: URL(fileURLWithPath: record))
+        let rolledBack = try remote.darkdiskB(["pull"])
+        #expect(rolledBack.status != 0 && rolledBack.stderr.contains("rollback"), "\(rolledBack.stderr)")
+        #expect(try remote.darkdiskB(["export", "--node", "doc"]).stdout == second)
+
+        // Malformed evidence, or evidence without a remote to check, is one line.
+        expectOneLineFailure(try remote.darkdiskB(["pull", "--expect-fingerprint", "dd1-xyz"]), mentioning: "32 hex digits")
+        let lone = try CLIStore()
+        await expectOneLineFailure(try lone.darkdisk(["init", "--expect-fingerprint", fingerprint]), mentioning: "needs --remote")
+        #expect(!FileManager.default.fileExists(atPath: lone.storePath))
+    }
 }
