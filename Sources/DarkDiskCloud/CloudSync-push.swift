@@ -127,14 +127,18 @@ extension CloudSync {
         case .plaintextFile(let path):
             header = try FileConversion.encryptCloudFile(metadata: content.metadata, thumbnail: content.thumbnail,
                                                          dataFileAt: path, key: key, to: scratch.path)
+            try CloudFilePadding.pad(fileAt: scratch.path, fileLength: header.fileLength)
         case .stored(let export):
             let source = try export.reader()
             let path = scratch.path
             let (metadata, thumbnail) = (content.metadata, content.thumbnail)
             header = try await BlockingPool.shared.run { () throws(CryptoError) in
-                try FileConversion.encryptCloudFile(metadata: metadata, thumbnail: thumbnail, dataFrom: source, key: key, to: path)
+                let header = try FileConversion.encryptCloudFile(metadata: metadata, thumbnail: thumbnail, dataFrom: source, key: key, to: path)
+                try CloudFilePadding.pad(fileAt: path, fileLength: header.fileLength)
+                return header
             }
         }
+        // (Padded with random bytes, so that the bucket's owner sees only roughly how large the node is.)
         // A new, immutable version: a reader of the previous one (If-Match) never sees a mix; `gc` deletes
         // versions no record names after a grace period.
         let version = CloudLayout.newVersion()

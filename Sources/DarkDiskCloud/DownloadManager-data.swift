@@ -155,6 +155,7 @@ extension DownloadManager {
     private func finish(_ download: PartialDownload, key: SymmetricKey, transfer: Transfer<NodeDataDownload>) throws -> NodeDataDownload {
         let nodeID = download.nodeID
         do {
+            try Self.cutPadding(download.path, key: key)
             _ = try CryptoFileReader(path: download.path, key: key)
         } catch {
             try manager.removePartialDownload(nodeID)
@@ -182,6 +183,25 @@ extension DownloadManager {
         }
         try manager.removePartialDownload(nodeID)
         return NodeDataDownload(temporary: CryptoFile(path: path, format: .cloudFile, key: key, retainToken: owner))
+    }
+
+    /// Cuts a downloaded cloud file's padding off (`CloudFilePadding`: random bytes after the length its
+    /// authenticated header describes, which the download fetched with the rest), so that what the store
+    /// keeps is the cloud file itself. The header was checked against the object's size as it arrived.
+    private static func cutPadding(_ path: String, key: SymmetricKey) throws {
+        let fd = open(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw RemoteError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: CryptoFormat.headerSize)
+        let got = try SystemCall.pread(fd, into: &bytes, count: bytes.count, at: 0)
+        let header = try CryptoFileHeader(authenticating: Array(bytes.prefix(got)), key: key, name: path)
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw RemoteError(.io, "cannot stat \(path): \(String(cString: strerror(errno)))") }
+        let size = UInt64(st.st_size)
+        guard size != header.fileLength, CloudFilePadding.accepts(objectSize: size, fileLength: header.fileLength) else { return }
+        guard ftruncate(fd, off_t(header.fileLength)) == 0 else {
+            throw RemoteError(.io, "cannot cut the padding off \(path): \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Fetches the missing parts, `parallelParts` at a time, plus one worker for parts that readers wait for;
@@ -281,7 +301,7 @@ extension DownloadManager {
     }
 
     /// Authenticates a data download's header with the node's key and checks it describes a cloud file of
-    /// the size the remote reports, with the section sizes the node's record gives.
+    /// the size the remote reports (padded, or exactly), with the section sizes the node's record gives.
     private static func checkHeader(_ bytes: [UInt8], of record: OutlineEntry, objectKey: String, size: UInt64,
                                     key: SymmetricKey) throws(RemoteError) {
         let nodeID = record.nodeID
@@ -294,8 +314,8 @@ extension DownloadManager {
         guard header.format == .cloudFile else {
             throw RemoteError(.invalidResponse, "the cloud file of node '\(nodeID)' is not a cloud file (its header says \(header.format))")
         }
-        guard header.fileLength == size else {
-            throw RemoteError(.invalidResponse, "the cloud file of node '\(nodeID)' is \(size) bytes but its header describes \(header.fileLength) (cut short or extended on the remote)")
+        guard CloudFilePadding.accepts(objectSize: size, fileLength: header.fileLength) else {
+            throw RemoteError(.invalidResponse, "the cloud file of node '\(nodeID)' is \(size) bytes but its header describes \(header.fileLength) (padded: \(CloudFilePadding.paddedLength(header.fileLength))): cut short or extended on the remote")
         }
         try record.checkAgreement(with: header, objectKey: objectKey)
     }

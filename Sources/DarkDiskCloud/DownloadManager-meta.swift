@@ -100,7 +100,7 @@ extension DownloadManager {
         let headerRange: Range<UInt64> = 0..<UInt64(CryptoFormat.headerSize)
         let headerBytes = try await remote.read(objectKey, range: headerRange, ifMatch: info.etag)
         let header = try CryptoFileHeader(authenticating: Array(headerBytes), key: key, name: objectKey)
-        guard header.format == .cloudFile, header.fileLength == info.size else {
+        guard header.format == .cloudFile, CloudFilePadding.accepts(objectSize: info.size, fileLength: header.fileLength) else {
             throw RemoteError(.invalidResponse, "\(objectKey) is not the cloud file its header describes (\(info.size) bytes, header says \(header.fileLength))")
         }
         try entry.checkAgreement(with: header, objectKey: objectKey)

@@ -1,3 +1,4 @@
+import DarkDiskCrypto
 import Foundation
 
 /// The padding of a sealed record's JSON, so that its size tells the bucket's owner nothing of the name
@@ -14,10 +15,6 @@ public enum RecordPadding {
 
     /// The padded size of `length` bytes.
     public static func size(for length: Int) -> Int {
-        guard length > minimum else { return minimum }
-        let e = Int.bitWidth - 1 - length.leadingZeroBitCount  // ⌊log₂ length⌋
-        let s = Int.bitWidth - 1 - e.leadingZeroBitCount + 1   // ⌊log₂ e⌋ + 1
-        let mask = (1 << (e - s)) - 1
-        return (length + mask) & ~mask
+        Int(Padme.size(for: UInt64(max(0, length)), minimum: UInt64(minimum)))
     }
 }

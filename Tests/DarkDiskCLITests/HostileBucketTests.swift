@@ -144,4 +144,64 @@ import Glibc
         await expectOneLineFailure(try lone.darkdisk(["init", "--expect-fingerprint", fingerprint]), mentioning: "needs --remote")
         #expect(!FileManager.default.fileExists(atPath: lone.storePath))
     }
+
+    /// The bucket's owner sees padded sizes: each cloud file is followed by random bytes up to at least 1 KiB
+    /// and above that Padmé's sizes (at most 12 % more), so files of nearby sizes are one size; the padding
+    /// never reaches a reader, an object cut to its exact length (as written before padding) still reads, and
+    /// one byte more or less than either is refused.
+    @Test func cloudFilesArePaddedAndThePaddingIsNeverRead() async throws {
+        let remote = try RemoteBucket()
+        let contents = [("one", CLIStore.bytes(1, seed: 91)), ("six", CLIStore.bytes(600, seed: 92)),
+                        ("big", CLIStore.bytes(100_000, seed: 93)), ("bigger", CLIStore.bytes(100_700, seed: 94))]
+        for (id, data) in contents { try remote.push(id, data) }
+        var sizes: [String: Int] = [:]
+        for (id, _) in contents {
+            let object = try Data(contentsOf: URL(fileURLWithPath: try remote.cloudPath(id)))
+            let length = Self.fileLength(ofHeader: Array(object.prefix(80)))
+            sizes[id] = object.count
+            #expect(object.count == Self.padme(length), "\(id): \(object.count) bytes for a \(length)-byte cloud file")
+            #expect(Double(object.count) <= max(1024, Double(length) * 1.12))
+            #expect(object.suffix(object.count - length).contains { $0 != 0 } || object.count == length, "random padding")
+        }
+        #expect(sizes["one"] == 1024 && sizes["six"] == 1024 && sizes["big"] == sizes["bigger"], "\(sizes)")
+        try remote.join("file://" + remote.bucket)
+        for (id, data) in contents {
+            let read = try remote.darkdiskB(["export", "--node", id])
+            #expect(read.stdout == data, "\(id): \(read.stderr)")
+        }
+        let check = try remote.darkdiskB(["check", "--remote"])
+        #expect(check.status == 0, "\(check.output) \(check.stderr)")
+
+        // Cut to its exact length (unpadded, as before): read. One byte off either length: refused.
+        let path = try remote.cloudPath("big")
+        let object = try Data(contentsOf: URL(fileURLWithPath: path))
+        let exact = Self.fileLength(ofHeader: Array(object.prefix(80)))
+        try object.prefix(exact).write(to: URL(fileURLWithPath: path))
+        #expect(try remote.darkdiskB(["evict", "--node", "big"]).status == 0)
+        #expect(try remote.darkdiskB(["export", "--node", "big"]).stdout == contents[2].1, "an unpadded cloud file still reads")
+        #expect(try remote.darkdiskB(["check", "--remote"]).status == 0)
+        for wrong in [object.prefix(exact + 1), object + Data([0])] {
+            try wrong.write(to: URL(fileURLWithPath: path))
+            #expect(try remote.darkdiskB(["evict", "--node", "big"]).status == 0)
+            let read = try remote.darkdiskB(["export", "--node", "big"])
+            #expect(read.status != 0 && read.stdout.isEmpty && read.stderr.contains("extended"), "\(wrong.count) bytes: \(read.stderr)")
+        }
+    }
+
+    /// The length of the cloud file a header describes (FORMAT.md: little-endian chunk size at 8, section
+    /// sizes at 32, 40, 48; each section is its plaintext and a 16-byte tag per chunk).
+    static func fileLength(ofHeader header: [UInt8]) -> Int {
+        func number(_ at: Int, _ count: Int) -> Int { (0..<count).reduce(0) { $0 | Int(header[at + $1]) << (8 * $1) } }
+        let chunk = number(8, 4)
+        return 80 + [32, 40, 48].map { number($0, 8) }.reduce(0) { $0 + $1 + 16 * (($1 + chunk - 1) / chunk) }
+    }
+
+    /// Padmé with a 1 KiB floor, written here from its paper: keep the top ⌊log₂ E⌋ + 1 of E bits.
+    static func padme(_ length: Int) -> Int {
+        guard length > 1024 else { return 1024 }
+        let e = Int(log2(Double(length)).rounded(.down))
+        let s = Int(log2(Double(e)).rounded(.down)) + 1
+        let mask = (1 << (e - s)) - 1
+        return (length + mask) & ~mask
+    }
 }
