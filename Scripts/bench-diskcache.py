@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""python diskcache's side of `Scripts/bench diskcache` (DESIGN §9), measured in-process like ours.
+"""python diskcache's side of `Scripts/bench diskcache`, measured in-process like ours.
 
   bench-diskcache.py bench DIR KEYS [1k,1m]  set and get ops/s with 1 KiB and 1 MiB values ("set_1k OPS" lines)
   bench-diskcache.py fill DIR COUNT      COUNT entries of 1 KiB under keys key-0, key-1, ...

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A node a push made when the remote had changed since the store last saw the node (DESIGN §4): the
+/// A node a push made when the remote had changed since the store last saw the node: the
 /// remote's version kept the original node, and the local change became this new node beside it.
 public struct ConflictCopy: Sendable, Equatable {
     /// The copy's own node.

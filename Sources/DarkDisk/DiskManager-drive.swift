@@ -2,7 +2,7 @@ import DarkDiskCrypto
 import Foundation
 import GRDB
 
-/// A node as the drive (`/files`, DESIGN §10) shows it: its place in the tree and what it is.
+/// A node as the drive (`/files`) shows it: its place in the tree and what it is.
 public struct DriveNode: Sendable, Equatable {
     public let id: NodeID
     public let name: String

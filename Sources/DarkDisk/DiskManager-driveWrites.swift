@@ -5,7 +5,7 @@ import GRDB
 import Glibc
 #endif
 
-/// Changes made through the drive (DESIGN §10): each is an edit of the index in one transaction, then a
+/// Changes made through the drive: each is an edit of the index in one transaction, then a
 /// change queued for the remote (`QueuedUpload`). A node's name, folder and attributes live in its `node`
 /// row; the upload writes them into its record. A node never uploaded has nothing to rename or delete in
 /// the remote: its queued content upload carries whatever the row says when it runs.
@@ -45,7 +45,7 @@ extension DiskManager {
     }
 
     /// Writes a prepared drive file's node into the index. `allowingDuplicate`: another node may hold the name
-    /// already (made meanwhile by another process; the drive shows both, DESIGN §10), else that is `.exists`.
+    /// already (made meanwhile by another process; the drive shows both), else that is `.exists`.
     public func insertDriveFile(_ prepared: PreparedDriveFile, allowingDuplicate: Bool = false) throws(DarkDiskError) {
         // (A name refused if taken is looked for after the journal's new files of that name are in.)
         if !allowingDuplicate, hasPendingDriveCommit(named: prepared.node.name, in: prepared.node.parentID) { drainDriveCommits() }

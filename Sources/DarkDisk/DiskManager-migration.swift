@@ -40,7 +40,7 @@ extension DiskManager {
                 try db.execute(sql: "UPDATE file SET migrateToCacheAfterUpload = 0 WHERE id = ?", arguments: [record.id])
                 return kind == .data ? try Self.isPinned(db, nodeID) : false
             }
-            // A pinned file stays persistent (DESIGN §11).
+            // A pinned file stays persistent.
             guard !pinned else { return }
             var updated = record
             updated.migrateToCacheAfterUpload = false

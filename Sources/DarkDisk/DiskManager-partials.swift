@@ -2,7 +2,7 @@ import DarkDiskSystem
 import Foundation
 import GRDB
 
-/// Partial downloads as part of the data pool (issue 17 item 4): counted in its size, evicted least recently
+/// Partial downloads as part of the data pool: counted in its size, evicted least recently
 /// touched first when the pool or the disk needs room (never while a downloader holds one), dropped with
 /// their node, and swept when no index row knows them.
 extension DiskManager {

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-/// Pins (DESIGN §11): "always keep on this device". A node's pin is its own setting if it has one, else the
+/// Pins: "always keep on this device". A node's pin is its own setting if it has one, else the
 /// nearest folder's above it, else the top's (unpinned unless set). A pinned file's data is kept local and
 /// persistent: the mount's `PinKeeper` downloads what is missing, again when the remote copy changes, and
 /// resumes after a restart; unpinning moves the files back to the cache pool.

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// An outside purge of the cache folder (`rm -rf ~/.cache/*`, a cleaner): the cache folder may be deleted
-/// at any time (DESIGN §2), and the pools' totals must not keep counting what went with it.
+/// at any time, and the pools' totals must not keep counting what went with it.
 extension DiskManager {
     /// Which folder the cache files are in: its device and inode ("none" when it is missing). A purge
     /// removes it (`rm -rf ~/.cache/*`), and the next import makes a new one: either way this changes.

@@ -4,7 +4,7 @@ import GRDB
 import Glibc
 #endif
 
-/// The upload queue (DESIGN §4): local changes meant for the remote, kept in the index so they survive a
+/// The upload queue: local changes meant for the remote, kept in the index so they survive a
 /// restart or `kill -9`. A queued node's files are never evicted nor expired (they may be the only copy).
 /// Any process may upload; a row is claimed by one process at a time, and a claim of a process that died
 /// is taken over.

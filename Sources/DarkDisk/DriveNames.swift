@@ -1,6 +1,6 @@
 import Foundation
 
-/// The names a drive folder shows (DESIGN §10). Two nodes may hold one name in one folder (two machines
+/// The names a drive folder shows. Two nodes may hold one name in one folder (two machines
 /// made them before either saw the other's): both show. The earliest made keeps the name; each later one
 /// shows as `NAME (NODEID)`, the suffix before the extension (`report (n7f3).pdf`), so it stays the same
 /// from one listing, mount or machine to the next, and a lookup finds its node again from the name alone.

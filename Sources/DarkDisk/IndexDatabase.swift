@@ -250,7 +250,7 @@ enum IndexDatabase {
                 """)
         }
         migrator.registerMigration("v12: conflict copies") { db in
-            // The conflict copies this store made when the remote had changed under a push (DESIGN §4): the
+            // The conflict copies this store made when the remote had changed under a push: the
             // copy's node, the node it copies, its name and when. `status` lists them until the copy is deleted.
             try db.execute(sql: """
                 CREATE TABLE conflictCopy (nodeID TEXT PRIMARY KEY NOT NULL, originalID TEXT NOT NULL, name TEXT NOT NULL,
@@ -258,7 +258,7 @@ enum IndexDatabase {
                 """)
         }
         migrator.registerMigration("v13: upload queue") { db in
-            // Local changes meant for the remote (DESIGN §4), one row per node: the record's name and parent
+            // Local changes meant for the remote, one row per node: the record's name and parent
             // to write (NULL: as the outline has them), the state (pending, uploading, failed), the process
             // uploading it, the cloud file version it is uploading (so a record found after a crash is known
             // as its own), attempts and the last error. `sequence` grows with every change queued, so an
@@ -330,7 +330,7 @@ enum IndexDatabase {
             try db.execute(sql: "CREATE INDEX uploadQueue_sequence ON uploadQueue(sequence)")
         }
         migrator.registerMigration("v18: pins") { db in
-            // "Always keep on this device" (DESIGN §11): a node's own pin (1 keep, 0 may be freed); a node
+            // "Always keep on this device": a node's own pin (1 keep, 0 may be freed); a node
             // without a row inherits from the folder above it, and the row of node '' is the top's setting.
             // `pinClock` changes with every pin set or cleared, in any process, so a daemon sees it.
             // `wantedDownload`: node data a command handed to the running mount (`fetch --background`).

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What a node is besides its content, as the drive (`/files`, DESIGN §10) shows it and its sealed record
+/// What a node is besides its content, as the drive (`/files`) shows it and its sealed record
 /// carries it: a file, a folder or a symbolic link, its permission bits, its modification time to the
 /// nanosecond, a link's target and the `user.*` extended attributes tools copy (`rsync -X`,
 /// `cp --preserve=all`). A record written before these existed describes a file, mode 0644, of unknown time.
@@ -21,7 +21,7 @@ public struct NodeAttributes: Sendable, Equatable, Hashable, Codable {
     /// `user.*` extended attributes by full name.
     public var extendedAttributes: [String: [UInt8]]
 
-    /// The largest size of all of a node's extended attributes, names and values (DESIGN §10).
+    /// The largest size of all of a node's extended attributes, names and values.
     public static let maxExtendedAttributesSize = 64 * 1024
     /// The longest symbolic link target (Linux's `PATH_MAX` less the NUL).
     public static let maxTargetSize = 4095

@@ -1,4 +1,4 @@
-/// The three cache pools, each with its own size limit and default expiration (DESIGN §1).
+/// The three cache pools, each with its own size limit and default expiration.
 public enum Pool: String, Sendable, CaseIterable, Codable {
     case data
     case thumbnails

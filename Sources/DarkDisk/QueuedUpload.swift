@@ -1,6 +1,6 @@
 import Foundation
 
-/// A local change of a node waiting to reach the remote (DESIGN §4), as the index's upload queue holds it.
+/// A local change of a node waiting to reach the remote, as the index's upload queue holds it.
 public struct QueuedUpload: Sendable, Equatable {
     public enum State: String, Sendable {
         /// Waiting for an uploader.

@@ -2,7 +2,7 @@ import DarkDiskCrypto
 import DarkDiskSync
 import Foundation
 
-/// The content of a drive file open for writing (DESIGN §10): the file's committed version (its stored
+/// The content of a drive file open for writing: the file's committed version (its stored
 /// data, read through its export's reader) under an encrypted staging file that holds each chunk written
 /// since. A read takes each chunk from the staging file if written there, else from the committed version,
 /// else zeros; a write re-seals only the chunks it touches. `DiskManager.commitDriveFile` turns it into the

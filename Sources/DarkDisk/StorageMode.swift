@@ -1,4 +1,4 @@
-/// Persistent files stay until deleted; cache files belong to a size-limited, expiring pool (DESIGN §1).
+/// Persistent files stay until deleted; cache files belong to a size-limited, expiring pool.
 public enum StorageMode: String, Sendable, Codable {
     case persistent
     case cache

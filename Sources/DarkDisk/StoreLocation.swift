@@ -1,6 +1,6 @@
 import Foundation
 
-/// Where a store keeps its three kinds of state (DESIGN §2): persistent data and the index, the cache pool
+/// Where a store keeps its three kinds of state: persistent data and the index, the cache pool
 /// (which anyone may delete at any time), and the key.
 public struct StoreLocation: Sendable, Equatable {
     /// Persistent files, the index database and the daemon log.

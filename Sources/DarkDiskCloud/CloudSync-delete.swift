@@ -1,7 +1,7 @@
 import DarkDisk
 import Foundation
 
-/// Deleting a node everywhere (DESIGN §4): its record is replaced by a tombstone on condition that it is
+/// Deleting a node everywhere: its record is replaced by a tombstone on condition that it is
 /// still the one this store last saw, so a change another machine made meanwhile is never deleted unseen.
 extension CloudSync {
     /// Replaces the node's record in the remote by a sealed tombstone (`NodeTombstone`, the next generation,

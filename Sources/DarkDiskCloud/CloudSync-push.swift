@@ -4,7 +4,7 @@ import DarkDiskSync
 import Foundation
 
 /// Push: a node's content as a new immutable cloud file version, then its sealed record, written only if
-/// the bucket's record is still the one this store last saw (DESIGN §4). When it is not, nothing is lost:
+/// the bucket's record is still the one this store last saw. When it is not, nothing is lost:
 /// the remote's version keeps the node and the local change becomes a conflict copy beside it.
 extension CloudSync {
     /// What a push did.

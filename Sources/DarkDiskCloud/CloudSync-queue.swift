@@ -3,7 +3,7 @@ import DarkDiskCrypto
 import DarkDiskSystem
 import Foundation
 
-/// Uploads from the store's durable queue (DESIGN §4): the cloud file is composed from the encrypted files
+/// Uploads from the store's durable queue: the cloud file is composed from the encrypted files
 /// the store holds (re-encrypted in memory under the node's key; no plaintext on disk), uploaded as a new
 /// version, then the record is written on condition, as `push` does. Upload hooks
 /// (`migrateToCacheAfterUpload`, `deleteAfterUpload`) act once the record landed.

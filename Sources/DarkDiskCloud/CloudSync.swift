@@ -2,7 +2,7 @@ import DarkDisk
 import DarkDiskCrypto
 import Foundation
 
-/// Push and pull between a store and its remote (DESIGN §4): push uploads a node as one cloud file plus its
+/// Push and pull between a store and its remote: push uploads a node as one cloud file plus its
 /// record; pull brings the outline (every node's record, no data) into the store.
 public struct CloudSync: Sendable {
     public let manager: DiskManager

@@ -18,7 +18,7 @@ public struct GarbageResult: Sendable, Equatable, Codable {
 }
 
 extension CloudSync {
-    /// Deletes the cloud file versions no record names any more (DESIGN §4, `darkdisk gc`), once this store
+    /// Deletes the cloud file versions no record names any more (`darkdisk gc`), once this store
     /// has seen them unnamed for `grace` seconds: a reader on another machine that fetched the previous
     /// record may still be downloading the previous version, and a push writes its cloud file before its
     /// record. Only darkdisk's own cloud-file keys are candidates; a node whose record does not open keeps

@@ -3,7 +3,7 @@ import DarkDiskSync
 import Foundation
 import Logging
 
-/// Keeps pinned files on this device (the mount daemon's half of DESIGN §11): it downloads the data of every
+/// Keeps pinned files on this device (the mount daemon's half of pinning): it downloads the data of every
 /// pinned node that is not stored here (persistent, in the background, a few at a time), makes a pinned node
 /// already in the cache pool persistent, and does it again when the remote copy of a pinned node changes
 /// (the pull drops the old version) or a file arrives in a pinned folder. It looks at the store every

@@ -3,7 +3,7 @@ import DarkDiskSync
 import Foundation
 import Logging
 
-/// Drains the store's upload queue in the background (the mount daemon's half of DESIGN §4): it looks at the
+/// Drains the store's upload queue in the background (the mount daemon's half of uploading): it looks at the
 /// queue every `checkInterval` seconds (one index read), uploads what it can claim once it has rested
 /// `writeBack` seconds (rclone's `--vfs-write-back`: a change made again meanwhile waits again), and pulls
 /// right after its own uploads so the outline shows what the remote now holds. A failing round is logged

@@ -4,7 +4,7 @@ import DarkDiskSync
 import Foundation
 import Logging
 
-/// Whether the remote answers, as the mount daemon sees it (DESIGN §11: offline use). Any remote request
+/// Whether the remote answers, as the mount daemon sees it (offline use). Any remote request
 /// that fails for want of the remote (`RemoteError.unreachable`) marks it offline, logged once per outage;
 /// from then on reads of remote-only files fail at once instead of waiting, and a probe asks the remote every
 /// `probeInterval` seconds until it answers. Then it is online again: the recovery handlers run (the upload

@@ -2,7 +2,7 @@ import DarkDisk
 import Foundation
 import Logging
 
-/// The remote a store is attached to (DESIGN §4): the URL given to `init --remote` or `remote set`, else
+/// The remote a store is attached to: the URL given to `init --remote` or `remote set`, else
 /// the embedded default, a `file://` bucket inside the store's data folder (so everything works with
 /// nothing else running). Joining a store's key through its remote and attaching a remote are here too,
 /// so an app does what `darkdisk init --remote` and `darkdisk remote set` do without the command line.

@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// An encrypted scratch file that can be rewritten in place, chunk by chunk: where the drive keeps a file
-/// open for writing (DESIGN §10), so that no plaintext ever reaches the disk. Each chunk is sealed with
+/// open for writing, so that no plaintext ever reaches the disk. Each chunk is sealed with
 /// AES-256-GCM under a fresh random nonce every time it is written (gocryptfs's block layout): rewriting a
 /// chunk never reuses a nonce, which the store format's position-derived nonces could not allow.
 ///

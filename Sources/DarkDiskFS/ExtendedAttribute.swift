@@ -1,7 +1,7 @@
 import DarkDiskSystem
 import DarkDisk
 
-/// One of the mount's extended attributes (DESIGN §5): which name addresses what, whether it can be written,
+/// One of the mount's extended attributes: which name addresses what, whether it can be written,
 /// and the text of its values. Pure on purpose: no FUSE and no store, so that names and values can be checked
 /// (and fuzzed) on their own; `FuseFileSystem` reads and applies them.
 ///
@@ -23,7 +23,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
     case node
     /// `user.darkdisk.pin` of a drive or node entry, or the root: `1` keep on this device, `0` may be freed.
     /// Reads the pin in force (its own or inherited from the folders above); removing it makes the entry
-    /// inherit again (DESIGN §11).
+    /// inherit again.
     case pin
     /// `user.darkdisk.remote` of the mount root: `online`, or `offline since TIME` (read-only).
     case remote

@@ -1,6 +1,6 @@
 import DarkDisk
 
-/// A path of the mount (DESIGN §5), independent of its inode number.
+/// A path of the mount, independent of its inode number.
 enum FSEntry: Hashable, Sendable {
     case root
     case nodes
@@ -13,7 +13,7 @@ enum FSEntry: Hashable, Sendable {
     /// Boxed: with two IDs inline every entry (and every key of the inode table, millions of them for a
     /// large outline) would take twice the room of one with a node ID.
     indirect case avatarFile(UserID, IdentityID)
-    /// `/files`: the top of the drive (DESIGN §10).
+    /// `/files`: the top of the drive.
     case files
     /// A folder of the drive, by its node.
     case driveFolder(NodeID)

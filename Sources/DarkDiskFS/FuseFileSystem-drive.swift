@@ -5,7 +5,7 @@ import DarkDiskCloud
 import Glibc
 #endif
 
-/// The drive (`/files`, DESIGN §10): the outline's named nodes as a tree of folders, files and symbolic
+/// The drive (`/files`): the outline's named nodes as a tree of folders, files and symbolic
 /// links, with the sizes, modes and times their records give, before anything is downloaded. A drive
 /// file's content is its node's data, read as `/nodes/<id>/data` is.
 extension FuseFileSystem {

@@ -51,7 +51,7 @@ extension FuseFileSystem {
         ops.statfs = { req, _ in
             FuseFileSystem.from(req).statfs(FuseFileSystem.reply(req, "statfs"))
         }
-        // Extended attributes (DESIGN §5). Unknown names answer ENODATA, never ENOSYS (which would make the
+        // Extended attributes. Unknown names answer ENODATA, never ENOSYS (which would make the
         // kernel stop asking for the whole mount).
         ops.getxattr = { req, ino, name, size in
             FuseFileSystem.from(req).getxattr(FuseFileSystem.reply(req, "getxattr"), ino: ino, name: name!, size: size)

@@ -44,7 +44,7 @@ extension FuseFileSystem {
         guard let downloads else { reply.error(EIO); return }
         let pending = PendingRequest(reply: reply)
         let range = offset..<offset + UInt64(size)
-        // The remote known to be down: what is here already is served, the rest fails at once (DESIGN §11).
+        // The remote known to be down: what is here already is served, the rest fails at once.
         let offline = health?.isOffline == true
         let arrived = remote.ticket?.progress.completedBytes
         let ticket = downloads.whenReadable(remote.nodeID, key: remote.key, plaintext: range, ticket: remote.ticket,

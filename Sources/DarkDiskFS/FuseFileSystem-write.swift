@@ -7,7 +7,7 @@ import Foundation
 import Glibc
 #endif
 
-/// Writes inside the drive (`/files`, DESIGN §10), as on a local disk. A file open for writing is staged
+/// Writes inside the drive (`/files`), as on a local disk. A file open for writing is staged
 /// content (`StagedContent`: encrypted, never plaintext on disk) shared by all its handles; a `close`
 /// (FUSE's flush) or an `fsync` commits it into the store and queues it for upload. Folders, links,
 /// renames, deletes and attributes are edits of the outline (`DiskManager.createDriveNode` and friends).

@@ -4,7 +4,7 @@ import DarkDisk
 import Glibc
 #endif
 
-/// The extended attributes of DESIGN §5 (`getfattr`/`setfattr`): per-file persistence, expiration and
+/// The mount's extended attributes (`getfattr`/`setfattr`): per-file persistence, expiration and
 /// locality, and the pools' settings and sizes on the mount root. Names and values are checked by
 /// `ExtendedAttribute`; this file reads and applies them, and every failure reaches the kernel through `FuseErrno`.
 extension FuseFileSystem {
@@ -57,7 +57,7 @@ extension FuseFileSystem {
     }
 
     /// The node and name of a `user.*` attribute of a drive entry that is not one of darkdisk's own: such
-    /// attributes are kept with the node, encrypted in its record (DESIGN §10).
+    /// attributes are kept with the node, encrypted in its record.
     private func userAttribute(_ ino: fuse_ino_t, _ name: UnsafePointer<CChar>) -> (NodeID, String)? {
         let text = String(cString: name)
         guard text.hasPrefix("user."), !text.hasPrefix(ExtendedAttribute.prefix),

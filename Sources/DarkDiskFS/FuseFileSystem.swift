@@ -7,7 +7,7 @@ import Logging
 import Synchronization
 import DarkDiskSync
 
-/// The FUSE driver: serves the store read-only at a mount point (DESIGN §5) through libfuse's low-level API.
+/// The FUSE driver: serves the store read-only at a mount point through libfuse's low-level API.
 ///
 /// libfuse calls the operations on its own worker threads; they run synchronously there (index reads,
 /// one `pread` and decrypt per read) and never touch Swift's cooperative thread pool. Swift state is

@@ -8,7 +8,7 @@ import Synchronization
 /// or transaction (`take`), so a `tar x` pays one write per file, not two. Every request that reads or changes the
 /// drive's index first puts the rows still waiting there (`drain`), so nothing the kernel asks can miss a
 /// file it was told of; a commit whose insert failed there fails with that error. Nothing is promised of a
-/// file before its `close`, its `fsync` or its folder's `fsync` returns (DESIGN §10): a daemon killed before
+/// file before its `close`, its `fsync` or its folder's `fsync` returns: a daemon killed before
 /// that may leave no trace of it.
 final class PendingCreates: Sendable {
     private let manager: DiskManager

@@ -1,4 +1,4 @@
-/// The parsers and readers `Scripts/fuzz` drives with libFuzzer (issue 8): each target takes any bytes and
+/// The parsers and readers `Scripts/fuzz` drives with libFuzzer: each target takes any bytes and
 /// must neither crash nor break the property it checks (a tampered file never decrypts, an accepted ID is
 /// safe as a file name, a parsed value reads back the same). Errors thrown for bad input are the expected
 /// outcome; a violated property stops the process with `fatalError`, which libFuzzer reports as a crash.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// An object store holding the cloud files and records of a user's nodes (DESIGN §4). Keys are relative
+/// An object store holding the cloud files and records of a user's nodes. Keys are relative
 /// paths made of `[A-Za-z0-9._/-]`, never absolute and never containing `..`.
 public protocol Remote: Sendable {
     /// The remote's URL, for messages.
@@ -22,7 +22,7 @@ public protocol Remote: Sendable {
     /// twice). The file may be gone afterwards, whether the write succeeded or not.
     func write(_ key: String, movingFile path: String) async throws(RemoteError) -> ObjectInfo
     /// Stores a whole small object, atomically, if `condition` holds when it lands; otherwise fails with
-    /// `.preconditionFailed` and leaves the object as it was (DESIGN §4: conditional writes).
+    /// `.preconditionFailed` and leaves the object as it was (conditional writes).
     func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo
     /// Removes an object; a missing object is not an error. With `.matches(ETAG)`, only if the object is still
     /// that one (else `.preconditionFailed`, and it stays); `.absent` is refused as a condition of a delete.

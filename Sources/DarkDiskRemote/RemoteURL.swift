@@ -2,7 +2,7 @@ import Foundation
 import NIOCore
 
 /// Turns a remote URL into a remote: `file:///absolute/path`, `http(s)://host[:port]/prefix` (read-only) and
-/// `s3://BUCKET/PREFIX?endpoint=http://HOST:PORT&region=REGION` (DESIGN §4), whose credentials come from
+/// `s3://BUCKET/PREFIX?endpoint=http://HOST:PORT&region=REGION`, whose credentials come from
 /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` in `environment`. `stallTimeout`:
 /// how long an http or s3 request may go without a byte before the remote counts as unreachable (nil: the
 /// remote's default, 30 s for http and 60 s for s3); a request that stalls is not asked again.

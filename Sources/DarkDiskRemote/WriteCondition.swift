@@ -1,4 +1,4 @@
-/// What must hold in the remote for a write to land (DESIGN §4): S3's `If-None-Match: *` and `If-Match`,
+/// What must hold in the remote for a write to land: S3's `If-None-Match: *` and `If-Match`,
 /// a lock and compare on `file://` remotes.
 public enum WriteCondition: Sendable, Equatable {
     /// Write whatever is there.

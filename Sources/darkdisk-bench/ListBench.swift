@@ -2,7 +2,7 @@ import DarkDisk
 import DarkDiskCrypto
 import Foundation
 
-/// The stores `Scripts/bench list` lists through a mount (issue 17 item 0): `fill` gives N nodes a stored
+/// The stores `Scripts/bench list` lists through a mount: `fill` gives N nodes a stored
 /// 1 KiB data file each (the shape gocryptfs is given as N folders of one 1 KiB file); `outline` lists N
 /// nodes that only the remote's outline knows (as a `pull` of a large bucket leaves them), for the daemon's
 /// memory at that scale.

@@ -3,7 +3,7 @@ import DarkDiskCloud
 import DarkDiskSync
 import Foundation
 
-/// The bucket `Scripts/bench sync` pulls (issue 18): `darkdisk-bench records STORE REMOTE-URL PASSPHRASE-FILE N`
+/// The bucket `Scripts/bench sync` pulls: `darkdisk-bench records STORE REMOTE-URL PASSPHRASE-FILE N`
 /// creates a store at STORE attached to REMOTE-URL (publishing its passphrase-protected key there, as
 /// `darkdisk init --remote URL --passphrase-file FILE` does), gives N nodes a 1 KiB data file each, queues
 /// them, and uploads the queue through the library's own upload path (`CloudSync.uploadQueued`, what

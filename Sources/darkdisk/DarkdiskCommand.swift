@@ -5,7 +5,7 @@ import DarkDiskCrypto
 import DarkDiskSystem
 import Foundation
 
-/// The `darkdisk` command line (DESIGN §6).
+/// The `darkdisk` command line.
 struct DarkdiskCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "darkdisk",

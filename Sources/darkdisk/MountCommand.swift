@@ -86,7 +86,7 @@ struct MountCommand: ParsableCommand {
             // `darkdisk status` lists what the daemon is downloading.
             let board = TransferBoard(downloads: downloads)
             defer { board.stop() }
-            // Whether the remote answers (DESIGN §11): reads fail at once while it does not, and its return
+            // Whether the remote answers: reads fail at once while it does not, and its return
             // drains the queue and resumes pinned downloads.
             let health = RemoteHealth(remote: downloads.remote, manager: manager, logger: logger)
             // What other machines push appears without a command (the store's own folder needs no polling).
@@ -97,7 +97,7 @@ struct MountCommand: ParsableCommand {
             let uploader = QueueUploader(sync: CloudSync(manager: manager, remote: downloads.remote), writeBack: writeBack,
                                          pullAfterUploads: try !StoreRemote.url(for: manager).isDefault, health: health, logger: logger)
             defer { uploader.stop() }
-            // Pinned files are downloaded and kept (DESIGN §11), also those pinned while no mount ran.
+            // Pinned files are downloaded and kept, also those pinned while no mount ran.
             let pins = PinKeeper(manager: manager, downloads: downloads, health: health, logger: logger)
             defer { pins.stop() }
             let fileSystem = FuseFileSystem(manager: manager, downloads: downloads, pins: pins, health: health,

@@ -6,7 +6,7 @@ import Foundation
 import Glibc
 #endif
 
-/// A path on a darkdisk mount, acted on through the attributes the mount answers (DESIGN §5, §11): the
+/// A path on a darkdisk mount, acted on through the attributes the mount answers: the
 /// mount's daemon does the work (a pin's download, an eviction), whichever store it serves.
 struct MountedPath {
     let path: String

@@ -1,7 +1,7 @@
 import ArgumentParser
 import DarkDisk
 
-/// `darkdisk pin` and `darkdisk unpin` (DESIGN §11): what they share.
+/// `darkdisk pin` and `darkdisk unpin`: what they share.
 struct PinTargets: ParsableArguments {
     @OptionGroup var storeOptions: StoreOptions
 

@@ -29,7 +29,7 @@ struct StatusCommand: ParsableCommand {
         let remote = try StoreRemote.url(for: manager)
         let boards = TransferBoard.read(manager.location)
         let conflicts = try manager.conflictCopies()
-        // Pinned files not here yet (DESIGN §11): the running mount downloads them.
+        // Pinned files not here yet: the running mount downloads them.
         let pinnedMissing = try manager.pinnedNodesToKeep().filter { !$0.stored }
         let pinnedBytes = pinnedMissing.reduce(UInt64(0)) { $0 + $1.size }
         let mount = MountLock.state(manager.location)

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 18 (tests): whoever can write the bucket but has no key swaps two nodes' records, alters a byte of
+/// Whoever can write the bucket but has no key swaps two nodes' records, alters a byte of
 /// one, or replays a node's older record. The mount daemon's poller refuses each (the record does not open
 /// under the node's name, or is older than the generation the store applied), says so in one log line per
 /// record, and the mount keeps serving what it had: the same listing, sizes and bytes, those of the newest

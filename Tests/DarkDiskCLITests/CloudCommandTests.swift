@@ -42,7 +42,7 @@ import Glibc
         #expect(status.output.contains("\"files\" : 1"))
     }
 
-    /// Issue 17 item 3: a fetch whose node is larger than the data pool fails in one line that says how to
+    /// A fetch whose node is larger than the data pool fails in one line that says how to
     /// keep it (it exited 0 and kept nothing); `fetch --persistent` keeps it, and makes a cached node
     /// persistent.
     @Test func fetchOfANodeLargerThanItsPoolFailsOrKeepsItPersistently() async throws {
@@ -58,7 +58,7 @@ import Glibc
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: manager.location.temporaryDownloads)) ?? []).isEmpty,
                 "the download it could not keep is not left behind")
 
-        // On a terminal the progress bar shows, and the error then starts a line of its own (item 17).
+        // On a terminal the progress bar shows, and the error then starts a line of its own.
         let command = ([Shell.darkdisk, "fetch", "--node", "big", "--store", setup.b.storePath, "--passphrase-file", setup.passphrase])
             .map(Shell.quote).joined(separator: " ")
         let onTerminal = try await Shell.sh("script -qec \(Shell.quote(command)) /dev/null").output
@@ -78,7 +78,7 @@ import Glibc
         expectOneLineFailure(try setup.darkdiskB(["fetch", "--user", "nobody", "--persistent"]), mentioning: "persist --user")
     }
 
-    /// Issue 17 item 2: a pull that finds a new version of a node kept here downloads it and keeps it
+    /// A pull that finds a new version of a node kept here downloads it and keeps it
     /// persistently (the kept copy was dropped and nothing downloaded).
     @Test func pullReplacesAKeptFileWithItsNewVersion() async throws {
         let setup = try RemoteBucket()
@@ -96,7 +96,7 @@ import Glibc
         #expect(try manager.keptVersionsToReplace().isEmpty)
     }
 
-    /// Issue 17 item 16: an interrupted push leaves nothing in /tmp; a killed one leaves its encrypted
+    /// An interrupted push leaves nothing in /tmp; a killed one leaves its encrypted
     /// scratch file in the store's staging folder (counted by `check`, swept once untouched for ten minutes),
     /// and abandoned writes under a file bucket's `.tmp/` are swept by the next write.
     @Test(arguments: [SIGTERM, SIGKILL]) func anInterruptedPushLeavesNoTemporaryFilesBehind(signal: Int32) async throws {

@@ -2,10 +2,10 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 15 items 12, 13 and 18: standard output that is `-`, full or closed; negative numbers; options that
+/// Standard output that is `-`, full or closed; negative numbers; options that
 /// do not apply; `help` of an unknown command; `--version`.
 @Suite(.processSlots) struct CommandLineEdgeTests {
-    /// Item 12: `export -o -` wrote a file named `-`; output to a full device exited 0 (status) or trapped;
+    /// `export -o -` wrote a file named `-`; output to a full device exited 0 (status) or trapped;
     /// with standard output closed, plaintext could go to whatever file took its number.
     @Test func standardOutputThatIsADashFullOrClosed() async throws {
         let store = try CLIStore()
@@ -26,7 +26,7 @@ import Testing
         await #expect(try store.darkdisk(["export", "--node", "a"]).stdout == data)
     }
 
-    /// Item 13: negative values needed `=` or `--`, though `--help` documents them.
+    /// Negative values needed `=` or `--`, though `--help` documents them.
     @Test func negativeNumbersNeedNoEqualsSign() async throws {
         let store = try CLIStore()
         let run = try await store.darkdisk(["import", "-", "--node", "n", "--expiration", "-1"], stdin: Data("x".utf8))
@@ -39,7 +39,7 @@ import Testing
     }
 }
 
-/// Issue 15 item 17: one malformed record made `pull` pull nothing.
+/// One malformed record made `pull` pull nothing.
 @Suite(.processSlots) struct PullSkipsBadRecordsTests {
     @Test func aMalformedRecordIsSkippedAndReportedAndTheRestPulled() async throws {
         let remote = try RemoteBucket()
@@ -62,7 +62,7 @@ import Testing
     }
 }
 
-/// Issue 15 item 18: the README's `avatar --user alice` failed for an avatar imported here; options that do
+/// The README's `avatar --user alice` failed for an avatar imported here; options that do
 /// not apply were ignored; `darkdisk help bogus` exited 0; there was no `--version`.
 @Suite(.processSlots) struct CommandLineHonestyTests {
     @Test func theReadmesAvatarExampleWorksForALocalAvatar() async throws {
@@ -98,7 +98,7 @@ import Testing
     }
 }
 
-/// Issue 15 item 19: messages named "file descriptor 13" instead of the file.
+/// Messages named "file descriptor 13" instead of the file.
 @Suite(.processSlots) struct MessagesNameFilesTests {
     @Test func aDamagedFileIsNamedByItsPath() async throws {
         let store = try CLIStore()

@@ -3,7 +3,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 18 item 3 at the command line: a push based on an old record keeps the remote's version on the
+/// At the command line: a push based on an old record keeps the remote's version on the
 /// node, uploads the file as a conflict copy, says so in one line, exits 3, and `status` lists the copy.
 @Suite(.processSlots) struct ConflictCommandTests {
     @Test func aLostRaceIsAConflictCopyThatStatusLists() async throws {

@@ -7,7 +7,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 19's judges that no one here wrote: a model-based random test (Hypothesis's stateful testing, in
+/// Judges that no one here wrote: a model-based random test (Hypothesis's stateful testing, in
 /// the spirit of fsx), Debian's `stress-ng` file-system stressors and `dbench`, `kill -9` of the daemon
 /// while files are written, and two mounts on one bucket.
 @Suite(.processSlots) struct DriveLoadTests {

@@ -3,7 +3,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 19 item 1: `/files` shows the outline as a tree of folders, files and symbolic links by name, with
+/// `/files` shows the outline as a tree of folders, files and symbolic links by name, with
 /// the sizes, modes and times the records give, before anything is downloaded; two nodes with one name in
 /// one folder both show, the later with a stable suffix; `user.darkdisk.node` gives an entry's node.
 @Suite(.processSlots) struct DriveViewTests {

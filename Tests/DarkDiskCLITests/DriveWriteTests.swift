@@ -3,7 +3,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 19 items 2–4: the drive (`/files`) is written as a local disk, judged by the tools people use on
+/// The drive (`/files`) is written as a local disk, judged by the tools people use on
 /// one: `cp -a`, `rsync -aX`, `tar`, `git`, `sqlite3`, editors' write-and-rename, and the refusals the
 /// drive documents (`EPERM` for hard links, FIFOs, device files and chown to another user).
 @Suite(.processSlots) struct DriveWriteTests {

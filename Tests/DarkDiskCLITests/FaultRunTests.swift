@@ -8,7 +8,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 8's fault run: `kill -9` of CLI commands and of the mount daemon at random moments during
+/// Fault run: `kill -9` of CLI commands and of the mount daemon at random moments during
 /// imports, downloads, migrations and evictions. After every round the invariants hold: `darkdisk check`
 /// finds the index and the disk in agreement, every node that reads back reads its own bytes (never
 /// another version, never garbage), persistent files are intact, and a file this process holds (a retain

@@ -2,7 +2,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 15 item 6: a store on a full disk failed every command, `delete` (the way to free space) and
+/// A store on a full disk failed every command, `delete` (the way to free space) and
 /// `status` included, with "SQLite error 10: disk I/O error"; on a read-only file system even `export`
 /// and `status` failed.
 @Suite(.processSlots) struct FullDiskTests {

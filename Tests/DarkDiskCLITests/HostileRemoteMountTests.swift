@@ -5,7 +5,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// A remote that lies (issue 8): answers longer than their range, a cloud file cut short or extended on the server, and
+/// A remote that lies: answers longer than their range, a cloud file cut short or extended on the server, and
 /// another node's cloud file under a node's name. Through the mount, each is an `EIO` for that node within
 /// the remote timeout (never wrong bytes, never a hang), nothing damaged enters the store (`darkdisk
 /// check` passes), and the other nodes keep reading.
@@ -111,7 +111,7 @@ import Testing
         try setup.expectStoreSound()
     }
 
-    /// Issue 15 item 4: a record whose sizes lie about its cloud file used to be served as a file of the
+    /// A record whose sizes lie about its cloud file used to be served as a file of the
     /// record's size: `cat` printed 999 of 1 MiB bytes and exited 0. The sizes must agree with the cloud
     /// file's authenticated header before any byte is served. (Records are sealed now, so only a holder of
     /// the key, a buggy client say, can write such a record: the test seals one with store A's key.)

@@ -83,7 +83,7 @@ import Testing
     }
 
     /// libvips and its hundred libraries (about 23 MiB resident) are loaded by the image commands only, not
-    /// by every command and the mount daemon (issue 5's memory goal).
+    /// by every command and the mount daemon (the memory goal).
     @Test func theCommandLineDoesNotLinkLibvips() async throws {
         let libraries = try await Shell.run("/usr/bin/ldd", [Shell.darkdisk])
         #expect(libraries.status == 0 && libraries.output.contains("libc.so"), "\(libraries.stderr)")

@@ -55,7 +55,7 @@ import Testing
         await #expect(try other.darkdisk(["export", "--node", "n", "--passphrase-file", remote.passphrase]).stdout == CLIStore.bytes(3000, seed: 2))
     }
 
-    /// Item 8: a store made by `import` could never get a remote; `push` to it went into a folder inside the
+    /// A store made by `import` could never get a remote; `push` to it went into a folder inside the
     /// store without a word; `status` never showed the remote.
     @Test func remoteSetAttachesAStoreAndRefusesAnotherKeysRemote() async throws {
         let store = try CLIStore()

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 15 items 14 and 19: what `darkdisk mount` says when it cannot mount, options that exclude each
+/// What `darkdisk mount` says when it cannot mount, options that exclude each
 /// other, and a daemon that leaves its caller's working directory alone.
 @Suite(.processSlots) struct MountErrorTests {
     /// A user who cannot open /dev/fuse used to read "see the line above" with no line above (libfuse's

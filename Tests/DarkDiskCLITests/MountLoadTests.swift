@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// 8 parallel readers over 200 remote-only nodes whose total is about 4× the data pool, so that the pool
-/// evicts all the time, downloads are joined and files are evicted while others are being read (issue 5).
+/// evicts all the time, downloads are joined and files are evicted while others are being read.
 @Suite(.processSlots) struct MountLoadTests {
     static let nodeCount = 200
     static let readers = 8

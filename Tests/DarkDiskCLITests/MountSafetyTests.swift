@@ -4,7 +4,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// The mount as a good Linux file system under stress (issue 5): open handles hold retain tokens, only
+/// The mount as a good Linux file system under stress: open handles hold retain tokens, only
 /// the mounting user enters without allow_other, a killed daemon leaves a store the next mount serves,
 /// and a lazy unmount lets open files finish before the daemon exits.
 @Suite(.processSlots) struct MountSafetyTests {
@@ -97,7 +97,7 @@ import Testing
         #expect(try Shell.sh("cat \(Shell.quote(shared.path + "/nodes/n/data"))", timeout: 30).stdout == contents, "the owner reads it")
     }
 
-    /// Issue 15 item 5: a read waiting on a stalled server holds a page lock; a `pull` that changed the node
+    /// A read waiting on a stalled server holds a page lock; a `pull` that changed the node
     /// made the daemon invalidate that inode, which waited for the same lock. A `kill -9` of the daemon then
     /// left a zombie with a thread stuck in the kernel, the reader hung unkillably and neither `darkdisk
     /// unmount` nor `fusermount3 -u` worked (only an abort through /sys/fs/fuse/connections did). Now a

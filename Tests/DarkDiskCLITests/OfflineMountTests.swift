@@ -3,7 +3,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Offline use (issue 20, DESIGN §11) through a real mount of a store whose remote (a folder) goes away and
+/// Offline use through a real mount of a store whose remote (a folder) goes away and
 /// comes back: the mount starts without it, local files read and write, reads of remote-only files fail
 /// at once with one log line per outage, changes and pins wait, and all of it catches up when it returns.
 @Suite(.processSlots) struct OfflineMountTests {

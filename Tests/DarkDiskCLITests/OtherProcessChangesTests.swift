@@ -4,7 +4,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 17 item 8: `DiskManager.changes()` reports what other processes did to the store (here the real
+/// `DiskManager.changes()` reports what other processes did to the store (here the real
 /// `darkdisk` binary), as it reports this process' own changes, and this process' own only once.
 @Suite(.processSlots) struct OtherProcessChangesTests {
     private struct Event: Hashable, CustomStringConvertible {

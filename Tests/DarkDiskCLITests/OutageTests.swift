@@ -3,7 +3,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 15 item 9: reads through the mount while the remote is down, and just after it is back. A read
+/// Reads through the mount while the remote is down, and just after it is back. A read
 /// waits at most `--remote-timeout` in all (it waited that long per kernel request: a `cat` with the 30 s
 /// default failed after 79 s), and the first read after the remote is back reaches it (a transfer pausing
 /// between retries kept it unasked for another 17 s while reads failed).
@@ -93,7 +93,7 @@ import Testing
         _ = await first.wait(seconds: 30)
     }
 
-    /// Issue 15 item 15: an endpoint that refuses connections took 58 s to fail, with "connection reset
+    /// An endpoint that refuses connections took 58 s to fail, with "connection reset
     /// (error set): Connection refused)". It fails in a moment, in one line that says so.
     @Test func anEndpointThatRefusesConnectionsFailsFastInOneLine() async throws {
         let port = try Self.closedPort()

@@ -50,7 +50,7 @@ import Testing
         return nodes
     }
 
-    /// Issue 17 item 6: `delete --node` deletes local copies only; a node the remote has stays on the mount,
+    /// `delete --node` deletes local copies only; a node the remote has stays on the mount,
     /// remote-only again, and reads by downloading anew (it vanished until the next pull).
     @Test func deletingLocalFilesLeavesTheNodeListed() async throws {
         let setup = try RemoteBucket()
@@ -135,7 +135,7 @@ import Testing
         await #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data, "downloaded again, never wrong bytes")
     }
 
-    /// Issue 18 item 6: the mount daemon pulls on a timer (--poll-interval), so a node another machine
+    /// The mount daemon pulls on a timer (--poll-interval), so a node another machine
     /// pushes appears, and a new version of a node is seen, without a `pull`.
     @Test func theDaemonPullsOnATimer() async throws {
         let remote = try RemoteBucket()

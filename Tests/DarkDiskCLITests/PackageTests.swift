@@ -7,7 +7,7 @@ import Testing
 import Glibc
 #endif
 
-/// A proper Linux install (issue 21, DESIGN §12): `Scripts/package` makes a .deb that apt installs and purges
+/// A proper Linux install: `Scripts/package` makes a .deb that apt installs and purges
 /// here; `mount -t darkdisk`, an fstab line (`mount -T`) and the helper without `HOME` mount a store; a unit's
 /// `ExecStart` tells systemd `READY=1` only once the mount serves and `STOPPING=1` on SIGTERM; the
 /// completions parse and the man pages render; `--version` is the package's.

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// Pins (issue 20, DESIGN §11) through real mounts: two stores on one bucket, files written on A, pinned on
+/// Pins through real mounts: two stores on one bucket, files written on A, pinned on
 /// B with `darkdisk pin` and `setfattr`, kept there against a data pool of 0 bytes, fetched again when they
 /// change, freed by `unpin` and `evict`; and a pinned download cut by `kill -9` that resumes.
 @Suite(.processSlots) struct PinMountTests {

@@ -3,7 +3,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 18 item 4 at the command line: `push` queues and waits (or not, with `--no-wait`), `push --node`
+/// At the command line: `push` queues and waits (or not, with `--no-wait`), `push --node`
 /// without FILE uploads what the store holds, `sync` drains the queue, `status` shows it, and a mount's
 /// daemon drains it in the background and says where each file stands in `user.darkdisk.sync`.
 @Suite(.processSlots) struct QueueCommandTests {

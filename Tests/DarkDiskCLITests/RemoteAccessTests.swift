@@ -3,7 +3,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 15 item 10: a file remote wrote cloud files 0600 but records and the wrapped key 0644 (other
+/// A file remote wrote cloud files 0600 but records and the wrapped key 0644 (other
 /// users of the machine could read names and the wrapped key), and a server answering 403 for them was
 /// reported as "not in the remote".
 @Suite(.processSlots) struct RemoteAccessTests {

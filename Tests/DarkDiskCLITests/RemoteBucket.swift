@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 #endif
 
-/// Two machines sharing a bucket, as a user sets them up (DESIGN §6): store A pushes nodes into a
+/// Two machines sharing a bucket, as a user sets them up: store A pushes nodes into a
 /// `file://` bucket; a real server started by the test (nginx, or our fault proxy in front of nginx) serves
 /// the bucket on 127.0.0.1; store B joins it over http with the same passphrase and pulls the outline, so
 /// every node is remote-only in B until something reads it.

@@ -3,7 +3,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 18 item 9: `darkdisk check --remote` authenticates every record and every file it names (header
+/// `darkdisk check --remote` authenticates every record and every file it names (header
 /// and every chunk), lists orphans, and exits 1 with one line per problem.
 @Suite(.processSlots) struct RemoteCheckTests {
     @Test func checkRemoteAuthenticatesEverythingAndNamesEachProblem() async throws {
@@ -74,7 +74,7 @@ import Testing
         #expect(run.output.contains("0 staging files left by interrupted imports"), "\(run.output)")
     }
 
-    /// Issue 18 item 2: `darkdisk gc` deletes the versions no record names (after --grace), and then
+    /// `darkdisk gc` deletes the versions no record names (after --grace), and then
     /// `check --remote` finds no orphan.
     @Test func gcDeletesUnnamedVersions() async throws {
         let remote = try RemoteBucket()

@@ -3,7 +3,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Remote-only nodes through the mount (issue 5, DESIGN §5): store B has only the outline of a bucket
+/// Remote-only nodes through the mount: store B has only the outline of a bucket
 /// served by a real nginx behind our fault proxy (which counts the bytes it sends and can throttle or
 /// fail), and ordinary tools read the nodes on demand.
 @Suite(.processSlots) struct RemoteMountTests {
@@ -57,7 +57,7 @@ import Testing
         #expect(dd.status == 0, "dd skip=\(block) did not answer while the server held the node at half (\(String(format: "%.1f", seconds)) s): \(dd.stderr)")
         #expect(dd.stdout == big.subdata(in: block * 4096..<(block + 1) * 4096), "dd skip=\(block) returned other bytes")
         // `partial` at once: from the running download's own state, not the index's checkpoints, which
-        // trail the bytes dd got (issue 17 item 18; it said `none` then).
+        // trail the bytes dd got (it once said `none` then).
         #expect(try Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))?.hasPrefix("partial ") == true)
         try proxy.control(["hold": NSNull()])
 
@@ -100,7 +100,7 @@ import Testing
         #expect(try proxy.bytes(bigObject) == 0, "the persistent node was downloaded again")
     }
 
-    /// Issue 17 item 11: `darkdisk status` lists what the mount daemon is downloading (the daemon's process,
+    /// `darkdisk status` lists what the mount daemon is downloading (the daemon's process,
     /// the node, bytes, rate, time left; `--json` too), and nothing once the download is done.
     /// `darkdisk fetch` (another process) downloads a node while the mount reads it: the mount serves its
     /// reads from the command's partial file as far as the command has recorded it, instead of waiting for

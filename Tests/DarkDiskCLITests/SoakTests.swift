@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 8's load run: 16 parallel readers (12 `cat` loops checking SHA-256, 4 `fio` random-read loops)
+/// Load run: 16 parallel readers (12 `cat` loops checking SHA-256, 4 `fio` random-read loops)
 /// over a few hundred remote-only nodes, for `DARKDISK_SOAK_SECONDS` (Scripts/test --long: 600), while the
 /// pool evicts all the time, other machines push new nodes, this one pulls them and imports its own.
 /// Zero wrong bytes, zero failed reads, and the daemon's memory flat. Off unless the variable is set.

@@ -2,7 +2,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 15 item 7: `timeout 10 darkdisk import /dev/zero --node z` (cache mode) left a 2.8 GB staging file
+/// `timeout 10 darkdisk import /dev/zero --node z` (cache mode) left a 2.8 GB staging file
 /// that SIGTERM did not remove, and `check` said "healthy, 0 orphans".
 @Suite(.processSlots) struct StagingTests {
     func stagingFiles(_ store: CLIStore) -> [String] {

@@ -7,7 +7,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 18: `kill -9` of `darkdisk sync` and of the mount daemon while they upload the queue, at random
+/// `kill -9` of `darkdisk sync` and of the mount daemon while they upload the queue, at random
 /// moments. After every round the store checks clean; at the end one `sync` drains the queue, `check
 /// --remote` passes, and every node reads back, from the remote, as the last version queued for it.
 /// Rounds: `DARKDISK_SYNC_KILL_ROUNDS` (Scripts/test --long runs 60); the default keeps the suite short.

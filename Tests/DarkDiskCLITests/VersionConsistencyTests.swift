@@ -3,7 +3,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 15 item 1: a node replaced while it is being read. An open handle keeps reading the version it
+/// A node replaced while it is being read. An open handle keeps reading the version it
 /// opened, to its end; an open made after the replacement sees only the new version. Both used to mix
 /// (the kernel's page cache was shared by handles serving different versions): the old reader got
 /// `AAAAABB????BB??BBBBB` and a `cat` after the import `BBBBBAABBBBBBBBBBBBB`, with exit 0.

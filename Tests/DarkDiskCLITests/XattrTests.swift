@@ -3,7 +3,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// The mount's extended attributes (DESIGN §5, issue 5 item 4) through real mounts and the real tools:
+/// The mount's extended attributes through real mounts and the real tools:
 /// `getfattr`, `setfattr`, and raw `getxattr(2)` & co. (Python's ctypes) where the tools hide the details.
 @Suite(.processSlots) struct XattrTests {
     static let fileNames = ["user.darkdisk.persistent", "user.darkdisk.expiration", "user.darkdisk.local"]
@@ -59,7 +59,7 @@ import Testing
         #expect(fileOnRoot.status != 0 && fileOnRoot.stderr.contains("No such attribute"), "\(fileOnRoot.stderr)")
     }
 
-    /// Issue 15 item 11: `rsync -aX backup/ MOUNT/` of a backup made from the mount wrote the backup's
+    /// `rsync -aX backup/ MOUNT/` of a backup made from the mount wrote the backup's
     /// `user.darkdisk.pool.data.max_size` onto the root and evicted at once. No tool that copies attributes
     /// (`rsync -X`, `cp -a`, `tar --xattrs`) carries darkdisk's settings or states anywhere.
     @Test func toolsThatCopyAttributesNeverCarryDarkdisksSettings() async throws {

@@ -3,7 +3,7 @@ import DarkDiskTestSupport
 import Foundation
 import Testing
 
-/// Issue 6: many tasks and several processes on one cache, and `kill -9` in the middle of sets.
+/// Many tasks and several processes on one cache, and `kill -9` in the middle of sets.
 @Suite struct DiskCacheConcurrencyTests {
     /// After concurrent work: every value is one that was written for its key, and byteCount adds up.
     func checkConsistent(_ cache: DiskCache) throws {

@@ -3,7 +3,7 @@ import Foundation
 import DarkDiskSync
 import Testing
 
-/// Issue 6: file URLs scoped to a closure, removeAll through the trash, damaged entries, the background sweep.
+/// File URLs scoped to a closure, removeAll through the trash, damaged entries, the background sweep.
 @Suite struct DiskCacheFileTests {
     @Test func fileURLStaysValidWhileTheClosureRuns() throws {
         let root = try TemporaryRoot()

@@ -3,7 +3,7 @@ import Foundation
 import DarkDiskSync
 import Testing
 
-/// Issue 6: will/did hooks, on one documented queue, in order.
+/// Will/did hooks, on one documented queue, in order.
 @Suite struct DiskCacheHookTests {
     @Test func hooksRunInOrderOnTheHookQueue() throws {
         let root = try TemporaryRoot()

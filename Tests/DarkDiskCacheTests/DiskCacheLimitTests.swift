@@ -3,7 +3,7 @@ import DarkDiskTestSupport
 import Foundation
 import Testing
 
-/// Issue 6: byteCount, byteLimit, ageLimit and the trims.
+/// `byteCount`, `byteLimit`, `ageLimit` and the trims.
 @Suite struct DiskCacheLimitTests {
     @Test func byteCountIsExactAndCountsAllocatedBlocks() throws {
         let root = try TemporaryRoot()
@@ -65,7 +65,7 @@ import Testing
         #expect(try cache.byteCount <= 1000)
     }
 
-    /// Issue 17 item 13: as TMDiskCache's, `ageLimit` counts from the last use: a value read often never
+    /// As TMDiskCache's, `ageLimit` counts from the last use: a value read often never
     /// expires while in use; one left unread does (a read refreshes it, a `contains` does not).
     @Test func ageLimitCountsFromTheLastUse() throws {
         let root = try TemporaryRoot()

@@ -2,7 +2,7 @@
 import Foundation
 import Testing
 
-/// Issue 6: values, keys, sharing between instances, persistence.
+/// Values, keys, sharing between instances, persistence.
 @Suite struct DiskCacheValueTests {
     struct Profile: Codable, Equatable, Sendable {
         var name: String
@@ -135,7 +135,7 @@ import Testing
         #expect(run.status != 0)
     }
 
-    /// Issue 17 item 14: the two families have their own spellings. In an async function the plain calls
+    /// The two families have their own spellings. In an async function the plain calls
     /// stay synchronous (no `await`: this would not compile if an async overload of the same name came
     /// back), and `cache.async` gives the async forms, which see the same entries.
     @Test func plainCallsStaySynchronousInAsyncCode() async throws {

@@ -106,8 +106,7 @@ import Testing
         #expect(await served() != bobs, "bob's picture served as alice's")
     }
 
-    /// A user record that names another user is refused with a clear line and skipped; the rest is pulled
-    /// (issue 15 item 17).
+    /// A user record that names another user is refused with a clear line and skipped; the rest is pulled.
     @Test func aForeignUserRecordIsSkipped() async throws {
         let setup = try CloudTests.Setup()
         let record = try await CloudSync(manager: setup.a, remote: setup.remote)

@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 #endif
 
-/// A real distributed object store for the S3 tests beside moto (issue 18 item 7): Ceph's RADOS Gateway
+/// A real distributed object store for the S3 tests beside moto: Ceph's RADOS Gateway
 /// from Debian's packages, as a one-node cluster (monitor, in-memory OSD, radosgw) on 127.0.0.1, started by
 /// `Tests/Tools/ceph-rgw.sh` for a test and stopped by PID when released. About a second to start.
 final class CephServer {

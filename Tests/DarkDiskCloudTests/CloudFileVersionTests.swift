@@ -5,7 +5,7 @@ import Foundation
 import Logging
 import Testing
 
-/// Issue 18 item 2: every upload writes a new, immutable version of the node's cloud file, which the record
+/// Every upload writes a new, immutable version of the node's cloud file, which the record
 /// (written last) names; a machine reading the previous version goes on reading it; `gc` deletes versions
 /// no record names once it has seen them so for the grace period.
 @Suite struct CloudFileVersionTests {
@@ -52,7 +52,7 @@ import Testing
         #expect(try CloudTests().plaintext(try #require(again.export)) == second, "the current version reads after gc")
     }
 
-    /// The mount daemon's poller collects garbage too (issue 18 item 2, "and by the mount daemon").
+    /// The mount daemon's poller collects garbage too.
     @Test func thePollerCollectsUnnamedVersions() async throws {
         let setup = try CloudTests.Setup()
         let syncA = CloudSync(manager: setup.a, remote: setup.remote)

@@ -225,7 +225,7 @@ import Testing
         // A sealed record copied under another node's name does not open there (its AAD binds the node ID).
         let record = try #require(try await setup.remote.readAll(CloudLayout.record(NodeID("real"))))
         _ = try await setup.remote.write(CloudLayout.record(NodeID("impostor")), data: record)
-        // Refused and skipped, with a line that says why; the good record is pulled (issue 15 item 17).
+        // Refused and skipped, with a line that says why; the good record is pulled.
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(pulled.skipped == ["the record of node 'impostor' does not authenticate (altered, moved from another node, or sealed under another key)"],
                 "\(pulled.skipped)")

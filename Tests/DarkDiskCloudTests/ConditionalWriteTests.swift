@@ -6,7 +6,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Conditional writes (DESIGN §4): a record is created only if absent and replaced only if it is still the
+/// Conditional writes: a record is created only if absent and replaced only if it is still the
 /// one a change was based on, on `file://` (lock and compare) and on S3 (moto's server); a push that loses
 /// the race keeps the remote's version on the node and uploads the local change as a conflict copy.
 @Suite(.ownThreads) struct ConditionalWriteTests {

@@ -3,7 +3,7 @@ import DarkDiskCloud
 import Foundation
 import Testing
 
-/// Issue 17 item 10: the seeds' fetch options on the DownloadManager, per call: "never download"
+/// The seeds' fetch options on the DownloadManager, per call: "never download"
 /// (`.storedOnly`) asks the remote nothing, and "refresh" (`.remote`) asks it even when a copy is stored,
 /// replacing that copy (a persistent one stays persistent).
 @Suite struct FetchPolicyTests {

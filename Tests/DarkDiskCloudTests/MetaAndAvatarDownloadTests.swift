@@ -130,7 +130,7 @@ import Testing
         #expect(slow.reads.load(ordering: .relaxed) == 2, "the user record and the avatar, once: \(slow.reads.load(ordering: .relaxed))")
     }
 
-    /// Issue 17 item 11: an avatar ticket reports progress as the bytes arrive, with throughput and time
+    /// An avatar ticket reports progress as the bytes arrive, with throughput and time
     /// remaining (it reported once, at the end, with throughput 0), and the transfer is listed in flight.
     @Test func avatarTicketsReportProgressAndAreListedInFlight() async throws {
         let setup = try CloudTests.Setup()

@@ -4,7 +4,7 @@ import DarkDiskCrypto
 import Foundation
 import Testing
 
-/// Issue 19: a node's record carries what the drive shows besides its content (type, mode, modification
+/// A node's record carries what the drive shows besides its content (type, mode, modification
 /// time to the nanosecond, a link's target, `user.*` extended attributes), sealed like the rest of it
 /// (Docs/FORMAT.md). Records without them read as files with the defaults; malformed ones are refused.
 @Suite struct NodeAttributesRecordTests {

@@ -4,7 +4,7 @@ import DarkDiskCrypto
 import Foundation
 import Testing
 
-/// Issue 18 item 4 (the drive's part): renames, moves and deletes are queued like content changes and
+/// The drive's part of the upload queue: renames, moves and deletes are queued like content changes and
 /// reach the remote as a record written anew (no download, no new cloud file version) or a tombstone, on
 /// condition, merged or dropped as a user would expect when another machine changed the node meanwhile.
 @Suite struct QueuedRecordChangeTests {

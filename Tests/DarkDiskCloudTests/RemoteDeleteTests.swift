@@ -5,7 +5,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Deletes reach the remote conditionally (issue 18 item 5): a delete replaces the node's record with a
+/// Deletes reach the remote conditionally: a delete replaces the node's record with a
 /// sealed tombstone only if the record is still the one the deleting store last saw, and a pull never drops
 /// a local change that is still queued.
 @Suite(.ownThreads) struct RemoteDeleteTests {

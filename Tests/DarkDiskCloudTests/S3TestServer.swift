@@ -3,7 +3,7 @@ import NIOCore
 import Foundation
 
 /// A real S3 server for one test: moto's, or Ceph's RADOS Gateway (`ConditionalWriteTests.Kind.rgw`, only
-/// with `DARKDISK_TEST_RGW`), so the S3 tests run on both (issue 18 item 7). It stays up while it lives.
+/// with `DARKDISK_TEST_RGW`), so the S3 tests run on both. It stays up while it lives.
 final class S3TestServer {
     /// The S3 kinds a test runs on: moto always, RGW with `DARKDISK_TEST_RGW`.
     static let kinds = ConditionalWriteTests.Kind.allCases.filter { $0 != .file }

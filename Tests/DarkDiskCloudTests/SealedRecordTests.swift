@@ -8,7 +8,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 18 item 1: private, authenticated records. The bucket holds nothing about a node but its ID and
+/// Private, authenticated records. The bucket holds nothing about a node but its ID and
 /// the sizes of its objects; a record swapped with another node's, altered or replayed is refused with one
 /// line, and the node keeps what the store had; the legacy JSON layout keeps reading.
 @Suite struct SealedRecordTests {

@@ -4,7 +4,7 @@ import DarkDiskTestSupport
 import Foundation
 import Testing
 
-/// Issue 18 item 8: what `init --remote` and `remote set` do is public API: an app creates a store that
+/// What `init --remote` and `remote set` do is public API: an app creates a store that
 /// joins another machine's key through the remote with a passphrase, and attaches a remote, with the same
 /// refusals as the command line, as typed errors.
 @Suite struct StoreRemoteTests {

@@ -5,7 +5,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 18's sync test as two machines really are: two stores, each driven only by `darkdisk` processes,
+/// Sync test as two machines really are: two stores, each driven only by `darkdisk` processes,
 /// one bucket. Each round both stores act at the same moment (push a new version of one of three nodes,
 /// delete one everywhere, or pull). At the end, after both sync and pull: `check --remote` passes on both,
 /// both list the same nodes with the same bytes, every push that exited 0 landed and every push that exited

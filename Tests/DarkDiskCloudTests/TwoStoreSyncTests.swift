@@ -5,7 +5,7 @@ import DarkDiskTestTraits
 import Foundation
 import Testing
 
-/// Issue 18's model test: two stores sharing one bucket (two machines) edit and delete the same few nodes
+/// Model test: two stores sharing one bucket (two machines) edit and delete the same few nodes
 /// at random, at the same time, round after round; each round both then pull. Nothing may be lost: of the
 /// versions written to one node in a round, at most one lands on the node (both were based on the record
 /// both had pulled), the node then reads as that one, and every other becomes a conflict copy that reads

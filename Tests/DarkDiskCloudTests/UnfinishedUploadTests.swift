@@ -8,7 +8,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 18: a `darkdisk sync` killed (`kill -9`) in the middle of a multipart upload leaves the upload
+/// A `darkdisk sync` killed (`kill -9`) in the middle of a multipart upload leaves the upload
 /// unfinished on the S3 server, its parts billed and unlisted. `gc` aborts such uploads once they are older
 /// than its upload grace, the queue then drains, and `check --remote` passes. Real CLI processes, real
 /// servers (moto, and Ceph RGW with `DARKDISK_TEST_RGW`).

@@ -9,7 +9,7 @@ import Testing
 import Glibc
 #endif
 
-/// The durable upload queue (issue 18 item 4): changes queued in the index, uploaded from the store's own
+/// The durable upload queue: changes queued in the index, uploaded from the store's own
 /// encrypted files, never evicted while queued, kept (failed, with the error) when an upload fails, and
 /// turned into conflict copies when the remote changed first.
 @Suite struct UploadQueueTests {

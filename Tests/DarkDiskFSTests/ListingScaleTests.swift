@@ -5,7 +5,7 @@ import Foundation
 import Logging
 import Testing
 
-/// Issue 17 item 0: listing `/nodes` was quadratic (each lookup scanned the whole file table; 21,264 nodes
+/// Listing `/nodes` was quadratic (each lookup scanned the whole file table; 21,264 nodes
 /// took 105 s to `ls -l`). What `ls -l`, `find` and `du` make the driver do for every entry — list the
 /// folder, look each name up, stat it, list and stat its files — must cost a bounded number of index
 /// statements and SQLite steps per entry, however many nodes the store has.

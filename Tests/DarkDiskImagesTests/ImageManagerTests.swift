@@ -245,7 +245,7 @@ import Testing
         } catch { #expect(error.code == .notAvailable) }
     }
 
-    /// Issue 17 item 10: the seeds' fetch options per call. "Never download" gives what memory or the store
+    /// The seeds' fetch options per call. "Never download" gives what memory or the store
     /// has and otherwise fails at once without asking the remote; "refresh" asks the remote although the
     /// image is cached, and what it brings replaces the cached images.
     @Test func fetchOptionsNeverDownloadAndRefresh() async throws {
@@ -303,7 +303,7 @@ import Testing
         #expect(try await images.userAvatar(user, options: .neverDownload)?.width == 90, "without an identity: the most recently stored")
     }
 
-    /// Issue 17 item 8: a thumbnail replaced by another process (the `darkdisk` CLI, as a mount daemon or a
+    /// A thumbnail replaced by another process (the `darkdisk` CLI, as a mount daemon or a
     /// `pull` would) drops the processed images made from the old one in a long-running program.
     @Test func theCachesFollowOtherProcesses() async throws {
         let directory = NSTemporaryDirectory() + "darkdisk-images-" + UUID().uuidString
@@ -325,7 +325,7 @@ import Testing
         withExtendedLifetime(manager) {}
     }
 
-    /// Issue 17 item 9: a user the remote has no record of (the seeds' 404) has no avatar: a negative result,
+    /// A user the remote has no record of (the seeds' 404) has no avatar: a negative result,
     /// cached like the others, so the next fetch is a memory hit and asks the remote nothing.
     @Test func aUserWithoutARecordIsACachedNegativeResult() async throws {
         let setup = try ImageSetup()

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 3, part 6: what is on disk wins. A purged cache folder means "not local"; orphan files are swept
+/// What is on disk wins. A purged cache folder means "not local"; orphan files are swept
 /// at start-up (unless someone holds them); a full disk fails an import cleanly; the free-space floor evicts.
 @Suite struct DiskRealityTests {
     @Test func purgedCacheFolderMakesCacheFilesNotLocal() throws {

@@ -16,7 +16,7 @@ import Testing
             kind: .file, mode: 0o640, modifiedSeconds: 1_700_000_000, modifiedNanoseconds: 123_456_789,
             extendedAttributes: ["user.note": Array("kept".utf8), "user.empty": []]))
         let link = try manager.createDriveNode(named: "link", in: folder.id, attributes: NodeAttributes(kind: .symlink, target: "../elsewhere"))
-        // Two nodes with one name (two makers, DESIGN §10), and a node inside a file (shown at the top).
+        // Two nodes with one name (two makers), and a node inside a file (shown at the top).
         let twin = try manager.prepareDriveFile(named: "link", in: folder.id, attributes: NodeAttributes(kind: .file))
         try manager.insertDriveFile(twin, allowingDuplicate: true)
         // (From the outline, as a pull brings them: a node only the remote has, and one in a file.)

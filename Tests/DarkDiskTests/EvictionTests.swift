@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 3, part 1: the LRU pool evicts the least recently *accessed* cache files, keeps persistent files,
+/// The LRU pool evicts the least recently *accessed* cache files, keeps persistent files,
 /// stops at 90 % of the max (the issue's low-water mark), remembers access times across restarts, and also trims on setMaxSize and at start.
 @Suite struct EvictionTests {
     /// Lets the eviction that each released token queues on the maintenance queue run before the next step:

@@ -71,7 +71,7 @@ import Testing
         #expect(try decrypt(try #require(try manager.nodeFile(NodeID("moved")))) == plaintext)
     }
 
-    /// Issue 17 item 1: the seeds' flow (download without caching, then import persistently) with the
+    /// The seeds' flow (download without caching, then import persistently) with the
     /// download on another file system than the store (a tmpfs): the move is a copy, into the staging
     /// file the import already created and locked (it failed with EEXIST).
     @Test(arguments: [true, false]) func importCryptoFileFromAnotherFileSystem(persistent: Bool) throws {

@@ -3,7 +3,7 @@ import DarkDiskCrypto
 import Foundation
 import Testing
 
-/// Issue 17 item 2: a kept (persistent) file whose node changes in the remote is replaced by the new
+/// A kept (persistent) file whose node changes in the remote is replaced by the new
 /// version, never silently dropped: a pull deletes the stale copy (open handles keep reading it) and the
 /// next time the node's file is stored, by any path, it is stored persistently.
 @Suite struct KeptVersionTests {

@@ -2,7 +2,7 @@ import DarkDisk
 import Foundation
 import Testing
 
-/// Issue 3, part 4: files move between the persistent folder and the cache pool, intact; retained files
+/// Files move between the persistent folder and the cache pool, intact; retained files
 /// are copied; avatars migrate per user; the upload hooks migrate or delete.
 @Suite struct MigrationTests {
     @Test func nodeFileMovesToPersistentAndBack() throws {

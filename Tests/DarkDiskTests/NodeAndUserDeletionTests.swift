@@ -2,7 +2,7 @@ import DarkDisk
 import Foundation
 import Testing
 
-/// Issue 3, part 7: deleting nodes, node files and user avatars, and `deleteFileIfUnmanaged`.
+/// Deleting nodes, node files and user avatars, and `deleteFileIfUnmanaged`.
 @Suite struct NodeAndUserDeletionTests {
     @Test func deleteNodeRemovesDataMetadataAndThumbnail() throws {
         let store = try TemporaryStore()
@@ -148,7 +148,7 @@ import Testing
         manager.deleteFileIfUnmanaged(store.directory + "/never-existed")
     }
 
-    /// Issue 17 item 5: the store's own files are never deleted, whatever path names them; a download the
+    /// The store's own files are never deleted, whatever path names them; a download the
     /// store handed to its caller is.
     @Test func deleteFileIfUnmanagedNeverDeletesTheStoresOwnFiles() throws {
         let store = try TemporaryStore()

@@ -3,7 +3,7 @@ import DarkDiskTestSupport
 import Foundation
 import Testing
 
-/// Issue 3, part 8: `changes(in:)` reports imports, deletes, evictions, migrations and expiries with the
+/// `changes(in:)` reports imports, deletes, evictions, migrations and expiries with the
 /// right owner, and a subscription to one pool does not see another pool's changes.
 @Suite struct NotificationTests {
     private struct Event: Hashable, CustomStringConvertible {

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 17 item 4: partial downloads are part of the data pool. They count in its size and `status`,
+/// Partial downloads are part of the data pool. They count in its size and `status`,
 /// are evicted with its cache files least recently touched first (never while a downloader holds one), go
 /// with their node, and a partial file no row names is swept.
 @Suite struct PartialDownloadPoolTests {

@@ -3,7 +3,7 @@ import DarkDiskCrypto
 import Foundation
 import Testing
 
-/// Pins in the store (DESIGN §11), without a mount: which nodes a pin covers (its own setting, else the
+/// Pins in the store, without a mount: which nodes a pin covers (its own setting, else the
 /// nearest folder's above it, else the top's), what the keeper is asked to fetch or keep, what unpinning
 /// frees, and what an eviction refuses.
 @Suite struct PinTests {

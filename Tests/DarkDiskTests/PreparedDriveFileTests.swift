@@ -46,7 +46,7 @@ import Testing
         #expect(error?.code == .notFound)
         #expect(try manager.driveNode(orphan.node.id) == nil)
 
-        // A name taken meanwhile: refused, unless the caller shows both (two makers of one name, DESIGN §10).
+        // A name taken meanwhile: refused, unless the caller shows both (two makers of one name).
         _ = try manager.createDriveFile(named: "same.txt", in: nil, attributes: NodeAttributes(kind: .file))
         let second = try manager.prepareDriveFile(named: "same.txt", in: nil, attributes: NodeAttributes(kind: .file))
         #expect((#expect(throws: DarkDiskError.self) { try manager.insertDriveFile(second) })?.code == .exists)

@@ -2,7 +2,7 @@ import DarkDisk
 import Foundation
 import Testing
 
-/// Issue 17 item 7: after an outside purge of the cache folder, the pools' totals (status, the pool
+/// After an outside purge of the cache folder, the pools' totals (status, the pool
 /// xattrs) stop counting the files that went, at start-up and on the maintenance timer, without `check`.
 @Suite struct PurgeTests {
     private func cacheStatus(_ manager: DiskManager) throws -> (files: Int, bytes: UInt64) {

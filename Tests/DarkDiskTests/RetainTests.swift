@@ -7,7 +7,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 3, part 2: a file whose export (retain token) is alive survives eviction, expiry, delete and
+/// A file whose export (retain token) is alive survives eviction, expiry, delete and
 /// migration, stays readable through the token's descriptor, and goes away once released.
 @Suite struct RetainTests {
     /// A reader or a chunk sequence made from an export keeps the export's token: the caller may drop the
@@ -115,7 +115,7 @@ import Glibc
         #expect(try isStored(manager, "p2"))
     }
 
-    /// Issue 17 item 12: five held files, the least recently used, released together (in one go, as a client
+    /// Five held files, the least recently used, released together (in one go, as a client
     /// dropping an array of exports) while the pool is over its max: they go in LRU order, and no newer file
     /// goes in their place, however the releases and the evictions they kick interleave.
     @Test func leastRecentlyUsedGoesFirstWhenHeldFilesAreReleasedTogether() async throws {

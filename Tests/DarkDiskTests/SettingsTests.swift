@@ -6,7 +6,7 @@ private extension PoolSettings {
     var pair: (UInt64, Double) { (maxSize, defaultExpiration) }
 }
 
-/// Issue 3, part 5: pool settings and the free-space floor persist across restarts and a purge of the
+/// Pool settings and the free-space floor persist across restarts and a purge of the
 /// cache folder; invalid values are refused with `.invalidArgument`.
 @Suite struct SettingsTests {
     @Test func freshStoreHasTheDocumentedDefaults() throws {

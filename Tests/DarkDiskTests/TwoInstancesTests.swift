@@ -3,7 +3,7 @@ import DarkDiskTestSupport
 import Foundation
 import Testing
 
-/// Issue 3, part 9: two DiskManagers on one store stand in for two processes; a token held by one keeps the
+/// Two DiskManagers on one store stand in for two processes; a token held by one keeps the
 /// file from eviction, expiry, deletion and migration by the other.
 @Suite struct TwoInstancesTests {
     @Test func tokenInOneInstanceBlocksEvictionByTheOther() async throws {

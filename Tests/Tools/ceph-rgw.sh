@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Starts a one-node Ceph cluster on 127.0.0.1 for the S3 tests (issue 18 item 7): one monitor, one OSD
+# Starts a one-node Ceph cluster on 127.0.0.1 for the S3 tests: one monitor, one OSD
 # keeping objects in memory (memstore), and the RADOS Gateway (radosgw, beast frontend) with an S3 user
 # whose access key and secret are both "darkdisk". Auth between the daemons is off; pools have one replica.
 # Usage: ceph-rgw.sh DIR MON_PORT RGW_PORT   Prints "ready" once the S3 endpoint answers; the daemons'
