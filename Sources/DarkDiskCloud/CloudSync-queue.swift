@@ -238,9 +238,7 @@ extension CloudSync {
             // The file ID the content's record named; a record from before file IDs takes the one this store
             // bound to that version (at its push, or when it first pulled it).
             var fileID = base.fileID.flatMap(Hex.decode)
-            if fileID == nil, let known = try manager.outlineEntry(nodeID), known.cloudVersion == base.cloudVersion {
-                fileID = known.cloudFileID
-            }
+            if fileID == nil { fileID = OutlineEntry.boundFileID(of: base.cloudVersion, known: try manager.outlineEntry(nodeID)) }
             // The node's key as the record carried it, bound to the node (a record from before binding is
             // rewritten with a bound wrap).
             guard let baseKey = Hex.decode(base.wrappedKey) else { throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' has a malformed key") }

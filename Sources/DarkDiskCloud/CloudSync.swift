@@ -155,7 +155,7 @@ public struct CloudSync: Sendable {
             if entry.cloudFileID == nil, entry.cloudVersion != nil {
                 // A record from before file IDs: bound to its cloud file as this store first sees it (as on a
                 // first pull), or to the one it bound that version to before.
-                if let old = known[nodeID], old.cloudVersion == entry.cloudVersion, let bound = old.cloudFileID {
+                if let bound = OutlineEntry.boundFileID(of: entry.cloudVersion, known: known[nodeID]) {
                     entry.cloudFileID = bound
                 } else {
                     do { entry.cloudFileID = try await legacyFileID(of: entry) } catch {

@@ -124,14 +124,20 @@ extension DownloadManager {
             guard let info = try await remote.info(objectKey) else {
                 throw RemoteError(.notFound, "node '\(nodeID)' is in the outline but its cloud file is not in \(remote.url)")
             }
+            // A padded object: only the cloud file is fetched, when the record's sizes at the chunk size files
+            // are written with give the length it was padded from (else the whole object: `finish` cuts the
+            // padding off). The header, checked as it arrives, must then describe exactly that length.
+            let sizes = [entry.metadataSize, entry.thumbnailSize, entry.dataSize]
+            let size = CloudFilePadding.fileLength(sectionSizes: sizes)
+                .flatMap { CloudFilePadding.accepts(objectSize: info.size, fileLength: $0) ? $0 : nil } ?? info.size
             let download = try await blocking { () throws -> PartialDownload in
-                if let download = try manager.partialDownload(nodeID), download.etag == info.etag, download.size == info.size {
+                if let download = try manager.partialDownload(nodeID), download.etag == info.etag, download.size == size {
                     return download
                 }
-                return try manager.beginPartialDownload(nodeID, etag: info.etag, size: info.size)
+                return try manager.beginPartialDownload(nodeID, etag: info.etag, size: size)
             }
             do {
-                try await fetchMissing(download, key: objectKey, nodeKey: key, record: entry, stream: stream, transfer: transfer)
+                try await fetchMissing(download, key: objectKey, objectSize: info.size, nodeKey: key, record: entry, stream: stream, transfer: transfer)
             } catch let error as RemoteError where error.code == .changed && attempt < 2 {
                 // The cloud file was replaced mid-download: its parts do not go together. Start over.
                 try await blocking { try manager.removePartialDownload(nodeID) }
@@ -186,8 +192,9 @@ extension DownloadManager {
     }
 
     /// Cuts a downloaded cloud file's padding off (`CloudFilePadding`: random bytes after the length its
-    /// authenticated header describes, which the download fetched with the rest), so that what the store
-    /// keeps is the cloud file itself. The header was checked against the object's size as it arrived.
+    /// authenticated header describes, which the download fetched with the rest when it could not tell
+    /// the length before), so that what the store keeps is the cloud file itself. The header was checked
+    /// against the object's size as it arrived.
     private static func cutPadding(_ path: String, key: SymmetricKey) throws {
         let fd = open(path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { throw RemoteError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
@@ -198,7 +205,7 @@ extension DownloadManager {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw RemoteError(.io, "cannot stat \(path): \(String(cString: strerror(errno)))") }
         let size = UInt64(st.st_size)
-        guard size != header.fileLength, CloudFilePadding.accepts(objectSize: size, fileLength: header.fileLength) else { return }
+        guard size > header.fileLength else { return }
         guard ftruncate(fd, off_t(header.fileLength)) == 0 else {
             throw RemoteError(.io, "cannot cut the padding off \(path): \(String(cString: strerror(errno)))")
         }
@@ -211,8 +218,8 @@ extension DownloadManager {
     /// The header is authenticated with the node's key as soon as its bytes have arrived, before they (or
     /// anything of the part they came in) count as received: another node's cloud file under this node's
     /// name, or one cut short or extended on the remote, ends the download and its partial file at once.
-    private func fetchMissing(_ download: PartialDownload, key objectKey: String, nodeKey: SymmetricKey, record: OutlineEntry, stream: NodeDataStream,
-                              transfer: Transfer<NodeDataDownload>) async throws {
+    private func fetchMissing(_ download: PartialDownload, key objectKey: String, objectSize: UInt64, nodeKey: SymmetricKey, record: OutlineEntry,
+                              stream: NodeDataStream, transfer: Transfer<NodeDataDownload>) async throws {
         let fd = try await blocking { () throws -> Int32 in
             let fd = open(download.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw RemoteError(.io, "cannot open \(download.path): \(String(cString: strerror(errno)))") }
@@ -247,7 +254,7 @@ extension DownloadManager {
                     header = pending
                     guard pending.count == CryptoFormat.headerSize || cursor == part.upperBound else { return }
                     do throws(RemoteError) {
-                        try Self.checkHeader(pending, of: record, objectKey: objectKey, size: size, key: nodeKey)
+                        try Self.checkHeader(pending, of: record, objectKey: objectKey, size: objectSize, fetching: size, key: nodeKey)
                     } catch {
                         headerRefused.raised.store(true, ordering: .relaxed)
                         throw error
@@ -301,9 +308,10 @@ extension DownloadManager {
     }
 
     /// Authenticates a data download's header with the node's key and checks it describes a cloud file of
-    /// the size the remote reports (padded, or exactly), with the section sizes the node's record gives.
+    /// the size the remote reports (padded, or exactly), no longer than the `fetching` bytes the download
+    /// takes, with the section sizes the node's record gives.
     private static func checkHeader(_ bytes: [UInt8], of record: OutlineEntry, objectKey: String, size: UInt64,
-                                    key: SymmetricKey) throws(RemoteError) {
+                                    fetching: UInt64, key: SymmetricKey) throws(RemoteError) {
         let nodeID = record.nodeID
         let header: CryptoFileHeader
         do {
@@ -314,7 +322,7 @@ extension DownloadManager {
         guard header.format == .cloudFile else {
             throw RemoteError(.invalidResponse, "the cloud file of node '\(nodeID)' is not a cloud file (its header says \(header.format))")
         }
-        guard CloudFilePadding.accepts(objectSize: size, fileLength: header.fileLength) else {
+        guard CloudFilePadding.accepts(objectSize: size, fileLength: header.fileLength), header.fileLength <= fetching else {
             throw RemoteError(.invalidResponse, "the cloud file of node '\(nodeID)' is \(size) bytes but its header describes \(header.fileLength) (padded: \(CloudFilePadding.paddedLength(header.fileLength))): cut short or extended on the remote")
         }
         try record.checkAgreement(with: header, objectKey: objectKey)

@@ -2,6 +2,14 @@ import DarkDisk
 import DarkDiskCrypto
 
 extension OutlineEntry {
+    /// The file ID this store bound cloud-file `version` to (at its push, or when it first pulled a record
+    /// from before file IDs, which names none): `known`'s (this store's entry of the node), when `known`
+    /// names the same version.
+    static func boundFileID(of version: String?, known: OutlineEntry?) -> [UInt8]? {
+        guard let known, known.cloudVersion == version else { return nil }
+        return known.cloudFileID
+    }
+
     /// Checks that the sizes this record gives agree with the cloud file's authenticated header. A record
     /// is only sealed by whoever wrote the bucket, so a size that lies (a record altered on the remote)
     /// would otherwise be served as a file cut short or padded: the header, authenticated by the node's key,

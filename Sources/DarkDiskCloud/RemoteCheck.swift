@@ -57,8 +57,8 @@ extension CloudSync {
                 guard let record = read.record else { continue }
                 entry = try record.outlineEntry()
                 // A record from before file IDs: the one this store bound to that version, if it did.
-                if entry.cloudFileID == nil, let known = try manager.outlineEntry(nodeID), known.cloudVersion == entry.cloudVersion {
-                    entry.cloudFileID = known.cloudFileID
+                if entry.cloudFileID == nil {
+                    entry.cloudFileID = OutlineEntry.boundFileID(of: entry.cloudVersion, known: try manager.outlineEntry(nodeID))
                 }
                 key = try manager.unwrapKey(entry.wrappedKey, for: .node(entry.nodeID))
             } catch let error as any DarkDiskFailure {

@@ -25,6 +25,22 @@ public enum CloudFilePadding {
         size == fileLength || size == paddedLength(fileLength)
     }
 
+    /// The length of a cloud file whose sections hold `sectionSizes` plaintext bytes in chunks of
+    /// `chunkSize` (the header, then each section's bytes and a tag per chunk); nil if it overflows.
+    public static func fileLength(sectionSizes: [UInt64], chunkSize: UInt32 = CryptoFormat.defaultChunkSize) -> UInt64? {
+        guard chunkSize > 0 else { return nil }
+        var total = UInt64(CryptoFormat.headerSize)
+        for size in sectionSizes {
+            let chunks = size / UInt64(chunkSize) + (size % UInt64(chunkSize) == 0 ? 0 : 1)
+            let (tags, o1) = chunks.multipliedReportingOverflow(by: UInt64(CryptoFormat.tagSize))
+            let (section, o2) = size.addingReportingOverflow(tags)
+            let (sum, o3) = total.addingReportingOverflow(section)
+            guard !(o1 || o2 || o3) else { return nil }
+            total = sum
+        }
+        return total
+    }
+
     /// Appends random bytes to the cloud file at `path` (exactly `fileLength` bytes long) up to its padded
     /// length.
     public static func pad(fileAt path: String, fileLength: UInt64) throws(CryptoError) {

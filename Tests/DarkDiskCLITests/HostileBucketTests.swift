@@ -157,7 +157,7 @@ import Glibc
         var sizes: [String: Int] = [:]
         for (id, _) in contents {
             let object = try Data(contentsOf: URL(fileURLWithPath: try remote.cloudPath(id)))
-            let length = Self.fileLength(ofHeader: Array(object.prefix(80)))
+            let length = CloudFileLength.of(header: Array(object.prefix(80)))
             sizes[id] = object.count
             #expect(object.count == Self.padme(length), "\(id): \(object.count) bytes for a \(length)-byte cloud file")
             #expect(Double(object.count) <= max(1024, Double(length) * 1.12))
@@ -175,7 +175,7 @@ import Glibc
         // Cut to its exact length (unpadded, as before): read. One byte off either length: refused.
         let path = try remote.cloudPath("big")
         let object = try Data(contentsOf: URL(fileURLWithPath: path))
-        let exact = Self.fileLength(ofHeader: Array(object.prefix(80)))
+        let exact = CloudFileLength.of(header: Array(object.prefix(80)))
         try object.prefix(exact).write(to: URL(fileURLWithPath: path))
         #expect(try remote.darkdiskB(["evict", "--node", "big"]).status == 0)
         #expect(try remote.darkdiskB(["export", "--node", "big"]).stdout == contents[2].1, "an unpadded cloud file still reads")
@@ -186,14 +186,6 @@ import Glibc
             let read = try remote.darkdiskB(["export", "--node", "big"])
             #expect(read.status != 0 && read.stdout.isEmpty && read.stderr.contains("extended"), "\(wrong.count) bytes: \(read.stderr)")
         }
-    }
-
-    /// The length of the cloud file a header describes (FORMAT.md: little-endian chunk size at 8, section
-    /// sizes at 32, 40, 48; each section is its plaintext and a 16-byte tag per chunk).
-    static func fileLength(ofHeader header: [UInt8]) -> Int {
-        func number(_ at: Int, _ count: Int) -> Int { (0..<count).reduce(0) { $0 | Int(header[at + $1]) << (8 * $1) } }
-        let chunk = number(8, 4)
-        return 80 + [32, 40, 48].map { number($0, 8) }.reduce(0) { $0 + $1 + 16 * (($1 + chunk - 1) / chunk) }
     }
 
     /// Padmé with a 1 KiB floor, written here from its paper: keep the top ⌊log₂ E⌋ + 1 of E bits.

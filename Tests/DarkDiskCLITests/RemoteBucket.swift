@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import DarkDiskCrypto
 import Foundation
 #if canImport(Glibc)
@@ -61,9 +62,9 @@ final class RemoteBucket {
         try Mount(b, options: ["--passphrase-file", passphrase] + options)
     }
 
-    /// The size of a node's cloud file in the bucket (what a full download moves).
+    /// The length of a node's cloud file in the bucket, without its padding (what a full download moves).
     func cloudSize(_ id: String) throws -> Int {
-        try ((FileManager.default.attributesOfItem(atPath: cloudPath(id)))[.size] as? NSNumber)?.intValue ?? 0
+        try CloudFileLength.ofObject(at: cloudPath(id))
     }
 
     /// The newest version of node `id`'s cloud file, as a server path (`/nodes/<id>/<version>.ddc`).

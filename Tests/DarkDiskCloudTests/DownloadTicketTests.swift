@@ -103,7 +103,7 @@ import Testing
         await #expect(throws: CancellationError.self) { _ = try await first.value }
         let export = try #require(try await second.value.export)
         #expect(try CloudTests().plaintext(export) == data)
-        let total = Int(try #require(try await setup.remote.info(try setup.cloudKey(id))).size)
+        let total = try setup.downloadLength(id)
         #expect(slow.bytesRead.load(ordering: .relaxed) == total, "one transfer, not restarted by the cancel")
     }
 
@@ -134,7 +134,7 @@ import Testing
         let counting = FaultyRemote(setup.remote)
         let export = try await DownloadManager(manager: setup.b, remote: counting).nodeData(id)
         #expect(try CloudTests().plaintext(export) == data)
-        let total = Int(try #require(try await setup.remote.info(try setup.cloudKey(id))).size)
+        let total = try setup.downloadLength(id)
         #expect(counting.bytesRead.load(ordering: .relaxed) == total - Int(received), "resumed inside the parts")
     }
 
@@ -150,7 +150,7 @@ import Testing
         #expect(partial.receivedBytes == 1_300_000, "everything before the cut is kept, not just whole parts")
         let counting = FaultyRemote(setup.remote)
         _ = try await DownloadManager(manager: setup.b, remote: counting, partSize: 1 << 20).nodeData(id)
-        let total = Int(try #require(try await setup.remote.info(try setup.cloudKey(id))).size)
+        let total = try setup.downloadLength(id)
         #expect(counting.bytesRead.load(ordering: .relaxed) == total - 1_300_000)
     }
 
@@ -168,7 +168,7 @@ import Testing
         async let b = second.nodeData(id)
         let (exportA, exportB) = try await (a, b)
         #expect(try CloudTests().plaintext(exportA) == data && CloudTests().plaintext(exportB) == data)
-        let total = Int(try #require(try await setup.remote.info(try setup.cloudKey(id))).size)
+        let total = try setup.downloadLength(id)
         #expect(one.bytesRead.load(ordering: .relaxed) + two.bytesRead.load(ordering: .relaxed) == total,
                 "the second downloader waits for the first (a lock on the node's download) instead of fetching again")
     }

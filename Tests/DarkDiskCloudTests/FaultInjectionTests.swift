@@ -40,9 +40,9 @@ import Testing
         /// The cloud file as nginx serves it (the proxy's path is `/` + this).
         func cloudFile(_ id: String) throws -> String { try setup.cloudKey(NodeID(id)) }
 
+        /// The node's cloud file length, without its padding: what a download moves.
         func cloudFileSize(_ id: String) throws -> Int {
-            let attributes = try FileManager.default.attributesOfItem(atPath: setup.remote.root + "/" + cloudFile(id))
-            return (attributes[.size] as? NSNumber)?.intValue ?? -1
+            try CloudFileLength.ofObject(at: setup.remote.root + "/" + cloudFile(id))
         }
 
         /// Body bytes the proxy sent for the node's cloud file since the counters were reset.
