@@ -28,8 +28,8 @@ struct ExportCommand: AsyncParsableCommand {
         let output = self.output == "-" ? nil : self.output
         if output == nil { try StandardStreams.requireOutput() }
         let manager = try storeOptions.open()
-        let (reader, section, export) = try await locate(id, kind: kind, manager: manager)
-        defer { withExtendedLifetime(export) {} }  // its retain token owns the reader's descriptor
+        let (reader, section, owner) = try await locate(id, kind: kind, manager: manager)
+        defer { withExtendedLifetime(owner) {} }  // it owns the reader's file (a retain token, a temporary download)
         if let output {
             try OutputFile.write(to: output) { fd in try copy(reader, section: section, to: fd, name: output) }
         } else {
@@ -38,9 +38,9 @@ struct ExportCommand: AsyncParsableCommand {
     }
 
     /// A reader of the wanted section: the section's own file, else (metadata and thumbnail) the section of
-    /// the node's local cloud file, else downloaded on demand from the remote.
-    private func locate(_ id: NodeID, kind: FileKind, manager: DiskManager) async throws -> (CryptoFileReader, Int, DiskExport) {
-        func open(_ export: DiskExport, section: Int? = nil) throws -> (CryptoFileReader, Int, DiskExport) {
+    /// the node's local cloud file, else downloaded on demand from the remote; and what owns its file.
+    private func locate(_ id: NodeID, kind: FileKind, manager: DiskManager) async throws -> (CryptoFileReader, Int, any Sendable) {
+        func open(_ export: DiskExport, section: Int? = nil) throws -> (CryptoFileReader, Int, any Sendable) {
             let reader = try export.reader()
             return (reader, section ?? reader.dataSection, export)
         }
@@ -53,7 +53,13 @@ struct ExportCommand: AsyncParsableCommand {
             throw CLIError("node '\(id)' has no \(kind.rawValue) stored locally, and the remote's outline does not have it (try 'darkdisk pull')")
         }
         let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager))
-        if kind == .data { return try open(try await downloads.nodeData(id)) }
+        if kind == .data {
+            let download = try await downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true)).value
+            if let export = download.export { return try open(export) }
+            // Larger than the data pool: the store keeps none of it, the export reads its temporary download.
+            let reader = try CryptoFileReader(path: download.cryptoFile.path, key: download.cryptoFile.key)
+            return (reader, reader.dataSection, download)
+        }
         let component: NodeMetaComponents = kind == .metadata ? .metadata : .thumbnail
         _ = try await downloads.downloadNodeMeta(id, components: component, options: DownloadOptions(cacheToDiskManager: true)).value
         guard let fetched = try await manager.nodeFile(id, kind: kind) else { throw CLIError("node '\(id)' has no \(kind.rawValue)") }

@@ -43,8 +43,8 @@ import Glibc
     }
 
     /// A fetch whose node is larger than the data pool fails in one line that says how to
-    /// keep it (it exited 0 and kept nothing); `fetch --persistent` keeps it, and makes a cached node
-    /// persistent.
+    /// keep it (it exited 0 and kept nothing), while an export of it streams it; `fetch --persistent` keeps
+    /// it, and makes a cached node persistent.
     @Test func fetchOfANodeLargerThanItsPoolFailsOrKeepsItPersistently() async throws {
         let setup = try RemoteBucket()
         let big = CLIStore.bytes(900_000, seed: 81), small = CLIStore.bytes(20_000, seed: 82)
@@ -57,6 +57,12 @@ import Glibc
         #expect(try manager.storedFile(NodeID("big")) == nil)
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: manager.location.temporaryDownloads)) ?? []).isEmpty,
                 "the download it could not keep is not left behind")
+        // An export needs no room in the pool: it reads the download the store could not keep (it failed
+        // with "was not cached"), and leaves nothing behind either.
+        let exported = try setup.darkdiskB(["export", "--node", "big"])
+        #expect(exported.status == 0 && exported.stdout == big, "\(exported.stderr)")
+        #expect(try manager.storedFile(NodeID("big")) == nil)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: manager.location.temporaryDownloads)) ?? []).isEmpty)
 
         // On a terminal the progress bar shows, and the error then starts a line of its own.
         let command = ([Shell.darkdisk, "fetch", "--node", "big", "--store", setup.b.storePath, "--passphrase-file", setup.passphrase])
