@@ -61,26 +61,26 @@ public struct UserRecord: Codable, Sendable, Equatable {
     /// not `name`; with `expected`, one of another user.
     public static func open(_ data: Data, name: String, expected: UserID? = nil, with manager: DiskManager) throws(RemoteError) -> UserRecord {
         let plaintext: [UInt8]
-        let whose = expected.map { "user '\($0)'" } ?? "user record \(name)"
+        let whose = expected.map { "the record of user '\($0)'" } ?? "the user record users/\(name).rec"
         do { plaintext = try manager.openRecord(Array(data), context: sealingContext(name)) } catch {
-            throw RemoteError(.invalidResponse, "the record of \(whose) does not authenticate (altered, copied from another user, or sealed under another key)")
+            throw RemoteError(.invalidResponse, "\(whose) does not authenticate (altered, copied from another user, or sealed under another key)")
         }
         let record = try parse(Data(plaintext), expected: expected)
         guard let id = try? UserID(record.userID), CloudLayout.userName(id, with: manager) == name else {
-            throw RemoteError(.invalidResponse, "the record of \(whose) is not under its user's name")
+            throw RemoteError(.invalidResponse, "\(whose) is not under its user's name")
         }
         return record
     }
 
     /// Parses an opened record's JSON, refusing one that is malformed or (with `expected`) names another user.
     public static func parse(_ data: Data, expected userID: UserID? = nil) throws(RemoteError) -> UserRecord {
-        let whose = userID.map { "user '\($0)'" } ?? "a user"
+        let whose = userID.map { "the record of user '\($0)'" } ?? "a user record"
         guard data.count <= 256 * 1024, let record = try? JSONDecoder().decode(UserRecord.self, from: data), record.version == 2,
               (try? UserID(record.userID)) != nil else {
-            throw RemoteError(.invalidResponse, "the record of \(whose) is malformed")
+            throw RemoteError(.invalidResponse, "\(whose) is malformed")
         }
         guard userID.map({ record.userID == $0.rawValue }) ?? true else {
-            throw RemoteError(.invalidResponse, "the record of \(whose) describes another user")
+            throw RemoteError(.invalidResponse, "\(whose) describes another user")
         }
         for identity in record.identities {
             guard (try? IdentityID(identity.identityID)) != nil, identity.avatar.map({ [60, SymmetricKey.boundWrappedSize].contains(Hex.decode($0.wrappedKey)?.count) }) ?? true else {
