@@ -60,11 +60,11 @@ let package = Package(
         ]),
         // Measurements for Scripts/bench that need the library in-process (100,000-file stores).
         .executableTarget(name: "darkdisk-bench", dependencies: ["DarkDisk", "DarkDiskCloud", "DarkDiskSync"]),
-        // Fuzzing (issue 8): the targets, and one executable that libFuzzer drives when Scripts/fuzz builds it
+        // Fuzzing: the targets, and one executable that libFuzzer drives when Scripts/fuzz builds it
         // with --sanitize=fuzzer -DFUZZING, and that otherwise replays inputs or writes the seed corpus.
         .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDisk", "DarkDiskCloud", "DarkDiskRemote", "DarkDiskFS"]),
         .executableTarget(name: "darkdisk-fuzz", dependencies: ["DarkDiskFuzzTargets"]),
-        // The general key/value disk cache (issue 6); independent of the store.
+        // The general key/value disk cache; independent of the store.
         .target(name: "DarkDiskCache", dependencies: ["DarkDiskSync", "DarkDiskSystem",
             "DarkDiskCrypto",
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDiskTestTraits", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSync", "DarkDiskTestSupport"]),
         // The FUSE layer's pure parts, without a mount: inode table, errno mapping, attribute values, options.
         .testTarget(name: "DarkDiskFSTests", dependencies: ["DarkDisk", "DarkDiskCache", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSystem", "DarkDiskTestSupport"]),
-        // The image manager (issue 7): in-memory caches of processed thumbnails and avatars, libvips underneath.
+        // The image manager: in-memory caches of processed thumbnails and avatars, libvips underneath.
         .target(name: "DarkDiskImages", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"],
                 resources: [.copy("Resources")]),
         .testTarget(name: "DarkDiskImagesTests", dependencies: ["DarkDiskSync", "DarkDiskImages", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips", "DarkDiskTestSupport"]),

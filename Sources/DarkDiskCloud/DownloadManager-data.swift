@@ -161,7 +161,7 @@ extension DownloadManager {
     private func finish(_ download: PartialDownload, key: SymmetricKey, transfer: Transfer<NodeDataDownload>) throws -> NodeDataDownload {
         let nodeID = download.nodeID
         do {
-            try Self.cutPadding(download.path, key: key)
+            _ = try Self.cutPadding(download.path, key: key, name: download.path)
             _ = try CryptoFileReader(path: download.path, key: key)
         } catch {
             try manager.removePartialDownload(nodeID)
@@ -192,23 +192,27 @@ extension DownloadManager {
     }
 
     /// Cuts a downloaded cloud file's padding off (`CloudFilePadding`: random bytes after the length its
-    /// authenticated header describes, which the download fetched with the rest when it could not tell
-    /// the length before), so that what the store keeps is the cloud file itself. The header was checked
-    /// against the object's size as it arrived.
-    private static func cutPadding(_ path: String, key: SymmetricKey) throws {
+    /// authenticated header describes, fetched with the rest when the length could not be told before), so
+    /// that what is kept or checked is the cloud file itself; returns its header, authenticated with `key`
+    /// (errors name the file `name`), and the length the file had. A file of another format is left as it is.
+    static func cutPadding(_ path: String, key: SymmetricKey, name: String) throws -> (header: CryptoFileHeader, length: UInt64) {
         let fd = open(path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { throw RemoteError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: CryptoFormat.headerSize)
-        let got = try SystemCall.pread(fd, into: &bytes, count: bytes.count, at: 0)
-        let header = try CryptoFileHeader(authenticating: Array(bytes.prefix(got)), key: key, name: path)
+        let got: Int
+        do { got = try SystemCall.pread(fd, into: &bytes, count: bytes.count, at: 0) } catch {
+            throw RemoteError(.io, "cannot read \(path): \(error)")
+        }
+        let header = try CryptoFileHeader(authenticating: Array(bytes.prefix(got)), key: key, name: name)
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw RemoteError(.io, "cannot stat \(path): \(String(cString: strerror(errno)))") }
-        let size = UInt64(st.st_size)
-        guard size > header.fileLength else { return }
+        let length = UInt64(st.st_size)
+        guard header.format == .cloudFile, length > header.fileLength else { return (header, length) }
         guard ftruncate(fd, off_t(header.fileLength)) == 0 else {
             throw RemoteError(.io, "cannot cut the padding off \(path): \(String(cString: strerror(errno)))")
         }
+        return (header, length)
     }
 
     /// Fetches the missing parts, `parallelParts` at a time, plus one worker for parts that readers wait for;

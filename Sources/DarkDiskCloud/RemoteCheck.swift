@@ -154,24 +154,11 @@ extension CloudSync {
         }
         if case .failure(let error) = fetched { throw error }
         do {
-            // A cloud file's padding (random bytes up to the padded length its header implies) is cut off
-            // before the file is read; any other length is refused as the reader would refuse it.
-            var headerBytes = [UInt8](repeating: 0, count: CryptoFormat.headerSize)
-            let readFD: Int32
-            do { readFD = try SystemCall.open(path, O_RDONLY) } catch { throw RemoteError(.io, "cannot open \(path): \(error)") }
-            defer { close(readFD) }
-            let got: Int
-            do { got = try SystemCall.pread(readFD, into: &headerBytes, count: headerBytes.count, at: 0) } catch {
-                throw RemoteError(.io, "cannot read \(path): \(error)")
-            }
-            let header = try CryptoFileHeader(authenticating: Array(headerBytes.prefix(got)), key: key, name: objectKey)
-            if header.format == .cloudFile, size != header.fileLength {
-                guard CloudFilePadding.accepts(objectSize: size, fileLength: header.fileLength) else {
-                    throw RemoteError(.invalidResponse, "\(objectKey) is \(size) bytes, neither the \(header.fileLength) its header describes nor their padded length")
-                }
-                guard ftruncate(fd, off_t(header.fileLength)) == 0 else {
-                    throw RemoteError(.io, "cannot cut \(path) to its cloud file: \(String(cString: strerror(errno)))")
-                }
+            // A cloud file's padding is cut off before the file is read; an object of any other length than
+            // the cloud file's or its padded one is refused.
+            let header = try DownloadManager.cutPadding(path, key: key, name: objectKey).header
+            if header.format == .cloudFile, !CloudFilePadding.accepts(objectSize: size, fileLength: header.fileLength) {
+                throw RemoteError(.invalidResponse, "\(objectKey) is \(size) bytes, neither the \(header.fileLength) its header describes nor their padded length")
             }
             let reader = try CryptoFileReader(path: scratch.path, key: key)
             if let record { try record.checkAgreement(with: reader.header, objectKey: objectKey) }
