@@ -130,17 +130,18 @@ extension DiskManager {
                 let extended = try Self.extendedAttributesColumn(attributes)
                 try db.execute(sql: """
                     INSERT INTO node (id, wrappedKey, name, parentID, cloudETag, created, metadataSize, thumbnailSize, dataSize, cloudVersion,
-                      type, mode, mtime, mtimeNsec, target, xattrs, ctime, cloudFileID)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?6, ?)
+                      type, mode, mtime, mtimeNsec, target, xattrs, ctime, cloudFileID, keyedNames)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?6, ?, ?)
                     ON CONFLICT(id) DO UPDATE SET wrappedKey = excluded.wrappedKey, cloudETag = excluded.cloudETag,
                       metadataSize = excluded.metadataSize, thumbnailSize = excluded.thumbnailSize, dataSize = excluded.dataSize,
-                      cloudVersion = excluded.cloudVersion,
+                      cloudVersion = excluded.cloudVersion, keyedNames = excluded.keyedNames,
                       cloudFileID = CASE WHEN excluded.cloudVersion IS node.cloudVersion
                         THEN COALESCE(excluded.cloudFileID, node.cloudFileID) ELSE excluded.cloudFileID END\(placement)
                     """, arguments: [entry.nodeID.rawValue, Data(entry.wrappedKey), entry.name, entry.parentID, entry.cloudETag,
                                      created, Int64(entry.metadataSize), Int64(entry.thumbnailSize), Int64(entry.dataSize), entry.cloudVersion,
                                      attributes.kind.rawValue, Int64(attributes.mode), attributes.modifiedSeconds,
-                                     Int64(attributes.modifiedNanoseconds), attributes.target, extended, entry.cloudFileID.map { Data($0) }])
+                                     Int64(attributes.modifiedNanoseconds), attributes.target, extended, entry.cloudFileID.map { Data($0) },
+                                     entry.keyedNames])
             }
             return (changed, stale)
         }
@@ -218,7 +219,8 @@ extension DiskManager {
                      metadataSize: UInt64(row["metadataSize"] as Int64), thumbnailSize: UInt64(row["thumbnailSize"] as Int64),
                      dataSize: UInt64(row["dataSize"] as Int64), wrappedKey: Array(row["wrappedKey"] as Data),
                      cloudETag: row["cloudETag"], cloudVersion: row["cloudVersion"],
-                     cloudFileID: (row["cloudFileID"] as Data?).map { Array($0) }, attributes: try attributes(from: row))
+                     cloudFileID: (row["cloudFileID"] as Data?).map { Array($0) }, keyedNames: row["keyedNames"] ?? false,
+                     attributes: try attributes(from: row))
     }
 
     /// The `xattrs` column of a node row: JSON of name to base64 of the value; NULL for none.

@@ -401,6 +401,11 @@ enum IndexDatabase {
             // compares it with the header it fetched, so the bucket cannot serve another version in its place.
             try db.execute(sql: "ALTER TABLE node ADD COLUMN cloudFileID BLOB")
         }
+        migrator.registerMigration("v26: keyed object names") { db in
+            // Whether a node's objects in the bucket are under its keyed name (`OutlineEntry.keyedNames`);
+            // every node pulled before is under its ID until its next push.
+            try db.execute(sql: "ALTER TABLE node ADD COLUMN keyedNames INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 

@@ -18,13 +18,17 @@ public struct OutlineEntry: Sendable, Equatable, Codable {
     /// The file ID in the authenticated header of that cloud file (16 bytes), which its record names: a
     /// download refuses any other file, whatever the remote says its ETag is. Nil until known.
     public var cloudFileID: [UInt8]?
+    /// Whether the node's objects in the bucket are under a name keyed by the master key (what every push
+    /// writes) rather than under its ID (a record written before keyed names, until the node's next push).
+    public var keyedNames: Bool
     /// What the node is besides its content: file, folder or link, mode, time, extended attributes.
     public var attributes: NodeAttributes
 
     public init(nodeID: NodeID, name: String?, parentID: String?, metadataSize: UInt64, thumbnailSize: UInt64,
                 dataSize: UInt64, wrappedKey: [UInt8], cloudETag: String, cloudVersion: String? = nil,
-                cloudFileID: [UInt8]? = nil, attributes: NodeAttributes = NodeAttributes()) {
+                cloudFileID: [UInt8]? = nil, keyedNames: Bool = true, attributes: NodeAttributes = NodeAttributes()) {
         self.cloudVersion = cloudVersion
+        self.keyedNames = keyedNames
         self.cloudFileID = cloudFileID
         self.attributes = attributes
         self.nodeID = nodeID

@@ -1,23 +1,31 @@
 import DarkDiskCrypto
 import DarkDisk
 
-/// Where things live in a remote bucket: one cloud file and one small sealed record per node, one sealed
-/// record per user with an encrypted file per identity avatar (both under keyed names), and the
-/// passphrase-wrapped master key (like gocryptfs' `gocryptfs.conf`).
+/// Where things live in a remote bucket: one small sealed record and a folder of cloud file versions per
+/// node, one sealed record per user with an encrypted file per identity avatar (all under names keyed by
+/// the master key), and the passphrase-wrapped master key (like gocryptfs' `gocryptfs.conf`).
 public enum CloudLayout {
     public static let recordsPrefix = "records/"
     public static let usersPrefix = "users/"
     public static let masterKey = "keys/master.json"
 
-    /// A version of a node's cloud file: `nodes/<id>/<version>.ddc`, written once and never replaced (the
+    /// The name a node's objects share in the bucket (`records/<name>.rec`, `nodes/<name>/`): 32 hex digits
+    /// keyed by the master key (`DiskManager.objectName`), so the bucket's owner sees no node ID; with
+    /// `keyed` false, the node ID itself, as stores named them before (read until the node's next push).
+    public static func nodeName(_ nodeID: NodeID, keyed: Bool = true, with manager: DiskManager) -> String {
+        keyed ? manager.objectName(["node", nodeID.rawValue]) : nodeID.rawValue
+    }
+
+    /// A version of a node's cloud file: `nodes/<name>/<version>.ddc`, written once and never replaced (the
     /// record names the current one); without a version, the first layout's `nodes/<id>.ddc`.
-    public static func cloudFile(_ nodeID: NodeID, version: String?) -> String {
-        version.map { "nodes/\(nodeID.rawValue)/\($0).ddc" } ?? "nodes/\(nodeID.rawValue).ddc"
+    public static func cloudFile(_ nodeID: NodeID, version: String?, keyed: Bool = true, with manager: DiskManager) -> String {
+        guard let version else { return "nodes/\(nodeID.rawValue).ddc" }
+        return "nodes/\(nodeName(nodeID, keyed: keyed, with: manager))/\(version).ddc"
     }
 
     /// The cloud file an outline entry (a record) names.
-    public static func cloudFile(of entry: OutlineEntry) -> String {
-        cloudFile(entry.nodeID, version: entry.cloudVersion)
+    public static func cloudFile(of entry: OutlineEntry, with manager: DiskManager) -> String {
+        cloudFile(entry.nodeID, version: entry.cloudVersion, keyed: entry.keyedNames, with: manager)
     }
 
     /// A new version name: 32 random hex digits, so two machines writing at once never pick the same.
@@ -25,22 +33,30 @@ public enum CloudLayout {
         Hex.encode(SecureRandom.bytes(16))
     }
 
-    /// Whether a version name has the form `newVersion` makes.
+    /// Whether a version name (or a keyed name) has the form `newVersion` makes: 32 lower-case hex digits.
     public static func isVersion(_ text: String) -> Bool {
         text.utf8.count == 32 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
-    /// The node a cloud-file key belongs to (either layout), if it is one.
-    public static func nodeID(ofCloudFileKey key: String) -> NodeID? {
+    /// The name of the node folder a cloud-file key is in (either naming), or of the node of a first-layout
+    /// `nodes/<id>.ddc`; nil if it is not a cloud-file key.
+    public static func nodeName(ofCloudFileKey key: String) -> String? {
         guard key.hasPrefix("nodes/"), key.hasSuffix(".ddc") else { return nil }
         let parts = key.dropFirst(6).dropLast(4).split(separator: "/", omittingEmptySubsequences: false)
         if parts.count == 2, !isVersion(String(parts[1])) { return nil }
-        guard parts.count <= 2, let first = parts.first else { return nil }
-        return try? NodeID(String(first))
+        guard parts.count <= 2, let first = parts.first, (try? NodeID(String(first))) != nil else { return nil }
+        return String(first)
     }
-    /// A node's sealed record (`NodeRecord.sealed`), what every write makes.
-    public static func record(_ nodeID: NodeID) -> String { "records/\(nodeID.rawValue).rec" }
-    /// A node's record in the first layout: plain JSON. Read when no sealed record exists; a push replaces it.
+
+    /// A node's sealed record (`NodeRecord.sealed`, or the tombstone a delete left), under its keyed name:
+    /// what every write makes.
+    public static func record(_ nodeID: NodeID, with manager: DiskManager) -> String {
+        "records/\(nodeName(nodeID, with: manager)).rec"
+    }
+    /// A node's sealed record as stores wrote it before keyed names: `records/<id>.rec`. Read while it is a
+    /// node's only record; a push writes the keyed one and deletes it.
+    public static func recordByID(_ nodeID: NodeID) -> String { "records/\(nodeID.rawValue).rec" }
+    /// A node's record in the first layout: plain JSON (refused). A push deletes it.
     public static func legacyRecord(_ nodeID: NodeID) -> String { "records/\(nodeID.rawValue).json" }
     /// A user's sealed record (`UserRecord.sealed`): identities, the display identity, and each identity's
     /// avatar, under a name keyed by the master key (`userName`), so the bucket's owner sees no user ID.
@@ -58,30 +74,15 @@ public enum CloudLayout {
         "avatars/\(manager.objectName(["avatar", userID.rawValue, identityID.rawValue])).ddf"
     }
 
-    /// The node ID a record key names (sealed or legacy), if it is a well-formed record key.
-    public static func nodeID(ofRecordKey key: String) -> NodeID? {
-        recordName(ofKey: key)?.nodeID
-    }
-
-    /// The record to read for each node a listing of `records/` holds: its sealed one if it has one, else its
-    /// legacy JSON one; by node ID.
-    public static func currentRecords(_ objects: [ObjectInfo]) -> [(nodeID: NodeID, key: String, sealed: Bool)] {
-        var chosen: [NodeID: (key: String, sealed: Bool)] = [:]
-        for object in objects {
-            guard let name = recordName(ofKey: object.key) else { continue }
-            if chosen[name.nodeID]?.sealed != true { chosen[name.nodeID] = (object.key, name.sealed) }
-        }
-        return chosen.map { ($0.key, $0.value.key, $0.value.sealed) }.sorted { $0.nodeID.rawValue < $1.nodeID.rawValue }
-    }
-
-    /// The node a record key names and whether it is a sealed record (else a legacy JSON one).
-    public static func recordName(ofKey key: String) -> (nodeID: NodeID, sealed: Bool)? {
+    /// The name of a key under `records/` (a keyed name or, before keyed names, a node ID) and whether it is
+    /// a sealed record (`.rec`; else a plain JSON one, `.json`); nil if it is no record key.
+    public static func recordName(ofKey key: String) -> (name: String, sealed: Bool)? {
         guard key.hasPrefix(recordsPrefix) else { return nil }
         let sealed = key.hasSuffix(".rec")
-        guard sealed || key.hasSuffix(".json"), let id = try? NodeID(String(key.dropFirst(recordsPrefix.count).dropLast(sealed ? 4 : 5))) else {
-            return nil
-        }
-        return (id, sealed)
+        guard sealed || key.hasSuffix(".json") else { return nil }
+        let name = String(key.dropFirst(recordsPrefix.count).dropLast(sealed ? 4 : 5))
+        guard (try? NodeID(name)) != nil else { return nil }
+        return (name, sealed)
     }
 
     /// What a key under `users/` is: a sealed user record's keyed name, or the user ID of an unsealed one.

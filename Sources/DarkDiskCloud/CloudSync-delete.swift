@@ -25,11 +25,12 @@ extension CloudSync {
                 let changed = RemoteError(.preconditionFailed, "node '\(nodeID)' changed in \(remote.url) since this store last saw it; nothing was deleted (pull, then delete again)")
                 guard record.generation ?? 0 <= applied else { throw changed }
                 let generation = max(applied, record.generation ?? 0) + 1
-                let tombstone = NodeTombstone(nodeID: nodeID, generation: generation, deletedAt: manager.clock.now)
+                // Written where the record is (under the node's ID for a record written before keyed names).
+                var tombstone = NodeTombstone(nodeID: nodeID, generation: generation, deletedAt: manager.clock.now)
+                if !current.keyed { tombstone.version = 1 }
                 var lostRace = false
                 do {
-                    _ = try await remote.write(CloudLayout.record(nodeID), data: try tombstone.sealed(with: manager),
-                                               condition: .matches(current.object.etag))
+                    _ = try await remote.write(current.key, data: try tombstone.sealed(with: manager), condition: current.condition)
                 } catch {
                     guard error.code == .preconditionFailed else { throw error }
                     lostRace = true

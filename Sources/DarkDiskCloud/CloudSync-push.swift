@@ -142,11 +142,13 @@ extension CloudSync {
         // A new, immutable version: a reader of the previous one (If-Match) never sees a mix; `gc` deletes
         // versions no record names after a grace period.
         let version = CloudLayout.newVersion()
-        let cloudKey = CloudLayout.cloudFile(nodeID, version: version)
+        let cloudKey = CloudLayout.cloudFile(nodeID, version: version, with: manager)
         let info = try await remote.write(cloudKey, movingFile: scratch.path)
         try beforeRecord(version)
         let applied = try manager.recordGeneration(of: nodeID)
         let condition: WriteCondition
+        // The node's record under its ID, which this write moves to the node's keyed name.
+        var recordByID: CurrentRecord?
         var generation = applied + 1
         var merged = false
         if let current = try await currentRecord(of: nodeID) {
@@ -176,7 +178,11 @@ extension CloudSync {
                 // node back, above the tombstone's generation.
                 generation = max(applied, tombstone.generation) + 1
             }
-            condition = .matches(current.object.etag)
+            if current.keyed {
+                condition = current.condition
+            } else {
+                (condition, recordByID) = (.absent, current)
+            }
         } else {
             condition = .absent
         }
@@ -189,7 +195,7 @@ extension CloudSync {
         let sealed = try record.sealed(with: manager)
         var lostRace = false
         do {
-            _ = try await remote.write(CloudLayout.record(nodeID), data: sealed, condition: condition)
+            _ = try await remote.write(CloudLayout.record(nodeID, with: manager), data: sealed, condition: condition)
         } catch {
             guard error.code == .preconditionFailed else { throw error }
             lostRace = true
@@ -202,10 +208,13 @@ extension CloudSync {
                 return .conflict(now?.state?.record)
             }
         }
-        try manager.noteRecordGenerations([nodeID: generation])
-        if try await remote.info(CloudLayout.legacyRecord(nodeID)) != nil {
-            try await remote.delete(CloudLayout.legacyRecord(nodeID))
+        if let recordByID, try await !retire(recordByID, of: nodeID, movedAt: generation) {
+            try? await remote.delete(CloudLayout.record(nodeID, with: manager))
+            try? await remote.delete(cloudKey)
+            return .conflict(try await currentRecord(of: nodeID)?.state?.record)
         }
+        try manager.noteRecordGenerations([nodeID: generation])
+        try await deleteRecordsByID(of: nodeID)
         let entry = try record.outlineEntry()
         try manager.updateOutline(entry, invalidatingLocalFiles: false, keepingLocalPlacement: true)
         // A merged rename or move from elsewhere is this store's placement too (unless the node went here).
@@ -213,10 +222,31 @@ extension CloudSync {
         return .pushed(entry)
     }
 
-    /// The node's sealed record object as the bucket holds it now: its object (for `If-Match`) and what it
-    /// holds (a record or a tombstone), nil if it does not open; nil if there is none.
-    func currentRecord(of nodeID: NodeID) async throws(RemoteError) -> (object: ObjectInfo, state: RecordObject?)? {
-        let key = CloudLayout.record(nodeID)
+    /// A node's sealed record object as the bucket holds it now: its key and object, what it holds (a record
+    /// or a tombstone; nil if it does not open), and whether it is under the node's keyed name.
+    struct CurrentRecord {
+        let key: String
+        let object: ObjectInfo
+        let state: RecordObject?
+        let keyed: Bool
+
+        /// The condition on which a write at `key` replaces it: that it is still this object.
+        var condition: WriteCondition { .matches(object.etag) }
+    }
+
+    /// The node's record as the bucket holds it now: its keyed record, else its record under its ID (read
+    /// until the node's next write replaces it); nil if it has neither.
+    func currentRecord(of nodeID: NodeID) async throws(RemoteError) -> CurrentRecord? {
+        for (key, keyed) in [(CloudLayout.record(nodeID, with: manager), true), (CloudLayout.recordByID(nodeID), false)] {
+            if let current = try await currentObject(key, of: nodeID) {
+                return CurrentRecord(key: key, object: current.object, state: current.state, keyed: keyed)
+            }
+        }
+        return nil
+    }
+
+    /// The record object at `key` as the bucket holds it now, read with one HEAD and one GET (If-Match).
+    private func currentObject(_ key: String, of nodeID: NodeID) async throws(RemoteError) -> (object: ObjectInfo, state: RecordObject?)? {
         for _ in 0..<5 {
             guard let object = try await remote.info(key) else { return nil }
             let data: Data
@@ -227,9 +257,38 @@ extension CloudSync {
                 guard error.code == .changed || error.code == .notFound else { throw error }
                 continue
             }
-            return (object, try? RecordObject.read(data, sealed: true, expected: nodeID, with: manager))
+            // A note that the record moved to the keyed name (which is not there, then) is no record to base a
+            // change on.
+            let state = try? RecordObject.read(data, key: key, expected: nodeID, with: manager).object
+            if case .tombstone(let note)? = state, note.moved == true { return (object, nil) }
+            return (object, state)
         }
         throw RemoteError(.changed, "the record of node '\(nodeID)' in \(remote.url) keeps changing; try again")
+    }
+
+    /// Replaces the node's record under its ID, once its keyed record is written, by a note that it moved
+    /// (`NodeTombstone.moved`), on condition that it is still the object the keyed record was based on: a
+    /// machine that read it before the keyed record existed writes there, so this condition orders the two.
+    /// False if it changed meanwhile (the keyed record must go: the change made there came first).
+    private func retire(_ recordByID: CurrentRecord, of nodeID: NodeID, movedAt generation: UInt64) async throws(RemoteError) -> Bool {
+        let note = NodeTombstone.moved(nodeID, generation: generation, at: manager.clock.now)
+        do {
+            _ = try await remote.write(recordByID.key, data: try note.sealed(with: manager), condition: recordByID.condition)
+            return true
+        } catch {
+            guard error.code == .preconditionFailed else { throw error }
+            // Unless it was this write landing before a retry.
+            guard let data = try await remote.readAll(recordByID.key) else { return false }
+            return (try? RecordObject.read(data, key: recordByID.key, expected: nodeID, with: manager).object) == .tombstone(note)
+        }
+    }
+
+    /// Deletes what a write of the node's keyed record replaces: its record under its ID and its plain JSON
+    /// one (what stores wrote before keyed names and before sealing).
+    func deleteRecordsByID(of nodeID: NodeID) async throws(RemoteError) {
+        for key in [CloudLayout.recordByID(nodeID), CloudLayout.legacyRecord(nodeID)] where try await remote.info(key) != nil {
+            try await remote.delete(key)
+        }
     }
 
     /// Takes a record from the bucket as this store's knowledge of its node (what a pull does for one node);

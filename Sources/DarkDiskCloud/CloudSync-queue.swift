@@ -243,12 +243,15 @@ extension CloudSync {
             // rewritten with a bound wrap).
             guard let baseKey = Hex.decode(base.wrappedKey) else { throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' has a malformed key") }
             let wrappedKey = Hex.encode(manager.wrapKey(try manager.unwrapKey(baseKey, for: .node(nodeID)), for: .node(nodeID)))
-            let record = NodeRecord(nodeID: nodeID.rawValue, name: name, parentID: parentID, metadataSize: base.metadataSize,
+            var record = NodeRecord(nodeID: nodeID.rawValue, name: name, parentID: parentID, metadataSize: base.metadataSize,
                                     thumbnailSize: base.thumbnailSize, dataSize: base.dataSize, wrappedKey: wrappedKey,
                                     cloudETag: base.cloudETag, generation: generation, cloudVersion: base.cloudVersion,
                                     fileID: fileID, attributes: attributes)
+            // Written where it is: a record under the node's ID names a cloud file there, and keeps that name
+            // until the node's content is next pushed.
+            if !current.keyed, record.version == 4 { record.version = 3 }
             do {
-                _ = try await remote.write(CloudLayout.record(nodeID), data: try record.sealed(with: manager), condition: .matches(current.object.etag))
+                _ = try await remote.write(current.key, data: try record.sealed(with: manager), condition: current.condition)
             } catch {
                 guard error.code == .preconditionFailed else { throw error }
                 // Another write landed between the read and this one (or this one, before a retry): read again.

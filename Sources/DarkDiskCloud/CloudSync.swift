@@ -102,7 +102,7 @@ public struct CloudSync: Sendable {
         let objects = try await remote.list(prefix: CloudLayout.recordsPrefix)
         var result = PullResult()
         var seen = Set<NodeID>()
-        if !acceptEmptyRemote, !known.isEmpty, !objects.contains(where: { CloudLayout.nodeID(ofRecordKey: $0.key) != nil }) {
+        if !acceptEmptyRemote, !known.isEmpty, !objects.contains(where: { CloudLayout.recordName(ofKey: $0.key) != nil }) {
             throw RemoteError(.emptyListing, "\(remote.url) lists no node while this store knows \(known.count); nothing was changed (a wrong or unmounted bucket?)")
         }
         var generations: [NodeID: UInt64] = [:]
@@ -119,13 +119,28 @@ public struct CloudSync: Sendable {
         // (The mount's changes waiting in the drive's journal are queued first.)
         manager.drainDriveCommits()
         let queuedHere = Set(try manager.uploadQueue().map(\.nodeID))
-        for object in CloudLayout.currentRecords(objects) {
-            let nodeID = object.nodeID
-            guard let data = try await readRecord(object.key, listed: listed[object.key]) else { continue }
+        let records = try await RecordListing.read(objects, knownNodes: Set(known.keys).union(appliedGenerations.keys).union(queuedHere),
+                                                   with: manager) { object throws(RemoteError) in
+            try await readRecord(object.key, listed: listed[object.key])
+        }
+        for listedRecord in records.entries {
             var entry: OutlineEntry
+            let opened: OpenedRecord
+            switch listedRecord.opened {
+            case .success(let read): opened = read
+            case .failure(let error):
+                // A refused record is not a deletion: the node stays as this store knows it.
+                if let nodeID = listedRecord.nodeID { seen.insert(nodeID) }
+                result.skipped.append(error.message)
+                continue
+            }
+            let nodeID = opened.nodeID
             let applied = appliedGenerations[nodeID] ?? 0
             do throws(RemoteError) {
-                let read = try RecordObject.read(data, sealed: object.sealed, expected: nodeID, with: manager)
+                let read = opened.object
+                if case .tombstone(let note) = read, note.moved == true {
+                    throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' moved to its keyed name, which \(remote.url) does not hold: not taken as a delete, the node is kept")
+                }
                 let generation = read.generation
                 served[nodeID] = generation
                 guard generation >= applied else {
@@ -220,7 +235,7 @@ public struct CloudSync: Sendable {
     /// the record's ETag (one range request), authenticated by the node's key and agreeing with the record.
     private func legacyFileID(of entry: OutlineEntry) async throws(RemoteError) -> [UInt8] {
         guard let version = entry.cloudVersion else { throw RemoteError(.invalidResponse, "node '\(entry.nodeID)' has no cloud file version") }
-        let objectKey = CloudLayout.cloudFile(entry.nodeID, version: version)
+        let objectKey = CloudLayout.cloudFile(entry.nodeID, version: version, keyed: entry.keyedNames, with: manager)
         let key: SymmetricKey
         do { key = try manager.unwrapKey(entry.wrappedKey, for: .node(entry.nodeID)) } catch {
             throw RemoteError(.invalidResponse, "the key in the record of node '\(entry.nodeID)' does not unwrap: \(error.message)")

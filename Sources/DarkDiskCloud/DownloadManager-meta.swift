@@ -92,7 +92,7 @@ extension DownloadManager {
             }
             return (entry, try manager.unwrapKey(entry.wrappedKey, for: .node(entry.nodeID)))
         }
-        let objectKey = CloudLayout.cloudFile(of: entry)
+        let objectKey = CloudLayout.cloudFile(of: entry, with: manager)
         guard let info = try await remote.info(objectKey) else {
             throw RemoteError(.notFound, "node '\(nodeID)' is in the outline but its cloud file is not in \(remote.url)")
         }

@@ -8,8 +8,11 @@ public struct GarbageResult: Sendable, Equatable, Codable {
     public var deletedBytes: UInt64 = 0
     /// Unnamed versions still inside their grace period (kept for now).
     public var waiting = 0
-    /// Nodes whose record could not be read or opened: none of their files is touched.
+    /// Nodes whose record could not be read or opened (by ID, or the record's key when its node is not
+    /// known here): none of their files is touched.
     public var skippedNodes: [String] = []
+    /// Records under a node's ID that its keyed record replaced (left by a push cut short), deleted.
+    public var replacedRecords: [String] = []
     /// Multipart uploads of cloud files left unfinished (an uploader killed mid-upload) that were aborted.
     public var abortedUploads = 0
     /// Why unfinished uploads could not be listed or aborted (say, credentials without that permission);
@@ -36,28 +39,55 @@ extension CloudSync {
             result.uploadCleanupFailure = error.message
         }
         var named = Set<String>()
-        var unreadable = Set<NodeID>()
-        for object in CloudLayout.currentRecords(try await remote.list(prefix: CloudLayout.recordsPrefix)) {
-            let nodeID = object.nodeID
-            guard let data = try await remote.readAll(object.key),
-                  let read = try? RecordObject.read(data, sealed: object.sealed, expected: nodeID, with: manager) else {
-                unreadable.insert(nodeID)
-                result.skippedNodes.append(nodeID.rawValue)
+        // Node folders (`CloudLayout.nodeName`) whose record could not be read: none of their files is touched.
+        var kept = Set<String>()
+        let objects = try await remote.list(prefix: CloudLayout.recordsPrefix)
+        let known = Set(try manager.outline().map(\.nodeID)).union(try manager.recordGenerations().keys)
+        let listing = try await RecordListing.read(objects, knownNodes: known, with: manager) { object throws(RemoteError) in
+            try await remote.readAll(object.key)
+        }
+        var keyedNodes = Set<NodeID>()
+        for listed in listing.entries {
+            let entry: OutlineEntry
+            switch listed.opened {
+            case .success(let opened):
+                if case .tombstone(let note) = opened.object, note.moved == true {
+                    // Moved to a keyed record the bucket does not hold: both names' files are kept.
+                    kept.formUnion([opened.nodeID.rawValue, CloudLayout.nodeName(opened.nodeID, with: manager)])
+                    result.skippedNodes.append(opened.nodeID.rawValue)
+                    continue
+                }
+                if opened.keyedNames { keyedNodes.insert(opened.nodeID) }
+                // A deleted node's tombstone names no version: all its versions are garbage after the grace.
+                guard let record = opened.object.record, let read = try? record.outlineEntry() else {
+                    if opened.object.record != nil {
+                        kept.formUnion([opened.nodeID.rawValue, CloudLayout.nodeName(opened.nodeID, with: manager)])
+                        result.skippedNodes.append(opened.nodeID.rawValue)
+                    }
+                    continue
+                }
+                entry = read
+            case .failure:
+                if let name = CloudLayout.recordName(ofKey: listed.key) { kept.insert(name.name) }
+                if let id = listed.nodeID { kept.formUnion([id.rawValue, CloudLayout.nodeName(id, with: manager)]) }
+                result.skippedNodes.append(listed.nodeID?.rawValue ?? listed.key)
                 continue
             }
-            // A deleted node's tombstone names no version: all its versions are garbage after the grace.
-            guard let record = read.record else { continue }
-            guard let entry = try? record.outlineEntry() else {
-                unreadable.insert(nodeID)
-                result.skippedNodes.append(nodeID.rawValue)
-                continue
-            }
-            named.insert(CloudLayout.cloudFile(of: entry))
+            named.insert(CloudLayout.cloudFile(of: entry, with: manager))
+        }
+        // A record under a node's ID that its keyed record replaced goes now (a push deletes it; one cut short
+        // left it): it is never read again.
+        let chosen = Set(listing.entries.map(\.key))
+        for object in objects where !chosen.contains(object.key) {
+            guard let name = CloudLayout.recordName(ofKey: object.key), let id = try? NodeID(name.name), keyedNodes.contains(id),
+                  name.name != CloudLayout.nodeName(id, with: manager) else { continue }
+            try await remote.delete(object.key)
+            result.replacedRecords.append(object.key)
         }
         let files = try await remote.list(prefix: "nodes/")
         let unnamed = files.filter { file in
-            guard let node = CloudLayout.nodeID(ofCloudFileKey: file.key) else { return false }
-            return !named.contains(file.key) && !unreadable.contains(node)
+            guard let folder = CloudLayout.nodeName(ofCloudFileKey: file.key) else { return false }
+            return !named.contains(file.key) && !kept.contains(folder)
         }
         let since = try manager.remoteGarbage(Set(unnamed.map(\.key)))
         let now = manager.clock.now
@@ -74,6 +104,7 @@ extension CloudSync {
         try manager.forgetRemoteGarbage(gone)
         result.deleted = gone
         result.skippedNodes.sort()
+        result.replacedRecords.sort()
         return result
     }
 }

@@ -6,15 +6,16 @@ import Foundation
 /// decrypt it (its key, wrapped by the user's master key), the ETag of the cloud file it describes, and a
 /// generation that grows with every write.
 ///
-/// In the bucket it is sealed (`sealed(with:)`, version 3): JSON encrypted and authenticated under a key
-/// derived from the master key, the AAD binding the node ID, so the bucket's owner learns nothing but the
-/// node ID and a swapped, altered or forged record does not open. It names its cloud file's file ID, so
-/// no other version of the node's content is taken for it. Version 2 (sealed, without the file ID) and
-/// version 1 (plain JSON without a generation) are what stores wrote before. `Docs/FORMAT.md` specifies them.
+/// In the bucket it is sealed (`sealed(with:)`, version 4): JSON encrypted and authenticated under a key
+/// derived from the master key, the AAD binding the node's keyed name (`CloudLayout.nodeName`), which must
+/// be its node's, so the bucket's owner learns no node ID and a swapped, altered or forged record does not
+/// open. It names its cloud file's file ID, so no other version of the node's content is taken for it.
+/// Versions 3 (named and bound by the node ID) and 2 (that, without the file ID) are what stores wrote
+/// before, read until the node's next push; version 1 (plain JSON) is refused. `Docs/FORMAT.md` specifies them.
 public struct NodeRecord: Codable, Sendable, Equatable {
-    /// 2: a sealed record without the file ID; 3: one with it. (1 was the plain-JSON record of stores
-    /// before sealing, refused now.)
-    public var version: Int = 3
+    /// 4: a record under its node's keyed name; 3: one under the node ID; 2: that without the file ID.
+    /// (1 was the plain-JSON record of stores before sealing, refused now.)
+    public var version: Int = 4
     public var nodeID: String
     public var name: String?
     public var parentID: String?
@@ -57,7 +58,7 @@ public struct NodeRecord: Codable, Sendable, Equatable {
             target = attributes.target
             xattrs = attributes.extendedAttributes.isEmpty ? nil : attributes.extendedAttributes.mapValues { Data($0).base64EncodedString() }
         }
-        self.version = generation == nil ? 1 : fileID == nil ? 2 : 3
+        self.version = generation == nil ? 1 : fileID == nil ? 2 : 4
         self.nodeID = nodeID
         self.name = name
         self.parentID = parentID
@@ -69,42 +70,67 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         self.generation = generation
     }
 
-    /// What a sealed record of `nodeID` is bound to: its format and its node.
-    static func sealingContext(_ nodeID: NodeID) -> [UInt8] {
-        Array("darkdisk node record 2\u{0}".utf8) + Array(nodeID.rawValue.utf8)
+    /// What a sealed record under the name `name` is bound to: its format and that name (version 4: the
+    /// node's keyed name; versions 2 and 3: its node ID).
+    static func sealingContext(keyed: Bool, name: String) -> [UInt8] {
+        Array((keyed ? "darkdisk node record 4\u{0}" : "darkdisk node record 2\u{0}").utf8) + Array(name.utf8)
     }
 
-    /// Opens a sealed record fetched for `nodeID` with the store's record key, refusing one that does not
-    /// authenticate (altered, moved from another node's name, or sealed under another key), is malformed,
-    /// or names another node.
+    /// Opens a sealed record read under `name` (`CloudLayout.nodeName`; keyed or, before keyed names, the
+    /// node ID) with the store's record key: nil if it does not authenticate (altered, moved from another
+    /// node's name, sealed under another key, or not a record); refused if it is malformed, of the other
+    /// naming's version, or holds a node whose name is not `name` (or, given `expected`, another node).
+    static func open(_ data: Data, name: String, keyed: Bool, expected: NodeID?, with manager: DiskManager) throws(RemoteError) -> NodeRecord? {
+        guard let plaintext = try? manager.openRecord(Array(data), context: sealingContext(keyed: keyed, name: name)) else { return nil }
+        let whose = RecordObject.whose(name: name, keyed: keyed, expected: expected)
+        let record = try parse(Data(plaintext), whose: whose, versions: keyed ? [4] : [2, 3])
+        if !keyed {
+            guard let named = try? NodeID(name) else { throw RemoteError(.invalidResponse, "\(whose) is not under a node's name") }
+            return try record.validated(for: expected ?? named, whose: whose)
+        }
+        guard let id = try? NodeID(record.nodeID), CloudLayout.nodeName(id, with: manager) == name else {
+            throw RemoteError(.invalidResponse, "\(whose) is not under its node's name")
+        }
+        return try record.validated(for: expected ?? id, whose: whose)
+    }
+
+    /// Opens a sealed record fetched from `CloudLayout.record(_:with:)` for `nodeID`, refusing one that does
+    /// not authenticate (altered, moved from another node, or sealed under another key), is malformed, or
+    /// names another node.
     public static func open(_ data: Data, expected nodeID: NodeID, with manager: DiskManager) throws(RemoteError) -> NodeRecord {
-        let plaintext: [UInt8]
-        do {
-            plaintext = try manager.openRecord(Array(data), context: sealingContext(nodeID))
-        } catch {
+        guard let record = try open(data, name: CloudLayout.nodeName(nodeID, with: manager), keyed: true, expected: nodeID, with: manager) else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' does not authenticate (altered, moved from another node, or sealed under another key)")
         }
-        return try parse(Data(plaintext), expected: nodeID)
+        return record
     }
 
-    /// Parses an opened record's JSON (version 2 or 3, with a generation) for `nodeID`, refusing one that is
-    /// malformed or names another node.
+    /// Parses an opened record's JSON (version 2, 3 or 4, with a generation) for `nodeID`, refusing one that
+    /// is malformed or names another node.
     public static func parse(_ plaintext: Data, expected nodeID: NodeID) throws(RemoteError) -> NodeRecord {
-        guard plaintext.count <= 128 * 1024, let record = try? JSONDecoder().decode(NodeRecord.self, from: plaintext),
-              record.version == 2 && record.fileID == nil || record.version == 3 && record.fileID != nil,
-              let generation = record.generation, generation > 0 else {
-            throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is malformed")
-        }
-        return try record.validated(for: nodeID)
+        let whose = "the record of node '\(nodeID)'"
+        return try parse(plaintext, whose: whose, versions: [2, 3, 4]).validated(for: nodeID, whose: whose)
     }
 
-    /// The sealed form of this record (version 2 or 3, with a generation), as it goes into the bucket.
-    public func sealed(with manager: DiskManager) throws(RemoteError) -> Data {
-        guard let id = try? NodeID(nodeID), let generation, generation > 0, version == 2 || version == 3 else {
-            throw RemoteError(.invalidResponse, "only a version 2 or 3 record with a generation is sealed")
+    /// Parses an opened record's JSON of one of `versions`, refusing one that is malformed.
+    private static func parse(_ plaintext: Data, whose: String, versions: Set<Int>) throws(RemoteError) -> NodeRecord {
+        guard plaintext.count <= 128 * 1024, let record = try? JSONDecoder().decode(NodeRecord.self, from: plaintext),
+              versions.contains(record.version), record.version == 2 && record.fileID == nil || record.version >= 3 && record.fileID != nil,
+              let generation = record.generation, generation > 0 else {
+            throw RemoteError(.invalidResponse, "\(whose) is malformed")
         }
+        return record
+    }
+
+    /// The sealed form of this record (version 4, or 2 or 3 as stores named records before), as it goes
+    /// into the bucket at `CloudLayout.record(_:with:)` (or, for 2 and 3, `CloudLayout.recordByID`).
+    public func sealed(with manager: DiskManager) throws(RemoteError) -> Data {
+        guard let id = try? NodeID(nodeID), let generation, generation > 0, (2...4).contains(version) else {
+            throw RemoteError(.invalidResponse, "only a version 2, 3 or 4 record with a generation is sealed")
+        }
+        let keyed = version == 4
         do {
-            return Data(try manager.sealRecord(RecordPadding.padded(encoded()), context: Self.sealingContext(id)))
+            return Data(try manager.sealRecord(RecordPadding.padded(encoded()),
+                                               context: Self.sealingContext(keyed: keyed, name: CloudLayout.nodeName(id, keyed: keyed, with: manager))))
         } catch {
             throw RemoteError(.io, "cannot seal the record of node '\(nodeID)': \(error.message)")
         }
@@ -136,11 +162,11 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         return .success(attributes)
     }
 
-    /// The checks every record passes, whatever its layout.
-    private func validated(for nodeID: NodeID) throws(RemoteError) -> NodeRecord {
+    /// The checks every record passes, whatever its layout; `whose` says which record in a refusal.
+    private func validated(for nodeID: NodeID, whose: String) throws(RemoteError) -> NodeRecord {
         let record = self
         guard record.nodeID == nodeID.rawValue else {
-            throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' describes another node")
+            throw RemoteError(.invalidResponse, "\(whose) describes another node")
         }
         // Version 3 carries the key bound to the node (61 bytes); version 2 an unbound wrap (60) or a bound one.
         let keySize = Hex.decode(record.wrappedKey)?.count
@@ -184,6 +210,6 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         }
         return OutlineEntry(nodeID: id, name: name, parentID: parentID, metadataSize: metadataSize,
                             thumbnailSize: thumbnailSize, dataSize: dataSize, wrappedKey: key, cloudETag: cloudETag, cloudVersion: cloudVersion,
-                            cloudFileID: fileID.flatMap(Hex.decode), attributes: attributes ?? NodeAttributes())
+                            cloudFileID: fileID.flatMap(Hex.decode), keyedNames: version == 4, attributes: attributes ?? NodeAttributes())
     }
 }

@@ -14,8 +14,8 @@ public struct RemoteCheckResult: Sendable, Equatable, Codable {
     public var files = 0
     /// Their bytes.
     public var bytes: UInt64 = 0
-    /// Objects under `nodes/` and `avatars/` that no record names (left by an interrupted push, say): not
-    /// problems, listed.
+    /// Objects under `nodes/` and `avatars/` that no record names, and records a node's keyed record
+    /// replaced (left by an interrupted push, say): not problems, listed.
     public var orphans: [String] = []
     /// One line per problem: a record that does not open or is a rollback, a file that is missing, does
     /// not authenticate, or disagrees with its record.
@@ -41,14 +41,21 @@ extension CloudSync {
         let appliedGenerations = try manager.recordGenerations()
         // What to read: each node's cloud file with its record's key and ETag, each avatar with its key.
         var toRead: [(key: String, fileKey: SymmetricKey, record: OutlineEntry?)] = []
-        for object in CloudLayout.currentRecords(records) {
-            let nodeID = object.nodeID
-            guard let data = try await remote.readAll(object.key) else { continue }
+        let known = Set(try manager.outline().map(\.nodeID)).union(appliedGenerations.keys)
+        let listing = try await RecordListing.read(records, knownNodes: known, with: manager) { object throws(RemoteError) in
+            try await remote.readAll(object.key)
+        }
+        for listed in listing.entries {
             result.records += 1
             var entry: OutlineEntry
             let key: SymmetricKey
             do {
-                let read = try RecordObject.read(data, sealed: object.sealed, expected: nodeID, with: manager)
+                let opened = try listed.opened.get()
+                let nodeID = opened.nodeID
+                let read = opened.object
+                if case .tombstone(let note) = read, note.moved == true {
+                    throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' moved to its keyed name, which \(remote.url) does not hold")
+                }
                 let applied = appliedGenerations[nodeID] ?? 0
                 guard read.generation >= applied else {
                     throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is older (generation \(read.generation)) than the one this store has applied (generation \(applied)): a rollback")
@@ -65,12 +72,16 @@ extension CloudSync {
                 result.problems.append(error.message)
                 continue
             }
-            let cloudKey = CloudLayout.cloudFile(of: entry)
+            let cloudKey = CloudLayout.cloudFile(of: entry, with: manager)
             named.insert(cloudKey)
             toRead.append((cloudKey, key, entry))
         }
+        // A record under a node's ID that its keyed record replaced (a push cut short left it) is no problem:
+        // `gc` deletes it. Counted with the orphans.
+        let chosen = Set(listing.entries.map(\.key))
+        let replaced = records.map(\.key).filter { !chosen.contains($0) && CloudLayout.recordName(ofKey: $0) != nil }
         // A sealed record this store applied that is simply gone: a delete would have left a tombstone.
-        let listed = Set(CloudLayout.currentRecords(records).map(\.nodeID))
+        let listed = Set(listing.entries.compactMap(\.nodeID))
         for entry in try manager.outline() where !listed.contains(entry.nodeID) {
             let applied = appliedGenerations[entry.nodeID] ?? 0
             if applied > 0 {
@@ -101,7 +112,7 @@ extension CloudSync {
                 result.problems.append(error.message)
             }
         }
-        result.orphans = files.map(\.key).filter { !named.contains($0) }.sorted()
+        result.orphans = (files.map(\.key).filter { !named.contains($0) } + replaced).sorted()
 
         var sizes: [String: UInt64] = [:]
         for item in toRead { sizes[item.key] = try await remote.info(item.key)?.size }

@@ -17,7 +17,7 @@ enum RemoteMembership {
 
     static func contents(of remote: any Remote) async throws -> Contents {
         Contents(keyFile: try await remote.readAll(CloudLayout.masterKey),
-                 records: try await remote.list(prefix: CloudLayout.recordsPrefix).filter { CloudLayout.nodeID(ofRecordKey: $0.key) != nil },
+                 records: try await remote.list(prefix: CloudLayout.recordsPrefix).filter { CloudLayout.recordName(ofKey: $0.key) != nil },
                  users: try await remote.list(prefix: CloudLayout.usersPrefix).count)
     }
 
@@ -43,16 +43,15 @@ enum RemoteMembership {
         // One record is enough to tell whose nodes these are: they all wrap their keys with one master key.
         if let first = contents.records.first, let name = CloudLayout.recordName(ofKey: first.key),
            let data = try await remote.readAll(first.key) {
-            let id = name.nodeID
-            let refused = RemoteError(.foreignKey, "\(remote.url) holds nodes sealed under another store's key (node '\(id)' does not open with this store's key)")
-            let read: RecordObject
-            do { read = try RecordObject.read(data, sealed: name.sealed, expected: id, with: manager) } catch {
+            let refused = RemoteError(.foreignKey, "\(remote.url) holds nodes sealed under another store's key (\(first.key) does not open with this store's key)")
+            let read: OpenedRecord
+            do { read = try RecordObject.read(data, key: first.key, with: manager) } catch {
                 if name.sealed { throw refused }
                 throw error
             }
             // A tombstone that opens was sealed under this key; a record's node key must unwrap with it too.
-            if let record = read.record {
-                do { _ = try manager.unwrapKey(try record.outlineEntry().wrappedKey, for: .node(id)) } catch { throw refused }
+            if let record = read.object.record {
+                do { _ = try manager.unwrapKey(try record.outlineEntry().wrappedKey, for: .node(read.nodeID)) } catch { throw refused }
             }
         }
     }

@@ -20,7 +20,7 @@ struct DarkdiskCommand: ParsableCommand {
                       UnmountCommand.self, PushCommand.self, PullCommand.self, FetchCommand.self,
                       PersistCommand.self, PinCommand.self, UnpinCommand.self, EvictCommand.self, DeleteCommand.self, StatusCommand.self, ConfigCommand.self,
                       CheckCommand.self, GcCommand.self, SyncCommand.self, ThumbnailCommand.self, AvatarCommand.self, RemoteCommand.self, PassphraseCommand.self,
-                      FingerprintCommand.self])
+                      FingerprintCommand.self, LocateCommand.self])
 
     /// Parses, runs, and turns every failure into one line on stderr and a non-zero exit.
     /// Synchronous commands (mount above all) run on the main thread, whose signal mask libfuse's threads

@@ -37,6 +37,7 @@ struct GcCommand: AsyncParsableCommand {
         }
         print("deleted \(result.deleted.count) unnamed cloud file versions (\(result.deletedBytes) bytes); \(result.waiting) waiting out the grace period")
         if result.abortedUploads > 0 { print("aborted \(result.abortedUploads) unfinished uploads") }
+        if !result.replacedRecords.isEmpty { print("deleted \(result.replacedRecords.count) records under node IDs that keyed records replaced") }
         if let failure = result.uploadCleanupFailure {
             FileHandle.standardError.write(Data("darkdisk: unfinished uploads were not cleaned up: \(failure)\n".utf8))
         }

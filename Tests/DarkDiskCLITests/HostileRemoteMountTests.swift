@@ -117,8 +117,8 @@ import Testing
     /// the key, a buggy client say, can write such a record: the test seals one with store A's key.)
     @Test func aRecordWhoseSizeLiesIsAnIOError() async throws {
         let setup = try Setup()
-        let path = setup.remote.bucket + "/" + CloudLayout.record(try NodeID("one"))
         let a = try DiskManager(location: StoreLocation(directory: setup.remote.a.storePath), passphrase: Array("mount tests".utf8))
+        let path = setup.remote.bucket + "/" + CloudLayout.record(try NodeID("one"), with: a)
         var record = try NodeRecord.open(try Data(contentsOf: URL(fileURLWithPath: path)), expected: NodeID("one"), with: a)
         record.dataSize = 999
         record.generation = (record.generation ?? 0) + 1

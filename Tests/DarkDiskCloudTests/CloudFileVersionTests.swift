@@ -17,7 +17,7 @@ import Testing
         let first = CloudTests.bytes(200_000, seed: 101), second = CloudTests.bytes(150_000, seed: 102)
         try await syncA.push(dataFile: setup.file("v1", first), nodeID: node)
         let firstKey = try setup.cloudKey(node)
-        #expect(firstKey.hasPrefix("nodes/doc/") && firstKey.hasSuffix(".ddc"), "\(firstKey)")
+        #expect(firstKey.hasPrefix("nodes/\(CloudLayout.nodeName(node, with: setup.a))/") && firstKey.hasSuffix(".ddc") && !firstKey.contains("doc"), "\(firstKey)")
         _ = try await syncB.pull()
 
         // A pushes a second version; B, not having pulled, still reads the first, whole and unmixed.
@@ -34,13 +34,14 @@ import Testing
         // Stray objects: a legacy-layout file of a node no record names, and the files of a node whose
         // record does not open (they must survive: nobody can tell which version it names).
         _ = try await setup.remote.write("nodes/gone.ddc", data: Data("legacy".utf8))
-        _ = try await setup.remote.write(CloudLayout.record(NodeID("locked")), data: Data("not a sealed record".utf8))
-        let lockedFile = CloudLayout.cloudFile(try NodeID("locked"), version: CloudLayout.newVersion())
+        _ = try await setup.remote.write(CloudLayout.record(NodeID("locked"), with: setup.a), data: Data("not a sealed record".utf8))
+        let lockedFile = CloudLayout.cloudFile(try NodeID("locked"), version: CloudLayout.newVersion(), with: setup.a)
         _ = try await setup.remote.write(lockedFile, data: Data("unknown".utf8))
         _ = try await setup.remote.write("nodes/README", data: Data("not ours".utf8))
 
         var result = try await syncB.collectGarbage(grace: 3600)
-        #expect(result.deleted.isEmpty && result.waiting == 2 && result.skippedNodes == ["locked"], "\(result)")
+        let lockedRecord = CloudLayout.record(try NodeID("locked"), with: setup.a)
+        #expect(result.deleted.isEmpty && result.waiting == 2 && result.skippedNodes == [lockedRecord], "\(result)")
         result = try await syncB.collectGarbage(grace: 0)
         #expect(Set(result.deleted) == [firstKey, "nodes/gone.ddc"] && result.waiting == 0, "\(result)")
         #expect(result.deletedBytes > 200_000)
@@ -80,7 +81,7 @@ import Testing
         let sync = CloudSync(manager: store, remote: setup.remote)
         let node = try NodeID("n")
         try await sync.push(dataFile: setup.file("1", Data("one".utf8)), nodeID: node)
-        let old = CloudLayout.cloudFile(of: try #require(try store.outlineEntry(node)))
+        let old = CloudLayout.cloudFile(of: try #require(try store.outlineEntry(node)), with: store)
         try await sync.push(dataFile: setup.file("2", Data("two".utf8)), nodeID: node)
         #expect(try await sync.collectGarbage(grace: 60).waiting == 1)
         clock.advance(by: 59)

@@ -35,7 +35,7 @@ import Testing
 
         /// The key of the cloud file version node `id`'s record names now, as store A (which pushed it) knows it.
         func cloudKey(_ id: NodeID) throws -> String {
-            CloudLayout.cloudFile(of: try #require(try a.outlineEntry(id)))
+            CloudLayout.cloudFile(of: try #require(try a.outlineEntry(id)), with: a)
         }
 
         /// The length of the node's cloud file, without its padding: what a download moves.
@@ -228,16 +228,18 @@ import Testing
         let setup = try Setup()
         try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("1", Data("x".utf8)), nodeID: NodeID("real"))
         // A sealed record copied under another node's name does not open there (its AAD binds the node ID).
-        let record = try #require(try await setup.remote.readAll(CloudLayout.record(NodeID("real"))))
-        _ = try await setup.remote.write(CloudLayout.record(NodeID("impostor")), data: record)
+        let record = try #require(try await setup.remote.readAll(CloudLayout.record(NodeID("real"), with: setup.a)))
+        _ = try await setup.remote.write(CloudLayout.record(NodeID("impostor"), with: setup.a), data: record)
         // Refused and skipped, with a line that says why; the good record is pulled.
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
-        #expect(pulled.skipped == ["the record of node 'impostor' does not authenticate (altered, moved from another node, or sealed under another key)"],
+        // (B does not know the impostor's node: the line names its object, the bucket knows no node ID.)
+        let impostorKey = CloudLayout.record(try NodeID("impostor"), with: setup.a)
+        #expect(pulled.skipped == ["the record \(impostorKey) does not authenticate (altered, moved from another node, or sealed under another key)"],
                 "\(pulled.skipped)")
         #expect(pulled.added == 1)
         #expect(try setup.b.outlineEntry(NodeID("real")) != nil)
         #expect(try setup.b.outlineEntry(NodeID("impostor")) == nil, "a record for another node was accepted")
-        try await setup.remote.delete(CloudLayout.record(NodeID("impostor")))
+        try await setup.remote.delete(CloudLayout.record(NodeID("impostor"), with: setup.a))
         // Opened or sealed: a parent that is not a node ID, and a name no file system would take.
         let real = try NodeRecord.open(record, expected: NodeID("real"), with: setup.b)
         var plain = real

@@ -222,7 +222,7 @@ import Testing
         let bucket = try await Bucket(.file)
         let id = try NodeID("tampered")
         try await bucket.sync(bucket.setup.a).push(dataFile: bucket.setup.file("from-a", Data("A".utf8)), nodeID: id)
-        let key = CloudLayout.record(id)
+        let key = CloudLayout.record(id, with: bucket.setup.a)
         var bytes = try #require(try await bucket.remote.readAll(key))
         bytes[bytes.count - 1] ^= 1
         _ = try await bucket.remote.write(key, data: bytes)

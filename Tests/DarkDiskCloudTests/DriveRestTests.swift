@@ -61,7 +61,7 @@ import Testing
         rig.clock.advance(by: 2)
         #expect(try await rig.uploads(first), "the drive rested 11 s")
         #expect(try await rig.uploads(second))
-        #expect(try await rig.setup.remote.info(CloudLayout.record(first)) != nil)
+        #expect(try await rig.setup.remote.info(CloudLayout.record(first, with: rig.store)) != nil)
     }
 
     @Test func aDriveWrittenWithoutAPauseStillUploadsWhatWaitedTheLongestHold() async throws {

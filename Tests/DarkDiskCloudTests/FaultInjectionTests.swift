@@ -110,7 +110,7 @@ import Testing
         let rig = try await Rig(["cut": data, "crawl": data])
         // Every answer is cut after 60,000 bytes: a remote may crawl on (each retry brings bytes) or give up,
         // but it never gives wrong bytes or another kind of error.
-        try rig.proxy.control(["cut": ["after": 60_000, "count": 1_000, "path": "/nodes/crawl"]])
+        try rig.proxy.control(["cut": ["after": 60_000, "count": 1_000, "path": "/nodes/" + CloudLayout.nodeName(try NodeID("crawl"), with: rig.setup.a)]])
         do {
             let export = try await rig.downloads(parallelParts: 2).nodeData(NodeID("crawl"))
             #expect(try rig.plaintext(export) == data)
@@ -119,7 +119,7 @@ import Testing
         }
 
         // Every answer is cut before its first body byte: no progress, so a clear "unreachable".
-        try rig.proxy.control(["cut": ["after": 0, "count": 1_000, "path": "/nodes/cut"]])
+        try rig.proxy.control(["cut": ["after": 0, "count": 1_000, "path": "/nodes/" + CloudLayout.nodeName(try NodeID("cut"), with: rig.setup.a)]])
         let error = await failure { try await rig.downloads(parallelParts: 2).nodeData(NodeID("cut")) }
         #expect(error?.code == .unreachable, "\(String(describing: error))")
         await #expect(try rig.setup.b.nodeFile(NodeID("cut")) == nil, "no file from a failed download")
@@ -165,7 +165,7 @@ import Testing
             #expect(error.code == .unreachable)
         }
         // The listing works but one record's server is down: still not a deletion.
-        try rig.proxy.control(["fail": ["status": 503, "count": 100_000, "path": "/records/other.rec"]])
+        try rig.proxy.control(["fail": ["status": 503, "count": 100_000, "path": "/" + CloudLayout.record(try NodeID("other"), with: rig.setup.b)]])
         do {
             let result = try await CloudSync(manager: rig.setup.b, remote: rig.remote).pull()
             Issue.record("a pull that could not read a record succeeded: \(result)")

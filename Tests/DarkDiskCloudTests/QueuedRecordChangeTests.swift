@@ -10,7 +10,7 @@ import Testing
 @Suite struct QueuedRecordChangeTests {
     /// The cloud file versions the bucket holds for a node.
     static func versions(_ setup: CloudTests.Setup, _ id: NodeID) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: setup.directory + "/remote/nodes/" + id.rawValue).filter { $0.hasSuffix(".ddc") }
+        try FileManager.default.contentsOfDirectory(atPath: setup.directory + "/remote/nodes/" + CloudLayout.nodeName(id, with: setup.a)).filter { $0.hasSuffix(".ddc") }
     }
 
     @Test func aQueuedRenameRewritesTheRecordOnlyAndReachesTheOtherStore() async throws {

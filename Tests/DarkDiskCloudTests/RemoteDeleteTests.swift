@@ -17,8 +17,8 @@ import Testing
 
     /// What the bucket holds for a node's record now, as a store reads it.
     static func recordObject(_ id: NodeID, in bucket: ConditionalWriteTests.Bucket, with manager: DiskManager) async throws -> RecordObject? {
-        guard let data = try await bucket.remote.readAll(CloudLayout.record(id)) else { return nil }
-        return try RecordObject.read(data, sealed: true, expected: id, with: manager)
+        guard let data = try await bucket.remote.readAll(CloudLayout.record(id, with: manager)) else { return nil }
+        return try RecordObject.read(data, key: CloudLayout.record(id, with: manager), expected: id, with: manager).object
     }
 
     @Test(arguments: Self.kinds) func conditionalDeletesHonourTheirCondition(_ kind: Kind) async throws {
@@ -51,7 +51,7 @@ import Testing
         let object = try await Self.recordObject(gone, in: bucket, with: a)
         guard case .tombstone(let tombstone)? = object else { Issue.record("no tombstone: \(String(describing: object))"); return }
         #expect(tombstone.generation == 2)
-        let raw = try #require(try await bucket.remote.readAll(CloudLayout.record(gone)))
+        let raw = try #require(try await bucket.remote.readAll(CloudLayout.record(gone, with: a)))
         #expect(raw.range(of: Data("gone".utf8)) == nil && raw.range(of: Data("tombstone".utf8)) == nil)
         #expect(try b.outlineEntry(gone) == nil)
         let pulled = try await bucket.sync(a).pull()
@@ -66,7 +66,7 @@ import Testing
         } catch let error as RemoteError {
             #expect(error.code == .preconditionFailed && error.message.contains("changed"), "\(error)")
         }
-        #expect(try await bucket.remote.info(CloudLayout.record(kept)) != nil)
+        #expect(try await bucket.remote.info(CloudLayout.record(kept, with: a)) != nil)
         #expect(try b.outlineEntry(kept) != nil)
     }
 
@@ -129,12 +129,12 @@ import Testing
         let id = try NodeID("deleted")
         try await bucket.sync(a).push(dataFile: bucket.setup.file("v1", Data("secret".utf8)), nodeID: id)
         try await bucket.sync(a).push(dataFile: bucket.setup.file("other", Data("other".utf8)), nodeID: NodeID("other"))
-        let old = try #require(try await bucket.remote.readAll(CloudLayout.record(id)))
+        let old = try #require(try await bucket.remote.readAll(CloudLayout.record(id, with: a)))
         _ = try await bucket.sync(b).pull()
         try await bucket.sync(a).deleteNode(id)
         #expect(try await bucket.sync(b).pull().deleted == 1)
 
-        _ = try await bucket.remote.write(CloudLayout.record(id), data: old)
+        _ = try await bucket.remote.write(CloudLayout.record(id, with: a), data: old)
         for store in [a, b] {
             let pulled = try await bucket.sync(store).pull()
             #expect(pulled.added == 0 && pulled.skipped.count == 1 && pulled.skipped[0].contains("rollback"), "\(pulled)")
@@ -144,11 +144,12 @@ import Testing
         }
 
         // With the tombstone back, the check is clean; gc then takes the deleted node's cloud file.
-        _ = try await bucket.remote.write(CloudLayout.record(id), data: try NodeTombstone(nodeID: id, generation: 2, deletedAt: Date()).sealed(with: a))
+        _ = try await bucket.remote.write(CloudLayout.record(id, with: a), data: try NodeTombstone(nodeID: id, generation: 2, deletedAt: Date()).sealed(with: a))
         #expect(try await bucket.sync(b).checkRemote().problems.isEmpty)
-        #expect(try await bucket.remote.list(prefix: "nodes/\(id.rawValue)/").count == 1)
+        let (folder, otherFolder) = (CloudLayout.nodeName(id, with: a), CloudLayout.nodeName(try NodeID("other"), with: a))
+        #expect(try await bucket.remote.list(prefix: "nodes/\(folder)/").count == 1)
         _ = try await bucket.sync(b).collectGarbage(grace: 0)
-        #expect(try await bucket.remote.list(prefix: "nodes/\(id.rawValue)/").isEmpty)
-        #expect(try await bucket.remote.list(prefix: "nodes/other/").count == 1)
+        #expect(try await bucket.remote.list(prefix: "nodes/\(folder)/").isEmpty)
+        #expect(try await bucket.remote.list(prefix: "nodes/\(otherFolder)/").count == 1)
     }
 }

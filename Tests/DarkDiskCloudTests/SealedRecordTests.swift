@@ -38,7 +38,7 @@ import Glibc
                 #expect(bytes.range(of: Data(needle.utf8)) == nil, "\(object) holds '\(needle)'")
             }
         }
-        let sealedInfo = try await setup.remote.info(CloudLayout.record(secret))
+        let sealedInfo = try await setup.remote.info(CloudLayout.record(secret, with: setup.a))
         let legacyInfo = try await setup.remote.info(CloudLayout.legacyRecord(secret))
         #expect(sealedInfo != nil && legacyInfo == nil, "a push writes the sealed record only")
         var pulled = try await syncB.pull()
@@ -48,10 +48,10 @@ import Glibc
         #expect(try setup.b.recordGeneration(of: secret) == 1)
 
         // Swapped: each record under the other's name. Both refused; B keeps both nodes as it knew them.
-        let secretRecord = try #require(try await setup.remote.readAll(CloudLayout.record(secret)))
-        let otherRecord = try #require(try await setup.remote.readAll(CloudLayout.record(other)))
-        _ = try await setup.remote.write(CloudLayout.record(secret), data: otherRecord)
-        _ = try await setup.remote.write(CloudLayout.record(other), data: secretRecord)
+        let secretRecord = try #require(try await setup.remote.readAll(CloudLayout.record(secret, with: setup.a)))
+        let otherRecord = try #require(try await setup.remote.readAll(CloudLayout.record(other, with: setup.a)))
+        _ = try await setup.remote.write(CloudLayout.record(secret, with: setup.a), data: otherRecord)
+        _ = try await setup.remote.write(CloudLayout.record(other, with: setup.a), data: secretRecord)
         pulled = try await syncB.pull()
         #expect(pulled.skipped.count == 2 && pulled.skipped.allSatisfy { $0.contains("does not authenticate") }, "\(pulled.skipped)")
         #expect(try setup.b.outlineEntry(secret) == entry && setup.b.outlineEntry(other)?.name == "holiday.jpg")
@@ -59,28 +59,28 @@ import Glibc
         // Altered: one byte flipped anywhere (here, in the middle) is refused the same way.
         var altered = secretRecord
         altered[altered.count / 2] ^= 0x01
-        _ = try await setup.remote.write(CloudLayout.record(secret), data: altered)
-        _ = try await setup.remote.write(CloudLayout.record(other), data: otherRecord)
+        _ = try await setup.remote.write(CloudLayout.record(secret, with: setup.a), data: altered)
+        _ = try await setup.remote.write(CloudLayout.record(other, with: setup.a), data: otherRecord)
         pulled = try await syncB.pull()
         #expect(pulled.skipped == ["the record of node 'n1' does not authenticate (altered, moved from another node, or sealed under another key)"])
         #expect(try setup.b.outlineEntry(secret) == entry)
 
         // Replayed: A writes generation 2, B applies it; the old record put back is a rollback, refused.
-        _ = try await setup.remote.write(CloudLayout.record(secret), data: secretRecord)
+        _ = try await setup.remote.write(CloudLayout.record(secret, with: setup.a), data: secretRecord)
         try await syncA.push(dataFile: setup.file("v2", Data("second version".utf8)), nodeID: secret, name: name, parentID: "folder7")
         pulled = try await syncB.pull()
         #expect(pulled.changed == 1 && pulled.skipped.isEmpty)
         let second = try #require(try setup.b.outlineEntry(secret))
         let generation = try setup.b.recordGeneration(of: secret)
         #expect(second.cloudETag != entry.cloudETag && generation == 2)
-        _ = try await setup.remote.write(CloudLayout.record(secret), data: secretRecord)
+        _ = try await setup.remote.write(CloudLayout.record(secret, with: setup.a), data: secretRecord)
         pulled = try await syncB.pull()
         #expect(pulled.skipped == ["the record of node 'n1' is older (generation 1) than the one this store has applied (generation 2): a rollback, refused"],
                 "\(pulled.skipped)")
         #expect(try setup.b.outlineEntry(secret) == second, "a rollback is never applied")
 
         // An unsealed record in its place is refused too (anyone could have written it).
-        try await setup.remote.delete(CloudLayout.record(secret))
+        try await setup.remote.delete(CloudLayout.record(secret, with: setup.a))
         var legacy = try NodeRecord.open(secretRecord, expected: secret, with: setup.a)
         legacy.version = 1
         legacy.generation = nil
@@ -96,11 +96,11 @@ import Glibc
         #expect(try setup.b.outlineEntry(secret) == second)
 
         // Deleted with a tombstone (what a delete writes), then replayed: the store remembers the generation.
-        _ = try await setup.remote.write(CloudLayout.record(secret), data: try NodeTombstone(nodeID: secret, generation: 3, deletedAt: Date()).sealed(with: setup.a))
+        _ = try await setup.remote.write(CloudLayout.record(secret, with: setup.a), data: try NodeTombstone(nodeID: secret, generation: 3, deletedAt: Date()).sealed(with: setup.a))
         pulled = try await syncB.pull()
         #expect(pulled.deleted == 1 && pulled.skipped.isEmpty, "\(pulled)")
         #expect(try setup.b.outlineEntry(secret) == nil)
-        _ = try await setup.remote.write(CloudLayout.record(secret), data: secretRecord)
+        _ = try await setup.remote.write(CloudLayout.record(secret, with: setup.a), data: secretRecord)
         pulled = try await syncB.pull()
         #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("rollback"), "\(pulled.skipped)")
         #expect(try setup.b.outlineEntry(secret) == nil, "a replay after a delete is a rollback too")
@@ -143,7 +143,7 @@ import Glibc
         try await sync.deleteNode(NodeID("gone"))
         var sizes: Set<UInt64> = []
         for id in ["short", "long", "gone"] {
-            sizes.insert(try #require(try await setup.remote.info(CloudLayout.record(NodeID(id)))).size)
+            sizes.insert(try #require(try await setup.remote.info(CloudLayout.record(NodeID(id), with: setup.a))).size)
         }
         #expect(sizes.count == 1, "\(sizes)")
         for length in [1, 1024, 1025, 1500, 5000, 70_000] {
@@ -154,7 +154,7 @@ import Glibc
     }
 
     /// A version 2 record (sealed, written before records named their cloud file's ID) is bound to the file
-    /// ID of the header a store finds when it first pulls it, and the next write makes it version 3: an
+    /// ID of the header a store finds when it first pulls it, and the next write makes it version 4: an
     /// older version put in the current one's place afterwards (same size, same ETag) is refused.
     @Test func aRecordWithoutAFileIDIsBoundWhenFirstPulled() async throws {
         let setup = try CloudTests.Setup()
@@ -162,24 +162,21 @@ import Glibc
         let syncA = CloudSync(manager: setup.a, remote: setup.remote)
         try await syncA.push(dataFile: setup.file("v1", Data("version one!".utf8)), nodeID: node, name: "v.txt")
         let first = try #require(try setup.a.outlineEntry(node))
-        let olderKey = CloudLayout.cloudFile(of: first)
+        let olderKey = CloudLayout.cloudFile(of: first, with: setup.a)
         let older = try #require(try await setup.remote.readAll(olderKey))
         try await syncA.push(dataFile: setup.file("v2", Data("version two!".utf8)), nodeID: node, name: "v.txt")
         let second = try #require(try setup.a.outlineEntry(node))
         #expect(second.cloudFileID != nil && second.cloudFileID != first.cloudFileID, "each version has its own file ID")
 
-        // The record as an older darkdisk wrote it: version 2, no file ID.
-        var record = try NodeRecord.open(try #require(try await setup.remote.readAll(CloudLayout.record(node))), expected: node, with: setup.a)
-        #expect(record.version == 3 && record.fileID != nil)
-        record.version = 2
-        record.fileID = nil
-        _ = try await setup.remote.write(CloudLayout.record(node), data: try record.sealed(with: setup.a))
+        // The record as an older darkdisk wrote it: version 2, no file ID, under the node's ID.
+        let record = try await setup.nameByID(node, version: 2)
+        #expect(record.fileID == nil)
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(pulled.added == 1 && pulled.skipped.isEmpty, "\(pulled)")
         #expect(try setup.b.outlineEntry(node)?.cloudFileID == second.cloudFileID, "bound to the header it found")
 
         // The older version written in place, its time put back: the ETag the remote reports stays.
-        let path = setup.directory + "/remote/" + CloudLayout.cloudFile(of: second)
+        let path = setup.directory + "/remote/" + CloudLayout.cloudFile(node, version: second.cloudVersion, keyed: false, with: setup.a)
         try #require(try overwriteKeepingTimes(path, with: older))
         do {
             _ = try await DownloadManager(manager: setup.b, remote: setup.remote).nodeData(node)
@@ -198,10 +195,10 @@ import Glibc
         let bad = try NodeID("bad"), good = try NodeID("good")
         try await syncA.push(dataFile: setup.file("bad-data", Data("bad".utf8)), nodeID: bad, name: "bad.txt")
         try await syncA.push(dataFile: setup.file("good-data", Data("good".utf8)), nodeID: good, name: "good.txt")
-        var record = try NodeRecord.open(try #require(try await setup.remote.readAll(CloudLayout.record(bad))), expected: bad, with: setup.a)
+        var record = try NodeRecord.open(try #require(try await setup.remote.readAll(CloudLayout.record(bad, with: setup.a))), expected: bad, with: setup.a)
         record.wrappedKey = Hex.encode(setup.a.wrapKey(SymmetricKey.random(), for: .node(good)))
         record.generation = (record.generation ?? 0) + 1
-        _ = try await setup.remote.write(CloudLayout.record(bad), data: try record.sealed(with: setup.a))
+        _ = try await setup.remote.write(CloudLayout.record(bad, with: setup.a), data: try record.sealed(with: setup.a))
 
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(pulled.added == 1 && pulled.skipped.count == 1 && pulled.skipped[0].contains("node 'bad'"), "\(pulled)")
@@ -233,10 +230,10 @@ import Glibc
             _ = try await setup.remote.write(CloudLayout.legacyRecord(NodeID(id)), data: try JSONSerialization.data(withJSONObject: json))
         }
         // The node's own record, turned into the old plain layout by the bucket: refused too.
-        var record = try NodeRecord.open(try #require(try await setup.remote.readAll(CloudLayout.record(node))), expected: node, with: setup.a)
+        var record = try NodeRecord.open(try #require(try await setup.remote.readAll(CloudLayout.record(node, with: setup.a))), expected: node, with: setup.a)
         record.version = 1
         record.generation = nil
-        try await setup.remote.delete(CloudLayout.record(node))
+        try await setup.remote.delete(CloudLayout.record(node, with: setup.a))
         _ = try await setup.remote.write(CloudLayout.legacyRecord(node), data: record.encoded())
 
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()

@@ -145,7 +145,7 @@ import Glibc
             drained = try setup.a.uploadQueue().isEmpty
         }
         #expect(drained, "the uploader left a dead process' change queued")
-        #expect(try await setup.remote.info(CloudLayout.record(id)) != nil)
+        #expect(try await setup.remote.info(CloudLayout.record(id, with: setup.a)) != nil)
     }
 
     /// A queued change based on a record older than the bucket's: the node takes the remote's version,
