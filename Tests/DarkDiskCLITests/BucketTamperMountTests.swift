@@ -34,7 +34,7 @@ import Glibc
             remote = try RemoteBucket()
             try remote.push("x", x1)
             try remote.push("y", y)
-            olderX = try Data(contentsOf: URL(fileURLWithPath: remote.bucket + "/records/x.rec"))
+            olderX = try Data(contentsOf: URL(fileURLWithPath: try remote.recordPath("x")))
             try remote.join("file://" + remote.bucket)
             mount = try remote.mountB(["--poll-interval", "1"])
             try expect(cat("x") == x1 && cat("y") == y, "B reads both nodes on demand")
@@ -48,7 +48,7 @@ import Glibc
                 throw RemoteBucket.SetupFailed(message: "B's poller did not apply x's second version: \(mount.log.suffix(2000))")
             }
             try expect(cat("x") == x2, "B reads x's second version")
-            for id in ["x", "y"] { legit[id] = try Data(contentsOf: URL(fileURLWithPath: recordPath(id))) }
+            for id in ["x", "y"] { legit[id] = try Data(contentsOf: URL(fileURLWithPath: try recordPath(id))) }
             try expect(legit["x"] != olderX, "the pushes wrote a new record")
         }
 
@@ -56,7 +56,7 @@ import Glibc
             guard condition else { throw RemoteBucket.SetupFailed(message: message + ": " + mount.log.suffix(2000)) }
         }
 
-        func recordPath(_ id: String) -> String { remote.bucket + "/records/\(id).rec" }
+        func recordPath(_ id: String) throws -> String { try remote.recordPath(id) }
         func dataPath(_ id: String) -> String { mount.path + "/nodes/\(id)/data" }
 
         /// `cat` of a node through the mount (bounded; a failure is an empty result).
@@ -85,8 +85,9 @@ import Glibc
         func plant(_ data: Data, as id: String) throws {
             let temporary = remote.bucket + "/planted-\(id).tmp"
             try data.write(to: URL(fileURLWithPath: temporary))
-            guard rename(temporary, recordPath(id)) == 0 else {
-                throw RemoteBucket.SetupFailed(message: "rename to \(recordPath(id)): errno \(errno)")
+            let path = try recordPath(id)
+            guard rename(temporary, path) == 0 else {
+                throw RemoteBucket.SetupFailed(message: "rename to \(path): errno \(errno)")
             }
         }
 

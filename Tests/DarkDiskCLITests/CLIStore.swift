@@ -45,6 +45,16 @@ final class CLIStore {
         try DiskManager(location: StoreLocation(directory: storePath))
     }
 
+    /// The name node `id`'s objects have in the bucket (`records/NAME.rec`, `nodes/NAME/`), as `darkdisk
+    /// locate` prints it: keyed by the master key, so the test asks the store.
+    func objectName(_ id: String, passphrase: String? = nil) throws -> String {
+        let run = try darkdisk(["locate", "--node", id] + (passphrase.map { ["--passphrase-file", $0] } ?? []))
+        guard run.status == 0, let line = run.output.split(separator: "\n").first, line.hasPrefix("records/"), line.hasSuffix(".rec") else {
+            throw RemoteBucket.SetupFailed(message: "darkdisk locate --node \(id): \(run.stderr) \(run.output)")
+        }
+        return String(line.dropFirst("records/".count).dropLast(".rec".count))
+    }
+
     static func bytes(_ count: Int, seed: UInt64 = 1) -> Data {
         Data(SplitMix64.bytes(count, seed: seed))
     }

@@ -184,7 +184,7 @@ import Glibc
     @Test func defaultRemoteIsInsideTheStore() async throws {
         let store = try CLIStore()
         await #expect(try store.darkdisk(["push", try store.file("d", Data("local bucket".utf8)), "--node", "n"]).status == 0)
-        #expect((try? RemoteBucket.cloudObject(in: store.storePath + "/data/remote", "n")) != nil, "the cloud file is in the store's own folder")
+        #expect((try? RemoteBucket.cloudObject(in: store.storePath + "/data/remote", named: store.objectName("n"))) != nil, "the cloud file is in the store's own folder")
         await #expect(try store.darkdisk(["export", "--node", "n"]).output == "local bucket")
     }
 }

@@ -48,7 +48,7 @@ import Testing
         try remote.join("file://" + remote.bucket)
         try remote.push("later", CLIStore.bytes(2000, seed: 7))
         // A record B already knows is damaged (cut short), and a new one (unsealed, plain JSON) is garbage.
-        let known = remote.bucket + "/records/known.rec"
+        let known = try remote.recordPath("known")
         try Data(try Data(contentsOf: URL(fileURLWithPath: known)).dropLast(3)).write(to: URL(fileURLWithPath: known))
         try Data("<xml/>".utf8).write(to: URL(fileURLWithPath: remote.bucket + "/records/garbage.json"))
         let pull = try remote.darkdiskB(["pull"])

@@ -46,11 +46,11 @@ import Testing
         try remote.push("old", Data("old".utf8))
         try remote.push("busy", Data("busy 1".utf8))
         try remote.join("file://" + remote.bucket)
-        let before = FileManager.default.contents(atPath: remote.bucket + "/records/old.rec")
+        let before = FileManager.default.contents(atPath: try remote.recordPath("old"))
         let delete = try remote.darkdiskB(["delete", "--node", "old", "--remote"])
         #expect(delete.status == 0, "\(delete.stderr)")
         // The record is now the node's sealed tombstone: another object, naming nothing readable.
-        let tombstone = FileManager.default.contents(atPath: remote.bucket + "/records/old.rec")
+        let tombstone = FileManager.default.contents(atPath: try remote.recordPath("old"))
         #expect(tombstone != nil && tombstone != before)
         #expect(tombstone.map { $0.range(of: Data("old".utf8)) == nil } == true)
         let pull = try await remote.a.darkdisk(["pull", "--passphrase-file", remote.passphrase])
@@ -58,7 +58,7 @@ import Testing
 
         try remote.push("busy", Data("busy 2".utf8))
         expectOneLineFailure(try remote.darkdiskB(["delete", "--node", "busy", "--remote"]), mentioning: "changed")
-        #expect(FileManager.default.fileExists(atPath: remote.bucket + "/records/busy.rec"))
+        #expect(FileManager.default.fileExists(atPath: try remote.recordPath("busy")))
         expectOneLineFailure(try remote.darkdiskB(["delete", "--node", "busy", "--remote", "--kind", "data"]), mentioning: "--remote deletes a whole node")
     }
 }

@@ -101,7 +101,7 @@ import Glibc
         let remote = try RemoteBucket()
         let (first, second) = (CLIStore.bytes(3000, seed: 81), CLIStore.bytes(3000, seed: 82))
         try remote.push("doc", first)
-        let record = remote.bucket + "/records/doc.rec"
+        let record = try remote.recordPath("doc")
         let oldRecord = try Data(contentsOf: URL(fileURLWithPath: record))
         try remote.push("doc", second)
         try remote.push("other", CLIStore.bytes(500, seed: 83))

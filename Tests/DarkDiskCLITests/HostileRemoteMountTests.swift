@@ -52,7 +52,7 @@ import Testing
 
     @Test func anAnswerLongerThanItsRangeIsRefusedAndAskedAgain() async throws {
         let setup = try Setup()
-        try setup.proxy.control(["pad": ["bytes": 4096, "count": 2, "path": "/nodes/one/"]])
+        try setup.proxy.control(["pad": ["bytes": 4096, "count": 2, "path": "/nodes/\(try setup.remote.objectName("one"))/"]])
         let run = try setup.cat("one")
         #expect(run.status == 0 && run.stdout == setup.one, "cat after two padded answers: exit \(run.status), \(run.stderr)")
         #expect(try setup.proxy.stats().pads == 2, "both padded answers were sent")
@@ -61,7 +61,7 @@ import Testing
 
     @Test func aServerThatAlwaysSendsTooMuchIsAnIOErrorAndStoresNothing() async throws {
         let setup = try Setup()
-        try setup.proxy.control(["pad": ["bytes": 1, "count": 1_000_000, "path": "/nodes/one/"]])
+        try setup.proxy.control(["pad": ["bytes": 1, "count": 1_000_000, "path": "/nodes/\(try setup.remote.objectName("one"))/"]])
         let started = Date()
         setup.expectIOError(try setup.cat("one"), of: "one", real: setup.one)
         #expect(Date().timeIntervalSince(started) < 30, "EIO took \(Date().timeIntervalSince(started)) s")

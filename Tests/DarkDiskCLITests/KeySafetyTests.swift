@@ -84,7 +84,7 @@ import Testing
         #expect(json?["remote"] as? String == "file://" + bucket && json?["remoteIsDefault"] as? Bool == false)
         let second = try await store.darkdisk(["push", try store.file("b.in", data), "--node", "b"])
         #expect(second.status == 0 && second.stderr.isEmpty, "\(second.stderr)")
-        #expect(FileManager.default.fileExists(atPath: bucket + "/records/b.rec"))
+        #expect(FileManager.default.fileExists(atPath: bucket + "/records/\(try store.objectName("b")).rec"))
         // The same remote again (its records are this store's): accepted.
         await #expect(try store.darkdisk(["remote", "set", "file://" + bucket]).status == 0)
     }

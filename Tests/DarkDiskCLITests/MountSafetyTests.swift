@@ -114,7 +114,7 @@ import Testing
         defer { Self.abortIfStuck(mountpoint) }
 
         // Every answer for the node stalls after its first 64 KiB: the read waits, holding its page.
-        try proxy.control(["reset_stats": true, "stall": ["after": 65536, "seconds": 300, "count": 1000, "path": "/nodes/slow/"]])
+        try proxy.control(["reset_stats": true, "stall": ["after": 65536, "seconds": 300, "count": 1000, "path": "/nodes/\(try remote.objectName("slow"))/"]])
         let reader = try Background("exec cat \(Shell.quote(mountpoint + "/nodes/slow/data")) > /dev/null", in: remote.b.directory)
         await #expect(Mount.wait(seconds: 30) { ((try? proxy.stats().stalls) ?? 0) > 0 }, "the read reached the stall: \(reader.stderr)")
         // The node changes in the remote and B pulls: the daemon notices (it looks every second).

@@ -26,7 +26,7 @@ import Testing
 
         /// Every GET of the node's cloud file answers 503 (the server is down) until cleared.
         func down() throws {
-            try proxy.control(["reset_stats": true, "fail": ["status": 503, "count": 1_000_000, "path": "/nodes/one/", "method": "GET"]])
+            try proxy.control(["reset_stats": true, "fail": ["status": 503, "count": 1_000_000, "path": "/nodes/\(try remote.objectName("one"))/", "method": "GET"]])
         }
     }
 
@@ -34,7 +34,7 @@ import Testing
         // A timeout long enough that one of it and a loaded machine's slack stay under two of it.
         let setup = try Setup(remoteTimeout: 10)
         // The server takes every request and never answers it (a remote that hangs).
-        try setup.proxy.control(["stall": ["after": 0, "seconds": 600, "count": 1_000_000, "path": "/nodes/one/"]])
+        try setup.proxy.control(["stall": ["after": 0, "seconds": 600, "count": 1_000_000, "path": "/nodes/\(try setup.remote.objectName("one"))/"]])
         let started = Date()
         let cat = try Shell.sh("exec timeout -s KILL 60 cat \(Shell.quote(setup.path))", timeout: 90)
         let seconds = Date().timeIntervalSince(started)

@@ -15,7 +15,7 @@ import Testing
 
         let queued = try await store.darkdisk(["push", try store.file("later", data), "--node", "later", "--name", "later.bin", "--no-wait"] + pass)
         #expect(queued.status == 0, "\(queued.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: remote.bucket + "/records/later.rec"))
+        #expect(!FileManager.default.fileExists(atPath: try remote.recordPath("later")))
         let status = try await store.darkdisk(["status"] + pass)
         #expect(status.output.contains("upload queue: 1 pending ("), "\(status.output)")
         #expect(status.output.contains("'later.bin' (node later): pending"), "\(status.output)")
@@ -23,7 +23,7 @@ import Testing
         let sync = try await store.darkdisk(["sync"] + pass)
         #expect(sync.status == 0, "\(sync.stderr)")
         #expect(sync.output.contains("uploaded 1 changes"), "\(sync.output)")
-        #expect(FileManager.default.fileExists(atPath: remote.bucket + "/records/later.rec"))
+        #expect(FileManager.default.fileExists(atPath: try remote.recordPath("later")))
         #expect(!(try await store.darkdisk(["status"] + pass)).output.contains("upload queue"))
 
         // B reads what A uploaded.
@@ -37,7 +37,7 @@ import Testing
         #expect(try await store.darkdisk(["import", try store.file("imp", imported), "--node", "imported"] + pass).status == 0)
         let push = try await store.darkdisk(["push", "--node", "imported", "--name", "imported.bin"] + pass)
         #expect(push.status == 0, "\(push.stderr)")
-        #expect(FileManager.default.fileExists(atPath: remote.bucket + "/records/imported.rec"))
+        #expect(FileManager.default.fileExists(atPath: try remote.recordPath("imported")))
         expectOneLineFailure(try await store.darkdisk(["push", "--node", "nothing"] + pass), mentioning: "no data stored locally")
         // A thumbnail or metadata without FILE is refused before anything is queued.
         let thumbnail = try store.file("thumb", Data("thumb".utf8))
@@ -77,7 +77,7 @@ import Testing
         #expect(push.status == 0, "\(push.stderr)")
         // The daemon notices within seconds, uploads, and pulls; the file then says it is synced.
         #expect(await Self.wait("bg", on: mount, for: "synced", seconds: 10) == "synced")
-        #expect(FileManager.default.fileExists(atPath: remote.bucket + "/records/bg.rec"))
+        #expect(FileManager.default.fileExists(atPath: try remote.recordPath("bg")))
         #expect(await Self.syncState("seed", on: mount) == "synced")
     }
 
@@ -103,7 +103,7 @@ import Testing
         try await DriveWriteTests.sh("echo two >> \(Shell.quote(file))")
         try await Task.sleep(for: .seconds(max(0, 12 - Date().timeIntervalSince(first))))
         #expect(await state() == "pending", "changed again: it rests anew")
-        #expect(!FileManager.default.fileExists(atPath: remote.bucket + "/records/\(id).rec"))
+        #expect(!FileManager.default.fileExists(atPath: try remote.recordPath(id)))
         var last = ""
         for _ in 0..<150 {
             last = await state()
@@ -111,7 +111,7 @@ import Testing
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(last == "synced", "\(mount.log)")
-        #expect(FileManager.default.fileExists(atPath: remote.bucket + "/records/\(id).rec"))
+        #expect(FileManager.default.fileExists(atPath: try remote.recordPath(id)))
     }
 
     /// `user.darkdisk.sync` through a mount says `failed` while uploads fail (the bucket's `nodes` folder

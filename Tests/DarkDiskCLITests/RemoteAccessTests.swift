@@ -31,7 +31,8 @@ import Testing
             await #expect(try store.darkdisk(["push", try store.file("a", CLIStore.bytes(300)), "--user", "u", "--identity", "i",
                                         "--passphrase-file", passphrase]).status == 0)
             let modes = try Self.modes(under: bucket)
-            #expect(Set(modes.keys).isSuperset(of: ["keys/master.json", "records/n.rec"]) && modes.keys.contains { $0.hasPrefix("nodes/n") }
+            let name = try store.objectName("n", passphrase: passphrase)
+            #expect(Set(modes.keys).isSuperset(of: ["keys/master.json", "records/\(name).rec"]) && modes.keys.contains { $0.hasPrefix("nodes/\(name)/") }
                     && modes.keys.contains { $0.hasPrefix("users/") && $0.hasSuffix(".rec") } && modes.keys.contains { $0.hasPrefix("avatars/") },
                     "\(modes.keys)")
             #expect(modes.values.allSatisfy { $0 == mode }, "file://\(query): \(modes.mapValues { String($0, radix: 8) })")
@@ -48,14 +49,14 @@ import Testing
         let proxy = try FaultProxy(servingRoot: remote.bucket)
         defer { withExtendedLifetime(proxy) {} }
         try remote.join(proxy.url)
-        try proxy.control(["fail": ["status": 403, "count": 1_000_000, "path": "/nodes/n/"]])
+        try proxy.control(["fail": ["status": 403, "count": 1_000_000, "path": "/nodes/\(try remote.objectName("n"))/"]])
         let fetch = try remote.darkdiskB(["fetch", "--node", "n"])
         expectOneLineFailure(fetch, mentioning: "access denied (403)")
         #expect(!fetch.stderr.contains("not in"), "\(fetch.stderr)")
         try proxy.control(["clear": true, "fail": ["status": 403, "count": 1_000_000, "path": "/records/"]])
         expectOneLineFailure(try remote.darkdiskB(["pull"]), mentioning: "access denied (403)")
         let mount = try remote.mountB()
-        try proxy.control(["clear": true, "fail": ["status": 403, "count": 1_000_000, "path": "/nodes/n/"]])
+        try proxy.control(["clear": true, "fail": ["status": 403, "count": 1_000_000, "path": "/nodes/\(try remote.objectName("n"))/"]])
         let cat = try Shell.sh("exec timeout -s KILL 60 cat \(Shell.quote(mount.path + "/nodes/n/data"))", timeout: 90)
         #expect(cat.status != 0 && cat.stderr.contains("Permission denied"), "cat of a node the server refuses: \(cat.stderr)")
     }

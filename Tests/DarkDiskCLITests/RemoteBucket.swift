@@ -67,23 +67,33 @@ final class RemoteBucket {
         try CloudFileLength.ofObject(at: cloudPath(id))
     }
 
-    /// The newest version of node `id`'s cloud file, as a server path (`/nodes/<id>/<version>.ddc`).
-    func cloudObject(_ id: String) throws -> String { try Self.cloudObject(in: bucket, id) }
+    /// The name of node `id`'s objects in the bucket (keyed by the master key; asked of store A).
+    func objectName(_ id: String) throws -> String { try a.objectName(id, passphrase: passphrase) }
+
+    /// The path of node `id`'s record in the bucket folder.
+    func recordPath(_ id: String) throws -> String { bucket + "/records/" + (try objectName(id)) + ".rec" }
+
+    /// The folder of node `id`'s cloud file versions in the bucket folder.
+    func cloudFolder(_ id: String) throws -> String { bucket + "/nodes/" + (try objectName(id)) }
+
+    /// The newest version of node `id`'s cloud file, as a server path (`/nodes/<name>/<version>.ddc`).
+    func cloudObject(_ id: String) throws -> String { try Self.cloudObject(in: bucket, named: try objectName(id)) }
 
     /// That version's file in the bucket folder.
     func cloudPath(_ id: String) throws -> String { bucket + (try cloudObject(id)) }
 
-    /// The newest version of node `id`'s cloud file in a bucket folder (pushes write a new one each time).
-    static func cloudObject(in bucket: String, _ id: String) throws -> String {
-        let folder = bucket + "/nodes/" + id
+    /// The newest version in a bucket folder of the cloud file of the node whose objects are named `name`
+    /// (pushes write a new one each time).
+    static func cloudObject(in bucket: String, named name: String) throws -> String {
+        let folder = bucket + "/nodes/" + name
         let versions = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".ddc") }
         let newest = try versions.max { a, b in
             let ta = try FileManager.default.attributesOfItem(atPath: folder + "/" + a)[.modificationDate] as? Date ?? .distantPast
             let tb = try FileManager.default.attributesOfItem(atPath: folder + "/" + b)[.modificationDate] as? Date ?? .distantPast
             return ta < tb
         }
-        guard let newest else { throw SetupFailed(message: "no cloud file of node \(id) in \(bucket)") }
-        return "/nodes/\(id)/\(newest)"
+        guard let newest else { throw SetupFailed(message: "no cloud file named \(name) in \(bucket)") }
+        return "/nodes/\(name)/\(newest)"
     }
 
     /// One pool of B's `darkdisk status --json` (`files`, `size`, `persistentSize`, `cachedSize`, `maxSize`...).

@@ -32,15 +32,16 @@ import Testing
         let flip = try Shell.sh("python3 -c 'import os,sys; p=sys.argv[1]; st=os.stat(p); f=open(p,\"r+b\"); f.seek(200000); b=f.read(1); f.seek(200000); f.write(bytes([b[0]^1])); f.close(); os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))' \(Shell.quote(one))", timeout: 30)
         #expect(flip.status == 0, "could not alter the cloud file: \(flip.stderr)")
         // A record moved under another node's name, and a cloud file gone.
-        let records = remote.bucket + "/records/"
-        try FileManager.default.copyItem(atPath: records + "two.rec", toPath: records + "impostor.rec")
+        try FileManager.default.copyItem(atPath: try remote.recordPath("two"), toPath: try remote.recordPath("impostor"))
         try FileManager.default.removeItem(atPath: remote.bucket + "/" + twoKey)
         run = try check()
         #expect(run.status == 1, "\(run.output) \(run.stderr)")
         let problems = run.output.split(separator: "\n").filter { $0.hasPrefix("problem: remote: ") }
+        // (B does not know the impostor's node: the line names its object; the bucket knows no node ID.)
+        let impostor = try remote.objectName("impostor")
         #expect(problems.count == 3, "\(run.output)")
         #expect(problems.contains { $0.contains("\(oneKey) does not authenticate") && $0.contains("chunk") }, "\(problems)")
-        #expect(problems.contains { $0.contains("the record of node 'impostor' does not authenticate") }, "\(problems)")
+        #expect(problems.contains { $0.contains("the record records/\(impostor).rec does not authenticate") }, "\(problems)")
         #expect(problems.contains { $0.contains("\(twoKey) is named by a record but is not in") }, "\(problems)")
         #expect(run.output.contains("3 problems"))
 
@@ -80,14 +81,14 @@ import Testing
         let remote = try RemoteBucket()
         try remote.push("doc", CLIStore.bytes(50_000, seed: 65))
         try remote.push("doc", CLIStore.bytes(40_000, seed: 66))
-        let versions = try FileManager.default.contentsOfDirectory(atPath: remote.bucket + "/nodes/doc")
+        let versions = try FileManager.default.contentsOfDirectory(atPath: try remote.cloudFolder("doc"))
         #expect(versions.count == 2, "each push writes a new version: \(versions)")
         func a(_ arguments: [String]) throws -> Run { try remote.a.darkdisk(arguments + ["--passphrase-file", remote.passphrase]) }
         var run = try a(["gc"])
         #expect(run.status == 0 && run.output.contains("deleted 0 unnamed cloud file versions") && run.output.contains("1 waiting"), "\(run.output) \(run.stderr)")
         run = try a(["gc", "--grace", "0"])
         #expect(run.status == 0 && run.output.contains("deleted 1 unnamed cloud file versions"), "\(run.output) \(run.stderr)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: remote.bucket + "/nodes/doc").count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: try remote.cloudFolder("doc")).count == 1)
         run = try a(["check", "--remote"])
         #expect(run.status == 0 && run.output.contains("0 orphans; healthy"), "\(run.output)")
         #expect(try a(["export", "--node", "doc"]).stdout == CLIStore.bytes(40_000, seed: 66))

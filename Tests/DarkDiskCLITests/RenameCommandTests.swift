@@ -11,14 +11,14 @@ import Testing
         try RemoteBucket.check(try await setup.a.darkdisk(["push", try setup.a.file("d", CLIStore.bytes(200_000, seed: 5)), "--node", "doc",
                                                      "--name", "draft.txt", "--passphrase-file", setup.passphrase]), "push")
         try setup.join("file://" + setup.bucket)
-        let versions = try FileManager.default.contentsOfDirectory(atPath: setup.bucket + "/nodes/doc")
+        let versions = try FileManager.default.contentsOfDirectory(atPath: try setup.cloudFolder("doc"))
 
         // Queued without waiting: status says what it is.
         try RemoteBucket.check(try setup.darkdiskB(["push", "--node", "doc", "--name", "final.txt", "--parent", "reports", "--no-wait"]), "rename")
         let status = try setup.darkdiskB(["status"])
         #expect(status.output.contains("(node doc): pending (its record: a rename or move)"), "\(status.output)")
         try RemoteBucket.check(try setup.darkdiskB(["sync"]), "sync")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: setup.bucket + "/nodes/doc") == versions, "no new cloud file")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: try setup.cloudFolder("doc")) == versions, "no new cloud file")
         let queue = try JSONSerialization.jsonObject(with: try setup.darkdiskB(["status", "--json"]).stdout) as? [String: Any]
         #expect((queue?["uploads"] as? [Any])?.isEmpty == true, "the queue is empty")
         #expect(try setup.poolB()["files"] as? Int == 0, "nothing downloaded")

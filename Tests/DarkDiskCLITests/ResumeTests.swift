@@ -21,7 +21,7 @@ import Testing
         await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
         let push = try await a.darkdisk(["push", try a.file("big", data), "--node", "big", "--passphrase-file", passphrase])
         #expect(push.status == 0, "\(push.stderr)")
-        let object = try RemoteBucket.cloudObject(in: bucket, "big")
+        let object = try RemoteBucket.cloudObject(in: bucket, named: a.objectName("big", passphrase: passphrase))
         let size = try #require((try FileManager.default.attributesOfItem(atPath: bucket + object))[.size] as? NSNumber).intValue
 
         // Store B reads the bucket over http, through the proxy (which starts its own nginx on the bucket).

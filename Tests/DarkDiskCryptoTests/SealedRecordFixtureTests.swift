@@ -104,6 +104,32 @@ struct SealedRecordFixtureTests {
         #expect(try master.unwrap(wrapped, boundTo: node) == FixtureTests.contentKey())
     }
 
+    /// A version 4 record and a version 2 tombstone (FORMAT.md: under the node's keyed name, which their
+    /// contexts bind): the name is the documented HKDF of the node ID, each opens under its own context with
+    /// the module and the reference, and neither under the node ID's.
+    @Test func frozenVersion4RecordAndTombstoneOpenUnderTheKeyedName() throws {
+        let master = try Self.masterKey()
+        let recordKey = try master.derived(for: "darkdisk record key v1")
+        let name = try String(contentsOfFile: FixtureTests.bundled("v4-node-name.txt"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let purpose = "darkdisk object name v1\u{0}node\u{0}fixture-node"
+        #expect(Hex.encode(Array(try master.derived(for: purpose).bytes.prefix(16))) == name)
+        #expect(Hex.encode(Array(ReferenceDecoder.hkdf(ikm: master.bytes, info: Array(purpose.utf8), length: 32).prefix(16))) == name)
+        let recordContext = Array("darkdisk node record 4".utf8) + [0] + Array(name.utf8)
+        let record = try Self.openFrozen("v4-sealed-record", context: recordContext)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(record)) as? [String: Any])
+        #expect(json["version"] as? Int == 4 && json["nodeID"] as? String == "fixture-node" && json["fileID"] as? String != nil)
+        let tombstoneContext = Array("darkdisk node tombstone 2".utf8) + [0] + Array(name.utf8)
+        let tombstone = try Self.openFrozen("v2-sealed-tombstone", context: tombstoneContext)
+        let note = try #require(try JSONSerialization.jsonObject(with: Data(tombstone)) as? [String: Any])
+        #expect(note["version"] as? Int == 2 && note["generation"] as? Int == 7 && note["nodeID"] as? String == "fixture-node")
+        for (file, context) in [("v4-sealed-record.rec", Self.context), ("v2-sealed-tombstone.rec", Self.tombstoneContext),
+                                ("v4-sealed-record.rec", tombstoneContext), ("v2-sealed-tombstone.rec", recordContext)] {
+            let sealed = try FileBytes.read(FixtureTests.bundled(file))
+            #expect(throws: CryptoError.self, "\(file) under another context") { _ = try SealedMessage.open(sealed, key: recordKey, context: context) }
+        }
+    }
+
     /// A sealed user record (FORMAT.md "User record"): its object name is the keyed hash of the user ID, its
     /// seal binds that name, its avatar key is bound to the user and identity.
     @Test func frozenUserRecordOpensUnderItsKeyedName() throws {
