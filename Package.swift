@@ -31,10 +31,14 @@ let package = Package(
         // pread/pwrite, a throwing flock, and the error protocol every module's error types conform to.
         // Linux calls Swift cannot make directly (variadic prctl).
         .target(name: "CLinux"),
+        // An SQLite VFS that encrypts the index of a store with a passphrase at rest (AES-256-XTS through
+        // OpenSSL), passing every other database through.
+        .target(name: "CIndexCipher", dependencies: ["COpenSSL"],
+                linkerSettings: [.linkedLibrary("sqlite3"), .linkedLibrary("crypto")]),
         .target(name: "DarkDiskSystem", dependencies: ["CLinux"]),
         .target(name: "DarkDiskCrypto", dependencies: ["COpenSSL", "DarkDiskSync", "DarkDiskSystem"]),
         .target(name: "DarkDisk", dependencies: ["DarkDiskSync", "DarkDiskSystem",
-            "DarkDiskCrypto",
+            "DarkDiskCrypto", "CIndexCipher",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),

@@ -13,6 +13,9 @@ public final class DiskManager: Sendable {
     /// The wall clock for modification and access times and expiry (`SystemClock` unless given).
     public let clock: any StoreClock
     let database: DatabasePool
+    /// The shared lock on the store's index this process holds while it has the store open (nil on a
+    /// read-only file system): `IndexCipher` encrypts a plaintext index only when nobody else holds one.
+    let openLock: IndexCipher.OpenLock?
     let indexCounter = IndexStatistics.Counter()
     let masterKey: SymmetricKey
     /// The key that wraps node, avatar and file keys: derived from the master key for that purpose alone
@@ -153,7 +156,19 @@ public final class DiskManager: Sendable {
         let readOnly = SpaceReserve.isReadOnly(location.dataDirectory)
         lookupConnection = Locked(readOnly ? .unusable : .unopened)
         let trigger = readOnly ? nil : IndexCheckpointer.Trigger(counting: indexCounter)
-        self.database = try Self.openIndex(location, readOnly: readOnly, counter: indexCounter, trigger: trigger)
+        // With a passphrase the index is encrypted at rest (one written before is, once this process has the
+        // store alone); without one its key file is beside it, and it stays in the clear.
+        let cipher = try MasterKeyFile.needsPassphrase(at: location.keyPath) ? IndexCipher(masterKey: masterKey) : nil
+        try cipher?.register(location.indexPath)
+        openLock = readOnly ? nil : try IndexCipher.OpenLock(indexPath: location.indexPath)
+        if let cipher, let openLock {
+            do {
+                if try cipher.encryptIfAlone(location.indexPath, lock: openLock) { logger.notice("the store's index is encrypted at rest now") }
+            } catch {
+                logger.warning("the store's index stays in the clear for now (tried again at the next opening): \(error)")
+            }
+        }
+        self.database = try Self.openIndex(location, readOnly: readOnly, counter: indexCounter, trigger: trigger, cipher: cipher)
         self.deleter = FileDeleter(database: database)
         checkpointer = trigger.flatMap { Self.startCheckpointer(location.indexPath, $0, logger: logger) }
         if !readOnly { SpaceReserve.ensure(in: location.dataDirectory) }
@@ -284,11 +299,11 @@ public final class DiskManager: Sendable {
 
     /// Opens the index; on a full disk (SQLite cannot even make its shared-memory file) the reserve goes first.
     private static func openIndex(_ location: StoreLocation, readOnly: Bool, counter: IndexStatistics.Counter,
-                                  trigger: IndexCheckpointer.Trigger?) throws(DarkDiskError) -> DatabasePool {
-        do { return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly, counter: counter, trigger: trigger) } catch {
+                                  trigger: IndexCheckpointer.Trigger?, cipher: IndexCipher?) throws(DarkDiskError) -> DatabasePool {
+        do { return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly, counter: counter, trigger: trigger, cipher: cipher) } catch {
             guard !readOnly, error.errno == ENOSPC || error.message.contains("disk is full") || error.message.contains("I/O error"),
                   SpaceReserve.release(in: location.dataDirectory) else { throw error }
-            return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly, counter: counter, trigger: trigger)
+            return try IndexDatabase.open(path: location.indexPath, readOnly: readOnly, counter: counter, trigger: trigger, cipher: cipher)
         }
     }
 

@@ -8,8 +8,9 @@ enum IndexDatabase {
 
     /// Opens (creating and migrating if needed) the index at `path`.
     /// `readOnly`: the store's file system is mounted read-only; reads work, every write fails with EROFS.
+    /// `cipher`: the index is encrypted at rest (registered already; a read-only copy is registered here).
     static func open(path: String, readOnly: Bool = false, counter: IndexStatistics.Counter,
-                     trigger: IndexCheckpointer.Trigger?) throws(DarkDiskError) -> DatabasePool {
+                     trigger: IndexCheckpointer.Trigger?, cipher: IndexCipher? = nil) throws(DarkDiskError) -> DatabasePool {
         var config = Configuration()
         config.busyMode = .timeout(10)
         config.label = "darkdisk.index"
@@ -35,6 +36,7 @@ enum IndexDatabase {
         do { opened = readOnly ? try ReadOnlyIndexCopy.make(of: path) : path } catch {
             throw DarkDiskError(.io, "cannot read the index \(path) on a read-only file system: \(error)")
         }
+        if readOnly { try cipher?.register(opened) }
         do {
             let pool = try DatabasePool(path: opened, configuration: config)
             if !readOnly { try migrator.migrate(pool) }

@@ -20,7 +20,9 @@ struct PassphraseCommand: ParsableCommand {
                 remote's copy of the wrapped key (keys/master.json) is replaced too, so a machine that joins \
                 later uses the new passphrase; machines that already joined keep their own key files. The \
                 new passphrase is wrapped at today's scrypt cost (N = 2^17 unless --scrypt-log-n says \
-                otherwise), so this also upgrades a key file made with a lower one.
+                otherwise), so this also upgrades a key file made with a lower one. A store given its first \
+                passphrase has its index (names, link targets, attributes, sizes, times) encrypted the next \
+                time darkdisk opens it with no other darkdisk process using it.
                 """)
 
         @OptionGroup var storeOptions: StoreOptions
@@ -43,6 +45,9 @@ struct PassphraseCommand: ParsableCommand {
                 published = " and in \(url)"
             }
             print("the store's key is now protected by the new passphrase in \(manager.location.keyPath)\(published)")
+            if !manager.isIndexEncrypted {
+                print("its index (names, link targets, attributes) is encrypted the next time darkdisk opens the store with no other darkdisk process using it")
+            }
         }
     }
 }

@@ -1,0 +1,154 @@
+import CIndexCipher
+import DarkDiskCrypto
+import DarkDiskSystem
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The index of a store with a passphrase, encrypted at rest: names, link targets, extended attributes,
+/// sizes and times are in it, and the passphrase should protect them as it protects contents. Every page of
+/// the database, its WAL and its journal goes through an SQLite VFS (`CIndexCipher`) that encrypts it with
+/// AES-256-XTS under a key derived from the master key, as disk encryption does (confidentiality at rest;
+/// the files are this machine's own). A store without a passphrase keeps a plaintext index: its key file
+/// is beside it, so encrypting would hide nothing.
+///
+/// An index written before (plaintext, under a passphrase) is read as it is, and encrypted the next time
+/// a darkdisk process opens the store alone (`encryptIfAlone`): every process holds a shared `flock` on
+/// `index.sqlite.lock` while the store is open, so an exclusive one means nobody else has the index open.
+struct IndexCipher: Sendable {
+    /// The two AES-256 keys of XTS.
+    private let key: [UInt8]
+
+    /// The key for a store's index, derived from its master key.
+    init(masterKey: SymmetricKey) throws(DarkDiskError) {
+        do {
+            key = try masterKey.derived(for: "darkdisk index key v1 (data)").bytes + masterKey.derived(for: "darkdisk index key v1 (tweak)").bytes
+        } catch {
+            throw DarkDiskError(.corrupt, "cannot derive the index key: \(error)")
+        }
+        guard Self.installed else { throw DarkDiskError(.database, "cannot install the index's encrypting SQLite VFS") }
+    }
+
+    /// The VFS, installed once per process as SQLite's default (databases nobody registered pass through).
+    private static let installed = darkdisk_index_cipher_install() == 0
+
+    /// Encrypts the database at `path` (its WAL and journal too) in this process from now on.
+    func register(_ path: String) throws(DarkDiskError) {
+        let status = key.withUnsafeBufferPointer { darkdisk_index_cipher_register(Self.canonical(path), $0.baseAddress) }
+        guard status == 0 else { throw DarkDiskError(.database, "cannot register the index \(path) for encryption") }
+    }
+
+    /// `path` as SQLite names the file it opens: its folder resolved (links and all), then its name.
+    static func canonical(_ path: String) -> String {
+        let folder = (path as NSString).deletingLastPathComponent
+        guard let resolved = realpath(folder.isEmpty ? "." : folder, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved) + "/" + (path as NSString).lastPathComponent
+    }
+
+    /// Whether the database file at `path` is an SQLite database in the clear (an index written before
+    /// encryption, or a store without a passphrase). False for a missing or empty file.
+    static func isPlaintext(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        return (try? handle.read(upToCount: 16)) == Data("SQLite format 3\u{0}".utf8)
+    }
+
+    /// The shared lock every process holds on a store while its index is open (`index.sqlite.lock`).
+    final class OpenLock: Sendable {
+        let fd: Int32
+
+        init(indexPath: String) throws(DarkDiskError) {
+            let path = indexPath + ".lock"
+            do {
+                fd = try SystemCall.open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600)
+            } catch {
+                throw DarkDiskError(.io, "cannot open \(path): \(error)")
+            }
+            guard flock(fd, LOCK_SH) == 0 else {
+                let code = errno
+                close(fd)
+                throw DarkDiskError(.io, "cannot lock \(path): \(String(cString: strerror(code)))")
+            }
+        }
+
+        /// Runs `body` if no other process holds the lock (this one's is exclusive meanwhile); false if one does.
+        func ifAlone(_ body: () throws(DarkDiskError) -> Void) throws(DarkDiskError) -> Bool {
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
+            defer { flock(fd, LOCK_SH) }
+            try body()
+            return true
+        }
+
+        deinit { close(fd) }
+    }
+
+    /// Encrypts the plaintext index at `path` if no other process has the store open (`lock`, and SQLite's
+    /// own lock on the index's shared memory, which a darkdisk from before this lock holds too): copied
+    /// whole into an encrypted file (`VACUUM INTO`), which then takes its place. Nothing of this process may
+    /// have the index open. True if it did.
+    func encryptIfAlone(_ path: String, lock: OpenLock) throws(DarkDiskError) -> Bool {
+        guard Self.isPlaintext(path) else { return false }
+        return try lock.ifAlone { () throws(DarkDiskError) in
+            guard !Self.sqliteHasItOpen(path) else { return }
+            let temporary = path + ".encrypting"
+            unlink(temporary)
+            try register(temporary)
+            defer { darkdisk_index_cipher_forget(Self.canonical(temporary)) }
+            do {
+                var config = Configuration()
+                config.busyMode = .timeout(10)
+                let plain = try DatabaseQueue(path: path, configuration: config)
+                try plain.writeWithoutTransaction { db in
+                    try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                    try db.execute(sql: "VACUUM INTO ?", arguments: [temporary])
+                }
+                try plain.close()
+            } catch {
+                unlink(temporary)
+                throw IndexDatabase.failure(error, doing: "cannot encrypt the index \(path)")
+            }
+            let fd = open(temporary, O_RDONLY | O_CLOEXEC)
+            if fd >= 0 {
+                fsync(fd)
+                close(fd)
+            }
+            // The plaintext WAL (emptied by the checkpoint) must not meet the new file.
+            unlink(path + "-wal")
+            unlink(path + "-shm")
+            guard rename(temporary, path) == 0 else {
+                let code = errno
+                unlink(temporary)
+                throw DarkDiskError(.io, "cannot put the encrypted index in place of \(path): \(String(cString: strerror(code)))")
+            }
+            let folder = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if folder >= 0 {
+                fsync(folder)
+                close(folder)
+            }
+        } && !Self.isPlaintext(path)
+    }
+
+    /// Whether an SQLite connection of another process has the database at `path` open in WAL mode: each
+    /// holds a read lock on the "dead man switch" byte of its shared memory (byte 128 of `path-shm`).
+    static func sqliteHasItOpen(_ path: String) -> Bool {
+        let fd = open(path + "-shm", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = 128
+        lock.l_len = 1
+        return fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type != Int16(F_UNLCK)
+    }
+}
+
+extension DiskManager {
+    /// Whether the store's index is encrypted at rest (a store with a passphrase, once opened alone).
+    public var isIndexEncrypted: Bool {
+        FileManager.default.fileExists(atPath: location.indexPath) && !IndexCipher.isPlaintext(location.indexPath)
+    }
+}
