@@ -39,7 +39,8 @@ typedef struct CipherFile {
     int encrypted;
     unsigned int walPage;
     unsigned char key[KEY_SIZE];
-    EVP_CIPHER_CTX *ctx;
+    /// Keyed once: `ctx[1]` encrypts, `ctx[0]` decrypts; each unit only sets its tweak.
+    EVP_CIPHER_CTX *ctx[2];
     /// The cipher's output, and a whole unit read for part of it (both `MAX_UNIT` bytes).
     unsigned char *unit;
     unsigned char *scratch;
@@ -64,8 +65,9 @@ static int crypt_unit(CipherFile *file, unsigned char *data, int size, uint64_t 
     for (int i = 8; i < 16; i++) tweak[i] = 0;
     tweak[8] = (unsigned char)file->kind;
     int length = 0;
-    if (EVP_CipherInit_ex(file->ctx, EVP_aes_256_xts(), NULL, file->key, tweak, encrypt) != 1) return SQLITE_IOERR;
-    if (EVP_CipherUpdate(file->ctx, file->unit, &length, data, size) != 1 || length != size) return SQLITE_IOERR;
+    EVP_CIPHER_CTX *ctx = file->ctx[encrypt ? 1 : 0];
+    if (EVP_CipherInit_ex(ctx, NULL, NULL, NULL, tweak, -1) != 1) return SQLITE_IOERR;
+    if (EVP_CipherUpdate(ctx, file->unit, &length, data, size) != 1 || length != size) return SQLITE_IOERR;
     memcpy(data, file->unit, (size_t)size);
     return SQLITE_OK;
 }
@@ -216,7 +218,10 @@ static int cipher_write(sqlite3_file *base, const void *buffer, int amount, sqli
 static int cipher_close(sqlite3_file *base) {
     CipherFile *file = (CipherFile *)base;
     int rc = file->real->pMethods ? file->real->pMethods->xClose(file->real) : SQLITE_OK;
-    if (file->ctx) EVP_CIPHER_CTX_free(file->ctx);
+    for (int i = 0; i < 2; i++) {
+        if (file->ctx[i]) EVP_CIPHER_CTX_free(file->ctx[i]);
+        file->ctx[i] = NULL;
+    }
     if (file->unit) {
         OPENSSL_cleanse(file->unit, MAX_UNIT);
         free(file->unit);
@@ -226,7 +231,6 @@ static int cipher_close(sqlite3_file *base) {
         free(file->scratch);
     }
     OPENSSL_cleanse(file->key, KEY_SIZE);
-    file->ctx = NULL;
     file->unit = NULL;
     file->scratch = NULL;
     return rc;
@@ -321,10 +325,14 @@ static int cipher_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *ba
     file->encrypted = mode != MODE_PLAIN;
     memcpy(file->key, key, KEY_SIZE);
     OPENSSL_cleanse(key, KEY_SIZE);
-    file->ctx = EVP_CIPHER_CTX_new();
     file->unit = malloc(MAX_UNIT);
     file->scratch = malloc(MAX_UNIT);
-    if (!file->ctx || !file->unit || !file->scratch) {
+    int keyed = 1;
+    for (int i = 0; i < 2; i++) {
+        file->ctx[i] = EVP_CIPHER_CTX_new();
+        keyed = keyed && file->ctx[i] && EVP_CipherInit_ex(file->ctx[i], EVP_aes_256_xts(), NULL, file->key, NULL, i) == 1;
+    }
+    if (!keyed || !file->unit || !file->scratch) {
         cipher_close(base);
         return SQLITE_NOMEM;
     }

@@ -92,4 +92,42 @@ import Testing
         }
         withExtendedLifetime(kept) {}
     }
+
+    /// The index is what Docs/FORMAT.md says ("The index at rest"): decrypted by Python's `cryptography`
+    /// from the document alone (AES-256-XTS, the key from HKDF of the master key, unit `i`'s tweak `i` and
+    /// 0x01), page 1 is SQLite's and the names are in the pages.
+    @Test func theIndexIsTheDocumentedXTS() throws {
+        let store = try TemporaryStore()
+        do {
+            let manager = try store.create(passphrase: "correct horse battery")
+            _ = try Self.makeSecrets(in: manager)
+        }
+        let master = try MasterKeyFile.load(at: store.location.keyPath, passphrase: Array("correct horse battery".utf8))
+        let key = try master.derived(for: "darkdisk index key v1 (data)").bytes + master.derived(for: "darkdisk index key v1 (tweak)").bytes
+        let script = """
+            import sys
+            from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+            key, path = bytes.fromhex(sys.argv[1]), sys.argv[2]
+            data = open(path, "rb").read()
+            plain = b""
+            for i in range(len(data) // 4096):
+                tweak = i.to_bytes(8, "little") + bytes([1]) + bytes(7)
+                plain += Cipher(algorithms.AES(key), modes.XTS(tweak)).decryptor().update(data[i * 4096:(i + 1) * 4096])
+            sys.stdout.buffer.write(plain)
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", script, Hex.encode(key), store.location.indexPath]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let plain = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(plain.starts(with: Data("SQLite format 3\u{0}".utf8)), "page 1 is SQLite's")
+        #expect(!FileManager.default.fileExists(atPath: store.location.indexPath + "-wal"), "checkpointed into the database at the close")
+        for secret in Self.secrets {
+            #expect(plain.range(of: Data(secret.utf8)) != nil, "\(secret) is in the decrypted pages")
+        }
+    }
 }
