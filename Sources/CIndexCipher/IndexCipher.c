@@ -101,23 +101,33 @@ static int layout(CipherFile *file, Layout *out) {
     return SQLITE_OK;
 }
 
-/// Which part of the file `offset` is in: clear bytes up to `*end`, or unit `*index` starting at `*start`.
-static int locate(const Layout *l, sqlite3_int64 offset, sqlite3_int64 *start, sqlite3_int64 *end, uint64_t *index) {
-    if (offset < l->header) {
-        *end = l->header;
-        return 0;
+/// The part of an access from `position` to `stop` that lies in one piece of the file: clear bytes, or
+/// (`isUnit`) unit `index`, which spans `start` to `end`; the piece of the access ends at `limit`.
+typedef struct Segment {
+    int isUnit;
+    uint64_t index;
+    sqlite3_int64 start, end, limit;
+} Segment;
+
+static Segment segment_at(const Layout *l, sqlite3_int64 position, sqlite3_int64 stop) {
+    Segment segment = {0, 0, 0, 0, 0};
+    if (position < l->header) {
+        segment.end = l->header;
+    } else {
+        sqlite3_int64 span = l->gap + l->unit;
+        sqlite3_int64 k = (position - l->header) / span;
+        sqlite3_int64 frame = l->header + k * span;
+        if (position < frame + l->gap) {
+            segment.end = frame + l->gap;
+        } else {
+            segment.isUnit = 1;
+            segment.index = (uint64_t)k;
+            segment.start = frame + l->gap;
+            segment.end = segment.start + l->unit;
+        }
     }
-    sqlite3_int64 span = l->gap + l->unit;
-    sqlite3_int64 k = (offset - l->header) / span;
-    sqlite3_int64 frame = l->header + k * span;
-    if (offset < frame + l->gap) {
-        *end = frame + l->gap;
-        return 0;
-    }
-    *index = (uint64_t)k;
-    *start = frame + l->gap;
-    *end = *start + l->unit;
-    return 1;
+    segment.limit = segment.end < stop ? segment.end : stop;
+    return segment;
 }
 
 static int cipher_read(sqlite3_file *base, void *buffer, int amount, sqlite3_int64 offset) {
@@ -134,14 +144,12 @@ static int cipher_read(sqlite3_file *base, void *buffer, int amount, sqlite3_int
     }
     if (rc != SQLITE_OK) return rc;
     unsigned char *out = buffer;
-    sqlite3_int64 position = offset, stop = offset + amount;
+    sqlite3_int64 stop = offset + amount;
     int result = SQLITE_OK;
-    while (position < stop) {
-        sqlite3_int64 start = 0, end = 0;
-        uint64_t index = 0;
-        int isUnit = locate(&l, position, &start, &end, &index);
-        sqlite3_int64 limit = end < stop ? end : stop;
-        if (!isUnit) {
+    for (sqlite3_int64 position = offset; position < stop;) {
+        Segment g = segment_at(&l, position, stop);
+        sqlite3_int64 start = g.start, end = g.end, limit = g.limit;
+        if (!g.isUnit) {
             rc = file->real->pMethods->xRead(file->real, out + (position - offset), (int)(limit - position), position);
             if (rc == SQLITE_IOERR_SHORT_READ) result = rc;
             else if (rc != SQLITE_OK) return rc;
@@ -158,7 +166,7 @@ static int cipher_read(sqlite3_file *base, void *buffer, int amount, sqlite3_int
             } else if (rc != SQLITE_OK) {
                 return rc;
             } else {
-                if ((rc = crypt_unit(file, target, (int)l.unit, index, 0)) != SQLITE_OK) return rc;
+                if ((rc = crypt_unit(file, target, (int)l.unit, g.index, 0)) != SQLITE_OK) return rc;
                 if (!inPlace) memcpy(out + (position - offset), scratch + (position - start), (size_t)(limit - position));
             }
         }
@@ -183,13 +191,11 @@ static int cipher_write(sqlite3_file *base, const void *buffer, int amount, sqli
     int rc = layout(file, &l);
     if (rc != SQLITE_OK) return SQLITE_IOERR_WRITE;
     const unsigned char *in = buffer;
-    sqlite3_int64 position = offset, stop = offset + amount;
-    while (position < stop) {
-        sqlite3_int64 start = 0, end = 0;
-        uint64_t index = 0;
-        int isUnit = locate(&l, position, &start, &end, &index);
-        sqlite3_int64 limit = end < stop ? end : stop;
-        if (!isUnit) {
+    sqlite3_int64 stop = offset + amount;
+    for (sqlite3_int64 position = offset; position < stop;) {
+        Segment g = segment_at(&l, position, stop);
+        sqlite3_int64 start = g.start, end = g.end, limit = g.limit;
+        if (!g.isUnit) {
             rc = file->real->pMethods->xWrite(file->real, in + (position - offset), (int)(limit - position), position);
             if (rc != SQLITE_OK) return rc;
         } else {
@@ -201,12 +207,12 @@ static int cipher_write(sqlite3_file *base, const void *buffer, int amount, sqli
                     memset(scratch, 0, (size_t)l.unit);
                 } else if (rc != SQLITE_OK) {
                     return rc;
-                } else if ((rc = crypt_unit(file, scratch, (int)l.unit, index, 0)) != SQLITE_OK) {
+                } else if ((rc = crypt_unit(file, scratch, (int)l.unit, g.index, 0)) != SQLITE_OK) {
                     return SQLITE_IOERR_WRITE;
                 }
             }
             memcpy(scratch + (position - start), in + (position - offset), (size_t)(limit - position));
-            if ((rc = crypt_unit(file, scratch, (int)l.unit, index, 1)) != SQLITE_OK) return SQLITE_IOERR_WRITE;
+            if ((rc = crypt_unit(file, scratch, (int)l.unit, g.index, 1)) != SQLITE_OK) return SQLITE_IOERR_WRITE;
             rc = file->real->pMethods->xWrite(file->real, scratch, (int)l.unit, start);
             if (rc != SQLITE_OK) return rc;
         }
