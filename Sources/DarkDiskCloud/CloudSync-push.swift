@@ -193,23 +193,25 @@ extension CloudSync {
                                 wrappedKey: Hex.encode(wrapped), cloudETag: info.etag, generation: generation, cloudVersion: version,
                                 fileID: header.fileID, attributes: try attributes ?? manager.nodeAttributes(of: nodeID))
         let sealed = try record.sealed(with: manager)
-        var lostRace = false
+        let recordKey = CloudLayout.record(nodeID, with: manager)
+        var written: ObjectInfo?
         do {
-            _ = try await remote.write(CloudLayout.record(nodeID, with: manager), data: sealed, condition: condition)
+            written = try await remote.write(recordKey, data: sealed, condition: condition)
         } catch {
             guard error.code == .preconditionFailed else { throw error }
-            lostRace = true
         }
-        if lostRace {
+        if written == nil {
             // Lost the race, unless it was this write landing before a retry: then the bucket holds our record.
             let now = try await currentRecord(of: nodeID)
             if now?.state?.record?.cloudVersion != version {
                 try? await remote.delete(cloudKey)
                 return .conflict(now?.state?.record)
             }
+            written = now?.object
         }
         if let recordByID, try await !retire(recordByID, of: nodeID, movedAt: generation) {
-            try? await remote.delete(CloudLayout.record(nodeID, with: manager))
+            // (Only while it is this write's: a change made on it meanwhile stays.)
+            if let written { try? await remote.delete(recordKey, condition: .matches(written.etag)) }
             try? await remote.delete(cloudKey)
             return .conflict(try await currentRecord(of: nodeID)?.state?.record)
         }
@@ -269,16 +271,19 @@ extension CloudSync {
     /// Replaces the node's record under its ID, once its keyed record is written, by a note that it moved
     /// (`NodeTombstone.moved`), on condition that it is still the object the keyed record was based on: a
     /// machine that read it before the keyed record existed writes there, so this condition orders the two.
-    /// False if it changed meanwhile (the keyed record must go: the change made there came first).
+    /// False if it changed meanwhile (the keyed record must go: the change made there came first); true if
+    /// it is gone.
     private func retire(_ recordByID: CurrentRecord, of nodeID: NodeID, movedAt generation: UInt64) async throws(RemoteError) -> Bool {
         let note = NodeTombstone.moved(nodeID, generation: generation, at: manager.clock.now)
         do {
             _ = try await remote.write(recordByID.key, data: try note.sealed(with: manager), condition: recordByID.condition)
             return true
         } catch {
-            guard error.code == .preconditionFailed else { throw error }
-            // Unless it was this write landing before a retry.
-            guard let data = try await remote.readAll(recordByID.key) else { return false }
+            guard error.code == .preconditionFailed || error.code == .notFound else { throw error }
+            // Gone: `gc` deleted it as one a keyed record replaced (this one: a machine moving the node at
+            // the same time would have met it and failed). Else, unless it was this write landing before a
+            // retry, another machine's change came first.
+            guard let data = try await remote.readAll(recordByID.key) else { return true }
             return (try? RecordObject.read(data, key: recordByID.key, expected: nodeID, with: manager).object) == .tombstone(note)
         }
     }
