@@ -43,7 +43,7 @@ extension DiskManager {
             throw error
         }
         let logger = self.logger
-        let journal = DriveCommitJournal(path: path, fd: fd, after: last, apply: { [weak self] (batch) throws(DarkDiskError) in
+        let journal = DriveCommitJournal(path: path, fd: fd, after: last, key: journalKey, apply: { [weak self] (batch) throws(DarkDiskError) in
             guard let self else { throw DarkDiskError(.io, "the store was closed") }
             return try self.applyDriveCommits(batch)
         }, logger: { logger.warning("\($0)") })
@@ -318,7 +318,7 @@ extension DiskManager {
         var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
         let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
         guard count == bytes.count else { throw .posix("cannot read", path: path) }
-        let (records, length) = DriveCommitRecord.records(in: bytes)
+        let (records, length) = DriveCommitRecord.records(in: bytes, key: journalKey)
         if length < bytes.count {
             logger.warning("the drive's commit journal ends in \(bytes.count - length) bytes that are no whole record (a write cut short: its close never returned); ignored")
         }
@@ -359,7 +359,7 @@ extension DiskManager {
         var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
         let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
         guard count >= 0 else { return nil }
-        return Set(DriveCommitRecord.records(in: Array(bytes[0..<count])).records.map(\.fileName))
+        return Set(DriveCommitRecord.records(in: Array(bytes[0..<count]), key: journalKey).records.map(\.fileName))
     }
 
     /// The file row a journaled record stands for: the node's data, persistent until uploaded.

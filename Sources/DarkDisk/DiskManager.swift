@@ -16,6 +16,8 @@ public final class DiskManager: Sendable {
     /// The shared lock on the store's index this process holds while it has the store open (nil on a
     /// read-only file system): `IndexCipher` encrypts a plaintext index only when nobody else holds one.
     let openLock: IndexCipher.OpenLock?
+    /// Seals the drive's commit journal as the index is encrypted (a store with a passphrase); nil: in the clear.
+    let journalKey: SymmetricKey?
     let indexCounter = IndexStatistics.Counter()
     let masterKey: SymmetricKey
     /// The key that wraps node, avatar and file keys: derived from the master key for that purpose alone
@@ -160,6 +162,9 @@ public final class DiskManager: Sendable {
         // store alone); without one its key file is beside it, and it stays in the clear.
         let cipher = try MasterKeyFile.needsPassphrase(at: location.keyPath) ? IndexCipher(masterKey: masterKey) : nil
         try cipher?.register(location.indexPath)
+        do { journalKey = try cipher.map { _ in try masterKey.derived(for: "darkdisk drive journal key v1") } } catch {
+            throw DarkDiskError(.corrupt, "cannot derive the drive journal's key: \(error)")
+        }
         openLock = readOnly ? nil : try IndexCipher.OpenLock(indexPath: location.indexPath)
         if let cipher, let openLock {
             do {

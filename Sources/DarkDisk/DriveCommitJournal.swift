@@ -1,3 +1,4 @@
+import DarkDiskCrypto
 import DarkDiskSync
 import DarkDiskSystem
 import Foundation
@@ -32,6 +33,8 @@ final class DriveCommitJournal: Sendable {
 
     let path: String
     private let fd: Int32
+    /// Seals each record's payload (a store with a passphrase: a new file's name is in it); nil: in the clear.
+    private let key: SymmetricKey?
     private let apply: Apply
     private let logger: @Sendable (String) -> Void
     private let state: Locked<State>
@@ -90,10 +93,11 @@ final class DriveCommitJournal: Sendable {
 
     /// Takes over the journal at `path` (open at `fd`, locked exclusively, emptied): sequences continue after
     /// `after`.
-    init(path: String, fd: Int32, after sequence: UInt64, gathering: DispatchTimeInterval = DriveCommitJournal.gathering,
+    init(path: String, fd: Int32, after sequence: UInt64, key: SymmetricKey? = nil, gathering: DispatchTimeInterval = DriveCommitJournal.gathering,
          apply: @escaping Apply, logger: @escaping @Sendable (String) -> Void) {
         self.path = path
         self.fd = fd
+        self.key = key
         batchGathering = gathering
         self.apply = apply
         self.logger = logger
@@ -113,7 +117,10 @@ final class DriveCommitJournal: Sendable {
         try state.withLock { (state) throws(DarkDiskError) in
             guard !state.stopped else { throw DarkDiskError(.io, "the drive's commit journal is closed") }
             let pending = make(state.nextSequence)
-            let bytes = pending.record.framed()
+            let bytes: [UInt8]
+            do { bytes = try pending.record.framed(sealedWith: key) } catch {
+                throw DarkDiskError(.io, "cannot seal a record of the drive's commit journal: \(error)")
+            }
             let end = lseek(fd, 0, SEEK_END)
             let failure = bytes.withUnsafeBytes { buffer -> Errno? in
                 do throws(Errno) { try SystemCall.write(fd, from: buffer.baseAddress!, count: buffer.count) } catch { return error }

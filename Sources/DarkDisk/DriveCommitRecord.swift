@@ -1,9 +1,12 @@
+import DarkDiskCrypto
 import Foundation
 
 /// One drive file's commit as the drive's journal keeps it until the index has it (`DriveCommitJournal`):
 /// the rows the commit's transaction writes, by value, so that a daemon killed before that transaction ran
 /// has it run at the store's next opening. Its frame (Docs/ARCHITECTURE.md, "The drive's commit journal"):
-/// the bytes `DDJ1`, the payload's length and its CRC-32 (both little-endian 32-bit), then the payload.
+/// the bytes `DDJ1`, the payload's length and its CRC-32 (both little-endian 32-bit), then the payload; in a
+/// store with a passphrase `DDJ2`, the payload sealed (`SealedMessage`, it names a new file), as the index is
+/// encrypted there.
 struct DriveCommitRecord: Sendable, Equatable {
     /// Its place in the journal; the index keeps the last one it has (`driveJournal.appliedThrough`).
     var sequence: UInt64
@@ -43,14 +46,18 @@ struct DriveCommitRecord: Sendable, Equatable {
     }
 
     static let magic: [UInt8] = Array("DDJ1".utf8)
+    /// The frame of a sealed payload.
+    static let sealedMagic: [UInt8] = Array("DDJ2".utf8)
+    /// What a sealed payload is bound to.
+    static let sealingContext: [UInt8] = Array("darkdisk drive journal 1".utf8)
     /// Magic, length, CRC.
     static let frameHeaderSize = 12
     /// A payload longer than this is not a record (a torn or foreign file): a new node's extended attributes
     /// are at most 64 KiB, a name 255 bytes.
     static let maximumPayload = 1 << 20
 
-    /// The record framed for the journal.
-    func framed() -> [UInt8] {
+    /// The record framed for the journal, its payload sealed under `key` if given.
+    func framed(sealedWith key: SymmetricKey? = nil) throws(CryptoError) -> [UInt8] {
         var payload = Writer()
         payload.u64(sequence)
         payload.string(nodeID)
@@ -74,29 +81,39 @@ struct DriveCommitRecord: Sendable, Equatable {
             writer.optional(node.target) { $0.string($1) }
             writer.optional(node.xattrs) { $0.data($1) }
         }
+        let body = try key.map { (key) throws(CryptoError) in try SealedMessage.seal(payload.bytes, key: key, context: Self.sealingContext) } ?? payload.bytes
         var frame = Writer()
-        frame.bytes.reserveCapacity(Self.frameHeaderSize + payload.bytes.count)
-        frame.bytes.append(contentsOf: Self.magic)
-        frame.u32(UInt32(payload.bytes.count))
-        frame.u32(CRC32.checksum(payload.bytes))
-        frame.bytes.append(contentsOf: payload.bytes)
+        frame.bytes.reserveCapacity(Self.frameHeaderSize + body.count)
+        frame.bytes.append(contentsOf: key == nil ? Self.magic : Self.sealedMagic)
+        frame.u32(UInt32(body.count))
+        frame.u32(CRC32.checksum(body))
+        frame.bytes.append(contentsOf: body)
         return frame.bytes
     }
 
     /// The records framed one after another in `bytes`, and how many bytes they take: reading stops at the
     /// first frame that is cut short or does not check out (a write the daemon was killed in; its `close`
-    /// never returned).
-    static func records(in bytes: [UInt8]) -> (records: [DriveCommitRecord], length: Int) {
+    /// never returned), or is sealed and does not open with `key`.
+    static func records(in bytes: [UInt8], key: SymmetricKey? = nil) -> (records: [DriveCommitRecord], length: Int) {
         var records: [DriveCommitRecord] = []
         var offset = 0
         while bytes.count - offset >= frameHeaderSize {
-            guard Array(bytes[offset..<offset + 4]) == magic else { break }
+            let frameMagic = Array(bytes[offset..<offset + 4])
+            guard frameMagic == magic || frameMagic == sealedMagic else { break }
             var header = Reader(bytes: bytes, offset: offset + 4)
             guard let length = try? Int(header.u32()), let crc = try? header.u32(), length <= maximumPayload,
                   bytes.count - offset - frameHeaderSize >= length else { break }
             let start = offset + frameHeaderSize
-            let payload = bytes[start..<start + length]
-            guard CRC32.checksum(payload) == crc, let record = try? decode(Reader(bytes: bytes, offset: start, end: start + length)) else { break }
+            let body = bytes[start..<start + length]
+            guard CRC32.checksum(body) == crc else { break }
+            let record: DriveCommitRecord?
+            if frameMagic == sealedMagic {
+                guard let key, let payload = try? SealedMessage.open(Array(body), key: key, context: sealingContext) else { break }
+                record = try? decode(Reader(bytes: payload, offset: 0, end: payload.count))
+            } else {
+                record = try? decode(Reader(bytes: bytes, offset: start, end: start + length))
+            }
+            guard let record else { break }
             records.append(record)
             offset = start + length
         }

@@ -7,11 +7,12 @@ import Testing
 @Suite(.processSlots) struct IndexAtRestMountTests {
     static let secrets = ["wombat-folder", "aardvark-file", "numbat-link", "echidna-target"]
 
-    /// The secrets found in the clear in a store's index files (database, WAL, shared memory).
+    /// The secrets found in the clear in a store's index files (database, WAL, shared memory) and the drive's
+    /// commit journal.
     static func clearSecrets(in store: CLIStore) -> [String] {
         var bytes = Data()
-        for suffix in ["", "-wal", "-shm"] {
-            if let data = FileManager.default.contents(atPath: store.storePath + "/data/index.sqlite" + suffix) { bytes.append(data) }
+        for file in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "drive-commits.journal"] {
+            if let data = FileManager.default.contents(atPath: store.storePath + "/data/" + file) { bytes.append(data) }
         }
         return secrets.filter { bytes.range(of: Data($0.utf8)) != nil }
     }

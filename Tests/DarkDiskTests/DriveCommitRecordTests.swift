@@ -1,4 +1,5 @@
 @testable import DarkDisk
+import DarkDiskCrypto
 import Foundation
 import Testing
 
@@ -23,7 +24,7 @@ import Testing
         ]
         var journal: [UInt8] = []
         for record in records {
-            let framed = record.framed()
+            let framed = try record.framed()
             #expect(framed == frame(encode(record)), "record \(record.sequence) is framed as documented")
             journal += framed
         }
@@ -77,10 +78,30 @@ import Testing
 
         let expected = Array("DDJ1".utf8) + [138, 0, 0, 0] + [0xBB, 0x10, 0xD0, 0x9E] + payload.bytes
         #expect(frame(payload.bytes) == expected)
-        #expect(record.framed() == expected)
+        #expect(try record.framed() == expected)
         let read = DriveCommitRecord.records(in: expected)
         #expect(read.records == [record])
         #expect(read.length == expected.count)
+    }
+
+    /// In a store with a passphrase each payload is sealed (`DDJ2`): a new file's name is not in the journal's
+    /// bytes, the records read back with the key, and without it (or with another) reading stops there; a
+    /// journal written before (`DDJ1` frames) still reads.
+    @Test func sealedRecordsHoldNoNameAndNeedTheKey() throws {
+        let key = SymmetricKey.random()
+        let plain = fullRecord(sequence: 1, parentID: "p", xattrs: Data([1]))
+        let sealed = [fullRecord(sequence: 2, parentID: "p", xattrs: Data([2])), bareRecord(sequence: 3)]
+        let sealedFrames = try sealed.map { try $0.framed(sealedWith: key) }
+        let journal = try plain.framed() + sealedFrames.flatMap { $0 }
+        #expect(sealedFrames.allSatisfy { Array($0.prefix(4)) == Array("DDJ2".utf8) })
+        let name = Data(try #require(sealed[0].newNode).name.utf8), plainName = Data(try #require(plain.newNode).name.utf8)
+        let plainFrame = Data(try plain.framed())
+        #expect(Data(sealedFrames[0]).range(of: name) == nil && plainFrame.range(of: plainName) != nil,
+                "the name is sealed (and in the clear in a plain frame)")
+        #expect(DriveCommitRecord.records(in: journal, key: key).records == [plain] + sealed)
+        #expect(DriveCommitRecord.records(in: journal, key: key).length == journal.count)
+        #expect(DriveCommitRecord.records(in: journal).records == [plain], "without the key: stops at the first sealed frame")
+        #expect(DriveCommitRecord.records(in: journal, key: SymmetricKey.random()).records == [plain])
     }
 
     /// A daemon killed while appending leaves part of a frame: whatever part, the records before it are read
@@ -88,7 +109,7 @@ import Testing
     @Test func aTornLastFrameIsNotRead() throws {
         let records = [bareRecord(sequence: 1), fullRecord(sequence: 2, parentID: "p", xattrs: Data([9, 9])),
                        fullRecord(sequence: 3, parentID: nil, xattrs: Data(repeating: 3, count: 100))]
-        let frames = records.map { $0.framed() }
+        let frames = try records.map { try $0.framed() }
         let intact = frames[0].count + frames[1].count
         let journal = frames.flatMap { $0 }
         for cut in intact..<journal.count {
@@ -103,7 +124,7 @@ import Testing
     /// though a good frame follows.
     @Test func aDamagedFrameStopsReading() throws {
         let records = [bareRecord(sequence: 1), fullRecord(sequence: 2, parentID: "p", xattrs: Data([1, 2, 3])), bareRecord(sequence: 3)]
-        let frames = records.map { $0.framed() }
+        let frames = try records.map { try $0.framed() }
         let journal = frames.flatMap { $0 }
         let second = frames[0].count..<(frames[0].count + frames[1].count)
         for position in second {
@@ -129,14 +150,14 @@ import Testing
         #expect(encode(atLimit).count == 1 << 20)
         #expect(encode(overLimit).count == (1 << 20) + 1)
 
-        let accepted = first.framed() + frame(encode(atLimit)) + last.framed()
+        let accepted = (try first.framed()) + frame(encode(atLimit)) + (try last.framed())
         #expect(DriveCommitRecord.records(in: accepted).records == [first, atLimit, last])
 
         let oversized = frame(encode(overLimit))
         #expect(oversized.count == 12 + (1 << 20) + 1)
-        let read = DriveCommitRecord.records(in: first.framed() + oversized + last.framed())
+        let read = DriveCommitRecord.records(in: (try first.framed()) + oversized + (try last.framed()))
         #expect(read.records == [first])
-        #expect(read.length == first.framed().count)
+        #expect(read.length == (try first.framed()).count)
     }
 
     /// An optional's flag is 0 or 1: any other byte, in a frame whose CRC checks out, makes the record
@@ -151,9 +172,9 @@ import Testing
                 var payload = encoder.bytes
                 #expect(payload[flag] == 1)
                 payload[flag] = value
-                let read = DriveCommitRecord.records(in: first.framed() + frame(payload) + bareRecord(sequence: 3).framed())
+                let read = DriveCommitRecord.records(in: (try first.framed()) + frame(payload) + (try bareRecord(sequence: 3).framed()))
                 #expect(read.records == [first], "flag at \(flag) set to \(value)")
-                #expect(read.length == first.framed().count, "flag at \(flag) set to \(value)")
+                #expect(read.length == (try first.framed()).count, "flag at \(flag) set to \(value)")
             }
         }
     }
@@ -163,11 +184,11 @@ import Testing
     @Test func aPayloadWithTrailingBytesIsMalformed() throws {
         let first = bareRecord(sequence: 1)
         for record in [bareRecord(sequence: 2), fullRecord(sequence: 2, parentID: "p", xattrs: Data([1]))] {
-            let whole = DriveCommitRecord.records(in: first.framed() + frame(encode(record)))
+            let whole = DriveCommitRecord.records(in: (try first.framed()) + frame(encode(record)))
             #expect(whole.records == [first, record], "the payload without the extra byte is good")
-            let read = DriveCommitRecord.records(in: first.framed() + frame(encode(record) + [0]) + bareRecord(sequence: 3).framed())
+            let read = DriveCommitRecord.records(in: (try first.framed()) + frame(encode(record) + [0]) + (try bareRecord(sequence: 3).framed()))
             #expect(read.records == [first])
-            #expect(read.length == first.framed().count)
+            #expect(read.length == (try first.framed()).count)
         }
     }
 }
