@@ -1,11 +1,13 @@
 #include "IndexCipher.h"
 
 #include <openssl/evp.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 // Lock order: `registry_lock` is taken alone, never while SQLite calls into another file.
 
@@ -267,7 +269,20 @@ static const sqlite3_io_methods cipher_methods = {
     cipher_shm_map, cipher_shm_lock, cipher_shm_barrier, cipher_shm_unmap, NULL, NULL,
 };
 
-/// The registered database a file to open belongs to, copied with its kind; 0 if none.
+/// Whether the database file at `path` is in the clear: it begins with SQLite's magic. (Missing or empty:
+/// not; a new database is encrypted from its first page.)
+static int is_plain(const char *path) {
+    unsigned char magic[16];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t got = pread(fd, magic, sizeof(magic), 0);
+    close(fd);
+    return got == (ssize_t)sizeof(magic) && memcmp(magic, "SQLite format 3", 16) == 0;
+}
+
+/// The registered database a file to open belongs to, copied with its kind and (for a WAL or journal)
+/// whether that database is in the clear, read from its file: a WAL always goes with the database beside
+/// it, whatever another opening registered meanwhile. 0 if none.
 static int registered(const char *name, int flags, unsigned char *key, int *kind, int *mode) {
     if (!name) return 0;
     size_t length = strlen(name);
@@ -287,11 +302,9 @@ static int registered(const char *name, int flags, unsigned char *key, int *kind
     if (!main) return 0;
     pthread_mutex_lock(&registry_lock);
     Entry *entry = find_locked(main);
-    if (entry) {
-        memcpy(key, entry->key, KEY_SIZE);
-        *mode = entry->mode;
-    }
+    if (entry) memcpy(key, entry->key, KEY_SIZE);
     pthread_mutex_unlock(&registry_lock);
+    if (entry && *kind != KIND_MAIN) *mode = is_plain(main) ? MODE_PLAIN : MODE_ENCRYPTED;
     free(main);
     return entry != NULL;
 }
@@ -408,7 +421,6 @@ int darkdisk_index_cipher_register(const char *path, const unsigned char *key) {
         registry = entry;
     }
     memcpy(entry->key, key, KEY_SIZE);
-    entry->mode = MODE_UNKNOWN;
     pthread_mutex_unlock(&registry_lock);
     return SQLITE_OK;
 }

@@ -40,6 +40,12 @@ struct IndexCipher: Sendable {
         guard status == 0 else { throw DarkDiskError(.database, "cannot register the index \(path) for encryption") }
     }
 
+    /// Whether the database at `path` was opened through the VFS as registered (SQLite named it as
+    /// `canonical` does): a registered index that was not would be written in the clear.
+    func wasOpened(_ path: String) -> Bool {
+        darkdisk_index_cipher_mode(Self.canonical(path)) != 0
+    }
+
     /// `path` as SQLite names the file it opens: its folder resolved (links and all), then its name.
     static func canonical(_ path: String) -> String {
         let folder = (path as NSString).deletingLastPathComponent
@@ -75,8 +81,12 @@ struct IndexCipher: Sendable {
         }
 
         /// Runs `body` if no other process holds the lock (this one's is exclusive meanwhile); false if one does.
+        /// (Linux converts a lock by dropping it first: a failed conversion takes the shared one again.)
         func ifAlone(_ body: () throws(DarkDiskError) -> Void) throws(DarkDiskError) -> Bool {
-            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+                flock(fd, LOCK_SH)
+                return false
+            }
             defer { flock(fd, LOCK_SH) }
             try body()
             return true

@@ -39,6 +39,9 @@ enum IndexDatabase {
         if readOnly { try cipher?.register(opened) }
         do {
             let pool = try DatabasePool(path: opened, configuration: config)
+            if let cipher, !cipher.wasOpened(opened) {
+                throw DarkDiskError(.database, "the index \(path) was not opened through its cipher (SQLite named it otherwise): refused, so that nothing is written in the clear")
+            }
             if !readOnly { try migrator.migrate(pool) }
             return pool
         } catch {

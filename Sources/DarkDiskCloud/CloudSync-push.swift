@@ -210,13 +210,15 @@ extension CloudSync {
             written = now?.object
         }
         if let recordByID, try await !retire(recordByID, of: nodeID, movedAt: generation) {
-            // (Only while it is this write's: a change made on it meanwhile stays.)
-            if let written { try? await remote.delete(recordKey, condition: .matches(written.etag)) }
-            try? await remote.delete(cloudKey)
+            // Only while it is this write's (and then its cloud file too): a change made on it meanwhile
+            // names that file and stays.
+            if let written, (try? await remote.delete(recordKey, condition: .matches(written.etag))) != nil {
+                try? await remote.delete(cloudKey)
+            }
             return .conflict(try await currentRecord(of: nodeID)?.state?.record)
         }
         try manager.noteRecordGenerations([nodeID: generation])
-        try await deleteRecordsByID(of: nodeID)
+        try await deleteReplacedRecordByID(of: nodeID, keyedGeneration: generation)
         let entry = try record.outlineEntry()
         try manager.updateOutline(entry, invalidatingLocalFiles: false, keepingLocalPlacement: true)
         // A merged rename or move from elsewhere is this store's placement too (unless the node went here).
@@ -288,12 +290,25 @@ extension CloudSync {
         }
     }
 
-    /// Deletes what a write of the node's keyed record replaces: its record under its ID and its plain JSON
-    /// one (what stores wrote before keyed names and before sealing).
-    func deleteRecordsByID(of nodeID: NodeID) async throws(RemoteError) {
-        for key in [CloudLayout.recordByID(nodeID), CloudLayout.legacyRecord(nodeID)] where try await remote.info(key) != nil {
-            try await remote.delete(key)
+    /// Deletes what the node's keyed record (at `keyedGeneration`) replaced: its record under its ID when
+    /// that is a `moved` note or of a lower generation (`isReplaced`), and only while it is the object read
+    /// (a change made there since stays, for `check --remote` to report); and its plain JSON record.
+    func deleteReplacedRecordByID(of nodeID: NodeID, keyedGeneration: UInt64) async throws(RemoteError) {
+        let key = CloudLayout.recordByID(nodeID)
+        if let object = try await remote.info(key), let data = try? await remote.read(key, range: 0..<object.size, ifMatch: object.etag),
+           Self.isReplaced(try? RecordObject.read(data, key: key, expected: nodeID, with: manager).object, byGeneration: keyedGeneration) {
+            try? await remote.delete(key, condition: .matches(object.etag))
         }
+        if try await remote.info(CloudLayout.legacyRecord(nodeID)) != nil { try await remote.delete(CloudLayout.legacyRecord(nodeID)) }
+    }
+
+    /// Whether a node's record object under its ID is one its keyed record at `generation` replaced: the
+    /// `moved` note a push leaves, or a record or tombstone of a lower generation. (One of the same or a
+    /// higher generation is a change made there while the node moved: never deleted unseen.)
+    static func isReplaced(_ object: RecordObject?, byGeneration generation: UInt64) -> Bool {
+        guard let object else { return false }
+        if case .tombstone(let note) = object, note.moved == true { return true }
+        return object.generation < generation
     }
 
     /// Takes a record from the bucket as this store's knowledge of its node (what a pull does for one node);
