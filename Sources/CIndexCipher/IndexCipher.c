@@ -271,7 +271,7 @@ static const sqlite3_io_methods cipher_methods = {
 
 /// Whether the database file at `path` is in the clear: it begins with SQLite's magic. (Missing or empty:
 /// not; a new database is encrypted from its first page.)
-static int is_plain(const char *path) {
+int darkdisk_index_cipher_is_plain(const char *path) {
     unsigned char magic[16];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
@@ -304,7 +304,7 @@ static int registered(const char *name, int flags, unsigned char *key, int *kind
     Entry *entry = find_locked(main);
     if (entry) memcpy(key, entry->key, KEY_SIZE);
     pthread_mutex_unlock(&registry_lock);
-    if (entry && *kind != KIND_MAIN) *mode = is_plain(main) ? MODE_PLAIN : MODE_ENCRYPTED;
+    if (entry && *kind != KIND_MAIN) *mode = darkdisk_index_cipher_is_plain(main) ? MODE_PLAIN : MODE_ENCRYPTED;
     free(main);
     return entry != NULL;
 }

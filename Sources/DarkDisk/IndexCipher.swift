@@ -57,9 +57,7 @@ struct IndexCipher: Sendable {
     /// Whether the database file at `path` is an SQLite database in the clear (an index written before
     /// encryption, or a store without a passphrase). False for a missing or empty file.
     static func isPlaintext(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? handle.close() }
-        return (try? handle.read(upToCount: 16)) == Data("SQLite format 3\u{0}".utf8)
+        darkdisk_index_cipher_is_plain(path) != 0
     }
 
     /// The shared lock every process holds on a store while its index is open (`index.sqlite.lock`).

@@ -46,7 +46,6 @@ extension CloudSync {
         let listing = try await RecordListing.read(objects, knownNodes: known, with: manager) { object throws(RemoteError) in
             try await remote.readAll(object.key)
         }
-        var keyedGenerations: [NodeID: UInt64] = [:]
         for listed in listing.entries {
             let entry: OutlineEntry
             switch listed.opened {
@@ -57,7 +56,6 @@ extension CloudSync {
                     result.skippedNodes.append(opened.nodeID.rawValue)
                     continue
                 }
-                if opened.keyedNames { keyedGenerations[opened.nodeID] = opened.object.generation }
                 // A deleted node's tombstone names no version: all its versions are garbage after the grace.
                 guard let record = opened.object.record, let read = try? record.outlineEntry() else {
                     if opened.object.record != nil {
@@ -78,18 +76,12 @@ extension CloudSync {
         // A record under a node's ID that its keyed record replaced goes now (a push deletes it; one cut short
         // left it): it is never read again. Only a `moved` note or an older one, and only while it is the
         // object read (`CloudSync.isReplaced`).
-        let chosen = Set(listing.entries.map(\.key))
-        for object in objects where !chosen.contains(object.key) {
-            guard let name = CloudLayout.recordName(ofKey: object.key), name.sealed, let id = try? NodeID(name.name),
-                  let keyed = keyedGenerations[id], name.name != CloudLayout.nodeName(id, with: manager),
-                  let data = try? await remote.read(object.key, range: 0..<object.size, ifMatch: object.etag),
-                  CloudSync.isReplaced(try? RecordObject.read(data, key: object.key, expected: id, with: manager).object, byGeneration: keyed)
-            else { continue }
-            do { try await remote.delete(object.key, condition: .matches(object.etag)) } catch {
+        for beside in try await listing.recordsBesideKeyed(in: objects, remote: remote, with: manager) where beside.isReplaced {
+            do { try await remote.delete(beside.object.key, condition: .matches(beside.object.etag)) } catch {
                 guard error.code == .preconditionFailed || error.code == .notFound else { throw error }
                 continue
             }
-            result.replacedRecords.append(object.key)
+            result.replacedRecords.append(beside.object.key)
         }
         let files = try await remote.list(prefix: "nodes/")
         let unnamed = files.filter { file in

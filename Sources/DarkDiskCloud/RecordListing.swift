@@ -57,4 +57,40 @@ struct RecordListing {
         }
         return RecordListing(entries: chosen.values.map(\.entry).sorted { $0.nodeID!.rawValue < $1.nodeID!.rawValue } + unknown)
     }
+
+    /// A record under a node's ID listed beside the node's keyed record (which the listing chose): what it
+    /// holds (nil: it does not open), read `If-Match` its listed object, and the keyed record's generation.
+    struct RecordBesideKeyed {
+        let object: ObjectInfo
+        let nodeID: NodeID
+        let held: RecordObject?
+        let keyedGeneration: UInt64
+
+        /// Whether the keyed record replaced it (`CloudSync.isReplaced`): else it is a change made there while
+        /// the node moved, which the keyed record shadows.
+        var isReplaced: Bool { CloudSync.isReplaced(held, byGeneration: keyedGeneration) }
+    }
+
+    /// The sealed records under node IDs among `objects` that this listing did not choose because their node
+    /// has a keyed record that opened; gone since the listing: left out.
+    func recordsBesideKeyed(in objects: [ObjectInfo], remote: any Remote, with manager: DiskManager) async throws(RemoteError) -> [RecordBesideKeyed] {
+        var keyedGenerations: [NodeID: UInt64] = [:]
+        for entry in entries {
+            if case .success(let opened) = entry.opened, opened.keyedNames { keyedGenerations[opened.nodeID] = opened.object.generation }
+        }
+        let chosen = Set(entries.map(\.key))
+        var beside: [RecordBesideKeyed] = []
+        for object in objects where !chosen.contains(object.key) {
+            guard let name = CloudLayout.recordName(ofKey: object.key), name.sealed, let id = try? NodeID(name.name), name.name == id.rawValue,
+                  let keyed = keyedGenerations[id] else { continue }
+            let data: Data
+            do { data = try await remote.read(object.key, range: 0..<object.size, ifMatch: object.etag) } catch {
+                guard error.code == .changed || error.code == .notFound else { throw error }
+                continue
+            }
+            let held = try? RecordObject.read(data, key: object.key, expected: id, with: manager).object
+            beside.append(RecordBesideKeyed(object: object, nodeID: id, held: held, keyedGeneration: keyed))
+        }
+        return beside
+    }
 }

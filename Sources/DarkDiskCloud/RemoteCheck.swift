@@ -80,22 +80,13 @@ extension CloudSync {
         // `gc` deletes it, counted with the orphans. One of the same or a higher generation is a change made
         // there while the node moved, which the keyed record shadows: a problem.
         let chosen = Set(listing.entries.map(\.key))
-        var keyedGenerations: [NodeID: UInt64] = [:]
-        for listed in listing.entries {
-            if case .success(let opened) = listed.opened, opened.keyedNames { keyedGenerations[opened.nodeID] = opened.object.generation }
+        var shadowing = Set<String>()
+        for beside in try await listing.recordsBesideKeyed(in: records, remote: remote, with: manager) where !beside.isReplaced {
+            guard let held = beside.held else { continue }
+            shadowing.insert(beside.object.key)
+            result.problems.append("node '\(beside.nodeID)' has a record under its ID at generation \(held.generation) beside its keyed record at generation \(beside.keyedGeneration): a change made there while the node moved is shadowed (push the node again to keep it)")
         }
-        var replaced: [String] = []
-        for object in records where !chosen.contains(object.key) {
-            guard let name = CloudLayout.recordName(ofKey: object.key) else { continue }
-            if name.sealed, let id = try? NodeID(name.name), let keyed = keyedGenerations[id], let data = try await remote.readAll(object.key) {
-                let beside = try? RecordObject.read(data, key: object.key, expected: id, with: manager).object
-                if let beside, !CloudSync.isReplaced(beside, byGeneration: keyed) {
-                    result.problems.append("node '\(id)' has a record under its ID at generation \(beside.generation) beside its keyed record at generation \(keyed): a change made there while the node moved is shadowed (push the node again to keep it)")
-                    continue
-                }
-            }
-            replaced.append(object.key)
-        }
+        let replaced = records.map(\.key).filter { !chosen.contains($0) && !shadowing.contains($0) && CloudLayout.recordName(ofKey: $0) != nil }
         // A sealed record this store applied that is simply gone: a delete would have left a tombstone.
         let listed = Set(listing.entries.compactMap(\.nodeID))
         for entry in try manager.outline() where !listed.contains(entry.nodeID) {

@@ -15,6 +15,10 @@ int darkdisk_index_cipher_register(const char *path, const unsigned char *key);
 /// Stops encrypting the database at `path` in this process (its files keep what they hold).
 void darkdisk_index_cipher_forget(const char *path);
 
+/// Whether the database file at `path` is in the clear (begins with SQLite's magic); 0 for a missing or
+/// empty file.
+int darkdisk_index_cipher_is_plain(const char *path);
+
 /// What the main file at `path` was when last opened through the VFS: 1 encrypted, 2 plaintext (an index
 /// from before encryption, read as it is), 0 not opened through it or not registered.
 int darkdisk_index_cipher_mode(const char *path);
