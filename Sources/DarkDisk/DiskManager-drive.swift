@@ -47,13 +47,23 @@ extension DiskManager {
 
     /// The drive node `nodeID`, if the outline names it.
     public func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
+        try driveListedNode(nodeID)?.node
+    }
+
+    /// The drive node `nodeID`, if the outline names it, with what a listing shows of its data: one indexed
+    /// read (a lookup's, a `stat`'s).
+    public func driveListedNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveListedNode? {
         // (Nil from the lookup connection: none to use; `.some(nil)`: the outline does not name the node.)
-        if let found = withLookupConnection({ connection throws(DriveLookupConnection.Failure) in try connection.node(nodeID.rawValue) }) {
-            guard let (columns, parentIsFolder) = found else { return nil }
-            let parent = columns.parentID.flatMap { try? NodeID($0) }
-            return try Self.driveNode(from: columns, in: parentIsFolder ? parent : nil)
+        var found = withLookupConnection { connection throws(DriveLookupConnection.Failure) in try connection.node(nodeID.rawValue) }
+        if found == nil {
+            found = try quickRead { db in
+                try Row.fetchOne(db.cachedStatement(sql: DriveListedColumns.byID), arguments: [nodeID.rawValue])
+                    .map { (DriveListedColumns($0), parentIsFolder: $0[Int(DriveListedColumns.count)] as Bool) }
+            }
         }
-        return try quickRead { db in try Self.namedDriveNode(nodeID, db) }
+        guard let (columns, parentIsFolder) = found ?? nil else { return nil }
+        let parent = columns.node.parentID.flatMap { try? NodeID($0) }
+        return try Self.listedNode(from: columns, in: parentIsFolder ? parent : nil)
     }
 
     /// The drive nodes of `ids` that the outline names, by ID, in one read (the store watcher asks for every
@@ -95,10 +105,10 @@ extension DiskManager {
     public func driveListing(of parentID: NodeID?) throws(DarkDiskError) -> [DriveListedNode] {
         try quickRead { db in
             var listed: [DriveListedNode] = []
-            try Self.appendListed(db.cachedStatement(sql: "\(Self.listingSelect) WHERE child.parentID IS ? AND child.name IS NOT NULL"),
+            try Self.appendListed(db.cachedStatement(sql: "\(DriveListedColumns.select) WHERE child.parentID IS ? AND child.name IS NOT NULL"),
                                   arguments: [parentID?.rawValue], in: parentID, to: &listed)
             if parentID == nil {
-                try Self.appendListed(db.cachedStatement(sql: "\(Self.listingSelect) WHERE child.name IS NOT NULL AND \(Self.orphan)"),
+                try Self.appendListed(db.cachedStatement(sql: "\(DriveListedColumns.select) WHERE child.name IS NOT NULL AND \(Self.orphan)"),
                                       arguments: [], in: nil, to: &listed)
             }
             return listed
@@ -106,53 +116,54 @@ extension DiskManager {
     }
 
     /// What a `stat` of drive file `id` shows of its data: the stored data file, else the size the outline
-    /// gives it (nil: the remote does not have it); nil when the index has no such named node. One statement,
-    /// without a transaction around it (as `driveListing` reads a folder).
+    /// gives it (nil: the remote does not have it); nil when the index has no such named node.
     public func driveFileData(_ id: NodeID) throws(DarkDiskError) -> (data: StoredFile?, remoteDataSize: UInt64?)? {
-        try quickRead { db in
-            var listed: [DriveListedNode] = []
-            try Self.appendListed(db.cachedStatement(sql: "\(Self.listingSelect) WHERE child.id = ? AND child.name IS NOT NULL"),
-                                  arguments: [id.rawValue], in: nil, to: &listed)
-            return listed.first.map { ($0.data, $0.remoteDataSize) }
-        }
+        try driveListedNode(id).map { ($0.data, $0.remoteDataSize) }
     }
-
-    /// The drive columns (0–10), the outline's ETag and data size (11, 12), and the stored data file's (13–20).
-    private static let listingSelect = """
-        SELECT child.id, child.name, child.parentID, child.created, child.type, child.mode, child.mtime, child.mtimeNsec,
-               child.target, child.xattrs, child.ctime, child.cloudETag, child.dataSize,
-               file.id, file.mode, file.plaintextSize, file.storedSize, file.modified, file.lastAccess, file.expiration, file.format
-        FROM node AS child LEFT JOIN file ON file.kind = 'data' AND file.ownerID = child.id AND file.identityID = ''
-        """
 
     private static func appendListed(_ statement: Statement, arguments: StatementArguments, in folder: NodeID?,
                                      to listed: inout [DriveListedNode]) throws {
         let rows = try Row.fetchCursor(statement, arguments: arguments)
         while let row = try rows.next() {
-            guard let node = try driveNode(from: DriveColumns(row), in: folder) else { continue }
-            var data: StoredFile?
-            if let fileID: Int64 = row[13], let mode = (row[14] as String?).flatMap(StorageMode.init),
-               let format = (row[20] as UInt8?).flatMap(CryptoFileFormat.init) {
-                data = StoredFile(fileID: fileID, kind: .data, ownerID: node.id.rawValue, identityID: "", mode: mode,
-                                  plaintextSize: UInt64(row[15] as Int64), storedSize: UInt64(row[16] as Int64),
-                                  modified: Date(timeIntervalSince1970: row[17]), lastAccess: Date(timeIntervalSince1970: row[18]),
-                                  expiration: row[19], format: format)
-            }
-            let remoteSize: UInt64? = (row[11] as String?) == nil ? nil : UInt64(row[12] as Int64)
-            listed.append(DriveListedNode(node: node, data: data, remoteDataSize: remoteSize))
+            if let node = try listedNode(from: DriveListedColumns(row), in: folder) { listed.append(node) }
         }
+    }
+
+    /// A listing's row as the node it shows in `folder` (nil: the top), with its data; nil for a name no folder
+    /// can show.
+    private static func listedNode(from columns: DriveListedColumns, in folder: NodeID?) throws(DarkDiskError) -> DriveListedNode? {
+        guard let node = try driveNode(from: columns.node, in: folder) else { return nil }
+        var data: StoredFile?
+        if let stored = columns.data, let mode = stored.mode.flatMap(StorageMode.init),
+           let format = stored.format.flatMap({ UInt8(exactly: $0) }).flatMap(CryptoFileFormat.init) {
+            data = StoredFile(fileID: stored.fileID, kind: .data, ownerID: node.id.rawValue, identityID: "", mode: mode,
+                              plaintextSize: UInt64(clamping: stored.plaintextSize), storedSize: UInt64(clamping: stored.storedSize),
+                              modified: Date(timeIntervalSince1970: stored.modified), lastAccess: Date(timeIntervalSince1970: stored.lastAccess),
+                              expiration: stored.expiration, format: format)
+        }
+        return DriveListedNode(node: node, data: data, remoteDataSize: columns.remoteDataSize.map { UInt64(clamping: $0) })
+    }
+
+    /// The drive nodes named `name` in drive folder `parentID`, with what a listing shows of their data: one
+    /// indexed read (a lookup's).
+    public func driveListedChildren(of parentID: NodeID, named name: String) throws(DarkDiskError) -> [DriveListedNode] {
+        var rows = withLookupConnection { connection throws(DriveLookupConnection.Failure) in
+            try connection.children(of: parentID.rawValue, named: name)
+        }
+        if rows == nil {
+            rows = try quickRead { db in
+                try Row.fetchAll(db.cachedStatement(sql: DriveListedColumns.named), arguments: [parentID.rawValue, name]).map(DriveListedColumns.init)
+            }
+        }
+        var listed: [DriveListedNode] = []
+        for columns in rows ?? [] { if let node = try Self.listedNode(from: columns, in: parentID) { listed.append(node) } }
+        return listed
     }
 
     /// The drive nodes named `name` in folder `parentID` (nil: the top): usually one, more when two machines
     /// gave one name in one folder (`DriveNames`).
     public func driveChildren(of parentID: NodeID?, named name: String) throws(DarkDiskError) -> [DriveNode] {
-        if let parentID, let rows = withLookupConnection({ connection throws(DriveLookupConnection.Failure) in
-            try connection.children(of: parentID.rawValue, named: name)
-        }) {
-            var nodes: [DriveNode] = []
-            for columns in rows { if let node = try Self.driveNode(from: columns, in: parentID) { nodes.append(node) } }
-            return nodes
-        }
+        if let parentID { return try driveListedChildren(of: parentID, named: name).map(\.node) }
         return try quickRead { db in
             var nodes = try Row.fetchAll(db.cachedStatement(sql: "SELECT \(DriveColumns.selected) FROM node WHERE parentID IS ? AND name = ?"),
                                          arguments: [parentID?.rawValue, name]).compactMap { try Self.driveNode(from: DriveColumns($0), in: parentID) }

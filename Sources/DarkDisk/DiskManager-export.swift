@@ -51,14 +51,9 @@ extension DiskManager {
     private func export(kind: FileKind, owner: String, identity: String) throws(DarkDiskError) -> DiskExport? {
         // A concurrent replace can unlink the file between our index read and our lock; re-read then.
         for _ in 0..<4 {
-            // (One read, no transaction around it: an open of a small file made two, and the GRDB transaction's
-            // own statements cost more than the lookup. A cache file's pool default expiration comes with it.)
-            let found = try quickRead { db -> (FileRecord, Double?)? in
-                guard let record = try FileRecord.find(db, kind: kind, owner: owner, identity: identity) else { return nil }
-                let usesDefault = record.mode == .cache && record.expiration == 0
-                return (record, usesDefault ? try Self.settings(db, pool: record.pool).defaultExpiration : nil)
-            }
-            guard let (record, defaultExpiration) = found else { return nil }
+            // (One indexed read, on the lookup connection: an open of a small file is a `cat`'s whole cost. A
+            // cache file's pool default expiration comes with it.)
+            guard let (record, defaultExpiration) = try storedFileRecord(kind: kind, owner: owner, identity: identity) else { return nil }
             if try isExpired(record, defaultExpiration: defaultExpiration) {
                 try deleteRecords([record], reason: .expired)
                 return nil
@@ -107,6 +102,25 @@ extension DiskManager {
             return export(record, fileKey: fileKey, token: RetainToken(fileDescriptor: fd, path: filePath, pool: record.pool, mode: record.mode, manager: self))
         }
         throw DarkDiskError(.io, "\(kind.rawValue) '\(owner)' keeps changing while being opened; try again")
+    }
+
+    /// The stored file of `kind`, `owner` and `identity`, with its pool's default expiration when it uses it
+    /// (a cache file of expiration 0).
+    private func storedFileRecord(kind: FileKind, owner: String, identity: String) throws(DarkDiskError) -> (FileRecord, defaultExpiration: Double?)? {
+        let found = withLookupConnection { connection throws(DriveLookupConnection.Failure) in
+            try connection.storedFile(kind: kind.rawValue, owner: owner, identity: identity)
+        }
+        guard let found else {
+            return try quickRead { db -> (FileRecord, Double?)? in
+                guard let record = try FileRecord.find(db, kind: kind, owner: owner, identity: identity) else { return nil }
+                let usesDefault = record.mode == .cache && record.expiration == 0
+                return (record, usesDefault ? try Self.settings(db, pool: record.pool).defaultExpiration : nil)
+            }
+        }
+        guard let (columns, poolExpiration) = found else { return nil }
+        let record = try FileRecord(columns)
+        guard record.mode == .cache, record.expiration == 0 else { return (record, nil) }
+        return (record, poolExpiration ?? record.pool.defaultExpiration)
     }
 
     /// Writes the accesses `AccessTimes` holds into the index, in one transaction (a later one kept).

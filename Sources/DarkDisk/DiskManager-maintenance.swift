@@ -53,28 +53,39 @@ extension DiskManager {
     }
 
     /// A retain token let go: finish a delete that waited for it, and (`evictable`: it held a cache file) evict
-    /// if the pool is still over its limit.
+    /// if the pool is still over its limit. (A release frees nothing by itself: it only lets a pool that its
+    /// retained files kept over the limit shrink, so it waits for others longer than an import does: a `cat`
+    /// of thousands of cached files measures the pool a few times, not at every close.)
     func released(path: String, pool: Pool, evictable: Bool) {
         deleter.finishPendingDelete(path)
-        if evictable { kickEviction(pool) }
+        if evictable { kickEviction(pool, within: Self.releaseEvictionDelay) }
     }
 
-    /// Asks the maintenance queue to bring `pool` under its limit, soon (within `evictionDelay`); returns at
-    /// once. Kicks that arrive before it runs join it, so a burst of stores and releases of cache files costs
-    /// one measure of the pool, not one each. `waitForMaintenance` runs it at once.
-    func kickEviction(_ pool: Pool) {
-        let first = evictionsDue.withLock { due in due.insert(pool).inserted && due.count == 1 }
-        guard first else { return }
-        maintenanceQueue.asyncAfter(deadline: .now() + Self.evictionDelay) { [self] in runDueEvictions() }
+    /// Asks the maintenance queue to bring `pool` under its limit, within `delay`; returns at once. Kicks that
+    /// arrive before it runs join it, so a burst of stores and releases of cache files costs one measure of
+    /// the pool, not one each; a kick that needs it sooner than the run scheduled adds an earlier one.
+    /// `waitForMaintenance` runs it at once.
+    func kickEviction(_ pool: Pool, within delay: DispatchTimeInterval = evictionDelay) {
+        let deadline = DispatchTime.now() + delay
+        let schedule = evictionsDue.withLock { due in
+            due.pools.insert(pool)
+            if let at = due.at, at <= deadline { return false }
+            due.at = deadline
+            return true
+        }
+        guard schedule else { return }
+        maintenanceQueue.asyncAfter(deadline: deadline) { [self] in runDueEvictions() }
     }
 
     /// How long a kicked eviction waits for more kicks to join it.
     static let evictionDelay = DispatchTimeInterval.milliseconds(20)
+    /// The same after a release of a retained cache file.
+    static let releaseEvictionDelay = DispatchTimeInterval.milliseconds(500)
 
     /// Trims the pools kicked since the last run (on the maintenance queue).
     private func runDueEvictions() {
         dispatchPrecondition(condition: .onQueue(maintenanceQueue))
-        let pools = evictionsDue.withLock { due in defer { due = [] }; return due }
+        let pools = evictionsDue.withLock { due in defer { due = ([], nil) }; return due.pools }
         for pool in Pool.allCases where pools.contains(pool) {
             do { try trim(pool) } catch { logger.error("eviction in the \(pool.rawValue) pool: \(error)") }
         }

@@ -28,8 +28,9 @@ public final class DiskManager: Sendable {
     /// The one owner of eviction, expiry and sweeps (rclone's cache cleaner): only work on this queue
     /// evicts. Imports, releases and migrations kick it (`kickEviction`); the public calls wait for it.
     let maintenanceQueue = DispatchQueue(label: "darkdisk.maintenance")
-    /// Pools an eviction was asked for and not yet run (kicks arriving meanwhile join it).
-    let evictionsDue = Locked<Set<Pool>>([])
+    /// Pools an eviction was asked for and not yet run (kicks arriving meanwhile join it), and when the
+    /// earliest run asked for is scheduled.
+    let evictionsDue = Locked<(pools: Set<Pool>, at: DispatchTime?)>(([], nil))
     let maintenanceTimer = Locked<MaintenanceTimer?>(nil)
     /// Checkpoints the index off every writer's path (nil: read-only, or SQLite's own checkpoints).
     let checkpointer: IndexCheckpointer?

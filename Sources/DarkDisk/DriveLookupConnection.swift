@@ -1,20 +1,30 @@
 import Foundation
 import GRDBSQLite
 
-/// The drive's two lookups (a folder's entries by name, a node by ID) on a read-only SQLite connection of
-/// their own, through SQLite's C API with both statements prepared once. A `tar x` asks one lookup per file
-/// (each name is looked up before it is made); through GRDB the same indexed query cost about 36 µs, six
-/// times SQLite's own work (queue hop, statement cache keyed by SQL text, boxed arguments, `Row`s). Used
-/// only under `DiskManager.lookupConnection`'s lock (hence `@unchecked Sendable`). Any SQLite error is thrown as is;
+/// The drive's lookups (a folder's entries by name, a node by ID, each with its data as a listing shows it)
+/// and the stored file an open reads, on a read-only SQLite connection of their own, through SQLite's C API
+/// with each statement prepared once. A `tar x` asks one lookup per file, and a `cat` a lookup and an open;
+/// through GRDB the same indexed query cost about 36 µs, six times SQLite's own work (queue hop, schema
+/// check, statement cache keyed by SQL text, boxed arguments, `Row`s). Used only under
+/// `DiskManager.lookupConnection`'s lock (hence `@unchecked Sendable`). Any SQLite error is thrown as is;
 /// the caller then gives the connection up and reads through the pool.
 final class DriveLookupConnection: @unchecked Sendable {
     private let handle: OpaquePointer
     private let byName: OpaquePointer
     private let byID: OpaquePointer
+    private let storedFile: OpaquePointer
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
+
+    /// The stored file of a kind, owner and identity, with its pool's default expiration (column
+    /// `FileRecord.selectedCount`; NULL when the pool has no settings row).
+    static let storedFileQuery = """
+        SELECT \(FileRecord.selected), setting.defaultExpiration
+        FROM file LEFT JOIN setting ON setting.pool = file.pool
+        WHERE file.kind = ?1 AND file.ownerID = ?2 AND file.identityID = ?3
+        """
 
     /// Opens the index at `path` read-only; a lookup waits up to 10 s for a lock another process holds.
     init(path: String) throws(Failure) {
@@ -26,57 +36,68 @@ final class DriveLookupConnection: @unchecked Sendable {
             throw Failure(description: "cannot open \(path) for lookups: \(message)")
         }
         sqlite3_busy_timeout(db, 10_000)
-        func prepare(_ sql: String) throws(Failure) -> OpaquePointer {
-            var statement: OpaquePointer?
-            guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK, let statement else {
-                throw Failure(description: "cannot prepare a lookup: \(String(cString: sqlite3_errmsg(db)))")
-            }
-            return statement
-        }
-        let prepared: (byName: OpaquePointer, byID: OpaquePointer)
+        var prepared: [OpaquePointer] = []
         do throws(Failure) {
-            let byName = try prepare("SELECT \(DriveColumns.selected) FROM node WHERE parentID = ?1 AND name = ?2")
-            do throws(Failure) {
-                prepared = (byName, try prepare("""
-                    SELECT \(DriveColumns.selected), EXISTS (SELECT 1 FROM node AS parent WHERE parent.id = node.parentID
-                                                    AND parent.type = 'folder' AND parent.name IS NOT NULL)
-                    FROM node WHERE id = ?1 AND name IS NOT NULL
-                    """))
-            } catch {
-                sqlite3_finalize(byName)
-                throw error
+            for sql in [DriveListedColumns.named, DriveListedColumns.byID, Self.storedFileQuery] {
+                var statement: OpaquePointer?
+                guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK, let statement else {
+                    throw Failure(description: "cannot prepare a lookup: \(String(cString: sqlite3_errmsg(db)))")
+                }
+                prepared.append(statement)
             }
         } catch {
+            for statement in prepared { sqlite3_finalize(statement) }
             sqlite3_close_v2(db)
             throw error
         }
         handle = db
-        byName = prepared.byName
-        byID = prepared.byID
+        byName = prepared[0]
+        byID = prepared[1]
+        storedFile = prepared[2]
     }
 
     deinit {
         sqlite3_finalize(byName)
         sqlite3_finalize(byID)
+        sqlite3_finalize(storedFile)
         sqlite3_close_v2(handle)
     }
 
-    /// The rows named `name` in folder `parentID` (a folder node, not the top).
-    func children(of parentID: String, named name: String) throws(Failure) -> [DriveColumns] {
+    /// The rows named `name` in folder `parentID` (a folder node, not the top), with their data.
+    func children(of parentID: String, named name: String) throws(Failure) -> [DriveListedColumns] {
         defer { sqlite3_reset(byName); sqlite3_clear_bindings(byName) }
         bind(parentID, at: 1, in: byName)
         bind(name, at: 2, in: byName)
-        var rows: [DriveColumns] = []
-        while try step(byName) { rows.append(columns(of: byName)) }
+        var rows: [DriveListedColumns] = []
+        while try step(byName) { rows.append(listedColumns(of: byName)) }
         return rows
     }
 
-    /// Node `id`'s row if the outline names it, and whether its parent is a named folder.
-    func node(_ id: String) throws(Failure) -> (DriveColumns, parentIsFolder: Bool)? {
+    /// Node `id`'s row, with its data, if the outline names it, and whether its parent is a named folder.
+    func node(_ id: String) throws(Failure) -> (DriveListedColumns, parentIsFolder: Bool)? {
         defer { sqlite3_reset(byID); sqlite3_clear_bindings(byID) }
         bind(id, at: 1, in: byID)
         guard try step(byID) else { return nil }
-        return (columns(of: byID), sqlite3_column_int64(byID, DriveColumns.count) != 0)
+        return (listedColumns(of: byID), sqlite3_column_int64(byID, DriveListedColumns.count) != 0)
+    }
+
+    /// The stored file of `kind` of `owner` (and `identity`), and its pool's default expiration (nil: the
+    /// pool has no settings row).
+    func storedFile(kind: String, owner: String, identity: String) throws(Failure) -> (FileRecord.Columns, defaultExpiration: Double?)? {
+        defer { sqlite3_reset(storedFile); sqlite3_clear_bindings(storedFile) }
+        bind(kind, at: 1, in: storedFile)
+        bind(owner, at: 2, in: storedFile)
+        bind(identity, at: 3, in: storedFile)
+        guard try step(storedFile) else { return nil }
+        let s = storedFile
+        let columns = FileRecord.Columns(
+            id: integer(s, 0), kind: text(s, 1), ownerID: text(s, 2), identityID: text(s, 3), pool: text(s, 4), mode: text(s, 5),
+            format: sqlite3_column_int64(s, 6), name: text(s, 7), wrappedKey: blob(s, 8) ?? Data(),
+            storedSize: sqlite3_column_int64(s, 9), plaintextSize: sqlite3_column_int64(s, 10), created: sqlite3_column_double(s, 11),
+            modified: sqlite3_column_double(s, 12), lastAccess: sqlite3_column_double(s, 13), expiration: sqlite3_column_double(s, 14),
+            migrateToCacheAfterUpload: sqlite3_column_int64(s, 15) != 0, deleteAfterUpload: sqlite3_column_int64(s, 16) != 0)
+        let expiration = FileRecord.selectedCount
+        return (columns, sqlite3_column_type(s, expiration) == SQLITE_NULL ? nil : sqlite3_column_double(s, expiration))
     }
 
     private func bind(_ text: String, at index: Int32, in statement: OpaquePointer) {
@@ -92,20 +113,36 @@ final class DriveLookupConnection: @unchecked Sendable {
         }
     }
 
-    private func columns(of statement: OpaquePointer) -> DriveColumns {
-        func text(_ column: Int32) -> String? {
-            sqlite3_column_text(statement, column).map { String(cString: $0) }
+    private func text(_ statement: OpaquePointer, _ column: Int32) -> String? {
+        sqlite3_column_text(statement, column).map { String(cString: $0) }
+    }
+
+    private func integer(_ statement: OpaquePointer, _ column: Int32) -> Int64? {
+        sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
+    }
+
+    private func real(_ statement: OpaquePointer, _ column: Int32) -> Double? {
+        sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_double(statement, column)
+    }
+
+    private func blob(_ statement: OpaquePointer, _ column: Int32) -> Data? {
+        guard sqlite3_column_type(statement, column) != SQLITE_NULL else { return nil }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return sqlite3_column_blob(statement, column).map { Data(bytes: $0, count: count) } ?? Data()
+    }
+
+    /// The columns of `DriveListedColumns.select`, first in the row.
+    private func listedColumns(of s: OpaquePointer) -> DriveListedColumns {
+        let node = DriveColumns(id: text(s, 0) ?? "", name: text(s, 1), parentID: text(s, 2), created: sqlite3_column_double(s, 3),
+                                type: text(s, 4), mode: integer(s, 5), mtime: integer(s, 6), mtimeNsec: integer(s, 7), target: text(s, 8),
+                                xattrs: blob(s, 9), ctime: real(s, 10))
+        let data = integer(s, 13).map { fileID in
+            DriveListedColumns.StoredData(fileID: fileID, mode: text(s, 14), plaintextSize: sqlite3_column_int64(s, 15),
+                                          storedSize: sqlite3_column_int64(s, 16), modified: sqlite3_column_double(s, 17),
+                                          lastAccess: sqlite3_column_double(s, 18), expiration: sqlite3_column_double(s, 19),
+                                          format: integer(s, 20))
         }
-        func integer(_ column: Int32) -> Int64? {
-            sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
-        }
-        var xattrs: Data?
-        if sqlite3_column_type(statement, 9) != SQLITE_NULL {
-            let count = Int(sqlite3_column_bytes(statement, 9))
-            xattrs = sqlite3_column_blob(statement, 9).map { Data(bytes: $0, count: count) } ?? Data()
-        }
-        return DriveColumns(id: text(0) ?? "", name: text(1), parentID: text(2), created: sqlite3_column_double(statement, 3),
-                            type: text(4), mode: integer(5), mtime: integer(6), mtimeNsec: integer(7), target: text(8), xattrs: xattrs,
-                            ctime: sqlite3_column_type(statement, 10) == SQLITE_NULL ? nil : sqlite3_column_double(statement, 10))
+        return DriveListedColumns(node: node, remoteDataSize: sqlite3_column_type(s, 11) == SQLITE_NULL ? nil : sqlite3_column_int64(s, 12),
+                                  data: data)
     }
 }

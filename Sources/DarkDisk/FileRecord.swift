@@ -98,3 +98,57 @@ extension FileRecord {
         deleteAfterUpload = row["deleteAfterUpload"]
     }
 }
+
+extension FileRecord {
+    /// The `file` columns `init(_ columns:)` takes, in this order (the lookup connection selects them).
+    static let selected = """
+        file.id, file.kind, file.ownerID, file.identityID, file.pool, file.mode, file.format, file.name, file.wrappedKey,
+        file.storedSize, file.plaintextSize, file.created, file.modified, file.lastAccess, file.expiration,
+        file.migrateToCacheAfterUpload, file.deleteAfterUpload
+        """
+    /// How many they are: a query's own columns come after them.
+    static let selectedCount: Int32 = 17
+
+    /// A row's values as SQLite's C API reads them, before they are checked.
+    struct Columns {
+        var id: Int64?
+        var kind: String?
+        var ownerID: String?
+        var identityID: String?
+        var pool: String?
+        var mode: String?
+        var format: Int64
+        var name: String?
+        var wrappedKey: Data
+        var storedSize: Int64
+        var plaintextSize: Int64
+        var created: Double
+        var modified: Double
+        var lastAccess: Double
+        var expiration: Double
+        var migrateToCacheAfterUpload: Bool
+        var deleteAfterUpload: Bool
+    }
+
+    /// A row read by column position (`selected`), refused as `init(row:)` refuses it.
+    init(_ columns: Columns) throws(DarkDiskError) {
+        func value<T: RawRepresentable>(_ raw: T.RawValue?, _ column: String) throws(DarkDiskError) -> T {
+            guard let raw, let value = T(rawValue: raw) else {
+                throw DarkDiskError(.corrupt, "the index's file row has an unknown \(column) '\(raw.map { "\($0)" } ?? "NULL")'")
+            }
+            return value
+        }
+        guard let ownerID = columns.ownerID, let identityID = columns.identityID, let name = columns.name else {
+            throw DarkDiskError(.corrupt, "the index's file row \(columns.id.map(String.init) ?? "?") lacks its owner or name")
+        }
+        guard let format = UInt8(exactly: columns.format).flatMap(CryptoFileFormat.init) else {
+            throw DarkDiskError(.corrupt, "the index's file row has an unknown format '\(columns.format)'")
+        }
+        self.init(id: columns.id, kind: try value(columns.kind, "kind"), ownerID: ownerID, identityID: identityID,
+                  pool: try value(columns.pool, "pool"), mode: try value(columns.mode, "mode"),
+                  format: format, name: name, wrappedKey: columns.wrappedKey,
+                  storedSize: columns.storedSize, plaintextSize: columns.plaintextSize, created: columns.created,
+                  modified: columns.modified, lastAccess: columns.lastAccess, expiration: columns.expiration,
+                  migrateToCacheAfterUpload: columns.migrateToCacheAfterUpload, deleteAfterUpload: columns.deleteAfterUpload)
+    }
+}

@@ -31,6 +31,26 @@ extension FuseFileSystem {
         return shown.contains { $0.id == id && DriveNames.same($0.name, name) } ? Self.driveEntry(node) : nil
     }
 
+    /// The entry named `name` in drive folder `folder` and what a lookup answers of it, from one index read
+    /// (`DiskManager.driveListedChildren`: the node with its data), when that read says all: a file or a link
+    /// with no writer here and no commit waiting for the index. Nil when the name needs more (a folder, a
+    /// suffixed name, a file being written): the caller then asks `driveChild` and `current`.
+    func listedDriveChild(of folder: NodeID, named name: String) throws(DarkDiskError) -> (entry: FSEntry, stat: stat)? {
+        // (A writer that went before this mark committed into the journal: its node's commit is pending below.)
+        let removals = writers.withLock { $0.removals }
+        let holders = try manager.driveListedChildren(of: folder, named: name)
+        guard let first = holders.min(by: { ($0.node.created, $0.node.id.rawValue) < ($1.node.created, $1.node.id.rawValue) }) else { return nil }
+        let entry = Self.driveEntry(first.node)
+        switch entry {
+        case .driveFile(let id), .driveLink(let id):
+            guard manager.driveCommitsIdle || !manager.hasPendingDriveCommit(id), writers.withLock({ $0[id] }) == nil else { return nil }
+            guard let st = try driveStat(first.node, listed: (first, removals)) else { return nil }
+            return (entry, st)
+        default:
+            return nil
+        }
+    }
+
     /// The entries of drive folder `folder` (nil: `/files`) by the names they show.
     func driveChildren(of folder: NodeID?) throws(DarkDiskError) -> [(String, FSEntry)] {
         let nodes = try manager.driveChildren(of: folder)
@@ -61,10 +81,12 @@ extension FuseFileSystem {
             let writer = if case .driveFile = entry { writers.withLock { $0[id] } } else { DriveWriter?.none }
             let (known, generation) = writer?.knownRecord ?? (nil, 0)
             if let known { return try driveStat(known).map { ($0, nil) } }
+            // (The mark before the wait: a writer that goes after it makes `driveStat` read its data again.)
+            let removals = writers.withLock { $0.removals }
             try settle(id)
-            guard let node = try manager.driveNode(id), Self.driveEntry(node) == entry else { return nil }
-            writer?.remember(node, ifStill: generation)
-            return try driveStat(node).map { ($0, nil) }
+            guard let listed = try manager.driveListedNode(id), Self.driveEntry(listed.node) == entry else { return nil }
+            writer?.remember(listed.node, ifStill: generation)
+            return try driveStat(listed.node, listed: (listed, removals)).map { ($0, nil) }
         default:
             return nil
         }

@@ -21,11 +21,17 @@ extension FuseFileSystem {
                 default: try waitForDriveCommits()
                 }
             }
-            guard let entry = try child(of: parentEntry, named: name), let current = try current(entry) else {
-                reply.error(ENOENT)
-                return
+            let found: (entry: FSEntry, current: (stat: stat, version: InodeTable.Version?))
+            if case .driveFolder(let folder) = parentEntry, let listed = try listedDriveChild(of: folder, named: name) {
+                found = (listed.entry, (listed.stat, nil))
+            } else {
+                guard let entry = try child(of: parentEntry, named: name), let current = try current(entry) else {
+                    reply.error(ENOENT)
+                    return
+                }
+                found = (entry, current)
             }
-            var param = lookedUpEntry(entry, current, in: parent, named: name)
+            var param = lookedUpEntry(found.entry, found.current, in: parent, named: name)
             if reply.entry(&param) != 0 {
                 // The kernel did not take the reference (the lookup was interrupted).
                 inodes.withLock { $0.forget(param.ino, count: 1) }

@@ -50,7 +50,7 @@ import Glibc
         // Released on the maintenance queue, the due evictions are seen before any can run (or the timer's).
         let afterPersistent = manager.maintenanceQueue.sync { () -> Set<Pool> in
             held = nil
-            return manager.evictionsDue.withLock { $0 }
+            return manager.evictionsDue.withLock { $0.pools }
         }
         #expect(afterPersistent.isEmpty, "a persistent file's release")
 
@@ -58,7 +58,7 @@ import Glibc
         manager.waitForMaintenance()
         let afterCache = manager.maintenanceQueue.sync { () -> Set<Pool> in
             held = nil
-            return manager.evictionsDue.withLock { $0 }
+            return manager.evictionsDue.withLock { $0.pools }
         }
         #expect(afterCache == [.data], "a cache file's release")
         manager.waitForMaintenance()
