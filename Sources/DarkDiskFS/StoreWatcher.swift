@@ -14,10 +14,14 @@ import DarkDiskSync
 /// the size of the outline, and holds nothing of it in memory. Because every change is told, the kernel
 /// may keep names and attributes for `FuseFileSystem.cacheTimeout` instead of asking again every second.
 ///
-/// It never invalidates an inode's pages: a file inode serves one version for good (`InodeTable`), so its
-/// pages stay true, and an invalidation waits for the lock of every page, including one that a read
-/// waiting on the remote holds. Blocked there, this thread could not die with the daemon, and the
-/// connection (and every reader waiting on it) would hang until aborted by hand.
+/// It never invalidates a file's pages: an invalidation waits for the lock of every page, including one
+/// that a read waiting on the remote holds. Blocked there, this thread could not die with the daemon, and
+/// the connection (and every reader waiting on it) would hang until aborted by hand. An inode of the ID
+/// view serves one version for good (`InodeTable`), so its pages stay true; a drive file's inode serves
+/// every version of its node, and the kernel drops its pages itself: at every open (`answer(_:open:fi:)`),
+/// and, for a file open meanwhile, at its next read, which asks for the attributes this drops and finds
+/// them changed (libfuse's `auto_inval_data`, on by default), in the reader's own thread. A folder's
+/// pages (its cached listing) come from the index, never from the remote, and are dropped.
 final class StoreWatcher: Sendable {
     private let fileSystem: FuseFileSystem
     private let session: UnsafeSession
@@ -90,8 +94,8 @@ final class StoreWatcher: Sendable {
 
     /// Drops a node's names (its folder, its files, its thumbnail) and the attributes of its files; as a
     /// drive entry, the name the kernel knows it by and the one it has now (which also drops the listings
-    /// of both folders, which the kernel keeps in no-opendir mode), its attributes and its cached pages (its
-    /// inode serves every version of it).
+    /// of both folders, which the kernel keeps in no-opendir mode) and its attributes (a drive file's pages
+    /// then go at its next read or open: see above).
     ///
     /// A drive folder still where the kernel knows it keeps its name: dropping it would unhash the folder's
     /// dentry, and every process working in it would lose its working directory (`getcwd`: ENOENT, which
@@ -132,8 +136,7 @@ final class StoreWatcher: Sendable {
         if let newInFolder { _ = fuse_lowlevel_notify_inval_inode(session.pointer, newInFolder, 0, 0) }
         for entry in [FSEntry.driveFile(id), .driveFolder(id), .driveLink(id)] {
             guard let ino = fileSystem.inodes.withLock({ $0.existingInode(for: entry) }) else { continue }
-            // A file being written here keeps its pages: they are the ones its writers made.
-            if case .driveFile = entry, fileSystem.writers.withLock({ $0[id] }) != nil {
+            if case .driveFile = entry {
                 _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, -1, 0)
             } else {
                 _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, 0, 0)

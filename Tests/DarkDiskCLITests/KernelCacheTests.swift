@@ -32,4 +32,38 @@ import Testing
         await #expect(Mount.wait(seconds: 10) { (try? Shell.sh("ls \(nodes)").output) == "a\nc\nd\n" }, "listed as it is now")
         await #expect(try Shell.sh("du -b -s \(nodes)/c/data | cut -f1").output == "17\n")
     }
+
+    /// A drive file open in a process when a pulled change lands: the kernel's pages of the old version are
+    /// dropped by the kernel itself (the daemon drops only the attributes, never pages: see `StoreWatcher`),
+    /// so the same descriptor reads the new version at its next read, as a new `cat` does.
+    @Test func aDescriptorOpenOnADriveFileReadsAPulledChangeAtItsNextRead() async throws {
+        let remote = try RemoteBucket()
+        let first = Data(repeating: UInt8(ascii: "a"), count: 100_000), second = Data(repeating: UInt8(ascii: "b"), count: 100_001)
+        try remote.push("doc", first, name: "doc.txt")
+        try remote.join("file://" + remote.bucket)
+        let mount = try remote.mountB()
+        let path = mount.path + "/files/doc.txt"
+        let flag = remote.b.directory + "/pulled"
+        // Reads the whole file, waits for the flag, reads it again from the start through the same descriptor.
+        let reader = try Background("""
+            exec python3 -c '
+            import os, sys, time
+            fd = os.open(sys.argv[1], os.O_RDONLY)
+            print(os.pread(fd, 200000, 0)[:1].decode(), len(os.pread(fd, 200000, 0)), flush=True)
+            while not os.path.exists(sys.argv[2]): time.sleep(0.05)
+            data = os.pread(fd, 200000, 0)
+            print(data[:1].decode(), len(data), data.count(b"b"), flush=True)
+            ' \(Shell.quote(path)) \(Shell.quote(flag))
+            """, in: remote.b.directory)
+        #expect(await Mount.wait(seconds: 30) { ((try? String(contentsOfFile: reader.out, encoding: .utf8)) ?? "").contains("a 100000") },
+                "the first version read: \((try? String(contentsOfFile: reader.err, encoding: .utf8)) ?? "")")
+        try remote.push("doc", second, name: "doc.txt")
+        try RemoteBucket.check(try remote.darkdiskB(["pull"]), "pull")
+        #expect(await Mount.wait(seconds: 30) { mount.log.contains("the store changed") }, "the daemon saw the change")
+        try Data().write(to: URL(fileURLWithPath: flag))
+        #expect(await reader.wait(seconds: 60) == 0, "\((try? String(contentsOfFile: reader.err, encoding: .utf8)) ?? "")")
+        let lines = ((try? String(contentsOfFile: reader.out, encoding: .utf8)) ?? "").split(separator: "\n")
+        #expect(lines.last == "b 100001 100001", "the open descriptor read the new version whole: \(lines)")
+        await #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == second)
+    }
 }

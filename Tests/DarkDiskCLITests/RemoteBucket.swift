@@ -24,9 +24,11 @@ final class RemoteBucket {
         try Self.check(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]), "init A")
     }
 
-    /// Pushes one node from A: its data, and a thumbnail and metadata when given.
-    func push(_ id: String, _ data: Data, thumbnail: Data? = nil, metadata: Data? = nil) throws {
+    /// Pushes one node from A: its data, and a thumbnail and metadata when given; with a `name`, a drive file
+    /// of that name at the top of `/files`.
+    func push(_ id: String, _ data: Data, thumbnail: Data? = nil, metadata: Data? = nil, name: String? = nil) throws {
         var arguments = ["push", try a.file("push-" + id, data), "--node", id, "--passphrase-file", passphrase]
+        if let name { arguments += ["--name", name] }
         if let thumbnail { arguments += ["--thumbnail", try a.file("push-\(id).thumbnail", thumbnail)] }
         if let metadata { arguments += ["--metadata", try a.file("push-\(id).metadata", metadata)] }
         try Self.check(try a.darkdisk(arguments), "push \(id)")
