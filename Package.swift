@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "darkdisk",
-    platforms: [.macOS(.v15)],
     products: [
         .library(name: "DarkDiskCrypto", targets: ["DarkDiskCrypto"]),
         .library(name: "DarkDisk", targets: ["DarkDisk"]),

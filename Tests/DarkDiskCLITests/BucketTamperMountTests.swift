@@ -42,7 +42,7 @@ import Glibc
             try remote.push("x", x2)
             // Applied, and that round logged: the poller writes its summary line after the outline, so a round
             // still finishing would otherwise log its change after the tampering began (seen on a busy machine).
-            guard await Mount.wait(seconds: 20, until: {
+            guard await eventually(within: 20, {
                 (try? self.size("x")) == self.x2.count && self.mount.log.contains("pull: 0 new, 1 changed, 0 deleted")
             }) else {
                 throw RemoteBucket.SetupFailed(message: "B's poller did not apply x's second version: \(mount.log.suffix(2000))")
@@ -105,7 +105,7 @@ import Glibc
         /// Waits until the poller has refused the record of every node in `reasons` (at most 15 s), then for
         /// two more rounds (the poll interval is 1 s), in which a record still refused is not logged again.
         func waitForRefusals(_ reasons: [String: String]) async -> Bool {
-            guard await Mount.wait(seconds: 15, until: { reasons.keys.allSatisfy { !self.refusals(of: $0).isEmpty } }) else { return false }
+            guard await eventually(within: 15, { reasons.keys.allSatisfy { !self.refusals(of: $0).isEmpty } }) else { return false }
             try? await Task.sleep(nanoseconds: 2_500_000_000)
             return true
         }
@@ -175,7 +175,7 @@ import Glibc
         func expectRestoredBucketWorks(sourceLocation: SourceLocation = #_sourceLocation) async throws {
             for (id, record) in legit { try plant(record, as: id) }
             try remote.push("x", x3)
-            #expect(await Mount.wait(seconds: 15) { (try? self.size("x")) == self.x3.count },
+            #expect(await eventually(within: 15) { (try? self.size("x")) == self.x3.count },
                     "the restored bucket's next version is seen: \(mount.log.suffix(1500))", sourceLocation: sourceLocation)
             expectRead("x", x3, sourceLocation: sourceLocation)
             expectRead("y", y, sourceLocation: sourceLocation)

@@ -15,7 +15,7 @@ import Glibc
         try FileManager.default.createDirectory(atPath: remote, withIntermediateDirectories: true)
         let passphrase = try a.file("pass", Data("two machines\n".utf8))
         let data = CLIStore.bytes(3_000_000, seed: 11)
-        await #expect(try a.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
+        await #expect(try a.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", passphrase, "--scrypt-log-n", "10"]).status == 0)
         let push = try await a.darkdisk(["push", try a.file("photo", data), "--node", "photo", "--name", "photo.jpg",
                                    "--thumbnail", try a.file("t", Data("thumb".utf8)), "--passphrase-file", passphrase])
         #expect(push.status == 0, "\(push.stderr)")
@@ -24,8 +24,8 @@ import Glibc
         #expect(checked.output.contains(" 0 staging files"), "\(checked.output)")
 
         let wrong = try b.file("wrong", Data("one machine\n".utf8))
-        await expectOneLineFailure(try b.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", wrong, "--scrypt-log-n", "12"]), mentioning: "wrong passphrase")
-        let joined = try await b.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", passphrase, "--scrypt-log-n", "12"])
+        await expectOneLineFailure(try b.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", wrong, "--scrypt-log-n", "10"]), mentioning: "wrong passphrase")
+        let joined = try await b.darkdisk(["init", "--remote", "file://" + remote, "--passphrase-file", passphrase, "--scrypt-log-n", "10"])
         #expect(joined.status == 0, "\(joined.stderr)")
         #expect(joined.output.contains("joined"))
         await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).output.contains("1 new"))
@@ -114,7 +114,7 @@ import Glibc
             .map(Shell.quote).joined(separator: " ")
         let push = try Background("exec " + command, in: setup.a.directory)
         let scratch = { ((try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []).filter { $0.hasSuffix(".scratch") } }
-        await #expect(Mount.wait(seconds: TestTiming.patience(30)) { !scratch().isEmpty }, "the push composes its cloud file in the store's staging folder")
+        await #expect(eventually(within: 30) { !scratch().isEmpty }, "the push composes its cloud file in the store's staging folder")
         kill(push.pid, signal)
         _ = await push.wait(seconds: 30)
         let after = Set((try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? [])

@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import DarkDisk
 import DarkDiskCrypto
 import DarkDiskTestTraits
@@ -87,7 +88,7 @@ import Testing
             }
         }
         // Files on disk that the index does not know are orphans; the sweep at open removes them.
-        let settled = await Mount.wait(seconds: 5) {
+        let settled = await eventually(within: 5) {
             Set(storedFilePaths(location)).subtracting(indexed).isEmpty
         }
         #expect(settled, "round \(round): orphans left: \(Set(storedFilePaths(location)).subtracting(indexed))")

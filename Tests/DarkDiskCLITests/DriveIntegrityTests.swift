@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import DarkDiskSync
 import DarkDiskTestTraits
 import Foundation
@@ -182,7 +183,7 @@ import Glibc
         let status = try await store.darkdisk(["status"])
         #expect(status.output.contains(mount.path) && status.output.contains("\(pid)"), "status names the mount: \(status.output)")
         kill(pid, SIGKILL)
-        #expect(await Mount.wait(seconds: 10) { kill(pid, 0) != 0 })
+        #expect(await eventually(within: 10) { kill(pid, 0) != 0 })
         _ = try await Shell.run("/bin/fusermount3", ["-u", "-z", mount.path])
         let died = try await store.darkdisk(["status"])
         #expect(died.output.contains("died"), "status says the daemon died: \(died.output)")
@@ -210,9 +211,9 @@ import Glibc
         }
 
         try Data("v1\n".utf8).write(to: URL(fileURLWithPath: a + "/x1.txt"))
-        #expect(await Mount.wait(seconds: 30) { text(b + "/x1.txt") == "v1\n" }, "B sees x1.txt")
+        #expect(await eventually(within: 30) { text(b + "/x1.txt") == "v1\n" }, "B sees x1.txt")
         try await DriveWriteTests.sh("mv \(Shell.quote(a + "/x1.txt")) \(Shell.quote(a + "/x1-renamed.txt")) & echo edit >> \(Shell.quote(b + "/x1.txt")); wait")
-        let agreed = await Mount.wait(seconds: 60) {
+        let agreed = await eventually(within: 60) {
             listing(a) == ["x1-renamed.txt"] && listing(b) == ["x1-renamed.txt"] && text(a + "/x1-renamed.txt") == "v1\nedit\n"
                 && text(b + "/x1-renamed.txt") == "v1\nedit\n" && synced(a + "/x1-renamed.txt") && synced(b + "/x1-renamed.txt")
         }
@@ -221,7 +222,7 @@ import Glibc
         try await DriveWriteTests.sh("touch -d '2001-01-01' \(Shell.quote(b + "/x1-renamed.txt"))")
         try await Task.sleep(nanoseconds: 3_000_000_000)
         try await DriveWriteTests.sh("echo fromA >> \(Shell.quote(a + "/x1-renamed.txt")) & echo fromB >> \(Shell.quote(b + "/x1-renamed.txt")); wait")
-        let settled = await Mount.wait(seconds: 60) {
+        let settled = await eventually(within: 60) {
             listing(a).count == 2 && listing(a) == listing(b) && text(a + "/x1-renamed.txt") == text(b + "/x1-renamed.txt")
                 && synced(a + "/x1-renamed.txt") && synced(b + "/x1-renamed.txt")
         }

@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import DarkDisk
 import DarkDiskTestTraits
 import Foundation
@@ -258,9 +259,9 @@ import Testing
         try await Self.sh("echo first > \(file)", log: mount)
         let id = try await Self.sh("getfattr --only-values -n user.darkdisk.node \(file)")
         let data = Shell.quote(mount.path + "/nodes/\(id)/data")
-        #expect(await Mount.wait(seconds: 10) { (try? Shell.sh("cat \(data)").output) == "first\n" }, "\(mount.log)")
+        #expect(await eventually(within: 10) { (try? Shell.sh("cat \(data)").output) == "first\n" }, "\(mount.log)")
         try await Self.sh("echo second version > \(file)", log: mount)
-        let seen = await Mount.wait(seconds: 15) { (try? Shell.sh("cat \(data)").output) == "second version\n" }
+        let seen = await eventually(within: 15) { (try? Shell.sh("cat \(data)").output) == "second version\n" }
         let last = (try? await Shell.sh("cat \(data)"))?.output ?? "?"
         #expect(seen, "/nodes/\(id)/data: \(last)")
     }

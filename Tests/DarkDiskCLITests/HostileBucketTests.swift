@@ -120,7 +120,7 @@ import Glibc
                 "without evidence, a first pull takes what the bucket serves")
 
         let joined = try await remote.b.darkdisk(["init", "--remote", "file://" + remote.bucket, "--passphrase-file", remote.passphrase,
-                                                   "--scrypt-log-n", "12", "--expect-fingerprint", fingerprint.uppercased()])
+                                                   "--scrypt-log-n", "10", "--expect-fingerprint", fingerprint.uppercased()])
         #expect(joined.status == 0, "\(joined.stderr)")
         let refused = try remote.darkdiskB(["pull"])
         expectOneLineFailure(refused, mentioning: "not the expected \(fingerprint)")

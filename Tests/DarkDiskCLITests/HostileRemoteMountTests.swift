@@ -69,7 +69,7 @@ import Testing
         try setup.expectStoreSound()
         // Once the server behaves, the node reads.
         try setup.proxy.control(["clear": true])
-        await #expect(Mount.wait(seconds: 30) { (try? setup.cat("one"))?.stdout == setup.one }, "after the server recovered")
+        await #expect(eventually(within: 30) { (try? setup.cat("one"))?.stdout == setup.one }, "after the server recovered")
     }
 
     @Test func aCloudFileCutShortOnTheServerIsAnIOErrorNeverWrongBytes() async throws {
@@ -124,7 +124,7 @@ import Testing
         record.generation = (record.generation ?? 0) + 1
         try record.sealed(with: a).write(to: URL(fileURLWithPath: path))
         try RemoteBucket.check(try setup.remote.darkdiskB(["pull"]), "pull of the altered record")
-        await #expect(Mount.wait(seconds: 10) { (try? FileManager.default.attributesOfItem(atPath: setup.path("one"))[.size] as? Int) == 999 },
+        await #expect(eventually(within: 10) { (try? FileManager.default.attributesOfItem(atPath: setup.path("one"))[.size] as? Int) == 999 },
                 "the mount lists the record's size")
         let cat = try setup.cat("one")
         #expect(cat.status != 0 && cat.stderr.contains("Input/output error") && cat.stdout.isEmpty,

@@ -59,7 +59,7 @@ import Testing
         let mount = try Mount(store)
         try await Self.makeTree(in: mount.path + "/files")
         let pass = try store.file("pass", Data("a long enough passphrase\n".utf8))
-        let set = try await store.darkdisk(["passphrase", "set", "--new-passphrase-file", pass, "--scrypt-log-n", "12"])
+        let set = try await store.darkdisk(["passphrase", "set", "--new-passphrase-file", pass, "--scrypt-log-n", "10"])
         #expect(set.status == 0 && set.output.contains("encrypted the next time darkdisk opens the store"), "\(set.output) \(set.stderr)")
         try RemoteBucket.check(try await store.darkdisk(["status", "--passphrase-file", pass]), "status")
         #expect(Self.clearSecrets(in: store) == Self.secrets, "the mount has it open: kept as it is")

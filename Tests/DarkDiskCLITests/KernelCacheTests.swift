@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import DarkDisk
 import DarkDiskTestTraits
 import Foundation
@@ -26,10 +27,10 @@ import Testing
         await #expect(try store.darkdisk(["import", "-", "--node", "a"], stdin: Data("a longer first node".utf8)).status == 0)
         await #expect(try store.darkdisk(["delete", "--node", "b"]).status == 0)
         await #expect(try store.darkdisk(["import", "-", "--node", "d"], stdin: Data("four".utf8)).status == 0)
-        await #expect(Mount.wait(seconds: 10) { (try? Shell.sh("stat -c %s \(nodes)/a/data").output) == "19\n" }, "the new size")
-        await #expect(Mount.wait(seconds: 10) { (try? Shell.sh("cat \(nodes)/a/data").output) == "a longer first node" }, "the new bytes")
-        await #expect(Mount.wait(seconds: 10) { (try? Shell.sh("stat \(nodes)/b").status) != 0 }, "the deleted node is gone")
-        await #expect(Mount.wait(seconds: 10) { (try? Shell.sh("ls \(nodes)").output) == "a\nc\nd\n" }, "listed as it is now")
+        await #expect(eventually(within: 10) { (try? Shell.sh("stat -c %s \(nodes)/a/data").output) == "19\n" }, "the new size")
+        await #expect(eventually(within: 10) { (try? Shell.sh("cat \(nodes)/a/data").output) == "a longer first node" }, "the new bytes")
+        await #expect(eventually(within: 10) { (try? Shell.sh("stat \(nodes)/b").status) != 0 }, "the deleted node is gone")
+        await #expect(eventually(within: 10) { (try? Shell.sh("ls \(nodes)").output) == "a\nc\nd\n" }, "listed as it is now")
         await #expect(try Shell.sh("du -b -s \(nodes)/c/data | cut -f1").output == "17\n")
     }
 
@@ -55,11 +56,11 @@ import Testing
             print(data[:1].decode(), len(data), data.count(b"b"), flush=True)
             ' \(Shell.quote(path)) \(Shell.quote(flag))
             """, in: remote.b.directory)
-        #expect(await Mount.wait(seconds: 30) { ((try? String(contentsOfFile: reader.out, encoding: .utf8)) ?? "").contains("a 100000") },
+        #expect(await eventually(within: 30) { ((try? String(contentsOfFile: reader.out, encoding: .utf8)) ?? "").contains("a 100000") },
                 "the first version read: \((try? String(contentsOfFile: reader.err, encoding: .utf8)) ?? "")")
         try remote.push("doc", second, name: "doc.txt")
         try RemoteBucket.check(try remote.darkdiskB(["pull"]), "pull")
-        #expect(await Mount.wait(seconds: 30) { mount.log.contains("the store changed") }, "the daemon saw the change")
+        #expect(await eventually(within: 30) { mount.log.contains("the store changed") }, "the daemon saw the change")
         try Data().write(to: URL(fileURLWithPath: flag))
         #expect(await reader.wait(seconds: 60) == 0, "\((try? String(contentsOfFile: reader.err, encoding: .utf8)) ?? "")")
         let lines = ((try? String(contentsOfFile: reader.out, encoding: .utf8)) ?? "").split(separator: "\n")

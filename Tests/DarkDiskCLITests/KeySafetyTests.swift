@@ -50,7 +50,7 @@ import Testing
         }
         // Restored, the right passphrase joins as before.
         try saved.write(to: URL(fileURLWithPath: keyFile))
-        await #expect(try other.darkdisk(["init", "--remote", url, "--passphrase-file", remote.passphrase, "--scrypt-log-n", "12"]).status == 0)
+        await #expect(try other.darkdisk(["init", "--remote", url, "--passphrase-file", remote.passphrase, "--scrypt-log-n", "10"]).status == 0)
         await #expect(try other.darkdisk(["pull", "--passphrase-file", remote.passphrase]).status == 0)
         await #expect(try other.darkdisk(["export", "--node", "n", "--passphrase-file", remote.passphrase]).stdout == CLIStore.bytes(3000, seed: 2))
     }

@@ -13,8 +13,8 @@ import Testing
         let bucket = a.directory + "/bucket"
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
         let passphrase = try a.file("pass", Data("meta and avatars\n".utf8))
-        #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
-        #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
+        #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "10"]).status == 0)
+        #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "10"]).status == 0)
         return (a, b, passphrase)
     }
 

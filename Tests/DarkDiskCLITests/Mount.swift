@@ -46,26 +46,6 @@ final class Mount {
         MountTable.top(at: path) != nil
     }
 
-    /// Waits until `condition` holds or `seconds` pass.
-    static func wait(seconds: Double = 10, until condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return condition()
-    }
-
-    /// `wait`, sleeping between checks without holding a thread.
-    static func wait(seconds: Double = 10, until condition: () -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            try? await Task.sleep(nanoseconds: 50_000_000)
-        }
-        return condition()
-    }
-
     struct MountFailed: Error, CustomStringConvertible {
         let message: String
         var description: String { "mount failed: \(message)" }

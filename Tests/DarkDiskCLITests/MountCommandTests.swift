@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import DarkDiskTestTraits
 import Foundation
 import Testing
@@ -70,7 +71,7 @@ import Testing
         let unmount = try await store.darkdisk(["unmount", link])
         #expect(unmount.status == 0, "unmount: \(unmount.stderr)")
         #expect(try !Self.isMountPoint(target))
-        await #expect(Mount.wait(seconds: 15) { !MountDaemon.isAlive(daemon) }, "the daemon exits")
+        await #expect(eventually(within: 15) { !MountDaemon.isAlive(daemon) }, "the daemon exits")
     }
 
     /// Mounting the same store twice on one directory is refused before a second daemon starts, in the
@@ -89,7 +90,7 @@ import Testing
 
         await #expect(try store.darkdisk(["unmount", mount.path]).status == 0)
         #expect(try !Self.isMountPoint(mount.path), "one unmount leaves nothing mounted")
-        await #expect(Mount.wait(seconds: 15) { !MountDaemon.isAlive(daemon) }, "the daemon exits")
+        await #expect(eventually(within: 15) { !MountDaemon.isAlive(daemon) }, "the daemon exits")
         Self.unmountAll(mount.path)
     }
 

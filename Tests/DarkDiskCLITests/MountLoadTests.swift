@@ -65,7 +65,7 @@ import Testing
 
         // Once the readers closed their files, the pool is at or under its max.
         var pool: [String: Any] = [:]
-        let settled = await Mount.wait(seconds: 15) {
+        let settled = await eventually(within: 15) {
             pool = (try? remote.poolB()) ?? [:]
             return ((pool["cachedSize"] as? Int) ?? .max) <= maxSize
         }

@@ -46,18 +46,18 @@ import Testing
 
         // Closed: the file is evicted.
         var pool: [String: Any] = [:]
-        await #expect(Mount.wait(seconds: 10) {
+        await #expect(eventually(within: 10) {
             pool = (try? remote.poolB()) ?? [:]
             return (pool["cachedSize"] as? Int) == 0
         }, "after close: \(pool)")
         // The transfer winds down after the last byte was read (authentication, then the store refuses a file
         // larger than the whole pool): until then the node still shows its partial download.
-        await #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", file)) == "none" },
+        await #expect(eventually(within: 10) { (try? Shell.xattr("user.darkdisk.local", file)) == "none" },
                 "local: \((try? Shell.xattr("user.darkdisk.local", file)) ?? "?") LOG: \(mount.log)")
 
         // With the pool at 0 a whole read still works (its handle holds the download) and leaves nothing.
         #expect(try Shell.sha256(of: file) == sha256Hex(data), "LOG: \(mount.log)")
-        await #expect(Mount.wait(seconds: 10) {
+        await #expect(eventually(within: 10) {
             pool = (try? remote.poolB()) ?? [:]
             return (pool["cachedSize"] as? Int) == 0
         }, "after a read with the pool at 0: \(pool)")
@@ -118,23 +118,23 @@ import Testing
         // Every answer for the node stalls after its first 64 KiB: the read waits, holding its page.
         try proxy.control(["reset_stats": true, "stall": ["after": 65536, "seconds": 300, "count": 1000, "path": "/nodes/\(try remote.objectName("slow"))/"]])
         let reader = try Background("exec cat \(Shell.quote(mountpoint + path)) > /dev/null", in: remote.b.directory)
-        await #expect(Mount.wait(seconds: 30) { ((try? proxy.stats().stalls) ?? 0) > 0 }, "the read reached the stall: \(reader.stderr)")
+        await #expect(eventually(within: 30) { ((try? proxy.stats().stalls) ?? 0) > 0 }, "the read reached the stall: \(reader.stderr)")
         // The node changes in the remote and B pulls: the daemon notices (it looks every second).
         try remote.push("slow", CLIStore.bytes(3_000_001, seed: 42), name: "slow.bin")
         try RemoteBucket.check(try remote.darkdiskB(["pull"]), "pull")
-        #expect(await Mount.wait(seconds: 30) { mount.log.contains("the store changed") },
+        #expect(await eventually(within: 30) { mount.log.contains("the store changed") },
                 "the daemon saw the change: \(mount.log.suffix(1500))")
         // (What it then tells the kernel, it tells within a moment.)
         try await Task.sleep(for: .seconds(2))
 
         #expect(kill(daemon, SIGKILL) == 0)
         // An unkillable reader cannot be waited for: look at its state, and abort the connection if it hangs.
-        let freed = await Mount.wait(seconds: 20) { !MountDaemon.isAlive(reader.pid) }
+        let freed = await eventually(within: 20) { !MountDaemon.isAlive(reader.pid) }
         #expect(freed, "the reader of a killed mount returns (it hung in the kernel)")
         if !freed { Self.abortIfStuck(mountpoint) }
         let status = await reader.wait(seconds: 20)
         #expect(status != nil && status != 0, "the reader of a killed mount returns with an error (exit \(String(describing: status)))")
-        await #expect(Mount.wait(seconds: 20) { Self.threadsOf(daemon) <= 1 }, "the daemon is gone (at most its zombie leader left), no thread of it stuck in the kernel")
+        await #expect(eventually(within: 20) { Self.threadsOf(daemon) <= 1 }, "the daemon is gone (at most its zombie leader left), no thread of it stuck in the kernel")
         if Mount.isMounted(mountpoint) {
             let unmount = try Shell.sh("fusermount3 -u \(Shell.quote(mountpoint))", timeout: 30)
             #expect(unmount.status == 0, "fusermount3 -u of the dead mount: \(unmount.stderr)")
@@ -187,12 +187,12 @@ import Testing
         try proxy.control(["reset_stats": true, "throttle": 8 << 20, "hold": 12 << 20])
         let reader = try Background("exec timeout -s KILL 120 cat \(Shell.quote(mountpoint + "/nodes/big/data")) > /dev/null",
                                     in: remote.b.directory)
-        let midway = await Mount.wait(seconds: 60) { ((try? proxy.stats().bytes) ?? 0) >= 12 << 20 }
+        let midway = await eventually(within: 60) { ((try? proxy.stats().bytes) ?? 0) >= 12 << 20 }
         #expect(midway, "the read did not start downloading: \(reader.stderr)")
         #expect(kill(daemon, SIGKILL) == 0)
         let status = await reader.wait(seconds: 30)
         #expect(status != nil && status != 0, "the reader of a killed mount fails (exit \(String(describing: status)))")
-        await #expect(Mount.wait(seconds: 10) { !MountDaemon.isAlive(daemon) })
+        await #expect(eventually(within: 10) { !MountDaemon.isAlive(daemon) })
         try proxy.control(["throttle": 0, "hold": NSNull()])
 
         // The dead mount unmounts with fusermount3 -u (unless it already went away by itself).
@@ -229,7 +229,7 @@ import Testing
         // longer than any bound worth waiting for, so it is not asserted here.)
         let unmount = try await store.darkdisk(["unmount", path])
         #expect(unmount.status == 0, "\(unmount.stderr)")
-        await #expect(Mount.wait(seconds: 10) { !Mount.isMounted(path) })
+        await #expect(eventually(within: 10) { !Mount.isMounted(path) })
     }
 
     /// A backgrounded daemon holds nothing its caller had open (daemon(7)): a script that pipes through
@@ -279,7 +279,7 @@ import Testing
             exec 3<&-
             """
         let reader = try Background(script, in: work)
-        await #expect(Mount.wait(seconds: 30) { FileManager.default.fileExists(atPath: work + "/ready") }, "\(reader.stderr)")
+        await #expect(eventually(within: 30) { FileManager.default.fileExists(atPath: work + "/ready") }, "\(reader.stderr)")
 
         let unmount = try await store.darkdisk(["unmount", mount.path])
         #expect(unmount.status == 0, "darkdisk unmount with a file open: \(unmount.stderr)")
@@ -291,7 +291,7 @@ import Testing
         let read = ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part1"))) ?? Data())
             + ((try? Data(contentsOf: URL(fileURLWithPath: work + "/part2"))) ?? Data())
         #expect(read == data, "the open file read \(read.count) of \(data.count) bytes after the unmount")
-        await #expect(Mount.wait(seconds: 15) { !MountDaemon.isAlive(daemon) }, "the daemon exits after the last close")
+        await #expect(eventually(within: 15) { !MountDaemon.isAlive(daemon) }, "the daemon exits after the last close")
         await #expect(try store.darkdisk(["export", "--node", "n"]).stdout == data, "the store is consistent")
     }
 }

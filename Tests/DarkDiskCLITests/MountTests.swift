@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import DarkDisk
 import DarkDiskCrypto
 import DarkDiskSystem
@@ -86,7 +87,7 @@ import Testing
         let run = try await Shell.run("/usr/bin/python3", ["-c", script, mount.path + "/nodes/d/data", Shell.darkdisk, "delete", "--node", "d", "--store", store.storePath])
         #expect(run.status == 0, "reading a deleted open file: \(run.stderr)")
         #expect(run.stdout == Data("\(other.count)\n".utf8) + other)
-        await #expect(Mount.wait { (try? Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output) == "r\n" }, "the node is gone after the close")
+        await #expect(eventually(within: 10) { (try? Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output) == "r\n" }, "the node is gone after the close")
 
         // Opening for reading with O_TRUNC asks to truncate: refused like any write, the data intact.
         let trunc = try await Shell.run("/usr/bin/python3", ["-c", "import os, sys; os.open(sys.argv[1], os.O_RDONLY | os.O_TRUNC)", file])
@@ -144,7 +145,7 @@ import Testing
         let ok = try await Shell.sh("cat \(Shell.quote(mount.path + "/nodes/good/data"))")
         #expect(ok.status == 0)
         #expect(ok.stdout == good)
-        await #expect(Mount.wait(seconds: 5) { mount.log.contains("node tampered data: chunk 1 ") }, "log: \(mount.log)")
+        await #expect(eventually(within: 5) { mount.log.contains("node tampered data: chunk 1 ") }, "log: \(mount.log)")
     }
 
     @Test func treeHasThumbnailsMetadataAndAvatars() async throws {
@@ -176,11 +177,11 @@ import Testing
         let mount = try Mount(store)
         await #expect(try store.darkdisk(["import", "-", "--node", "second"], stdin: Data("2".utf8)).status == 0)
         await #expect(try store.darkdisk(["status"]).status == 0)
-        await #expect(Mount.wait { (try? Shell.sh("cat \(Shell.quote(mount.path + "/nodes/second/data"))").output) == "2" })
+        await #expect(eventually(within: 10) { (try? Shell.sh("cat \(Shell.quote(mount.path + "/nodes/second/data"))").output) == "2" })
         // Replacing a node's data is seen by the next open (the kernel cache is dropped for a new version).
         await #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/first/data"))").output == "1")
         await #expect(try store.darkdisk(["import", "-", "--node", "first"], stdin: Data("one, again".utf8)).status == 0)
-        await #expect(Mount.wait { (try? Shell.sh("cat \(Shell.quote(mount.path + "/nodes/first/data"))").output) == "one, again" })
+        await #expect(eventually(within: 10) { (try? Shell.sh("cat \(Shell.quote(mount.path + "/nodes/first/data"))").output) == "one, again" })
     }
 
     @Test func mountCreatesAMissingMountPointAndTheStore() async throws {
@@ -200,7 +201,7 @@ import Testing
         let first = try Mount(store)
         await #expect(try store.darkdisk(["unmount", first.path]).status == 0)
         #expect(!Mount.isMounted(first.path))
-        await #expect(Mount.wait { first.log.contains("unmounted") }, "the daemon exits cleanly: \(first.log)")
+        await #expect(eventually(within: 10) { first.log.contains("unmounted") }, "the daemon exits cleanly: \(first.log)")
 
         let second = try Mount(store)
         await #expect(try Shell.sh("cat \(Shell.quote(second.path + "/nodes/n/data"))").output == "still here")
@@ -216,7 +217,7 @@ import Testing
         let mountpoint = store.directory + "/fg"
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         let pid = try Shell.spawn(Shell.darkdisk, ["mount", mountpoint, "--foreground", "--store", store.storePath])
-        await #expect(Mount.wait { Mount.isMounted(mountpoint) })
+        await #expect(eventually(within: 10) { Mount.isMounted(mountpoint) })
         await #expect(try Shell.sh("cat \(Shell.quote(mountpoint + "/nodes/n/data"))").output == "x")
         kill(pid, signal)
         await #expect(Shell.wait(pid, seconds: 20) == 0, "the daemon exits cleanly on the signal")

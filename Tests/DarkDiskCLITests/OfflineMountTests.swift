@@ -22,7 +22,7 @@ import Testing
 
         // The remote is gone before the mount starts: it mounts anyway and soon knows it is offline.
         let mount = try setup.mountB(["--poll-interval", "1"])
-        #expect(await Mount.wait(seconds: 20) { (try? Shell.xattr("user.darkdisk.remote", mount.path))?.hasPrefix("offline since ") == true },
+        #expect(await eventually(within: 20) { (try? Shell.xattr("user.darkdisk.remote", mount.path))?.hasPrefix("offline since ") == true },
                 "remote: \(String(describing: try? Shell.xattr("user.darkdisk.remote", mount.path)))\n\(mount.log)")
         let status = try setup.darkdiskB(["status"])
         #expect(status.output.contains("remote state offline since "), "\(status.output)")
@@ -49,9 +49,9 @@ import Testing
 
         // Back: online again, the queue drains, the pin completes.
         try FileManager.default.moveItem(atPath: away, toPath: setup.bucket)
-        #expect(await Mount.wait(seconds: 30) { (try? Shell.xattr("user.darkdisk.remote", mount.path)) == "online" }, "\(mount.log)")
-        #expect(await Mount.wait(seconds: 30) { (try? Shell.xattr("user.darkdisk.sync", note)) == "synced" }, "\(mount.log)")
-        #expect(await Mount.wait(seconds: 30) { (try? Shell.xattr("user.darkdisk.local", mount.path + "/nodes/far/data")) == "full" }, "\(mount.log)")
+        #expect(await eventually(within: 30) { (try? Shell.xattr("user.darkdisk.remote", mount.path)) == "online" }, "\(mount.log)")
+        #expect(await eventually(within: 30) { (try? Shell.xattr("user.darkdisk.sync", note)) == "synced" }, "\(mount.log)")
+        #expect(await eventually(within: 30) { (try? Shell.xattr("user.darkdisk.local", mount.path + "/nodes/far/data")) == "full" }, "\(mount.log)")
         #expect(FileManager.default.contents(atPath: mount.path + "/nodes/far/data") == far)
         #expect(mount.log.contains("the remote answers again"), "\(mount.log)")
     }
@@ -68,7 +68,7 @@ import Testing
         let mount = try remote.mountB(["--poll-interval", "1"])
         #expect(try Shell.xattr("user.darkdisk.remote", mount.path) == "online")
         proxy = nil  // the server stops
-        #expect(await Mount.wait(seconds: 20) { (try? Shell.xattr("user.darkdisk.remote", mount.path))?.hasPrefix("offline since ") == true },
+        #expect(await eventually(within: 20) { (try? Shell.xattr("user.darkdisk.remote", mount.path))?.hasPrefix("offline since ") == true },
                 "\(mount.log)")
         let started = Date()
         let cat = try await Shell.sh("cat \(Shell.quote(mount.path + "/nodes/far/data")) > /dev/null")
@@ -76,7 +76,7 @@ import Testing
         #expect(try remote.darkdiskB(["pin", "--node", "far"]).status == 0)
         proxy = try FaultProxy(servingRoot: remote.bucket, port: port)  // and starts again
         defer { withExtendedLifetime(proxy) {} }
-        #expect(await Mount.wait(seconds: 30) { (try? Shell.xattr("user.darkdisk.local", mount.path + "/nodes/far/data")) == "full" }, "\(mount.log)")
+        #expect(await eventually(within: 30) { (try? Shell.xattr("user.darkdisk.local", mount.path + "/nodes/far/data")) == "full" }, "\(mount.log)")
         #expect(try Shell.xattr("user.darkdisk.remote", mount.path) == "online")
         #expect(FileManager.default.contents(atPath: mount.path + "/nodes/far/data") == data)
     }

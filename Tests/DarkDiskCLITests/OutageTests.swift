@@ -63,7 +63,7 @@ import Testing
         let cat = try Shell.sh("exec timeout -s KILL 60 cat \(Shell.quote(setup.path))", timeout: 90)
         #expect(cat.status != 0 && cat.stderr.contains("Input/output error"), "\(cat.status) \(cat.stderr)")
         let root = setup.mount.path
-        let offline = await Mount.wait(seconds: 30) {
+        let offline = await eventually(within: 30) {
             (try? Shell.sh("getfattr --only-values -n user.darkdisk.remote \(Shell.quote(root))"))?.output.hasPrefix("offline since") == true
         }
         let seconds = Date().timeIntervalSince(stalled)
@@ -82,9 +82,9 @@ import Testing
         // the same pages would wait for those locks rather than for the download.)
         let first = try Background("exec timeout -s KILL 60 dd if=\(Shell.quote(setup.path)) bs=4096 skip=200 count=1 status=none > /dev/null",
                                    in: setup.remote.b.directory)
-        await #expect(Mount.wait(seconds: 30) { ((try? setup.proxy.stats().failures) ?? 0) >= 1 }, "the download met the outage")
+        await #expect(eventually(within: 30) { ((try? setup.proxy.stats().failures) ?? 0) >= 1 }, "the download met the outage")
         let outage = Date()
-        await #expect(Mount.wait(seconds: 30) { ((try? setup.proxy.stats().failures) ?? 0) >= 4 && Date().timeIntervalSince(outage) > 2.6 })
+        await #expect(eventually(within: 30) { ((try? setup.proxy.stats().failures) ?? 0) >= 4 && Date().timeIntervalSince(outage) > 2.6 })
         // The remote is back while the transfer waits 6.4 s for its next try: a new read, which waits at
         // most 5 s, must not wait for that try.
         try setup.proxy.control(["clear": true])

@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import DarkDisk
 import DarkDiskTestTraits
 import Foundation
@@ -15,10 +16,10 @@ import Testing
         let passphrase = try a.file("pass", Data("outline tests\n".utf8))
         let first = CLIStore.bytes(3_000_000, seed: 71)
         let second = CLIStore.bytes(1_234_567, seed: 72)
-        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
+        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "10"]).status == 0)
         await #expect(try a.darkdisk(["push", try a.file("v1", first), "--node", "doc", "--passphrase-file", passphrase]).status == 0)
         await #expect(try a.darkdisk(["push", try a.file("o", Data("other".utf8)), "--node", "other", "--passphrase-file", passphrase]).status == 0)
-        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
+        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "10"]).status == 0)
         await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
 
         let mount = try Mount(b, options: ["--passphrase-file", passphrase])
@@ -31,12 +32,12 @@ import Testing
         await #expect(try a.darkdisk(["push", try a.file("v2", second), "--node", "doc", "--passphrase-file", passphrase]).status == 0)
         await #expect(try a.darkdisk(["delete", "--node", "other", "--remote", "--passphrase-file", passphrase]).status == 0)
         await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).output.contains("1 changed, 1 deleted"))
-        await #expect(Mount.wait { (try? Shell.sh("stat -c %s \(Shell.quote(data))").output) == "1234567\n" }, "the new size is seen")
+        await #expect(eventually(within: 10) { (try? Shell.sh("stat -c %s \(Shell.quote(data))").output) == "1234567\n" }, "the new size is seen")
         await #expect(try Shell.sh("cat \(Shell.quote(data))").stdout == second, "the new bytes, not the kernel's cached old ones")
-        await #expect(Mount.wait { (try? Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output) == "doc\n" }, "the removed node is gone")
+        await #expect(eventually(within: 10) { (try? Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output) == "doc\n" }, "the removed node is gone")
         // A pull writes the changed records, then deletes the nodes that went: the watcher may see the two
         // steps in one check or in two, so the nodes its log lines name are gathered.
-        await #expect(Mount.wait { Self.changedNodes(in: mount.log).isSuperset(of: ["doc", "other"]) }, "the kernel was told: \(Self.changedNodes(in: mount.log))")
+        await #expect(eventually(within: 10) { Self.changedNodes(in: mount.log).isSuperset(of: ["doc", "other"]) }, "the kernel was told: \(Self.changedNodes(in: mount.log))")
     }
 
     /// The nodes the daemon's store watcher named in its log lines ("the store changed: 2 nodes (a, b) …").
@@ -62,7 +63,7 @@ import Testing
         let data = mount.path + "/nodes/kept/data"
         #expect(try Shell.xattr("user.darkdisk.local", data) == "full")
         try RemoteBucket.check(try setup.darkdiskB(["delete", "--node", "kept"]), "delete")
-        await #expect(Mount.wait { (try? Shell.xattr("user.darkdisk.local", data)) == "none" }, "the local copy is gone")
+        await #expect(eventually(within: 10) { (try? Shell.xattr("user.darkdisk.local", data)) == "none" }, "the local copy is gone")
         await #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output == "kept\n", "still listed")
         await #expect(try Shell.sh("cat \(Shell.quote(data))").stdout == content, "read by downloading again")
     }
@@ -76,9 +77,9 @@ import Testing
         let picture = CLIStore.bytes(30_000, seed: 74)
         let replacement = CLIStore.bytes(4_321, seed: 75)
         let identity = "auth0|5f1c@example.com"
-        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
+        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "10"]).status == 0)
         await #expect(try a.darkdisk(["push", try a.file("p", picture), "--user", "alice", "--identity", identity, "--passphrase-file", passphrase]).status == 0)
-        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
+        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "10"]).status == 0)
         await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
 
         let mount = try Mount(b, options: ["--passphrase-file", passphrase])
@@ -93,7 +94,7 @@ import Testing
         // Replaced on another machine and pulled here while mounted: the new size and bytes are seen.
         await #expect(try a.darkdisk(["push", try a.file("r", replacement), "--user", "alice", "--identity", identity, "--passphrase-file", passphrase]).status == 0)
         await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
-        await #expect(Mount.wait { (try? Shell.sh("stat -c %s \(Shell.quote(file))").output) == "4321\n" }, "the new size is seen")
+        await #expect(eventually(within: 10) { (try? Shell.sh("stat -c %s \(Shell.quote(file))").output) == "4321\n" }, "the new size is seen")
         await #expect(try Shell.sh("cat \(Shell.quote(file))").stdout == replacement, "the new avatar, not the stale copy")
         await #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/avatars/alice/nobody"))").status != 0)
     }
@@ -105,9 +106,9 @@ import Testing
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
         let passphrase = try a.file("pass", Data("damage tests\n".utf8))
         let data = CLIStore.bytes(500_000, seed: 73)
-        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
+        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "10"]).status == 0)
         await #expect(try a.darkdisk(["push", try a.file("d", data), "--node", "n", "--passphrase-file", passphrase]).status == 0)
-        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
+        await #expect(try b.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "10"]).status == 0)
         await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
         let mount = try Mount(b, options: ["--passphrase-file", passphrase])
         let path = mount.path + "/nodes/n/data"
@@ -116,7 +117,7 @@ import Testing
         // Bit rot in the cached copy: flip one byte in the middle of the stored file (`cat` may end before
         // the download has moved into the pool).
         var cached: [String] = []
-        await #expect(Mount.wait {
+        await #expect(eventually(within: 10) {
             cached = (try? Shell.sh("find \(Shell.quote(b.storePath + "/cache/files")) -type f -name '*.ddf'").output
                 .split(separator: "\n").map(String.init)) ?? []
             return cached.count == 1
@@ -147,9 +148,9 @@ import Testing
 
         try remote.push("second", CLIStore.bytes(2000, seed: 2))
         try remote.push("first", CLIStore.bytes(3000, seed: 3))
-        #expect(await Mount.wait(seconds: 20) { (try? Shell.sh("ls \(Shell.quote(nodes))", timeout: 30).output) == "first\nsecond\n" },
+        #expect(await eventually(within: 20) { (try? Shell.sh("ls \(Shell.quote(nodes))", timeout: 30).output) == "first\nsecond\n" },
                 "the pushed node appears without a pull")
-        #expect(await Mount.wait(seconds: 20) { (try? Shell.sh("stat -c %s \(Shell.quote(nodes + "/first/data"))", timeout: 30).output) == "3000\n" },
+        #expect(await eventually(within: 20) { (try? Shell.sh("stat -c %s \(Shell.quote(nodes + "/first/data"))", timeout: 30).output) == "3000\n" },
                 "the new version's size is seen")
         #expect(try Shell.sh("cat \(Shell.quote(nodes + "/second/data"))", timeout: 30).stdout == CLIStore.bytes(2000, seed: 2))
         // One line per round that changed something (the two pushes may land in one round or two).

@@ -88,7 +88,7 @@ import Glibc
         let automounter = try Background("exec automount --foreground --timeout 0 \(Shell.quote(master))", in: store.directory)
         defer { kill(-automounter.pid, SIGKILL) }
         let trigger = { MountTable.top(at: mountpoint)?.fileSystemType }
-        #expect(await Mount.wait(seconds: 30) { trigger() == "autofs" }, "no autofs trigger: \(automounter.stderr)")
+        #expect(await eventually(within: 30) { trigger() == "autofs" }, "no autofs trigger: \(automounter.stderr)")
         // (SIGKILL: a process waiting on an automount ignores gentler signals.)
         let read = try await Shell.sh("timeout -s KILL 60 cat \(Shell.quote(mountpoint + "/nodes/hello/data"))")
         #expect(read.output == "hello from the package", "the automounted store did not serve (\(read.status)): \(automounter.stderr.suffix(1500))")
@@ -108,13 +108,13 @@ import Glibc
         let socket = store.directory + "/notify.sock", log = store.directory + "/notify.log", mountpoint = store.directory + "/mnt"
         let listener = try Background("python3 \(Shell.quote(Self.root + "/Tests/Tools/notify-listen.py")) \(Shell.quote(socket)) \(Shell.quote(log))", in: store.directory)
         defer { kill(-listener.pid, SIGKILL) }
-        #expect(await Mount.wait(seconds: 10) { FileManager.default.fileExists(atPath: socket) })
+        #expect(await eventually(within: 10) { FileManager.default.fileExists(atPath: socket) })
         // Its standard error stands in for journald's stream (JOURNAL_STREAM names the file's device and inode).
         let errors = store.directory + "/daemon.err"
         #expect(FileManager.default.createFile(atPath: errors, contents: nil))
         let daemon = try Background("JOURNAL_STREAM=$(stat -c %d:%i \(Shell.quote(errors))) NOTIFY_SOCKET=\(Shell.quote(socket)) exec \(Shell.quote(Shell.darkdisk)) mount --foreground --store \(Shell.quote(store.storePath)) \(Shell.quote(mountpoint)) --poll-interval 0 2>> \(Shell.quote(errors))", in: store.directory)
         func messages() -> [String] { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
-        #expect(await Mount.wait(seconds: 30) { messages().contains { $0.contains("READY=1") } }, "\(messages())")
+        #expect(await eventually(within: 30) { messages().contains { $0.contains("READY=1") } }, "\(messages())")
         // By the time READY=1 is sent, the mount serves.
         #expect(Mount.isMounted(mountpoint))
         #expect(FileManager.default.contents(atPath: mountpoint + "/nodes/hello/data") == Data("served".utf8))
@@ -136,7 +136,7 @@ import Glibc
             let store = try CLIStore()
             let mountpoint = store.directory + "/mnt"
             let daemon = try Background("exec \(Shell.quote(Shell.darkdisk)) mount --foreground --store \(Shell.quote(store.storePath)) \(Shell.quote(mountpoint)) --write-back 600 --stop-timeout \(stopTimeout) 2> \(Shell.quote(store.directory + "/daemon.err"))", in: store.directory)
-            #expect(await Mount.wait(seconds: 30) { Mount.isMounted(mountpoint) })
+            #expect(await eventually(within: 30) { Mount.isMounted(mountpoint) })
             try Data("resting".utf8).write(to: URL(fileURLWithPath: mountpoint + "/files/note.txt"))
             #expect(try await store.darkdisk(["status"]).output.contains("upload queue: 1 pending"))
             kill(-daemon.pid, SIGTERM)

@@ -39,8 +39,8 @@ import Testing
         await #expect(try store.darkdisk(["status", "--passphrase-file", good]).status == 0, "the old passphrase still opens it")
 
         let cheap = try CLIStore()
-        await #expect(try cheap.darkdisk(["init", "--passphrase-file", good, "--scrypt-log-n", "12"]).status == 0)
-        #expect(try Self.scryptN(cheap) == 1 << 12)
+        await #expect(try cheap.darkdisk(["init", "--passphrase-file", good, "--scrypt-log-n", "10"]).status == 0)
+        #expect(try Self.scryptN(cheap) == 1 << 10)
         await #expect(try cheap.darkdisk(["import", "-", "--node", "n", "--passphrase-file", good], stdin: Data("kept".utf8)).status == 0)
         await #expect(try cheap.darkdisk(["passphrase", "set", "--new-passphrase-file", good, "--passphrase-file", good]).status == 0)
         #expect(try Self.scryptN(cheap) == 1 << 17, "passphrase set upgrades the cost")
@@ -73,8 +73,8 @@ import Testing
         await #expect(try store.darkdisk(["export", "--node", "n", "--passphrase-file", second]).stdout == CLIStore.bytes(2000, seed: 9))
         // The remote's copy changed too: a second machine joins with the new passphrase and reads the node.
         let other = try CLIStore()
-        await expectOneLineFailure(try other.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", first, "--scrypt-log-n", "12"]), mentioning: "wrong passphrase")
-        await #expect(try other.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", second, "--scrypt-log-n", "12"]).status == 0)
+        await expectOneLineFailure(try other.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", first, "--scrypt-log-n", "10"]), mentioning: "wrong passphrase")
+        await #expect(try other.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", second, "--scrypt-log-n", "10"]).status == 0)
         await #expect(try other.darkdisk(["pull", "--passphrase-file", second]).status == 0)
         await #expect(try other.darkdisk(["export", "--node", "n", "--passphrase-file", second]).stdout == CLIStore.bytes(2000, seed: 9))
     }

@@ -23,13 +23,13 @@ import Glibc
             contents[name] = CLIStore.bytes(150_000 + index * 1000, seed: UInt64(10 + index))
             try contents[name]!.write(to: URL(fileURLWithPath: filesA + "/" + name))
         }
-        #expect(await Mount.wait(seconds: 60) { contents.keys.allSatisfy { (try? Shell.xattr("user.darkdisk.sync", filesA + "/" + $0)) == "synced" } },
+        #expect(await eventually(within: 60) { contents.keys.allSatisfy { (try? Shell.xattr("user.darkdisk.sync", filesA + "/" + $0)) == "synced" } },
                 "A uploads its files\n\(mountA.log)")
         // B keeps nothing in its cache pool: only what is pinned stays.
         try RemoteBucket.check(try setup.darkdiskB(["config", "set", "pool.data.max_size", "0"]), "config set")
         let mountB = try setup.mountB(["--poll-interval", "1"])
         let filesB = mountB.path + "/files"
-        #expect(await Mount.wait(seconds: 30) { contents.keys.allSatisfy { FileManager.default.fileExists(atPath: filesB + "/" + $0) } },
+        #expect(await eventually(within: 30) { contents.keys.allSatisfy { FileManager.default.fileExists(atPath: filesB + "/" + $0) } },
                 "B sees A's files\n\(mountB.log)")
         #expect(Self.local(filesB + "/album/a.bin") == "none")
         #expect(try Shell.xattr("user.darkdisk.pin", filesB + "/album/a.bin") == "0")
@@ -38,7 +38,7 @@ import Glibc
         let pin = try setup.darkdiskB(["pin", filesB + "/album"])
         #expect(pin.status == 0, "\(pin.stderr)")
         let pinned = ["album/a.bin", "album/b.bin", "album/inner/c.bin"]
-        #expect(await Mount.wait(seconds: 60) { pinned.allSatisfy { Self.local(filesB + "/" + $0) == "full" } },
+        #expect(await eventually(within: 60) { pinned.allSatisfy { Self.local(filesB + "/" + $0) == "full" } },
                 "pinned files downloaded: \(pinned.map { Self.local(filesB + "/" + $0) ?? "?" })\n\(mountB.log)")
         for name in pinned {
             #expect(try Shell.xattr("user.darkdisk.pin", filesB + "/" + name) == "1", "\(name) inherits the folder's pin")
@@ -58,7 +58,7 @@ import Glibc
         try arrived.write(to: URL(fileURLWithPath: filesA + "/album/new.bin"))
         let changed = CLIStore.bytes(120_000, seed: 21)
         try changed.write(to: URL(fileURLWithPath: filesA + "/album/a.bin"))
-        #expect(await Mount.wait(seconds: 60) {
+        #expect(await eventually(within: 60) {
             Self.local(filesB + "/album/new.bin") == "full" && Self.local(filesB + "/album/a.bin") == "full"
                 && (try? FileManager.default.attributesOfItem(atPath: filesB + "/album/a.bin")[.size] as? Int) == changed.count
         }, "new.bin: \(Self.local(filesB + "/album/new.bin") ?? "?"), a.bin: \(Self.local(filesB + "/album/a.bin") ?? "?")\n\(mountB.log)")
@@ -67,7 +67,7 @@ import Glibc
         // (Within a second: the store watcher tells the handles when it tells the kernel. Each look drops the
         // pages first, so the handle itself is read.)
         var read = Data()
-        #expect(await Mount.wait(seconds: 15) {
+        #expect(await eventually(within: 15) {
             _ = try? Shell.sh("sync; echo 1 > /proc/sys/vm/drop_caches")
             try? held.seek(toOffset: 0)
             read = (try? held.readToEnd()) ?? Data()
@@ -77,7 +77,7 @@ import Glibc
         // A file written into the pinned folder here stays persistent after its upload.
         let written = CLIStore.bytes(50_000, seed: 22)
         try written.write(to: URL(fileURLWithPath: filesB + "/album/here.bin"))
-        #expect(await Mount.wait(seconds: 60) { (try? Shell.xattr("user.darkdisk.sync", filesB + "/album/here.bin")) == "synced" }, "\(mountB.log)")
+        #expect(await eventually(within: 60) { (try? Shell.xattr("user.darkdisk.sync", filesB + "/album/here.bin")) == "synced" }, "\(mountB.log)")
         #expect(try Shell.xattr("user.darkdisk.persistent", filesB + "/album/here.bin") == "1", "an upload does not free a pinned file")
 
         // A pinned file cannot be evicted; one file unpinned inside the pinned folder can, and goes.
@@ -87,13 +87,13 @@ import Glibc
         let unpinOne = try await Shell.sh("setfattr -n user.darkdisk.pin -v 0 \(Shell.quote(filesB + "/album/b.bin"))")
         #expect(unpinOne.status == 0, "\(unpinOne.stderr)")
         #expect(try Shell.xattr("user.darkdisk.persistent", filesB + "/album/b.bin") == "0", "unpinned: back in the cache pool")
-        #expect(await Mount.wait(seconds: 30) { Self.local(filesB + "/album/b.bin") == "none" }, "a pool of 0 bytes evicts it")
+        #expect(await eventually(within: 30) { Self.local(filesB + "/album/b.bin") == "none" }, "a pool of 0 bytes evicts it")
         #expect(Self.local(filesB + "/album/inner/c.bin") == "full", "the rest of the folder stays")
 
         // Unpinning the folder (and what was set below it) frees everything; a synced file evicts at once.
         let unpin = try setup.darkdiskB(["unpin", "--recursive", filesB + "/album"])
         #expect(unpin.status == 0, "\(unpin.stderr)")
-        #expect(await Mount.wait(seconds: 30) { pinned.allSatisfy { Self.local(filesB + "/" + $0) == "none" } },
+        #expect(await eventually(within: 30) { pinned.allSatisfy { Self.local(filesB + "/" + $0) == "none" } },
                 "\(pinned.map { Self.local(filesB + "/" + $0) ?? "?" })")
         _ = FileManager.default.contents(atPath: filesB + "/other.bin")
         let evict = try await Shell.sh("setfattr -n user.darkdisk.local -v none \(Shell.quote(filesB + "/other.bin"))")
@@ -114,7 +114,7 @@ import Glibc
         let handed = try remote.darkdiskB(["fetch", "--node", "bg", "--background", "--persistent"])
         #expect(handed.status == 0 && handed.stderr.contains("handed node 'bg' to the running mount"), "\(handed.stderr)")
         let path = mount.path + "/nodes/bg/data"
-        #expect(await Mount.wait(seconds: 30) { Self.local(path) == "full" }, "\(mount.log)")
+        #expect(await eventually(within: 30) { Self.local(path) == "full" }, "\(mount.log)")
         #expect(try Shell.xattr("user.darkdisk.persistent", path) == "1")
         #expect(FileManager.default.contents(atPath: path) == data)
     }
@@ -135,11 +135,11 @@ import Glibc
         let data = mount.path + "/nodes/big/data"
         let pin = try remote.darkdiskB(["pin", "--node", "big"])
         #expect(pin.status == 0, "\(pin.stderr)")
-        #expect(await Mount.wait(seconds: 60) {
+        #expect(await eventually(within: 60) {
             guard let text = Self.local(data), text.hasPrefix("partial "), let percent = Int(text.dropFirst(8).dropLast()) else { return false }
             return percent >= 40
         }, "the pin's download runs: \(Self.local(data) ?? "?")")
-        #expect(await Mount.wait(seconds: 60) {
+        #expect(await eventually(within: 60) {
             ((try? remote.darkdiskB(["status", "--json"]).partialDownloadBytes()) ?? 0) > cloudSize / 2 - (2 << 20)
         }, "the daemon records what it received")
         let status = try remote.darkdiskB(["status"])
@@ -151,7 +151,7 @@ import Glibc
         // (A new Mount: the first one's teardown would unmount the path again when replaced.)
         let remounted = try remote.mountB()
         defer { withExtendedLifetime(mount) {} }
-        #expect(await Mount.wait(seconds: 60) { Self.local(remounted.path + "/nodes/big/data") == "full" }, "\(remounted.log)")
+        #expect(await eventually(within: 60) { Self.local(remounted.path + "/nodes/big/data") == "full" }, "\(remounted.log)")
         #expect(try Shell.xattr("user.darkdisk.persistent", remounted.path + "/nodes/big/data") == "1")
         #expect(try Shell.sha256(of: remounted.path + "/nodes/big/data") == sha256Hex(big))
         let sent = try proxy.bytes(try remote.cloudObject("big"))

@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import DarkDiskTestTraits
 import Foundation
 import Testing
@@ -49,7 +50,7 @@ import Glibc
         let (_, mount, files) = try await DriveWriteTests.mounted()
         defer { withExtendedLifetime(mount) {} }
         try await DriveWriteTests.sh("mkdir -p \(Shell.quote(files))/f/sub && echo a > \(Shell.quote(files))/f/a && echo b > \(Shell.quote(files))/f/sub/b")
-        let synced = await Mount.wait(seconds: 60) {
+        let synced = await eventually(within: 60) {
             ["/f/a", "/f/sub/b"].allSatisfy { (try? Shell.run("/usr/bin/getfattr", ["--only-values", "-n", "user.darkdisk.sync", files + $0]).output) == "synced" }
         }
         #expect(synced, "the files were uploaded")
@@ -124,7 +125,7 @@ import Glibc
             checks += 1
             if check.status != 0 { break }
         }
-        let synced = await Mount.wait(seconds: 120) {
+        let synced = await eventually(within: 120) {
             (try? Shell.run("/usr/bin/getfattr", ["--only-values", "-n", "user.darkdisk.sync", files + "/many/f400"]).output) == "synced"
         }
         #expect(synced)
@@ -170,7 +171,7 @@ import Glibc
         let mount = try Mount(setup.a, options: ["--passphrase-file", setup.passphrase, "--poll-interval", "0.5"])
         let files = mount.path + "/files"
         try await DriveWriteTests.sh("mkdir \(Shell.quote(files))/new && cd \(Shell.quote(files))/new && for i in $(seq 1 300); do echo \"file $i\" > f$i; done")
-        let synced = await Mount.wait(seconds: 120) {
+        let synced = await eventually(within: 120) {
             (try? Shell.run("/usr/bin/getfattr", ["--only-values", "-n", "user.darkdisk.sync", files + "/new/f300"]).output) == "synced"
         }
         #expect(synced)

@@ -25,7 +25,7 @@ import Testing
             let bucket = store.directory + "/bucket"
             try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
             let passphrase = try store.file("pass", Data("modes of objects\n".utf8))
-            await #expect(try store.darkdisk(["init", "--remote", "file://" + bucket + query, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
+            await #expect(try store.darkdisk(["init", "--remote", "file://" + bucket + query, "--passphrase-file", passphrase, "--scrypt-log-n", "10"]).status == 0)
             await #expect(try store.darkdisk(["push", try store.file("n", CLIStore.bytes(3000)), "--node", "n", "--name", "secret plans.txt",
                                         "--passphrase-file", passphrase]).status == 0)
             await #expect(try store.darkdisk(["push", try store.file("a", CLIStore.bytes(300)), "--user", "u", "--identity", "i",

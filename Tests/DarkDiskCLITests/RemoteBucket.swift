@@ -21,7 +21,7 @@ final class RemoteBucket {
         bucket = a.directory + "/bucket"
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
         passphrase = try a.file("pass", Data("mount tests\n".utf8))
-        try Self.check(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]), "init A")
+        try Self.check(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "10"]), "init A")
     }
 
     /// Pushes one node from A: its data, and a thumbnail and metadata when given; with a `name`, a drive file
@@ -49,7 +49,7 @@ final class RemoteBucket {
 
     /// B joins the bucket served at `url` and pulls the outline (no data).
     func join(_ url: String) throws {
-        try Self.check(try b.darkdisk(["init", "--remote", url, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]), "init B")
+        try Self.check(try b.darkdisk(["init", "--remote", url, "--passphrase-file", passphrase, "--scrypt-log-n", "10"]), "init B")
         try Self.check(try darkdiskB(["pull"]), "pull")
     }
 

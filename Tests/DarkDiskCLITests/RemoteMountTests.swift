@@ -69,7 +69,7 @@ import Testing
         // Full speed again: cat of the whole big node, cp of the others.
         try proxy.control(["throttle": 0])
         #expect(try Shell.sha256(of: at("/nodes/big/data")) == sha256Hex(big), "cat of the big node")
-        await #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))) == "full" },
+        await #expect(eventually(within: 10) { (try? Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))) == "full" },
                 "local: \(String(describing: try? Shell.xattr("user.darkdisk.local", at("/nodes/big/data"))))")
         for (id, data) in [("small", small), ("plain", plain)] {
             let copy = remote.b.directory + "/\(id).copy"
@@ -120,7 +120,7 @@ import Testing
         let command = [Shell.darkdisk, "fetch", "--node", "fetched", "--store", remote.b.storePath, "--passphrase-file", remote.passphrase]
             .map(Shell.quote).joined(separator: " ")
         let fetch = try Background("exec " + command, in: remote.b.directory)
-        await #expect(Mount.wait(seconds: 60) { (try? Shell.xattr("user.darkdisk.local", file))?.hasPrefix("partial") == true },
+        await #expect(eventually(within: 60) { (try? Shell.xattr("user.darkdisk.local", file))?.hasPrefix("partial") == true },
                       "the command records its first bytes: \(fetch.stderr)")
 
         let read = try await Shell.run("/usr/bin/timeout", ["-s", "KILL", "120", "dd", "if=" + file, "bs=64K", "count=16", "iflag=fullblock", "status=none"])
@@ -149,7 +149,7 @@ import Testing
         try proxy.control(["throttle": 3 << 20])  // about 8 s for the whole node
         let reader = try Background("cat \(Shell.quote(mount.path + "/nodes/big/data")) > /dev/null", in: remote.b.directory)
         var listed: [String: Any]?
-        _ = await Mount.wait(seconds: 20) {
+        _ = await eventually(within: 20) {
             guard let run = try? remote.darkdiskB(["status", "--json"]), run.status == 0,
                   let json = try? JSONSerialization.jsonObject(with: run.stdout) as? [String: Any],
                   let transfers = json["transfers"] as? [[String: Any]] else { return false }
@@ -167,7 +167,7 @@ import Testing
 
         try proxy.control(["throttle": 0])
         #expect(await reader.wait(seconds: 60) == 0, "cat: \(reader.stderr)")
-        #expect(await Mount.wait(seconds: 10) { (try? remote.darkdiskB(["status"]).output.contains("downloading")) == false },
+        #expect(await eventually(within: 10) { (try? remote.darkdiskB(["status"]).output.contains("downloading")) == false },
                 "the finished download is still listed")
     }
 
@@ -193,7 +193,7 @@ import Testing
         #expect(empty.status == 0 && empty.stdout.isEmpty, "cat of the empty node: \(empty.status) \(empty.stderr)")
 
         #expect(try Shell.sha256(of: at("/nodes/pic/data")) == sha256Hex(data))
-        await #expect(Mount.wait(seconds: 10) { (try? Shell.xattr("user.darkdisk.local", at("/nodes/pic/data"))) == "full" })
+        await #expect(eventually(within: 10) { (try? Shell.xattr("user.darkdisk.local", at("/nodes/pic/data"))) == "full" })
         let meta = try Shell.sh("cat \(Shell.quote(at("/nodes/pic/metadata")))", timeout: 60)
         #expect(meta.status == 0 && meta.stdout == metadata, "cat of the metadata after the data: \(meta.stderr)")
         let thumb = try Shell.sh("cat \(Shell.quote(at("/thumbs/pic")))", timeout: 60)
@@ -251,7 +251,7 @@ import Testing
         guard let proxy else { return }
         try proxy.control(["clear": true])
         var last = ""
-        let recovered = await Mount.wait(seconds: 60) {
+        let recovered = await eventually(within: 60) {
             last = (try? Shell.sha256(of: mount.path + "/nodes/far/data", timeout: 30)) ?? ""
             return last == sha256Hex(far)
         }

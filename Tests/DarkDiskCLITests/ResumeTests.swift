@@ -18,7 +18,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: bucket, withIntermediateDirectories: true)
         let passphrase = try a.file("pass", Data("resume me\n".utf8))
         let data = try #require(FileHandle(forReadingAtPath: "/dev/urandom")?.readData(ofLength: 64 << 20))
-        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "12"]).status == 0)
+        await #expect(try a.darkdisk(["init", "--remote", "file://" + bucket, "--passphrase-file", passphrase, "--scrypt-log-n", "10"]).status == 0)
         let push = try await a.darkdisk(["push", try a.file("big", data), "--node", "big", "--passphrase-file", passphrase])
         #expect(push.status == 0, "\(push.stderr)")
         let object = try RemoteBucket.cloudObject(in: bucket, named: a.objectName("big", passphrase: passphrase))
@@ -26,7 +26,7 @@ import Testing
 
         // Store B reads the bucket over http, through the proxy (which starts its own nginx on the bucket).
         let proxy = try FaultProxy(servingRoot: bucket)
-        let joined = try await b.darkdisk(["init", "--remote", proxy.url, "--passphrase-file", passphrase, "--scrypt-log-n", "12"])
+        let joined = try await b.darkdisk(["init", "--remote", proxy.url, "--passphrase-file", passphrase, "--scrypt-log-n", "10"])
         #expect(joined.status == 0, "\(joined.stderr)")
         await #expect(try b.darkdisk(["pull", "--passphrase-file", passphrase]).status == 0)
         // Room for the node in B's cache pool (25 MiB by default), so that it stays once fetched.

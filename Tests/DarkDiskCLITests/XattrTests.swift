@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import DarkDisk
 import DarkDiskTestTraits
 import Foundation
@@ -123,7 +124,7 @@ import Testing
         let thumbnailSize = try manager.storedFile(NodeID("n"), kind: .thumbnail)?.storedSize
         #expect(pools.first { $0.name == "thumbnails" }?.persistentSize == thumbnailSize)
         #expect(pools.first { $0.name == "avatars" }?.cachedSize == 0)
-        await #expect(Mount.wait { mount.log.contains("node n data: set user.darkdisk.persistent to 1") }, "log: \(mount.log)")
+        await #expect(eventually(within: 10) { mount.log.contains("node n data: set user.darkdisk.persistent to 1") }, "log: \(mount.log)")
     }
 
     @Test func shrinkingTheDataPoolEvictsCacheFilesButNotPersistentOnes() async throws {
@@ -330,7 +331,7 @@ import Testing
             exit 0
             """
         let pid = try Shell.spawn("/bin/sh", ["-c", script], stdout: store.directory + "/out", stderr: store.directory + "/err")
-        await #expect(Mount.wait(seconds: 20) { FileManager.default.fileExists(atPath: deleted) })
+        await #expect(eventually(within: 20) { FileManager.default.fileExists(atPath: deleted) })
         var partial = try manager.beginPartialDownload(NodeID("half"), etag: "e1", size: 10_000)
         #expect(FileManager.default.createFile(atPath: partial.path, contents: Data(count: 4096)))
         partial.add(0..<4096)
@@ -342,7 +343,7 @@ import Testing
         #expect(out == "none\n0\n0\npartial 40%\n0\n0\n", "\(out)")
         let err = try String(contentsOfFile: store.directory + "/err", encoding: .utf8)
         #expect(err == "setfattr: /proc/\(pid)/fd/3: Object is remote\nsetfattr: /proc/\(pid)/fd/4: Object is remote\n", "\(err)")
-        await #expect(Mount.wait { mount.log.contains("node gone data is not stored here") }, "log: \(mount.log)")
+        await #expect(eventually(within: 10) { mount.log.contains("node gone data is not stored here") }, "log: \(mount.log)")
         #expect(try manager.storedFile(NodeID("gone")) == nil)
     }
 

@@ -23,17 +23,6 @@ func bytes(_ count: Int, seed: UInt64 = 1) -> Data {
     Data(SplitMix64.bytes(count, seed: seed))
 }
 
-/// Polls `condition` until it holds or `seconds` pass (a minute where the wait is for something to happen:
-/// it returns as soon as that holds, and a loaded 2-core machine can take tens of seconds).
-func eventually(within seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(TestTiming.patience(seconds))
-    while Date() < deadline {
-        if try condition() { return true }
-        usleep(20_000)
-    }
-    return try condition()
-}
-
 /// The sum of the entries' sizes, which byteCount must equal.
 func entriesTotal(_ cache: DiskCache) throws -> Int {
     try cache.entries().reduce(0) { $0 + $1.byteCount }

@@ -76,13 +76,13 @@ import Testing
         #expect(verify.status == 0, "\(verify.output)")
     }
 
-    @Test func killDashNineDuringSetsLeavesOldOrNewValues() throws {
+    @Test func killDashNineDuringSetsLeavesOldOrNewValues() async throws {
         let root = try TemporaryRoot()
         let out = root.path + "/writer"
         for round in 0..<12 {
             let pid = try Tool.spawn(["writer", root.path, "test", "30"], output: out)
             // Wait for the first set, then kill at a different moment each round.
-            _ = eventually(within: 60) { ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("ready") }
+            _ = await eventually(within: 60) { ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("ready") }
             usleep(UInt32(20_000 + (round * 37_000) % 200_000))
             kill(pid, SIGKILL)
             #expect(Tool.wait(pid) == 128 + SIGKILL, "round \(round): killed mid-run")

@@ -1,4 +1,5 @@
 @testable import DarkDiskCache
+import DarkDiskTestSupport
 import Foundation
 import DarkDiskSync
 import Testing
@@ -38,7 +39,7 @@ import Testing
         #expect(try cache.byteCount == entriesTotal(cache) && cache.byteCount >= before)
     }
 
-    @Test func removeAllGoesThroughTheTrashAndEmptiesIt() throws {
+    @Test func removeAllGoesThroughTheTrashAndEmptiesIt() async throws {
         let root = try TemporaryRoot()
         let cache = try root.cache()
         for i in 0..<50 { try cache.set(bytes(i % 2 == 0 ? 40_000 : 300, seed: UInt64(i)), forKey: "k\(i)") }
@@ -47,7 +48,7 @@ import Testing
         #expect(try cache.data(forKey: "k0") == nil)
         #expect(settledValueFileCount(cache, expected: 0) == 0)
         let trash = cache.cacheURL.path + "/trash"
-        #expect(try eventually(within: 60) { try FileManager.default.contentsOfDirectory(atPath: trash).isEmpty })
+        #expect(try await eventually(within: 60) { try FileManager.default.contentsOfDirectory(atPath: trash).isEmpty })
         try cache.set(bytes(50_000), forKey: "after")
         #expect(try cache.data(forKey: "after") == bytes(50_000))
     }

@@ -1,4 +1,5 @@
 @testable import DarkDiskCache
+import DarkDiskTestSupport
 import Foundation
 import DarkDiskSync
 import Testing
@@ -44,7 +45,7 @@ import Testing
         #expect(offQueue.withLock { $0 } == 0)
     }
 
-    @Test func aHookMayCallTheCache() throws {
+    @Test func aHookMayCallTheCache() async throws {
         let root = try TemporaryRoot()
         let cache = try root.cache()
         let seen = Locked<Data?>(nil)
@@ -56,7 +57,7 @@ import Testing
         try cache.set(bytes(100), forKey: "k")
         cache.hookQueue.sync {}
         #expect(seen.withLock { $0 } == bytes(100))
-        #expect(try eventually(within: 60) { try cache.data(forKey: "from-hook-k") == Data([1]) })
+        #expect(try await eventually(within: 60) { try cache.data(forKey: "from-hook-k") == Data([1]) })
         cache.didAddObject = nil
     }
 }

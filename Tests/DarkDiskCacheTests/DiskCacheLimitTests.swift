@@ -88,7 +88,7 @@ import Testing
         #expect(try cache.entries().map(\.key).sorted() == ["read", "read-file"])
     }
 
-    @Test func ageLimitIsARealLimit() throws {
+    @Test func ageLimitIsARealLimit() async throws {
         let root = try TemporaryRoot()
         let clock = ManualClock()
         let cache = try root.cache(clock: clock)
@@ -106,7 +106,7 @@ import Testing
         clock.advance(by: 3601)
         cache.ageLimit = 3600
         let other = try root.cache(clock: clock)    // no age limit of its own: sees what the index holds
-        #expect(try eventually(within: 60) { try other.entryCount == 0 })
+        #expect(try await eventually(within: 60) { try other.entryCount == 0 })
         #expect(try other.byteCount == 0)
         #expect(settledValueFileCount(cache, expected: 0) == 0)
         cache.ageLimit = 0
@@ -163,7 +163,7 @@ import Testing
         #expect(try cache.byteCount == 2000)
     }
 
-    @Test func accessTimesReachTheIndexWithinAboutASecond() throws {
+    @Test func accessTimesReachTheIndexWithinAboutASecond() async throws {
         let root = try TemporaryRoot()
         let clock = ManualClock()
         let cache = try root.cache(clock: clock)
@@ -172,7 +172,7 @@ import Testing
         clock.advance(by: 1)
         _ = try cache.data(forKey: "x")
         // Another process reads the index: the access shows up there without any trim or close here.
-        #expect(try eventually(within: 60) {
+        #expect(try await eventually(within: 60) {
             return try entriesFromAnotherConnection(cache).last == "x"
         })
     }

@@ -73,9 +73,9 @@ import Testing
 
     @Test(arguments: ConditionalWriteTests.Kind.allCases) func twoProcessesEditingTheSameNodesLoseNothing(_ kind: ConditionalWriteTests.Kind) async throws {
         let machines = try await Machines(kind)
-        let initA = try await machines.darkdisk("a", ["init", "--remote", machines.url, "--scrypt-log-n", "12"])
+        let initA = try await machines.darkdisk("a", ["init", "--remote", machines.url, "--scrypt-log-n", "10"])
         try #require(initA.status == 0, "\(initA.output)")
-        let initB = try await machines.darkdisk("b", ["init", "--remote", machines.url, "--scrypt-log-n", "12"])
+        let initB = try await machines.darkdisk("b", ["init", "--remote", machines.url, "--scrypt-log-n", "10"])
         try #require(initB.status == 0, "\(initB.output)")
 
         var random = SplitMix64(seed: 2026 + UInt64(kind.rawValue.utf8.count))

@@ -216,7 +216,7 @@ import Testing
 
         // A new thumbnail replaces the old one: the entry made from the old file goes.
         _ = try await setup.b.importNodeFile(DiskImport(cleartextData: try TestImages.png(100, 200)), nodeID: node, kind: .thumbnail)
-        #expect(await eventually { !images.nodeThumbnailsCache.contains(key) }, "flushed on the DiskManager's change")
+        #expect(await eventually(within: 60) { !images.nodeThumbnailsCache.contains(key) }, "flushed on the DiskManager's change")
         #expect(try await images.nodeThumbnail(node, processor: resize64)?.width == 32)
 
         // Deleting the node drops its entries; it is a local-only node now without a thumbnail.
@@ -224,7 +224,7 @@ import Testing
         try await Task.sleep(nanoseconds: 200_000_000)
         #expect(images.nodeThumbnailsCache.contains(key), "an import of another section leaves the thumbnail")
         await #expect(try setup.b.deleteNodeFile(node, kind: .thumbnail))
-        #expect(await eventually { !images.nodeThumbnailsCache.contains(key) })
+        #expect(await eventually(within: 60) { !images.nodeThumbnailsCache.contains(key) })
         #expect(try await images.nodeThumbnail(node, processor: resize64) == nil)
 
         // An avatar imported for an identity replaces what was cached for it (and a negative result).
@@ -234,7 +234,7 @@ import Testing
         #expect(try await images.userAvatar(user, identityID: home)?.width == 90)
         #expect(try await images.userAvatar(user)?.width == 90, "without a remote: the avatar stored most recently")
         _ = try await setup.b.importUserAvatar(DiskImport(cleartextData: try TestImages.jpeg(70, 70)), userID: user, identityID: home)
-        #expect(await eventually { images.userAvatarsCache.count == 0 })
+        #expect(await eventually(within: 60) { images.userAvatarsCache.count == 0 })
         #expect(try await images.userAvatar(user, identityID: home)?.width == 70)
 
         // Unknown here, and no remote: an error, not a negative result.
@@ -320,7 +320,7 @@ import Testing
         try TestImages.png(100, 200).write(to: URL(fileURLWithPath: replacement))
         let pid = try ChildProcess.spawn(DarkDiskBinary.path, ["import", replacement, "--node", "shared", "--kind", "thumbnail", "--store", directory])
         #expect(await ChildProcess.exitStatus(pid) == 0)
-        #expect(await eventually(30) { !images.nodeThumbnailsCache.contains(key) }, "flushed on the other process' change")
+        #expect(await eventually(within: 30) { !images.nodeThumbnailsCache.contains(key) }, "flushed on the other process' change")
         #expect(try await images.nodeThumbnail(node, processor: resize64)?.width == 32, "the new thumbnail, not the old one")
         withExtendedLifetime(manager) {}
     }

@@ -164,13 +164,3 @@ final class FetchRecord: Sendable {
     var postCount: Int { posts.withLock { $0.results.count } }
 }
 
-/// Polls `condition` until it holds or `seconds` pass (for effects that arrive asynchronously; generous, as
-/// the whole suite on two cores can keep the cooperative pool busy for seconds on end).
-func eventually(_ seconds: Double = 60, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(TestTiming.patience(seconds))
-    while Date() < deadline {
-        if try condition() { return true }
-        try? await Task.sleep(nanoseconds: 20_000_000)
-    }
-    return try condition()
-}

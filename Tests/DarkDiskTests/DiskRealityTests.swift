@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import DarkDisk
 import Foundation
 import Testing
@@ -66,7 +67,7 @@ import Glibc
         #expect(locks.count == 2)
 
         let manager = try store.open()
-        let swept = try await eventually(within: 60) { !fileExists(cacheOrphan) && !fileExists(persistentOrphan) }
+        let swept = await eventually(within: 60) { !fileExists(cacheOrphan) && !fileExists(persistentOrphan) }
         #expect(swept, "files no index row knows are removed by the start-up sweep")
         #expect(fileExists(lockedOrphan), "a locked file is not an orphan")
         #expect(fileExists(lockedStaging), "a locked staging file is not removed")

@@ -263,7 +263,7 @@ import Glibc
         #expect(try poolStatus(second!, .data).cachedSize == 6 * unit, "held files are skipped")
         first = nil
         second = nil
-        #expect(try await eventually(within: 60) { weakFirst == nil && weakSecond == nil }, "the managers went away")
+        #expect(await eventually(within: 60) { weakFirst == nil && weakSecond == nil }, "the managers went away")
         for fd in locks { close(fd) }
 
         // Nobody trims the pool now; a new DiskManager must do it while opening, before any call.
@@ -335,7 +335,7 @@ import Glibc
         writer.arguments = ["-bail", store.location.indexPath, ".timeout 5000", "BEGIN IMMEDIATE;",
                             ".shell touch '\(flag)'", ".shell sleep 1.5", "COMMIT;"]
         try writer.run()
-        #expect(try await eventually(within: 60) { fileExists(flag) }, "sqlite3 took the write lock")
+        #expect(await eventually(within: 60) { fileExists(flag) }, "sqlite3 took the write lock")
         // Only now let the files go, so that no maintenance timer trims the pool before the race is set up.
         for fd in locks { close(fd) }
         await onThreads([first, second].map { manager in { _ = try? manager.enforceLimits(of: .data) } })

@@ -49,7 +49,7 @@ import Testing
         let expiring = try importFile(manager, "gone", expiration: 1).path
         let staying = try importFile(manager, "kept", expiration: -1).path
         // Only look at the disk: no store call may trigger the expiry.
-        let deleted = try await eventually(within: 60) { !fileExists(expiring) }
+        let deleted = await eventually(within: 60) { !fileExists(expiring) }
         #expect(deleted, "the maintenance timer deletes an expired file from disk")
         #expect(fileExists(staying))
         #expect(try manager.storedFile(NodeID("gone")) == nil, "and removes its index row")

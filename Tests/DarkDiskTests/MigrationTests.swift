@@ -1,3 +1,4 @@
+import DarkDiskTestSupport
 import DarkDisk
 import Foundation
 import Testing
@@ -109,7 +110,7 @@ import Testing
         #expect(regularFiles(under: store.location.cacheFiles).isEmpty, "no file is left in the cache folder")
         #expect(try decrypt(migrated!) == contents("r", size: 50_000))
         migrated = nil
-        let gone = try await eventually(within: 60) { !fileExists(original) }
+        let gone = await eventually(within: 60) { !fileExists(original) }
         #expect(gone, "at the latest, the original goes once nobody holds either name")
     }
 

@@ -7,19 +7,6 @@ import Glibc
 
 // Helpers shared by the pool, retain, expiry, migration and disk-reality tests.
 
-/// Polls `condition` every 50 ms until it holds or `seconds` pass; returns whether it held. Async, so a
-/// waiting test does not block one of the few threads of Swift's cooperative pool.
-/// Give it a minute where the wait is for something to happen: it returns as soon as that holds, and early
-/// in the suite the synchronous tests can hold both threads of a 2-core machine's pool for half of one.
-func eventually(within seconds: Double, _ condition: () throws -> Bool) async throws -> Bool {
-    let deadline = Date().addingTimeInterval(TestTiming.patience(seconds))
-    while true {
-        if try condition() { return true }
-        if Date() >= deadline { return false }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-}
-
 func fileExists(_ path: String) -> Bool {
     FileManager.default.fileExists(atPath: path)
 }

@@ -161,7 +161,7 @@ import Glibc
         #expect(fileExists(path), "an expired but retained file stays on disk")
         #expect(try decrypt(held!) == contents("e"))
         held = nil
-        #expect(try await eventually(within: 60) { !fileExists(path) }, "the release completes the expiry")
+        #expect(await eventually(within: 60) { !fileExists(path) }, "the release completes the expiry")
     }
 
     @Test func retainedFileSurvivesDeleteAndLastTokenCompletesIt() throws {

@@ -1,4 +1,5 @@
 @testable import DarkDisk
+import DarkDiskTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)

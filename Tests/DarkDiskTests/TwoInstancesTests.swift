@@ -56,7 +56,7 @@ import Testing
         #expect(fileExists(path))
         #expect(try decrypt(held!) == contents("e"))
         held = nil
-        #expect(try await eventually(within: 60) { !fileExists(path) })
+        #expect(await eventually(within: 60) { !fileExists(path) })
     }
 
     @Test func tokenInOneInstanceMakesTheOtherCopyOnMigration() throws {
