@@ -37,9 +37,8 @@ final class DriveCommitJournal: Sendable {
     private let key: SymmetricKey?
     private let apply: Apply
     private let logger: @Sendable (String) -> Void
+    /// Broadcast whenever records are written (or dropped): drains, and appends waiting for room, look again.
     private let state: Locked<State>
-    /// Signalled whenever records are written (or dropped): drains look again.
-    private let progressed = NSCondition()
     private let queue = DispatchQueue(label: "darkdisk.drive-commits")
     /// How long the first record of a batch waits for others (unless a drain wants it sooner, or the batch is
     /// full). Nothing in the mount waits for it (a `close` returns once its record is appended; whatever
@@ -151,12 +150,7 @@ final class DriveCommitJournal: Sendable {
     /// Waits until fewer than `backlogLimit` records wait, at most `backlogWait` seconds.
     private func waitForRoom() {
         queue.async { self.run() }
-        let deadline = Date(timeIntervalSinceNow: Self.backlogWait)
-        progressed.lock()
-        defer { progressed.unlock() }
-        while state.withLock({ $0.backlog >= Self.backlogLimit }) {
-            guard progressed.wait(until: deadline) else { return }
-        }
+        state.withLock(when: { $0.backlog < Self.backlogLimit }, before: .now + .seconds(Self.backlogWait)) { _, _ in }
     }
 
     /// Whether records wait for the index.
@@ -181,17 +175,9 @@ final class DriveCommitJournal: Sendable {
         guard !isIdle else { return true }
         let target = state.withLock { $0.appended }
         queue.async { self.run() }
-        let deadline = timeout.map { Date(timeIntervalSinceNow: $0) }
-        progressed.lock()
-        defer { progressed.unlock() }
-        while state.withLock({ $0.processed < target && !$0.stopped }) {
-            if let deadline {
-                guard progressed.wait(until: deadline) else { break }
-            } else {
-                progressed.wait()
-            }
+        return state.withLock(when: { $0.processed >= target || $0.stopped }, before: timeout.map { .now + .seconds($0) }) { state, _ in
+            state.processed >= target
         }
-        return state.withLock { $0.processed >= target }
     }
 
     /// Appends and writes nothing more, and lets go of the file (and its lock) and of the stored files' locks:
@@ -210,9 +196,7 @@ final class DriveCommitJournal: Sendable {
             close(fd)
             state.waiting = []
         }
-        progressed.lock()
-        progressed.broadcast()
-        progressed.unlock()
+        state.broadcast()
     }
 
     /// Writes what waits into the index: one batch, then the next after another moment's gathering (at once
@@ -271,9 +255,7 @@ final class DriveCommitJournal: Sendable {
             }
         }
         outstanding.wrappingSubtract(batch.count, ordering: .releasing)
-        progressed.lock()
-        progressed.broadcast()
-        progressed.unlock()
+        state.broadcast()
     }
 }
 

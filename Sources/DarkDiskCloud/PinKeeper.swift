@@ -44,13 +44,15 @@ public final class PinKeeper: Sendable {
                 do {
                     // Something may need doing when a pin changed, the outline or a stored file changed, a
                     // download ended (which kicks) or a failed one is due again; else the store is left alone.
-                    let clock = try manager.pinClock()
-                    let change = try manager.newestEntryChange()
+                    // (Index reads and writes: on the blocking pool, never on a thread of the cooperative one.)
+                    let (clock, change) = try await BlockingPool.shared.run { () throws(DarkDiskError) in
+                        (try manager.pinClock(), try manager.newestEntryChange())
+                    }
                     let changed = clock != lastClock || change != lastChange || wake.takeKick() || retryDue()
                     if let failed, !failed.isDue() {
                         // Waiting out the failed look's backoff.
                     } else if changed || failed != nil {
-                        try keepPinned()
+                        try await BlockingPool.shared.run { () throws(DarkDiskError) in try self.keepPinned() }
                         // Only a look that went through counts.
                         lastClock = clock
                         lastChange = change

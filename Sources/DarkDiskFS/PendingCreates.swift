@@ -12,9 +12,8 @@ import Synchronization
 /// that may leave no trace of it.
 final class PendingCreates: Sendable {
     private let manager: DiskManager
+    /// Broadcast whenever a row being written lands or goes back (waiters look again).
     private let state = Locked<State>(State())
-    /// Signalled whenever a row being written lands or goes back (waiters look again).
-    private let landed = NSCondition()
     /// Rows waiting plus rows being written: `drain` returns at once when there are none.
     private let outstanding = Atomic<Int>(0)
 
@@ -57,9 +56,7 @@ final class PendingCreates: Sendable {
             }
         }
         guard !others.isEmpty else { return }
-        landed.lock()
-        while state.withLock({ !$0.writing.isDisjoint(with: others) }) { landed.wait() }
-        landed.unlock()
+        state.withLock(when: { $0.writing.isDisjoint(with: others) }) { _, _ in }
     }
 
     /// The row of node `id` if it still waits, now the caller's to insert with the node's first commit (then
@@ -67,22 +64,19 @@ final class PendingCreates: Sendable {
     /// drain writes it, and throws the error that stopped that insert, if one did.
     func take(_ id: NodeID) throws(DarkDiskError) -> PreparedDriveFile? {
         guard outstanding.load(ordering: .acquiring) > 0 || state.withLock({ $0.failures[id] != nil }) else { return nil }
-        landed.lock()
-        defer { landed.unlock() }
-        while true {
-            let (row, busy, failure) = state.withLock { state -> (PreparedDriveFile?, Bool, DarkDiskError?) in
-                if let index = state.waiting.firstIndex(where: { $0.node.id == id }) {
-                    let row = state.waiting.remove(at: index)
-                    state.writing.insert(id)
-                    return (row, false, nil)
-                }
-                return (nil, state.writing.contains(id), state.failures[id])
+        let (row, failure) = state.withLock(when: { state in
+            !state.writing.contains(id) || state.failures[id] != nil || state.waiting.contains { $0.node.id == id }
+        }) { state, _ -> (PreparedDriveFile?, DarkDiskError?) in
+            if let index = state.waiting.firstIndex(where: { $0.node.id == id }) {
+                let row = state.waiting.remove(at: index)
+                state.writing.insert(id)
+                return (row, nil)
             }
-            if let row { return row }
-            if let failure { throw failure }
-            if !busy { return nil }
-            landed.wait()
+            return (nil, state.failures[id])
         }
+        if let row { return row }
+        if let failure { throw failure }
+        return nil
     }
 
     /// Ends the writing of node `id`'s row: landed, or not (`putBack`: the row waits again, as the commit
@@ -94,9 +88,7 @@ final class PendingCreates: Sendable {
             if let failure { state.failures[id] = failure }
         }
         if putBack == nil { outstanding.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
-        landed.lock()
-        landed.broadcast()
-        landed.unlock()
+        state.broadcast()
     }
 
     /// Forgets node `id`'s failure (its last handle has gone).

@@ -22,7 +22,15 @@ public struct FileRemote: Remote {
         self.shared = shared
     }
 
+    // Each call's system calls run on the blocking pool: a folder on a slow or hung disk (an NFS share, a
+    // USB drive asleep), and the conditional writes' `flock` that another machine holds, would otherwise
+    // hold a thread of the cooperative pool, of which a 2-core machine has two.
+
     public func list(prefix: String) async throws(RemoteError) -> [ObjectInfo] {
+        try await BlockingPool.shared.run { () throws(RemoteError) in try self.listNow(prefix: prefix) }
+    }
+
+    private func listNow(prefix: String) throws(RemoteError) -> [ObjectInfo] {
         // A missing folder is an unreachable remote, never an empty one (that would read as "all deleted").
         try checkReachable()
         // Only the prefix's own folder is walked: a pull lists `records/`, not every node's cloud file.
@@ -59,6 +67,10 @@ public struct FileRemote: Remote {
     }
 
     public func info(_ key: String) async throws(RemoteError) -> ObjectInfo? {
+        try await BlockingPool.shared.run { () throws(RemoteError) in try self.infoNow(key) }
+    }
+
+    private func infoNow(_ key: String) throws(RemoteError) -> ObjectInfo? {
         try RemoteKey.check(key)
         try checkReachable()
         var st = stat()
@@ -71,28 +83,19 @@ public struct FileRemote: Remote {
 
     public func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?,
                      consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
-        try RemoteKey.check(key)
-        try checkReachable()
-        let fd = open(path(key), O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { throw RemoteError(.notFound, "\(key) is not in \(url)") }
-            throw RemoteError(.io, "cannot open \(path(key)): \(String(cString: strerror(errno)))")
-        }
+        let fd = try await BlockingPool.shared.run { () throws(RemoteError) in try self.openForReading(key, range: range, ifMatch: etag) }
         defer { close(fd) }
-        var st = stat()
-        fstat(fd, &st)
-        if let etag, Self.etag(st) != etag { throw RemoteError(.changed, "\(key) changed in \(url)") }
-        guard range.upperBound <= UInt64(st.st_size) else {
-            throw RemoteError(.invalidResponse, "\(key) has \(st.st_size) bytes, not the \(range.upperBound) asked for")
-        }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: min(range.count, 1 << 20), alignment: 16)
         defer { buffer.deallocate() }
+        let target = ReadBuffer(base: buffer.baseAddress!)
         var position = range.lowerBound
         while position < range.upperBound {
             let wanted = Int(min(UInt64(buffer.count), range.upperBound - position))
-            let n: Int
-            do { n = try SystemCall.pread(fd, into: buffer.baseAddress!, count: wanted, at: position) } catch {
-                throw RemoteError(.io, "cannot read \(path(key)): \(error)")
+            let at = position
+            let n = try await BlockingPool.shared.run { () throws(RemoteError) in
+                do { return try SystemCall.pread(fd, into: target.base, count: wanted, at: at) } catch {
+                    throw RemoteError(.io, "cannot read \(self.path(key)): \(error)")
+                }
             }
             guard n > 0 else { throw RemoteError(.invalidResponse, "short read of \(key)") }
             try consume(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
@@ -100,7 +103,38 @@ public struct FileRemote: Remote {
         }
     }
 
+    /// A read's buffer, filled by one `pread` on the blocking pool while the reading task waits for it.
+    private struct ReadBuffer: @unchecked Sendable {
+        let base: UnsafeMutableRawPointer
+    }
+
+    /// Opens object `key` for a read of `range`, checked against `etag` and the object's size.
+    private func openForReading(_ key: String, range: Range<UInt64>, ifMatch etag: String?) throws(RemoteError) -> Int32 {
+        try RemoteKey.check(key)
+        try checkReachable()
+        let fd = open(path(key), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { throw RemoteError(.notFound, "\(key) is not in \(url)") }
+            throw RemoteError(.io, "cannot open \(path(key)): \(String(cString: strerror(errno)))")
+        }
+        var st = stat()
+        fstat(fd, &st)
+        if let etag, Self.etag(st) != etag {
+            close(fd)
+            throw RemoteError(.changed, "\(key) changed in \(url)")
+        }
+        guard range.upperBound <= UInt64(st.st_size) else {
+            close(fd)
+            throw RemoteError(.invalidResponse, "\(key) has \(st.st_size) bytes, not the \(range.upperBound) asked for")
+        }
+        return fd
+    }
+
     public func write(_ key: String, fromFile source: String) async throws(RemoteError) -> ObjectInfo {
+        try await BlockingPool.shared.run { () throws(RemoteError) in try self.writeNow(key, fromFile: source) }
+    }
+
+    private func writeNow(_ key: String, fromFile source: String) throws(RemoteError) -> ObjectInfo {
         try RemoteKey.check(key)
         let temporary = try temporaryPath()
         do { try Self.copy(source, to: temporary, mode: shared ? 0o644 : 0o600) } catch {
@@ -113,15 +147,17 @@ public struct FileRemote: Remote {
     /// Renames the file into the bucket when it is on the bucket's file system (its room is used once);
     /// copies it otherwise.
     public func write(_ key: String, movingFile source: String) async throws(RemoteError) -> ObjectInfo {
-        try RemoteKey.check(key)
-        let temporary = try temporaryPath()
-        guard rename(source, temporary) == 0 else {
-            guard errno == EXDEV else {
-                throw RemoteError(.io, "cannot move \(source) to \(url): \(String(cString: strerror(errno)))")
+        try await BlockingPool.shared.run { () throws(RemoteError) in
+            try RemoteKey.check(key)
+            let temporary = try self.temporaryPath()
+            guard rename(source, temporary) == 0 else {
+                guard errno == EXDEV else {
+                    throw RemoteError(.io, "cannot move \(source) to \(self.url): \(String(cString: strerror(errno)))")
+                }
+                return try self.writeNow(key, fromFile: source)
             }
-            return try await write(key, fromFile: source)
+            return try self.commit(temporary, as: key)
         }
-        return try commit(temporary, as: key)
     }
 
     /// Copies the file at `source` to a new file at `destination`, 1 MiB at a time.
@@ -154,6 +190,10 @@ public struct FileRemote: Remote {
     /// (`flock` of `.locks/write`, shared by every process and machine that writes to the folder) from the
     /// comparison to the rename, so two writers based on the same ETag cannot both land.
     public func write(_ key: String, data: Data, condition: WriteCondition) async throws(RemoteError) -> ObjectInfo {
+        try await BlockingPool.shared.run { () throws(RemoteError) in try self.writeNow(key, data: data, condition: condition) }
+    }
+
+    private func writeNow(_ key: String, data: Data, condition: WriteCondition) throws(RemoteError) -> ObjectInfo {
         try RemoteKey.check(key)
         let temporary = try temporaryPath()
         do { try Self.create(temporary, contents: data, mode: shared ? 0o644 : 0o600) } catch {
@@ -211,6 +251,10 @@ public struct FileRemote: Remote {
     }
 
     public func delete(_ key: String, condition: WriteCondition) async throws(RemoteError) {
+        try await BlockingPool.shared.run { () throws(RemoteError) in try self.deleteNow(key, condition: condition) }
+    }
+
+    private func deleteNow(_ key: String, condition: WriteCondition) throws(RemoteError) {
         try RemoteKey.check(key)
         try checkReachable()
         guard condition != .absent else { throw RemoteError(.invalidURL, "a delete cannot be conditioned on the object being absent") }
