@@ -299,7 +299,11 @@ final class CacheFolder: Sendable {
             fd = Foundation.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw DiskCacheError.posix("cannot create", path: tmp) }
             // Held until the row is committed: the sweep leaves locked files alone.
-            _ = flock(fd, LOCK_EX)
+            do throws(Errno) { try SystemCall.lock(fd, .exclusive) } catch {
+                unlink(tmp)
+                close(fd)
+                throw DiskCacheError.posix("cannot lock", path: tmp, errno: error.rawValue)
+            }
             do {
                 try FileIO.writeAll(fd, data, path: tmp)
             } catch {
@@ -566,7 +570,10 @@ final class CacheFolder: Sendable {
                 let fd = Foundation.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
                 guard fd >= 0 else { throw DiskCacheError.posix("cannot create", path: tmp) }
                 heldFD = fd
-                _ = flock(fd, LOCK_EX)
+                do throws(Errno) { try SystemCall.lock(fd, .exclusive) } catch {
+                    unlink(tmp)
+                    throw DiskCacheError.posix("cannot lock", path: tmp, errno: error.rawValue)
+                }
                 do throws(DiskCacheError) {
                     try FileIO.writeAll(fd, value, path: tmp)
                     guard rename(tmp, filesPath + "/" + name) == 0 else { throw DiskCacheError.posix("cannot move into the cache", path: tmp) }

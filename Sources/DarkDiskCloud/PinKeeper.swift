@@ -16,8 +16,7 @@ public final class PinKeeper: Sendable {
     private let logger: Logger
     private let concurrency: Int
     private let health: RemoteHealth?
-    private let task: Locked<Task<Void, Never>?> = Locked(nil)
-    private let wake = AsyncWakeup()
+    private let loop = Locked<BackgroundLoop?>(nil)
     private struct State {
         /// Nodes downloading now.
         var inFlight: Set<NodeID> = []
@@ -29,44 +28,45 @@ public final class PinKeeper: Sendable {
     /// `health`: while the remote is down nothing is started; when it answers again, every pinned download
     /// starts at once (their backoff forgotten).
     public init(manager: DiskManager, downloads: DownloadManager, interval: Double = 1, concurrency: Int = 2,
-                health: RemoteHealth? = nil, logger: Logger) {
+                health: RemoteHealth? = nil, logger: Logger, manual: Bool = false) {
         self.manager = manager
         self.downloads = downloads
         self.logger = logger
         self.health = health
         self.concurrency = max(1, concurrency)
-        let task = Task.detached { [self] in
-            var lastClock: Int64 = -1
-            var lastChange: Int64 = -1
-            // A look that failed (a full disk, say) is taken again after its backoff: 2 s, doubling up to a minute.
-            var failed: RetryBackoff?
-            while !Task.isCancelled {
-                do {
-                    // Something may need doing when a pin changed, the outline or a stored file changed, a
-                    // download ended (which kicks) or a failed one is due again; else the store is left alone.
-                    // (Index reads and writes: on the blocking pool, never on a thread of the cooperative one.)
-                    let (clock, change) = try await BlockingPool.shared.run { () throws(DarkDiskError) in
-                        (try manager.pinClock(), try manager.newestEntryChange())
-                    }
-                    let changed = clock != lastClock || change != lastChange || wake.takeKick() || retryDue()
-                    if let failed, !failed.isDue() {
-                        // Waiting out the failed look's backoff.
-                    } else if changed || failed != nil {
-                        try await BlockingPool.shared.run { () throws(DarkDiskError) in try self.keepPinned() }
-                        // Only a look that went through counts.
-                        lastClock = clock
-                        lastChange = change
-                        if failed != nil { logger.notice("pins: looking at the pins works again") }
-                        failed = nil
-                    }
-                } catch {
-                    if failed == nil { logger.error("pins: \(error) (tried again with backoff)") }
-                    failed = RetryBackoff.after(failed, first: 2)
+        // What one look leaves the next: the pin clock and the newest change it saw, and the backoff of a
+        // look that failed (a full disk, say), taken again after it: 2 s, doubling up to a minute.
+        let seen = Locked<(clock: Int64, change: Int64, failed: RetryBackoff?)>((-1, -1, nil))
+        let loop = BackgroundLoop(manual ? .manual : .automatic(firstAfter: .zero)) { [weak self] kicked in
+            guard let self else { return .stop }
+            do {
+                // Something may need doing when a pin changed, the outline or a stored file changed, a
+                // download ended (which kicks) or a failed one is due again; else the store is left alone.
+                // (Index reads and writes: on the blocking pool, never on a thread of the cooperative one.)
+                let (clock, change) = try await BlockingPool.shared.run { () throws(DarkDiskError) in
+                    (try manager.pinClock(), try manager.newestEntryChange())
                 }
-                await wake.wait(seconds: interval)
+                let last = seen.withLock { $0 }
+                let changed = clock != last.clock || change != last.change || kicked || self.retryDue()
+                if let failed = last.failed, !failed.isDue(at: manager.clock.now) {
+                    // Waiting out the failed look's backoff.
+                } else if changed || last.failed != nil {
+                    try await BlockingPool.shared.run { () throws(DarkDiskError) in try self.keepPinned() }
+                    // Only a look that went through counts.
+                    seen.withLock { $0 = (clock, change, nil) }
+                    if last.failed != nil { logger.notice("pins: looking at the pins works again") }
+                }
+            } catch {
+                let now = manager.clock.now
+                let first = seen.withLock { seen in
+                    defer { seen.failed = RetryBackoff.after(seen.failed, first: 2, now: now) }
+                    return seen.failed == nil
+                }
+                if first { logger.error("pins: \(error) (tried again with backoff)") }
             }
+            return .rest(.milliseconds(Int(interval * 1000)))
         }
-        self.task.withLock { $0 = task }
+        self.loop.withLock { $0 = loop }
         health?.onRecovery { [weak self] in
             self?.state.withLock { $0.retry = [:] }
             self?.kick()
@@ -78,7 +78,7 @@ public final class PinKeeper: Sendable {
     /// answering again, kick the keeper anyway.
     private func retryDue() -> Bool {
         guard health?.isOffline != true else { return false }
-        let now = ContinuousClock.now
+        let now = manager.clock.now
         return state.withLock { state in
             state.inFlight.count < concurrency
                 && state.retry.contains { node, retry in retry.isDue(at: now) && !state.inFlight.contains(node) }
@@ -86,14 +86,14 @@ public final class PinKeeper: Sendable {
     }
 
     /// Looks at the pins now (a pin was just set through the mount).
-    public func kick() { wake.kick() }
+    public func kick() { loop.withLock { $0 }?.kick() }
 
-    public func stop() {
-        task.withLock { $0?.cancel() }
-        wake.kick()
-    }
+    /// Looks at the pins now, on the caller's task (a `manual` keeper's only way to look).
+    public func runOnce() async { await loop.withLock { $0 }?.runOnce() }
 
-    deinit { task.withLock { $0?.cancel() } }
+    public func stop() { loop.withLock { $0 }?.stop() }
+
+    deinit { loop.withLock { $0 }?.stop() }
 
     /// One look: every pinned node that is not kept persistently gets what it needs, and so does every
     /// download a command handed over (`fetch --background`).
@@ -118,7 +118,7 @@ public final class PinKeeper: Sendable {
             // One file that cannot be made persistent (a full disk) holds up neither the others nor the downloads.
             do { try manager.makeNodeFilePersistent(true, nodeID: node.nodeID, kind: .data) } catch { firstError = firstError ?? error }
         }
-        let now = ContinuousClock.now
+        let now = manager.clock.now
         if health?.isOffline != true {
             for node in missing {
                 let start = state.withLock { state -> Bool in
@@ -140,6 +140,7 @@ public final class PinKeeper: Sendable {
             case .success: nil
             case .failure(let error): "\(error)"
             }
+            let now = manager.clock.now
             let firstFailure = state.withLock { state -> Bool in
                 state.inFlight.remove(node.nodeID)
                 guard failure != nil else {
@@ -147,7 +148,7 @@ public final class PinKeeper: Sendable {
                     return false
                 }
                 let first = state.retry[node.nodeID] == nil
-                state.retry[node.nodeID] = RetryBackoff.after(state.retry[node.nodeID], first: 5)
+                state.retry[node.nodeID] = RetryBackoff.after(state.retry[node.nodeID], first: 5, now: now)
                 return first
             }
             if case .failure(let error) = result { health?.noteFailure(error) } else { health?.noteSuccess() }

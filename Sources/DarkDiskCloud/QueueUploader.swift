@@ -17,18 +17,25 @@ import Logging
 /// made since the last drain began go first, so an edit made while a backlog uploads waits for one upload,
 /// not for the backlog.
 public final class QueueUploader: Sendable {
-    private let task: Locked<Task<Void, Never>?> = Locked(nil)
+    private let loop: BackgroundLoop
 
-    private let wake = AsyncWakeup()
+    /// What one round leaves the next.
+    private struct Progress {
+        /// The rest before the next round: `checkInterval`, doubled after each failing round up to a minute.
+        var backoff: Double
+        var failing = false
+        /// When the last drain began: what was queued since goes first in the next (a drain paused by new
+        /// changes comes back to a backlog with the new changes behind it).
+        var lastDrain: Date?
+    }
 
     /// `health`: told whether uploads reach the remote; when it answers again after an outage, the queue drains
     /// at once instead of after its backoff.
     /// `longestHold`: how long a change may wait behind a busy drive (default: twelve times `writeBack`,
     /// a minute for the mount's default of 5 s).
+    /// `manual`: no round of its own; `runOnce()` runs one (tests).
     public init(sync: CloudSync, checkInterval: Double = 1, writeBack: Double = 0, longestHold: Double? = nil,
-                pullAfterUploads: Bool = true, health: RemoteHealth? = nil, logger: Logger) {
-        let wake = self.wake
-        health?.onRecovery { wake.kick() }
+                pullAfterUploads: Bool = true, health: RemoteHealth? = nil, logger: Logger, manual: Bool = false) {
         let longestHold = longestHold ?? 12 * writeBack
         let manager = sync.manager
         // Whether the drive is busy: a change younger than `writeBack`, none waiting `longestHold` yet.
@@ -36,74 +43,58 @@ public final class QueueUploader: Sendable {
             guard writeBack > 0, let times = try manager.uploadQueueTimes() else { return false }
             return !times.allowUploads(at: manager.clock.now, writeBack: writeBack, longestHold: longestHold)
         }
-        let task = Task.detached {
-            var backoff = checkInterval
-            var failing = false
-            // When the last drain began: what was queued since goes first in the next (a drain paused by new
-            // changes comes back to a backlog with the new changes behind it).
-            var lastDrain: Date?
-            while !Task.isCancelled {
-                await wake.wait(seconds: backoff)
-                if wake.takeKick() { backoff = checkInterval }
-                if Task.isCancelled { break }
-                do {
-                    // Including changes whose uploader died (a daemon killed mid-upload and started again).
-                    let rested = sync.manager.clock.now.addingTimeInterval(-writeBack)
-                    guard try !busy(), try sync.manager.hasUploadsToStart(restedSince: rested) else { continue }
-                    let started = sync.manager.clock.now
-                    defer { lastDrain = started }
-                    let result = try await sync.drainQueue(restedSince: rested, firstQueuedAfter: lastDrain, pauseWhen: busy)
-                    for conflict in result.conflicts {
-                        logger.warning("upload: node \(conflict.originalID) changed in the remote; this store's change is node \(conflict.nodeID), a conflict copy beside it")
-                    }
-                    if !result.uploaded.isEmpty || !result.conflicts.isEmpty {
-                        logger.info("upload: \(result.uploaded.count) uploaded, \(result.conflicts.count) as conflict copies")
-                        if pullAfterUploads { _ = try? await sync.pull() }
-                    }
-                    if !result.uploaded.isEmpty || !result.conflicts.isEmpty { health?.noteSuccess() }
-                    if result.unreachable, let first = result.failed.first { health?.noteFailure(RemoteError(.unreachable, first.error)) }
-                    if let first = result.failed.first {
-                        if !failing { logger.warning("upload failed (retried with backoff): node \(first.nodeID): \(first.error)") }
-                        failing = true
-                        backoff = min(60, backoff * 2)
-                    } else {
-                        if failing { logger.notice("upload: the queue drains again") }
-                        failing = false
-                        backoff = checkInterval
-                    }
-                } catch {
-                    health?.noteFailure(error)
-                    if !failing { logger.warning("upload: \(error)") }
-                    failing = true
-                    backoff = min(60, backoff * 2)
-                }
-            }
+        let progress = Locked(Progress(backoff: checkInterval))
+        loop = BackgroundLoop(manual ? .manual : .automatic(firstAfter: .milliseconds(Int(checkInterval * 1000)))) { kicked in
+            if kicked { progress.withLock { $0.backoff = checkInterval } }
+            await Self.round(sync: sync, checkInterval: checkInterval, writeBack: writeBack, busy: busy, pullAfterUploads: pullAfterUploads, health: health,
+                             logger: logger, progress: progress)
+            return .rest(.milliseconds(Int(progress.withLock { $0.backoff } * 1000)))
         }
-        self.task.withLock { $0 = task }
+        health?.onRecovery { [loop] in loop.kick() }
     }
+
+    /// One look at the queue, and a drain of what rested.
+    private static func round(sync: CloudSync, checkInterval: Double, writeBack: Double, busy: @escaping @Sendable () throws -> Bool, pullAfterUploads: Bool,
+                              health: RemoteHealth?, logger: Logger, progress: Locked<Progress>) async {
+        let checkFailing = { progress.withLock { $0.failing } }
+        do {
+            // Including changes whose uploader died (a daemon killed mid-upload and started again).
+            let rested = sync.manager.clock.now.addingTimeInterval(-writeBack)
+            guard try !busy(), try sync.manager.hasUploadsToStart(restedSince: rested) else { return }
+            let started = sync.manager.clock.now
+            defer { progress.withLock { $0.lastDrain = started } }
+            let result = try await sync.drainQueue(restedSince: rested, firstQueuedAfter: progress.withLock { $0.lastDrain }, pauseWhen: busy)
+            for conflict in result.conflicts {
+                logger.warning("upload: node \(conflict.originalID) changed in the remote; this store's change is node \(conflict.nodeID), a conflict copy beside it")
+            }
+            if !result.uploaded.isEmpty || !result.conflicts.isEmpty {
+                logger.info("upload: \(result.uploaded.count) uploaded, \(result.conflicts.count) as conflict copies")
+                if pullAfterUploads { _ = try? await sync.pull() }
+            }
+            if !result.uploaded.isEmpty || !result.conflicts.isEmpty { health?.noteSuccess() }
+            if result.unreachable, let first = result.failed.first { health?.noteFailure(RemoteError(.unreachable, first.error)) }
+            if let first = result.failed.first {
+                if !checkFailing() { logger.warning("upload failed (retried with backoff): node \(first.nodeID): \(first.error)") }
+                progress.withLock { $0.failing = true; $0.backoff = min(60, $0.backoff * 2) }
+            } else {
+                if checkFailing() { logger.notice("upload: the queue drains again") }
+                progress.withLock { $0.failing = false; $0.backoff = checkInterval }
+            }
+        } catch {
+            health?.noteFailure(error)
+            if !checkFailing() { logger.warning("upload: \(error)") }
+            progress.withLock { $0.failing = true; $0.backoff = min(60, $0.backoff * 2) }
+        }
+    }
+
+    /// Runs one round now (a `manual` uploader's only way to upload): a look at the queue and a drain.
+    public func runOnce() async { await loop.runOnce() }
 
     /// Stops draining and waits up to `timeout` seconds for the round in progress to end (its upload stops at
     /// its next step), so that another drain does not meet this one's claims; whether it ended.
     @discardableResult
-    public func stopAndWait(timeout: Double) -> Bool {
-        let running = task.withLock { $0 }
-        stop()
-        guard let running else { return true }
-        let done = DispatchSemaphore(value: 0)
-        Task.detached {
-            await running.value
-            done.signal()
-        }
-        return done.wait(timeout: .now() + timeout) == .success
-    }
+    public func stopAndWait(timeout: Double) -> Bool { loop.stopAndWait(timeout: timeout) }
 
     /// Stops draining; an upload in progress stops at its next step and its change stays queued.
-    public func stop() {
-        task.withLock { $0?.cancel() }
-        wake.kick()
-    }
-
-    deinit {
-        task.withLock { $0?.cancel() }
-    }
+    public func stop() { loop.stop() }
 }

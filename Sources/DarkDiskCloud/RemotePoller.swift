@@ -11,55 +11,59 @@ import Logging
 /// `gcInterval` seconds a round also runs `collectGarbage(grace:)` (as `darkdisk gc` does), so cloud file
 /// versions no record names go without a command.
 public final class RemotePoller: Sendable {
-    private let task: Locked<Task<Void, Never>?> = Locked(nil)
+    private let loop: BackgroundLoop
 
-    /// Starts polling every `interval` seconds (the first round after one interval).
+    /// What one round leaves the next.
+    private struct Progress {
+        var failing = false
+        var lastGC: ContinuousClock.Instant?
+        /// A refused record stays refused round after round: each is logged when first seen, not every round.
+        var refused = Set<String>()
+    }
+
+    /// Starts polling every `interval` seconds (the first round after one interval; `manual`: only when
+    /// `runOnce()` is called).
     /// `health`: told whether each round reached the remote.
-    public init(sync: CloudSync, interval: Double, gcInterval: Double = 3600, gcGrace: Double = 3600, health: RemoteHealth? = nil, logger: Logger) {
-        let task = Task.detached {
-            var failing = false
-            var lastGC: ContinuousClock.Instant?
-            // A refused record stays refused round after round: each is logged when first seen, not every round.
-            var refused = Set<String>()
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
-                if Task.isCancelled { break }
-                do {
-                    let result = try await sync.pull()
-                    health?.noteSuccess()
-                    if failing { logger.notice("pull: the remote answers again") }
-                    failing = false
-                    let newlyRefused = result.skipped.filter { !refused.contains($0) }
-                    if result.added + result.changed + result.deleted > 0 || !newlyRefused.isEmpty {
-                        logger.info("pull: \(result.added) new, \(result.changed) changed, \(result.deleted) deleted, \(result.skipped.count) skipped")
+    public init(sync: CloudSync, interval: Double, gcInterval: Double = 3600, gcGrace: Double = 3600, health: RemoteHealth? = nil,
+                logger: Logger, manual: Bool = false) {
+        let rest = Duration.milliseconds(Int(interval * 1000))
+        let progress = Locked(Progress())
+        loop = BackgroundLoop(manual ? .manual : .automatic(firstAfter: rest)) { _ in
+            do {
+                let result = try await sync.pull()
+                health?.noteSuccess()
+                let (wasFailing, newlyRefused, gcDue) = progress.withLock { progress in
+                    defer { progress.failing = false; progress.refused = Set(result.skipped) }
+                    let due = progress.lastGC.map { ContinuousClock.now - $0 >= .milliseconds(Int(gcInterval * 1000)) } ?? true
+                    if due { progress.lastGC = ContinuousClock.now }
+                    return (progress.failing, result.skipped.filter { !progress.refused.contains($0) }, due)
+                }
+                if wasFailing { logger.notice("pull: the remote answers again") }
+                if result.added + result.changed + result.deleted > 0 || !newlyRefused.isEmpty {
+                    logger.info("pull: \(result.added) new, \(result.changed) changed, \(result.deleted) deleted, \(result.skipped.count) skipped")
+                }
+                for line in newlyRefused { logger.warning("pull skipped: \(line)") }
+                if gcDue {
+                    let garbage = try await sync.collectGarbage(grace: gcGrace)
+                    if !garbage.deleted.isEmpty {
+                        logger.info("gc: deleted \(garbage.deleted.count) unnamed cloud file versions (\(garbage.deletedBytes) bytes)")
                     }
-                    for line in newlyRefused { logger.warning("pull skipped: \(line)") }
-                    refused = Set(result.skipped)
-                    if lastGC.map({ ContinuousClock.now - $0 >= .milliseconds(Int(gcInterval * 1000)) }) ?? true {
-                        lastGC = ContinuousClock.now
-                        let garbage = try await sync.collectGarbage(grace: gcGrace)
-                        if !garbage.deleted.isEmpty {
-                            logger.info("gc: deleted \(garbage.deleted.count) unnamed cloud file versions (\(garbage.deletedBytes) bytes)")
-                        }
-                        if garbage.abortedUploads > 0 { logger.info("gc: aborted \(garbage.abortedUploads) unfinished uploads") }
-                        if let failure = garbage.uploadCleanupFailure { logger.warning("gc: unfinished uploads were not cleaned up: \(failure)") }
-                    }
-                } catch {
-                    health?.noteFailure(error)
-                    if !failing { logger.warning("pull failed (tried again every \(interval) s): \(error)") }
-                    failing = true
+                    if garbage.abortedUploads > 0 { logger.info("gc: aborted \(garbage.abortedUploads) unfinished uploads") }
+                    if let failure = garbage.uploadCleanupFailure { logger.warning("gc: unfinished uploads were not cleaned up: \(failure)") }
+                }
+            } catch {
+                health?.noteFailure(error)
+                if !progress.withLock({ progress in defer { progress.failing = true }; return progress.failing }) {
+                    logger.warning("pull failed (tried again every \(interval) s): \(error)")
                 }
             }
+            return .rest(rest)
         }
-        self.task.withLock { $0 = task }
     }
+
+    /// Runs one round now (a `manual` poller's only way to pull).
+    public func runOnce() async { await loop.runOnce() }
 
     /// Stops polling (a round in progress finishes its current step).
-    public func stop() {
-        task.withLock { $0?.cancel() }
-    }
-
-    deinit {
-        task.withLock { $0?.cancel() }
-    }
+    public func stop() { loop.stop() }
 }

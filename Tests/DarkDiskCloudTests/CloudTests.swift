@@ -13,14 +13,16 @@ import Testing
         let a: DiskManager
         let b: DiskManager
 
-        init() throws {
+        /// `clockB`: store B's clock (a test's `ManualClock`); the system's by default.
+        init(clockB: any StoreClock = SystemClock()) throws {
             directory = NSTemporaryDirectory() + "darkdisk-cloud-" + UUID().uuidString
             try FileManager.default.createDirectory(atPath: directory + "/remote", withIntermediateDirectories: true)
             remote = FileRemote(root: directory + "/remote")
             let passphrase = Array("shared secret".utf8)
             a = try DiskManager.create(at: StoreLocation(directory: directory + "/a"), passphrase: passphrase, passphraseCost: .weakest)
             let keyFile = try MasterKeyFile.contents(at: a.location.keyPath)
-            b = try DiskManager.create(at: StoreLocation(directory: directory + "/b"), passphrase: passphrase, adoptingKeyFile: keyFile)
+            b = try DiskManager.create(at: StoreLocation(directory: directory + "/b"), passphrase: passphrase, adoptingKeyFile: keyFile,
+                                       clock: clockB)
         }
 
         deinit { try? FileManager.default.removeItem(atPath: directory) }

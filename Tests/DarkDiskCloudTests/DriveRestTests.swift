@@ -8,7 +8,8 @@ import Testing
 
 /// The uploader waits for the drive to rest, not only each file (`QueueUploader`): a burst of writes across
 /// many files uploads after the burst, and a drive written without a pause still uploads, `longestHold`
-/// behind. The store's clock is a manual one; the uploader looks every 50 ms of real time.
+/// behind. The store's clock is a manual one, and the uploader runs a round when the test says
+/// (`runOnce`): nothing waits on real time.
 @Suite struct DriveRestTests {
     /// A store on a manual clock, an uploader with 10 s of rest and 100 s of longest hold (or the default,
     /// twelve times the rest), and the queue.
@@ -23,8 +24,8 @@ import Testing
             setup = try CloudTests.Setup()
             store = try DiskManager.create(at: StoreLocation(directory: setup.directory + "/clocked"), clock: clock)
             sync = CloudSync(manager: store, remote: setup.remote)
-            uploader = QueueUploader(sync: sync, checkInterval: 0.05, writeBack: 10, longestHold: longestHold, pullAfterUploads: false,
-                                     logger: Logger(label: "test"))
+            uploader = QueueUploader(sync: sync, writeBack: 10, longestHold: longestHold, pullAfterUploads: false,
+                                     logger: Logger(label: "test"), manual: true)
         }
 
         deinit { uploader.stop() }
@@ -37,13 +38,10 @@ import Testing
 
         func isQueued(_ id: NodeID) throws -> Bool { try store.queuedUpload(id) != nil }
 
-        /// Waits up to 10 s of real time for `id`'s upload; whether it went.
+        /// One round of the uploader; whether `id` went up in it (or before).
         func uploads(_ id: NodeID) async throws -> Bool {
-            for _ in 0..<200 {
-                if try !isQueued(id) { return true }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            return false
+            await uploader.runOnce()
+            return try !isQueued(id)
         }
     }
 
@@ -53,10 +51,10 @@ import Testing
         rig.clock.advance(by: 11)
         // `first` has rested 11 s by itself; the drive has not: `second` was written just now.
         let second = try await rig.change("second")
-        try await Task.sleep(for: .milliseconds(600))
+        await rig.uploader.runOnce()
         #expect(try rig.isQueued(first), "uploaded beside the burst: the rest is the drive's")
         rig.clock.advance(by: 9)
-        try await Task.sleep(for: .milliseconds(600))
+        await rig.uploader.runOnce()
         #expect(try rig.isQueued(first) && rig.isQueued(second), "9 s after the latest change, both wait")
         rig.clock.advance(by: 2)
         #expect(try await rig.uploads(first), "the drive rested 11 s")
@@ -76,7 +74,7 @@ import Testing
         // (A second past the hold: sums of the clock's steps are not exact.)
         rig.clock.advance(by: 1)
         #expect(try await rig.uploads(first), "waited 101 s behind a busy drive")
-        try await Task.sleep(for: .milliseconds(600))
+        await rig.uploader.runOnce()
         #expect(try rig.isQueued(latest), "the change made a moment ago waits for its own rest")
         #expect(try rig.store.uploadQueue().count == 20, "only what waited the longest hold went up")
     }
@@ -89,7 +87,7 @@ import Testing
             rig.clock.advance(by: 5)
             _ = try await rig.change("busy\(step)")
         }
-        try await Task.sleep(for: .milliseconds(600))
+        await rig.uploader.runOnce()
         #expect(try rig.isQueued(first), "115 s is within twelve times 10 s")
         rig.clock.advance(by: 6)
         #expect(try await rig.uploads(first), "121 s is past it")

@@ -1,41 +1,50 @@
 import DarkDisk
 import DarkDiskCloud
+import DarkDiskSync
+import DarkDiskTestSupport
 import Foundation
 import Logging
 import Testing
 
-/// The mount's keeper of pinned files, on its own: what it does when a download fails.
+/// The mount's keeper of pinned files, on its own: what it does when a download fails. Store B's clock is a
+/// manual one and the keeper looks when the test says (`runOnce`): nothing waits on real time but for the
+/// downloads themselves.
 @Suite struct PinKeeperTests {
     /// A failed download is tried again once its backoff has passed, with nothing else changing in the store.
     /// The keeper looked only when a pin, the outline or a stored file changed, or a download ended: the
     /// look right after a failure found the retry not yet due, and none came after it (a `fetch
     /// --background` that failed once was never finished).
     @Test func aFailedDownloadIsTriedAgainAfterItsBackoff() async throws {
-        let setup = try CloudTests.Setup()
+        let clock = ManualClock()
+        let setup = try CloudTests.Setup(clockB: clock)
         let data = CloudTests.bytes(200_000, seed: 95)
         let id = try await setup.pushedAndPulled(data, as: "retried")
         let down = FaultyRemote(setup.remote)
         down.failAfterReads.store(0, ordering: .relaxed)
-        let keeper = PinKeeper(manager: setup.b, downloads: DownloadManager(manager: setup.b, remote: down), interval: 0.05,
-                               logger: Logger(label: "test"))
+        let records = Locked<[(level: Logger.Level, text: String)]>([])
+        let downloads = DownloadManager(manager: setup.b, remote: down)
+        let keeper = PinKeeper(manager: setup.b, downloads: downloads,
+                               logger: Logger(label: "test") { _ in LogRecorder(records: records) }, manual: true)
         defer { keeper.stop() }
         try setup.b.setPin(true, on: id)
-        var waited = 0
-        while down.reads.load(ordering: .relaxed) == 0 && waited < 400 {
-            try await Task.sleep(for: .milliseconds(25))
-            waited += 1
-        }
-        #expect(down.reads.load(ordering: .relaxed) > 0, "the first download was tried")
-        try await Task.sleep(for: .milliseconds(200))
+        await keeper.runOnce()
+        // The failure is noted (its backoff set) before it is logged.
+        #expect(await eventually(within: 60) { records.withLock { $0.contains { $0.text.contains("could not be downloaded") } } },
+                "the first download was tried and failed")
+        #expect(await eventually(within: 60) { downloads.activeTransfers == 0 }, "the failed transfer ended")
+        let readsAfterFailure = down.reads.load(ordering: .relaxed)
+        #expect(readsAfterFailure > 0)
+        // Looks before the backoff (5 s) has passed start nothing.
+        await keeper.runOnce()
+        clock.advance(by: 4)
+        await keeper.runOnce()
+        #expect(downloads.activeTransfers == 0 && down.reads.load(ordering: .relaxed) == readsAfterFailure, "tried again before its backoff")
         #expect(try setup.b.storedFile(id, kind: .data) == nil)
 
         down.failAfterReads.store(Int.max, ordering: .relaxed)  // the remote answers again
-        waited = 0
-        while try setup.b.storedFile(id, kind: .data) == nil && waited < 600 {
-            try await Task.sleep(for: .milliseconds(25))
-            waited += 1
-        }
-        let stored = try #require(try setup.b.storedFile(id, kind: .data), "tried again within 15 s (the first backoff is 5 s)")
-        #expect(stored.mode == .persistent)
+        clock.advance(by: 2)
+        await keeper.runOnce()
+        #expect(await eventually(within: 60) { (try? setup.b.storedFile(id, kind: .data)) != nil }, "tried again once its backoff passed")
+        #expect(try setup.b.storedFile(id, kind: .data)?.mode == .persistent)
     }
 }
