@@ -28,8 +28,10 @@ public final class RemoteHealth: Sendable {
     private let manager: DiskManager
     private let logger: Logger
     private let probeInterval: Double
-    private let state = Locked<(state: State, probing: Bool, handlers: [@Sendable () -> Void], recovered: Date?, quiet: Bool)>(
-        (.online, false, [], nil, false))
+    private let state = Locked<(state: State, handlers: [@Sendable () -> Void], recovered: Date?, quiet: Bool)>(
+        (.online, [], nil, false))
+    /// Probes while offline; rests while online, and is kicked when an outage begins.
+    private let prober = Locked<BackgroundLoop?>(nil)
     /// An outage that begins this soon after the last one ended is the same trouble (a server coming back
     /// by halves, a link that drops again): its two lines are logged at debug level, not as a new outage.
     static let settling: Double = 60
@@ -40,7 +42,14 @@ public final class RemoteHealth: Sendable {
         self.probeInterval = probeInterval
         self.logger = logger
         record(.online)
+        let prober = BackgroundLoop(.automatic(firstAfter: .zero)) { [weak self] kicked in
+            guard let self else { return .stop }
+            return await self.probe(kicked: kicked)
+        }
+        self.prober.withLock { $0 = prober }
     }
+
+    deinit { prober.withLock { $0 }?.stop() }
 
     public var current: State { state.withLock { $0.state } }
     public var isOffline: Bool { current != .online }
@@ -64,8 +73,8 @@ public final class RemoteHealth: Sendable {
             let line = "the remote is unreachable (\(remoteError.message)); reads of files that are only there fail at once, changes queue, until it answers again"
             if quiet { logger.debug("\(line) (again, \(Int(Self.settling)) s after it came back)") } else { logger.warning("\(line)") }
             record(.offline(since: started))
+            prober.withLock { $0 }?.kick()
         }
-        probeIfIdle()
     }
 
     /// A remote request succeeded: the outage, if any, is over.
@@ -85,32 +94,19 @@ public final class RemoteHealth: Sendable {
         for handler in handlers { handler() }
     }
 
-    /// Asks the remote (one small request) every `probeInterval` seconds while offline.
-    private func probe() {
-        Task.detached { [self] in
-            while isOffline {
-                try? await Task.sleep(for: .milliseconds(Int(probeInterval * 1000)))
-                do throws(RemoteError) {
-                    _ = try await remote.info("darkdisk-probe")
-                    noteSuccess()
-                } catch {
-                    if error.code != .unreachable { noteSuccess() }  // it answered, if only to refuse
-                }
-            }
-            state.withLock { $0.probing = false }
-            // An outage that began as the loop ended gets its probe.
-            if isOffline { probeIfIdle() }
+    /// One round of the prober: while offline, asks the remote (one small request) every `probeInterval`
+    /// seconds, the first one interval after the outage began; while online, rests until kicked.
+    private func probe(kicked: Bool) async -> BackgroundLoop.Next {
+        let interval = Duration.milliseconds(Int(probeInterval * 1000))
+        guard isOffline else { return .rest(.seconds(3600)) }
+        if kicked { return .rest(interval) }
+        do throws(RemoteError) {
+            _ = try await remote.info("darkdisk-probe")
+            noteSuccess()
+        } catch {
+            if error.code != .unreachable { noteSuccess() }  // it answered, if only to refuse
         }
-    }
-
-    /// Starts the probe unless it runs already.
-    private func probeIfIdle() {
-        let start = state.withLock { state -> Bool in
-            guard !state.probing else { return false }
-            state.probing = true
-            return true
-        }
-        if start { probe() }
+        return .rest(interval)
     }
 
     private func record(_ state: State) {
