@@ -76,10 +76,10 @@ let package = Package(
         // It writes the tests' self-checking values (DarkDiskTestSupport's CacheValuePattern).
         .executableTarget(name: "darkdisk-cache-tool", dependencies: ["DarkDiskCache", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskSyncTests", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDiskTestSupport"]),
-        .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskSync", "DarkDiskCache", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskTestTraits", "DarkDiskSync", "DarkDiskCache", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto", "DarkDiskTestSupport"],
                     resources: [.copy("Fixtures")]),
-        .testTarget(name: "DarkDiskTests", dependencies: ["DarkDisk", "DarkDiskCrypto", "DarkDiskSync", "DarkDiskTestSupport",
+        .testTarget(name: "DarkDiskTests", dependencies: ["DarkDiskTestTraits", "DarkDisk", "DarkDiskCrypto", "DarkDiskSync", "DarkDiskTestSupport",
                                                    .product(name: "GRDB", package: "GRDB.swift"),
                                                    .product(name: "Logging", package: "swift-log")]),
         // Real servers for the tests (nginx, our fault-injecting proxy), shared by the test targets.
@@ -93,7 +93,7 @@ let package = Package(
         .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDiskTestTraits", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSync", "DarkDiskTestSupport"]),
         // The FUSE layer's pure parts, without a mount: inode table, errno mapping, attribute values, options.
-        .testTarget(name: "DarkDiskFSTests", dependencies: ["DarkDisk", "DarkDiskCache", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSystem", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskFSTests", dependencies: ["DarkDiskTestTraits", "DarkDisk", "DarkDiskCache", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSystem", "DarkDiskTestSupport"]),
         // The image manager: in-memory caches of processed thumbnails and avatars, libvips underneath.
         .target(name: "DarkDiskImages", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"],
                 resources: [.copy("Resources")]),

@@ -1,10 +1,11 @@
 @testable import DarkDiskCache
 import DarkDiskTestSupport
+import DarkDiskTestTraits
 import Foundation
 import Testing
 
 /// Many tasks and several processes on one cache, and `kill -9` in the middle of sets.
-@Suite struct DiskCacheConcurrencyTests {
+@Suite(.processSlots) struct DiskCacheConcurrencyTests {
     /// After concurrent work: every value is one that was written for its key, and byteCount adds up.
     func checkConsistent(_ cache: DiskCache) throws {
         for entry in try cache.entries() {

@@ -1,5 +1,6 @@
 @testable import DarkDisk
 import DarkDiskCrypto
+import DarkDiskTestTraits
 @testable import DarkDiskFS
 import Foundation
 import Logging
@@ -9,7 +10,7 @@ import Testing
 /// took 105 s to `ls -l`). What `ls -l`, `find` and `du` make the driver do for every entry — list the
 /// folder, look each name up, stat it, list and stat its files — must cost a bounded number of index
 /// statements and SQLite steps per entry, however many nodes the store has.
-@Suite struct ListingScaleTests {
+@Suite(.ownThreads) struct ListingScaleTests {
     @Test func listingTwentyThousandNodesCostsABoundedIndexWorkPerEntry() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("listing-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }

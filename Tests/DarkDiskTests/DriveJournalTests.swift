@@ -1,5 +1,6 @@
 @testable import DarkDisk
 import DarkDiskCrypto
+import DarkDiskTestTraits
 import DarkDiskSystem
 import Foundation
 import DarkDiskSync
@@ -13,7 +14,7 @@ import Glibc
 /// reaches the index moments later and leaves the journal empty; what a daemon killed before that left in
 /// the journal reaches the index at the store's next opening, each record once, and neither a torn last
 /// record nor a record whose stored file went stops the others.
-@Suite struct DriveJournalTests {
+@Suite(.ownThreads) struct DriveJournalTests {
     @Test func aJournaledCommitReachesTheIndexAndLeavesTheJournalEmpty() throws {
         let store = try TemporaryStore()
         let manager = try store.create()
