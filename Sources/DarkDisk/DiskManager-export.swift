@@ -117,8 +117,8 @@ extension DiskManager {
                 return (record, usesDefault ? try Self.settings(db, pool: record.pool).defaultExpiration : nil)
             }
         }
-        guard let (columns, poolExpiration) = found else { return nil }
-        let record = try FileRecord(columns)
+        guard let (row, poolExpiration) = found else { return nil }
+        let record = try row.get()
         guard record.mode == .cache, record.expiration == 0 else { return (record, nil) }
         return (record, poolExpiration ?? record.pool.defaultExpiration)
     }

@@ -81,23 +81,20 @@ final class DriveLookupConnection: @unchecked Sendable {
         return (listedColumns(of: byID), sqlite3_column_int64(byID, DriveListedColumns.count) != 0)
     }
 
-    /// The stored file of `kind` of `owner` (and `identity`), and its pool's default expiration (nil: the
-    /// pool has no settings row).
-    func storedFile(kind: String, owner: String, identity: String) throws(Failure) -> (FileRecord.Columns, defaultExpiration: Double?)? {
+    /// The stored file of `kind` of `owner` (and `identity`), or the error its row is refused with (a row
+    /// the index cannot hold is the index's corruption, not the connection's failure), and its pool's
+    /// default expiration (nil: the pool has no settings row).
+    func storedFile(kind: String, owner: String, identity: String) throws(Failure) -> (Result<FileRecord, DarkDiskError>, defaultExpiration: Double?)? {
         defer { sqlite3_reset(storedFile); sqlite3_clear_bindings(storedFile) }
         bind(kind, at: 1, in: storedFile)
         bind(owner, at: 2, in: storedFile)
         bind(identity, at: 3, in: storedFile)
         guard try step(storedFile) else { return nil }
         let s = storedFile
-        let columns = FileRecord.Columns(
-            id: integer(s, 0), kind: text(s, 1), ownerID: text(s, 2), identityID: text(s, 3), pool: text(s, 4), mode: text(s, 5),
-            format: sqlite3_column_int64(s, 6), name: text(s, 7), wrappedKey: blob(s, 8) ?? Data(),
-            storedSize: sqlite3_column_int64(s, 9), plaintextSize: sqlite3_column_int64(s, 10), created: sqlite3_column_double(s, 11),
-            modified: sqlite3_column_double(s, 12), lastAccess: sqlite3_column_double(s, 13), expiration: sqlite3_column_double(s, 14),
-            migrateToCacheAfterUpload: sqlite3_column_int64(s, 15) != 0, deleteAfterUpload: sqlite3_column_int64(s, 16) != 0)
-        let expiration = FileRecord.selectedCount
-        return (columns, sqlite3_column_type(s, expiration) == SQLITE_NULL ? nil : sqlite3_column_double(s, expiration))
+        let reader = FileRecord.ColumnReader(text: { self.text(s, $0) }, integer: { self.integer(s, $0) },
+                                             real: { sqlite3_column_double(s, $0) }, blob: { self.blob(s, $0) })
+        let record = Result { () throws(DarkDiskError) in try FileRecord(reader) }
+        return (record, real(s, FileRecord.selectedCount))
     }
 
     private func bind(_ text: String, at index: Int32, in statement: OpaquePointer) {

@@ -100,7 +100,7 @@ extension FileRecord {
 }
 
 extension FileRecord {
-    /// The `file` columns `init(_ columns:)` takes, in this order (the lookup connection selects them).
+    /// The `file` columns `init(_:)` reads, in this order (the lookup connection selects them).
     static let selected = """
         file.id, file.kind, file.ownerID, file.identityID, file.pool, file.mode, file.format, file.name, file.wrappedKey,
         file.storedSize, file.plaintextSize, file.created, file.modified, file.lastAccess, file.expiration,
@@ -109,46 +109,33 @@ extension FileRecord {
     /// How many they are: a query's own columns come after them.
     static let selectedCount: Int32 = 17
 
-    /// A row's values as SQLite's C API reads them, before they are checked.
-    struct Columns {
-        var id: Int64?
-        var kind: String?
-        var ownerID: String?
-        var identityID: String?
-        var pool: String?
-        var mode: String?
-        var format: Int64
-        var name: String?
-        var wrappedKey: Data
-        var storedSize: Int64
-        var plaintextSize: Int64
-        var created: Double
-        var modified: Double
-        var lastAccess: Double
-        var expiration: Double
-        var migrateToCacheAfterUpload: Bool
-        var deleteAfterUpload: Bool
+    /// Reads a result row's values by position (SQLite's C API, on the lookup connection).
+    struct ColumnReader {
+        let text: (Int32) -> String?
+        let integer: (Int32) -> Int64?
+        let real: (Int32) -> Double
+        let blob: (Int32) -> Data?
     }
 
     /// A row read by column position (`selected`), refused as `init(row:)` refuses it.
-    init(_ columns: Columns) throws(DarkDiskError) {
+    init(_ columns: ColumnReader) throws(DarkDiskError) {
         func value<T: RawRepresentable>(_ raw: T.RawValue?, _ column: String) throws(DarkDiskError) -> T {
             guard let raw, let value = T(rawValue: raw) else {
                 throw DarkDiskError(.corrupt, "the index's file row has an unknown \(column) '\(raw.map { "\($0)" } ?? "NULL")'")
             }
             return value
         }
-        guard let ownerID = columns.ownerID, let identityID = columns.identityID, let name = columns.name else {
-            throw DarkDiskError(.corrupt, "the index's file row \(columns.id.map(String.init) ?? "?") lacks its owner or name")
+        let id = columns.integer(0)
+        guard let ownerID = columns.text(2), let identityID = columns.text(3), let name = columns.text(7) else {
+            throw DarkDiskError(.corrupt, "the index's file row \(id.map(String.init) ?? "?") lacks its owner or name")
         }
-        guard let format = UInt8(exactly: columns.format).flatMap(CryptoFileFormat.init) else {
-            throw DarkDiskError(.corrupt, "the index's file row has an unknown format '\(columns.format)'")
+        guard let format = columns.integer(6).flatMap({ UInt8(exactly: $0) }).flatMap(CryptoFileFormat.init) else {
+            throw DarkDiskError(.corrupt, "the index's file row has an unknown format '\(columns.integer(6).map(String.init) ?? "NULL")'")
         }
-        self.init(id: columns.id, kind: try value(columns.kind, "kind"), ownerID: ownerID, identityID: identityID,
-                  pool: try value(columns.pool, "pool"), mode: try value(columns.mode, "mode"),
-                  format: format, name: name, wrappedKey: columns.wrappedKey,
-                  storedSize: columns.storedSize, plaintextSize: columns.plaintextSize, created: columns.created,
-                  modified: columns.modified, lastAccess: columns.lastAccess, expiration: columns.expiration,
-                  migrateToCacheAfterUpload: columns.migrateToCacheAfterUpload, deleteAfterUpload: columns.deleteAfterUpload)
+        self.init(id: id, kind: try value(columns.text(1), "kind"), ownerID: ownerID, identityID: identityID,
+                  pool: try value(columns.text(4), "pool"), mode: try value(columns.text(5), "mode"), format: format, name: name,
+                  wrappedKey: columns.blob(8) ?? Data(), storedSize: columns.integer(9) ?? 0, plaintextSize: columns.integer(10) ?? 0,
+                  created: columns.real(11), modified: columns.real(12), lastAccess: columns.real(13), expiration: columns.real(14),
+                  migrateToCacheAfterUpload: columns.integer(15) ?? 0 != 0, deleteAfterUpload: columns.integer(16) ?? 0 != 0)
     }
 }

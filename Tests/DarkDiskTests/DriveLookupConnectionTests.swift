@@ -79,7 +79,7 @@ import Testing
             try connection.storedFile(kind: "data", owner: id.rawValue, identity: "")
         } ?? nil)
         let viaPool = try #require(try manager.database.read { db in try FileRecord.find(db, kind: .data, owner: id.rawValue) })
-        let viaLookup = try FileRecord(columns.0)
+        let viaLookup = try columns.0.get()
         #expect(viaLookup.id == viaPool.id && viaLookup.name == viaPool.name && viaLookup.wrappedKey == viaPool.wrappedKey)
         #expect(viaLookup.pool == viaPool.pool && viaLookup.mode == viaPool.mode && viaLookup.format == viaPool.format)
         #expect(viaLookup.storedSize == viaPool.storedSize && viaLookup.lastAccess == viaPool.lastAccess)
