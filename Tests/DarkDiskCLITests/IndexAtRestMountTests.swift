@@ -63,7 +63,11 @@ import Testing
         #expect(set.status == 0 && set.output.contains("encrypted the next time darkdisk opens the store"), "\(set.output) \(set.stderr)")
         try RemoteBucket.check(try await store.darkdisk(["status", "--passphrase-file", pass]), "status")
         #expect(Self.clearSecrets(in: store) == Self.secrets, "the mount has it open: kept as it is")
+        let daemon = try #require(MountDaemon.pid(serving: mount.path))
         try RemoteBucket.check(try await store.darkdisk(["unmount", mount.path]), "unmount")
+        // The mount stops when its daemon exits (after the unmount it uploads what is queued, for up to
+        // `--stop-timeout`): until then it holds the index open.
+        #expect(await eventually(within: 60) { !MountDaemon.isAlive(daemon) }, "the daemon exited")
         try RemoteBucket.check(try await store.darkdisk(["status", "--passphrase-file", pass]), "status")
         #expect(Self.clearSecrets(in: store).isEmpty, "encrypted once the store was opened alone")
         let again = try Mount(store, options: ["--passphrase-file", pass])
