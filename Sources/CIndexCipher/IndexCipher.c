@@ -9,7 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-// Lock order: `registry_lock` is taken alone, never while SQLite calls into another file.
+// Lock order: `registry_lock` is taken inside an open of a file by SQLite (which then holds no lock of its
+// own) and before SQLite's VFS mutex (`sqlite3_vfs_find`, `sqlite3_vfs_register` at install); under it the
+// code only copies keys. SQLite never calls into this file while holding its VFS mutex.
 
 #define KEY_SIZE 64
 #define MAIN_UNIT 4096
