@@ -33,11 +33,15 @@ extension FuseFileSystem {
 
     /// The entry named `name` in drive folder `folder` and what a lookup answers of it, from one index read
     /// (`DiskManager.driveListedChildren`: the node with its data), when that read says all: a file or a link
-    /// with no writer here and no commit waiting for the index. Nil when the name needs more (a folder, a
-    /// suffixed name, a file being written): the caller then asks `driveChild` and `current`.
+    /// with no writer here, while no commit waits for the index. Nil when the name needs more (a folder, a
+    /// suffixed name, a file being written, commits in the journal): the caller then asks `driveChild` and
+    /// `current`.
     func listedDriveChild(of folder: NodeID, named name: String) throws(DarkDiskError) -> (entry: FSEntry, stat: stat)? {
-        // (A writer that went before this mark committed into the journal: its node's commit is pending below.)
+        // (A writer that goes after this mark makes `driveStat` read its data again.)
         let removals = writers.withLock { $0.removals }
+        // Only while nothing waits in the journal: a commit journaled before the mark (its writer gone) and
+        // indexed between this read and a look at the journal after it would leave the read behind it.
+        guard manager.driveCommitsIdle else { return nil }
         let holders = try manager.driveListedChildren(of: folder, named: name)
         guard let first = holders.min(by: { ($0.node.created, $0.node.id.rawValue) < ($1.node.created, $1.node.id.rawValue) }) else { return nil }
         let entry = Self.driveEntry(first.node)
