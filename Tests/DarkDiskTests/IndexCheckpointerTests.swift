@@ -1,6 +1,5 @@
 @testable import DarkDisk
 import DarkDiskSync
-import DarkDiskTestTraits
 import DarkDiskTestSupport
 import Foundation
 import GRDB
@@ -11,7 +10,7 @@ import Testing
 /// The index's log is copied back into the index in the background (`IndexCheckpointer`): writers make no
 /// checkpoint of their own, and still the log stays near its threshold however much is written; another
 /// connection in the way delays a checkpoint without a warning, unless it stays in the way.
-@Suite(.ownThreads) struct IndexCheckpointerTests {
+@Suite struct IndexCheckpointerTests {
     @Test(.timeLimit(.minutes(2))) func theLogStaysBoundedWhileWritesGoOn() throws {
         let store = try TemporaryStore()
         let manager = try store.create()
