@@ -18,8 +18,6 @@ struct DriveColumns {
 
     /// The `node` columns a query selects to make one, in this order, first in its result.
     static let selected = "id, name, parentID, created, type, mode, mtime, mtimeNsec, target, xattrs, ctime"
-    /// How many they are: a query's own columns come after them.
-    static let count: Int32 = 11
 }
 
 extension DriveColumns {
