@@ -51,8 +51,12 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // The writable drive: lookups, listings and changes of `/files` with read-your-writes, FUSE-free.
+        .target(name: "DarkDiskDrive", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDisk",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "DarkDiskFS", dependencies: ["DarkDiskSync", "DarkDiskSystem",
-            "DarkDisk", "DarkDiskCrypto", "DarkDiskCloud", "CFuse3",
+            "DarkDisk", "DarkDiskDrive", "DarkDiskCrypto", "DarkDiskCloud", "CFuse3",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "darkdisk", dependencies: ["DarkDiskSync", "DarkDiskSystem",
@@ -94,6 +98,9 @@ let package = Package(
         .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDiskTestTraits", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSync", "DarkDiskTestSupport"]),
         // The FUSE layer's pure parts, without a mount: inode table, errno mapping, attribute values, options.
         .testTarget(name: "DarkDiskFSTests", dependencies: ["DarkDiskTestTraits", "DarkDisk", "DarkDiskCache", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSystem", "DarkDiskTestSupport"]),
+        // The drive in process, without a mount: read-your-writes of every change, pending creates.
+        .testTarget(name: "DarkDiskDriveTests", dependencies: ["DarkDiskTestTraits", "DarkDisk", "DarkDiskDrive", "DarkDiskSync", "DarkDiskTestSupport",
+                                                        .product(name: "Logging", package: "swift-log")]),
         // The image manager: in-memory caches of processed thumbnails and avatars, libvips underneath.
         .target(name: "DarkDiskImages", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"],
                 resources: [.copy("Resources")]),

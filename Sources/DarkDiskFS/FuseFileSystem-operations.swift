@@ -33,7 +33,7 @@ extension FuseFileSystem {
             FuseFileSystem.from(req).releasedir(FuseFileSystem.reply(req, "releasedir"), fi: fi!)
         }
         ops.readlink = { req, ino in
-            FuseFileSystem.settled(req)?.readlink(FuseFileSystem.reply(req, "readlink"), ino: ino)
+            FuseFileSystem.from(req).readlink(FuseFileSystem.reply(req, "readlink"), ino: ino)
         }
         ops.open = { req, ino, fi in
             FuseFileSystem.settled(req)?.open(FuseFileSystem.reply(req, "open"), ino: ino, fi: fi!)
@@ -73,31 +73,31 @@ extension FuseFileSystem {
         }
         ops.mknod = { req, parent, name, mode, _ in
             guard let name = FuseFileSystem.name(req, name, ifInvalid: EILSEQ) else { return }
-            FuseFileSystem.settled(req)?.mknod(FuseFileSystem.reply(req, "mknod"), parent: parent, name: name, mode: mode)
+            FuseFileSystem.from(req).mknod(FuseFileSystem.reply(req, "mknod"), parent: parent, name: name, mode: mode)
         }
         ops.mkdir = { req, parent, name, mode in
             guard let name = FuseFileSystem.name(req, name, ifInvalid: EILSEQ) else { return }
-            FuseFileSystem.making(req).mkdir(FuseFileSystem.reply(req, "mkdir"), parent: parent, name: name, mode: mode)
+            FuseFileSystem.from(req).mkdir(FuseFileSystem.reply(req, "mkdir"), parent: parent, name: name, mode: mode)
         }
         ops.unlink = { req, parent, name in
             guard let name = FuseFileSystem.name(req, name, ifInvalid: ENOENT) else { return }
-            FuseFileSystem.settled(req)?.unlink(FuseFileSystem.reply(req, "unlink"), parent: parent, name: name)
+            FuseFileSystem.from(req).unlink(FuseFileSystem.reply(req, "unlink"), parent: parent, name: name)
         }
         ops.rmdir = { req, parent, name in
             guard let name = FuseFileSystem.name(req, name, ifInvalid: ENOENT) else { return }
-            FuseFileSystem.settled(req)?.rmdir(FuseFileSystem.reply(req, "rmdir"), parent: parent, name: name)
+            FuseFileSystem.from(req).rmdir(FuseFileSystem.reply(req, "rmdir"), parent: parent, name: name)
         }
         ops.symlink = { req, target, parent, name in
             guard let name = FuseFileSystem.name(req, name, ifInvalid: EILSEQ), let target = FuseFileSystem.name(req, target, ifInvalid: EILSEQ) else { return }
-            FuseFileSystem.making(req).symlink(FuseFileSystem.reply(req, "symlink"), target: target, parent: parent, name: name)
+            FuseFileSystem.from(req).symlink(FuseFileSystem.reply(req, "symlink"), target: target, parent: parent, name: name)
         }
         ops.rename = { req, parent, name, newParent, newName, flags in
             guard let name = FuseFileSystem.name(req, name, ifInvalid: ENOENT), let newName = FuseFileSystem.name(req, newName, ifInvalid: EILSEQ) else { return }
-            FuseFileSystem.settled(req)?.rename(FuseFileSystem.reply(req, "rename"), parent: parent, name: name,
+            FuseFileSystem.from(req).rename(FuseFileSystem.reply(req, "rename"), parent: parent, name: name,
                                              newParent: newParent, newName: newName, flags: flags)
         }
         ops.link = { req, _, newParent, _ in
-            FuseFileSystem.settled(req)?.link(FuseFileSystem.reply(req, "link"), newParent: newParent)
+            FuseFileSystem.from(req).link(FuseFileSystem.reply(req, "link"), newParent: newParent)
         }
         ops.create = { req, parent, name, mode, fi in
             guard let name = FuseFileSystem.name(req, name, ifInvalid: EILSEQ) else { return }
@@ -113,7 +113,7 @@ extension FuseFileSystem {
             FuseFileSystem.from(req).fsync(FuseFileSystem.reply(req, "fsync"), fi: fi!)
         }
         ops.fsyncdir = { req, ino, _, _ in
-            FuseFileSystem.settled(req)?.fsyncdir(FuseFileSystem.reply(req, "fsyncdir"), ino: ino)
+            FuseFileSystem.from(req).fsyncdir(FuseFileSystem.reply(req, "fsyncdir"), ino: ino)
         }
         ops.fallocate = { req, _, mode, offset, length, fi in
             FuseFileSystem.from(req).fallocate(FuseFileSystem.reply(req, "fallocate"), mode: mode, offset: offset, length: length, fi: fi!)

@@ -1,5 +1,6 @@
 import CFuse3
 import DarkDisk
+import DarkDiskDrive
 import DarkDiskCloud
 import DarkDiskCrypto
 import DarkDiskSystem
@@ -113,17 +114,18 @@ extension FuseFileSystem {
         // A drive file being written is read from its staged content, through any handle; one rewritten since
         // this handle chose its source is read at its current version.
         if case .driveFile(let id) = file.entry {
-            if let writer = writers.withLock({ $0[id] }) {
+            if let writer = drive.writer(of: id) {
                 answer(reply, read: writer, size: size, offset: UInt64(offset))
                 return
             }
             if file.takeStale() {
-                do throws(DarkDiskError) { try settle(id) } catch {
+                let data: DriveData
+                do throws(DarkDiskError) { data = try drive.currentData(of: id) } catch {
                     file.markStale()
                     refuse(reply, "read of \(file.entry.logName)", error)
                     return
                 }
-                refreshDriveHandle(file, id)
+                refreshDriveHandle(file, id, to: data)
             }
         }
         switch file.source {

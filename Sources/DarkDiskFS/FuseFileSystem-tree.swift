@@ -1,6 +1,7 @@
 import CFuse3
 import DarkDisk
 import DarkDiskCrypto
+import DarkDiskDrive
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -10,21 +11,18 @@ extension FuseFileSystem {
     func lookup(_ reply: FuseReply, parent: fuse_ino_t, name: String) {
         guard let parentEntry = inodes.withLock({ $0.entry(for: parent) }) else { reply.error(ENOENT); return }
         guard permits(reply, parentEntry, .execute) else { return }
-        creates.drain()
         do {
-            // Journaled commits need not be in the index first, unless one makes this name (a node found whose
-            // commit waits is settled when its attributes are read, `currentDriveEntry`).
-            if !manager.driveCommitsIdle {
-                switch parentEntry {
-                case .files: if manager.hasPendingDriveCommit(named: name, in: nil) { try waitForDriveCommits() }
-                case .driveFolder(let folder): if manager.hasPendingDriveCommit(named: name, in: folder) { try waitForDriveCommits() }
-                default: try waitForDriveCommits()
-                }
-            }
             let found: (entry: FSEntry, current: (stat: stat, version: InodeTable.Version?))
-            if case .driveFolder(let folder) = parentEntry, let listed = try listedDriveChild(of: folder, named: name) {
-                found = (listed.entry, (listed.stat, nil))
-            } else {
+            switch parentEntry {
+            case .files, .driveFolder:
+                guard let child = try drive.lookup(name, in: parentEntry.driveNode) else {
+                    reply.error(ENOENT)
+                    return
+                }
+                found = (Self.driveEntry(child.node), (driveStat(child.attributes), nil))
+            default:
+                // (The ID views show the drive's nodes too: what it took must be in the store first.)
+                _ = try drive.currentStore()
                 guard let entry = try child(of: parentEntry, named: name), let current = try current(entry) else {
                     reply.error(ENOENT)
                     return
@@ -235,10 +233,8 @@ extension FuseFileSystem {
         switch parent {
         case .root:
             return ["nodes": .nodes, "thumbs": .thumbs, "avatars": .avatars, "files": .files][name]
-        case .files:
-            return try driveChild(of: nil, named: name)
-        case .driveFolder(let id):
-            return try driveChild(of: id, named: name)
+        case .files, .driveFolder:
+            return try drive.lookup(name, in: parent.driveNode).map { Self.driveEntry($0.node) }
         case .nodes:
             guard let id = try? NodeID(name), try manager.nodeState(id).exists else { return nil }
             return .nodeDirectory(id)
@@ -303,10 +299,8 @@ extension FuseFileSystem {
         switch entry {
         case .root:
             return [("avatars", .avatars), ("files", .files), ("nodes", .nodes), ("thumbs", .thumbs)]
-        case .files:
-            return try driveChildren(of: nil)
-        case .driveFolder(let id):
-            return try driveChildren(of: id)
+        case .files, .driveFolder:
+            return try drive.children(of: entry.driveNode).map { ($0.name, Self.driveEntry($0.node)) }
         case .nodes:
             return try manager.listedNodeIDs().map { ($0.rawValue, .nodeDirectory($0)) }
         case .nodeDirectory(let id):

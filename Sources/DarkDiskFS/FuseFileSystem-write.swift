@@ -1,6 +1,7 @@
 import CFuse3
 import DarkDisk
 import DarkDiskCloud
+import DarkDiskDrive
 import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
@@ -10,8 +11,8 @@ import Glibc
 /// Writes inside the drive (`/files`), as on a local disk. A file open for writing is staged
 /// content (`StagedContent`: encrypted, never plaintext on disk) shared by all its handles; a `close`
 /// (FUSE's flush) or an `fsync` commits it into the store and queues it for upload. Folders, links,
-/// renames, deletes and attributes are edits of the outline (`DiskManager.createDriveNode` and friends).
-/// Everything outside `/files` stays read-only: `EROFS`.
+/// renames, deletes and attributes are edits of the outline. The `Drive` does all of it; this file turns
+/// requests into its calls and its answers into replies. Everything outside `/files` stays read-only: `EROFS`.
 extension FuseFileSystem {
     // MARK: Making entries
 
@@ -19,20 +20,10 @@ extension FuseFileSystem {
         guard permits(reply, parent, [.write, .execute]) else { return }
         do {
             let folder = try driveFolder(parent)
-            // Made in memory and answered at once; its row goes into the index with its first commit.
-            let prepared = try manager.prepareDriveFile(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
-            let node = prepared.node
-            let writer = try attachWriter(node.id, record: node) { prepared.content }
-            // (The kernel looked the name up first and holds the folder meanwhile; a node another process
-            // gave the same name since is shown beside it.)
-            creates.add(prepared)
+            // Made in memory and answered at once.
+            let (node, writer, attributes) = try drive.createFile(name, in: folder, permissions: UInt32(mode))
             let entry = FSEntry.driveFile(node.id)
-            // (Its attributes as made: no query, as its content is the writer's.)
-            guard let st = try driveStat(node) else {
-                detachWriter(writer)
-                throw Errno(rawValue: ENOENT)
-            }
-            var param = lookedUpEntry(entry, (st, nil), in: parent, named: name)
+            var param = lookedUpEntry(entry, (driveStat(attributes), nil), in: parent, named: name)
             let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
             handles.withLock { $0[handle] = OpenFile(entry: entry, ino: param.ino, source: .drive(writer)) }
             fi.pointee.fh = handle
@@ -54,8 +45,7 @@ extension FuseFileSystem {
         do {
             let folder = try driveFolder(parent)
             guard mode & S_IFMT == S_IFREG else { throw DarkDiskError(.notPermitted, "the drive keeps no device files, FIFOs or sockets") }
-            let (node, content) = try manager.createDriveFile(named: name, in: folder, attributes: Self.newAttributes(.file, mode: mode))
-            try manager.commitDriveFile(node.id, content: content)
+            let node = try drive.makeFile(name, in: folder, permissions: UInt32(mode))
             try answerEntry(reply, .driveFile(node.id), in: parent, named: name)
         } catch {
             refuse(reply, "mknod in \(folderLogName(parent))", error)
@@ -76,7 +66,7 @@ extension FuseFileSystem {
         guard permits(reply, parent, [.write, .execute]) else { return }
         do {
             let folder = try driveFolder(parent)
-            let node = try manager.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.folder, mode: mode))
+            let node = try drive.makeFolder(name, in: folder, permissions: UInt32(mode))
             try answerEntry(reply, .driveFolder(node.id), in: parent, named: name)
         } catch {
             refuse(reply, "mkdir in \(folderLogName(parent))", error)
@@ -87,9 +77,7 @@ extension FuseFileSystem {
         guard permits(reply, parent, [.write, .execute]) else { return }
         do {
             let folder = try driveFolder(parent)
-            var attributes = Self.newAttributes(.symlink, mode: 0o777)
-            attributes.target = target
-            let node = try manager.createDriveNode(named: name, in: folder, attributes: attributes)
+            let node = try drive.makeLink(name, to: target, in: folder)
             try answerEntry(reply, .driveLink(node.id), in: parent, named: name)
         } catch {
             refuse(reply, "symlink in \(folderLogName(parent))", error)
@@ -101,10 +89,7 @@ extension FuseFileSystem {
     func unlink(_ reply: FuseReply, parent: fuse_ino_t, name: String) {
         guard permits(reply, parent, [.write, .execute]) else { return }
         do {
-            let (entry, id) = try driveChildNode(parent, name)
-            if case .driveFolder = entry { throw DarkDiskError(.isDirectory, "'\(name)' is a folder") }
-            try manager.deleteDriveNode(id)
-            forgetRecords(id)
+            try drive.remove(name, in: try driveFolder(parent), isFolder: false)
             reply.error(0)
         } catch {
             refuse(reply, "unlink in \(folderLogName(parent))", error)
@@ -114,10 +99,7 @@ extension FuseFileSystem {
     func rmdir(_ reply: FuseReply, parent: fuse_ino_t, name: String) {
         guard permits(reply, parent, [.write, .execute]) else { return }
         do {
-            let (entry, id) = try driveChildNode(parent, name)
-            guard case .driveFolder = entry else { throw DarkDiskError(.notDirectory, "'\(name)' is not a folder") }
-            try manager.deleteDriveNode(id)
-            forgetRecords(id)
+            try drive.remove(name, in: try driveFolder(parent), isFolder: true)
             reply.error(0)
         } catch {
             refuse(reply, "rmdir in \(folderLogName(parent))", error)
@@ -130,12 +112,12 @@ extension FuseFileSystem {
         guard permits(reply, parent, [.write, .execute]), permits(reply, newParent, [.write, .execute]) else { return }
         do {
             guard flags & ~UInt32(1) == 0 else { throw DarkDiskError(.invalidArgument, "rename flags \(flags) are not supported") }
-            let (entry, id) = try driveChildNode(parent, name)
+            guard let node = try drive.child(named: name, in: try driveFolder(parent)) else { throw Errno(rawValue: ENOENT) }
+            let id = node.id
             // A folder moving to another one changes its `..`: it must be writable too.
-            if case .driveFolder = entry, newParent != parent, !permits(reply, entry, .write) { return }
+            if node.attributes.kind == .folder, newParent != parent, !permits(reply, Self.driveEntry(node), .write) { return }
             let folder = try driveFolder(newParent)
-            let replaced = try manager.moveDriveNode(id, to: newName, in: folder, replacing: flags & 1 == 0)
-            if let replaced { forgetRecords(id, replaced) } else { forgetRecords(id) }
+            try drive.move(id, to: newName, in: folder, replacing: flags & 1 == 0)
             // The kernel moves its entry itself: the watcher must not take the move for one made elsewhere.
             driveNames.withLock { $0[id] = (newParent, newName) }
             reply.error(0)
@@ -155,7 +137,7 @@ extension FuseFileSystem {
         let truncating = flags & O_TRUNC != 0 && flags & O_ACCMODE != O_RDONLY
         let writing = flags & O_ACCMODE != O_RDONLY
         do {
-            if !writing, writers.withLock({ $0[id] }) == nil {
+            if !writing, drive.writer(of: id) == nil {
                 if let export = try manager.nodeFile(id, kind: .data) {
                     openStored(reply, entry: entry, ino: ino, export: export, fi: fi)
                     return
@@ -167,7 +149,7 @@ extension FuseFileSystem {
             }
             let writer: DriveWriter
             do {
-                writer = try attachWriter(id) { try self.content(of: id, truncated: truncating) }
+                writer = try drive.openForWriting(id, truncating: truncating)
             } catch let needed as DataNotLocal {
                 guard mayFetch, let downloads else { throw DarkDiskError(.notFound, needed.message) }
                 // Written where it lies: the whole file comes here first (the reply waits for it).
@@ -181,20 +163,6 @@ extension FuseFileSystem {
                     self.openDrive(pending.reply, id: id, entry: entry, ino: ino, fi: &fileInfo, mayFetch: false)
                 }
                 return
-            }
-            if truncating {
-                do {
-                    try writer.content.truncate(to: 0)
-                    // A version of some size given up is replaced by the empty one at once, so that its room
-                    // is free for what is written next, as a local disk frees a truncated file's blocks
-                    // (`cp` of 40 MB over 30 MB needs 10 MB free there, not 40).
-                    if let old = try manager.storedFile(id, kind: .data), old.storedSize >= Self.truncationFreesAtOnce {
-                        try commit(writer)
-                    }
-                } catch {
-                    detachWriter(writer)
-                    throw error
-                }
             }
             answer(reply, open: OpenFile(entry: entry, ino: ino, source: .drive(writer)), fi: fi)
         } catch {
@@ -228,7 +196,7 @@ extension FuseFileSystem {
     func flush(_ reply: FuseReply, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = handles.withLock({ $0[fi.pointee.fh] }), case .drive(let writer) = file.source else { reply.error(0); return }
         do {
-            try commit(writer)
+            try drive.commit(writer)
             reply.error(0)
         } catch {
             refuse(reply, "commit of \(file.entry.logName)", error)
@@ -240,23 +208,24 @@ extension FuseFileSystem {
     func fsync(_ reply: FuseReply, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = handles.withLock({ $0[fi.pointee.fh] }), case .drive(let writer) = file.source else { reply.error(0); return }
         do {
-            if try !commit(writer, durable: true) {
-                try waitForDriveCommits()
-                try manager.syncNodeData(writer.nodeID)
-            }
+            try drive.fsync(writer)
             reply.error(0)
         } catch {
             refuse(reply, "fsync of \(file.entry.logName)", error)
         }
     }
 
-    /// `fsync` of a folder: its entries, and every other, are in the index (the files made before it were
-    /// inserted: the request is `settled`), and the index's log is on the disk. A folder's names live in
-    /// the index alone; the files' contents are flushed by their own `fsync`, as on a local disk.
+    /// `fsync` of a folder: its entries, and every other, are in the index, and the index's log is on the
+    /// disk (`Drive.sync`). A folder's names live in the index alone; the files' contents are flushed by their
+    /// own `fsync`, as on a local disk.
     func fsyncdir(_ reply: FuseReply, ino: fuse_ino_t) {
         guard inodes.withLock({ $0.entry(for: ino) })?.isDirectory == true else { reply.error(ENOTDIR); return }
-        manager.syncIndex()
-        reply.error(0)
+        do throws(DarkDiskError) {
+            try drive.sync()
+            reply.error(0)
+        } catch {
+            refuse(reply, "fsync of a folder", error)
+        }
     }
 
     /// `posix_fallocate` (mode 0): the file grows to cover the range; other modes are not supported.
@@ -284,7 +253,6 @@ extension FuseFileSystem {
         default: reply.error(EROFS); return
         }
         do {
-            try settle(id)
             if toSet & FUSE_SET_ATTR_UID != 0, attributes.st_uid != uid {
                 throw DarkDiskError(.notPermitted, "drive entries belong to the mounting user")
             }
@@ -310,29 +278,10 @@ extension FuseFileSystem {
             let setsMode = toSet & FUSE_SET_ATTR_MODE != 0 || cleared != nil
             let setsTime = toSet & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW) != 0
             if setsMode || setsTime {
-                let time = toSet & FUSE_SET_ATTR_MTIME_NOW != 0 ? Self.now() : attributes.st_mtim
+                let time = toSet & FUSE_SET_ATTR_MTIME_NOW != 0
+                    ? Drive.now() : DriveTime(seconds: Int64(attributes.st_mtim.tv_sec), nanoseconds: UInt32(attributes.st_mtim.tv_nsec))
                 let mode = cleared ?? UInt32(attributes.st_mode) & 0o7777
-                // A file whose changes wait for their commit takes these with them (one transaction at close).
-                if let writer = writers.withLock({ $0[id] }),
-                   writer.content.deferAttributes(mode: setsMode ? mode : nil,
-                                                  modified: setsTime ? (Int64(time.tv_sec), UInt32(time.tv_nsec)) : nil) {
-                    getattr(reply, ino: ino, handle: fi?.pointee.fh)
-                    return
-                }
-                creates.drain()
-                let written = try manager.updateDriveAttributes(id) { (node) throws(DarkDiskError) in
-                    if setsMode { node.mode = mode }
-                    if setsTime {
-                        node.modifiedSeconds = Int64(time.tv_sec)
-                        node.modifiedNanoseconds = UInt32(time.tv_nsec)
-                    }
-                }
-                folderRecords.forget([id])
-                if let writer = writers.withLock({ $0[id] }) {
-                    writer.remember(attributes: written)
-                    // A time set now holds over the writes before it (`cp -p` sets it before closing).
-                    if setsTime { writer.content.setModified() }
-                }
+                try drive.setAttributes(of: id, permissions: setsMode ? mode : nil, modified: setsTime ? time : nil)
             }
             getattr(reply, ino: ino, handle: fi?.pointee.fh)
         } catch {
@@ -347,118 +296,19 @@ extension FuseFileSystem {
             try writer.content.truncate(to: size)
             return
         }
-        let writer = try attachWriter(id) { try self.content(of: id, truncated: size == 0) }
-        defer { detachWriter(writer) }
-        try writer.content.truncate(to: size)
-        try commit(writer)
+        try drive.truncate(id, to: size)
     }
 
-    // MARK: Writers
-
-    /// The staged content of a node for a new handle: shared with the handles that have it already, else
-    /// made by `make` (outside the table's lock: it may read the index and open the stored file).
-    /// `record`: the node's record, when the caller has just made it.
-    func attachWriter(_ id: NodeID, record: DriveNode? = nil, make: () throws -> StagedContent) throws -> DriveWriter {
-        while true {
-            let (shared, mark) = writers.withLock { table -> (DriveWriter?, UInt64) in
-                if let writer = table[id] {
-                    writer.users.wrappingAdd(1, ordering: .relaxed)
-                    return (writer, 0)
-                }
-                return (nil, table.makingStarts(id))
-            }
-            if let shared { return shared }
-            let content: StagedContent
-            do { content = try make() } catch {
-                _ = writers.withLock { $0.makingEnds(id, mark: mark) }
-                throw error
-            }
-            let fresh = DriveWriter(nodeID: id, content: content, record: record)
-            let writer = writers.withLock { table -> DriveWriter? in
-                let current = table.makingEnds(id, mark: mark)
-                // Another open may have made one meanwhile: that one is shared. One that went meanwhile committed a
-                // version newer than the one just read: made again.
-                guard let writer = table[id] ?? (current ? fresh : nil) else { return nil }
-                table[id] = writer
-                writer.users.wrappingAdd(1, ordering: .relaxed)
-                return writer
-            }
-            if let writer { return writer }
-        }
-    }
-
-    /// One handle fewer. The last commits what is left, then the content goes (unless a new handle came).
-    func detachWriter(_ writer: DriveWriter) {
-        let left = writers.withLock { _ in writer.users.wrappingSubtract(1, ordering: .relaxed).newValue }
-        guard left == 0 else { return }
-        do { try commit(writer) } catch {
-            logger.error("drive file (node \(writer.nodeID)): its last changes could not be committed: \(error)")
-        }
-        creates.forget(writer.nodeID)
-        writers.withLock { table in
-            if writer.users.load(ordering: .relaxed) == 0, table[writer.nodeID] === writer { table[writer.nodeID] = nil }
-        }
-    }
-
-    /// Commits what was written, if anything (`durable`: flushed to the disk); whether there was.
-    /// A new file's row goes into the index with its first commit, in one transaction.
-    @discardableResult
-    func commit(_ writer: DriveWriter, durable: Bool = false) throws -> Bool {
-        let id = writer.nodeID
-        let row = try creates.take(id)
-        guard writer.content.isDirty else {
-            if let row {
-                do { try manager.insertDriveFile(row, allowingDuplicate: true) } catch {
-                    creates.finish(id, putBack: row, failure: nil)
-                    throw error
-                }
-                creates.finish(id, putBack: nil, failure: nil)
-            }
-            return false
-        }
-        // (The attributes set before it are in the record now: read it again when asked.)
-        defer { writer.forgetRecord() }
-        do {
-            // A `close` returns once its record is in the journal; handles reading the node change over once the
-            // index has it. (An `fsync` waits for the index.)
-            try manager.commitDriveFile(id, content: writer.content, durable: durable, inserting: row) { [weak self] outcome in
-                if case .indexed = outcome { self?.driveVersionChanged(id) }
-            }
-        } catch {
-            // (Unless the transaction landed and what failed came after it.)
-            if let row {
-                let landed = manager.hasPendingDriveCommit(id) || (try? manager.driveNode(id)) != nil
-                creates.finish(id, putBack: landed ? nil : row, failure: nil)
-            }
-            throw error
-        }
-        if row != nil { creates.finish(id, putBack: nil, failure: nil) }
-        // Reading handles take the new version at their next read (which waits for the index to have it).
-        driveVersionChanged(id)
-        return true
-    }
+    // MARK: Handles
 
     /// Lets go of an open file: a drive writer's handle detaches (committing if it was the last); a download
     /// kept going stops unless others wait for it.
     func close(_ file: OpenFile) {
-        if case .drive(let writer) = file.source { detachWriter(writer) }
+        if case .drive(let writer) = file.source { drive.release(writer) }
         file.close()
     }
 
     // MARK: Helpers
-
-    /// The staged content a drive file starts with: empty when truncated (a change to commit), else its
-    /// stored data. `DataNotLocal` when its data is only in the remote.
-    private func content(of id: NodeID, truncated: Bool) throws -> StagedContent {
-        // (Its stored version is the index's: a commit of it still in the journal lands first.)
-        try settle(id)
-        if truncated { return try manager.stagedContent(for: id, base: nil, isNew: true) }
-        if let export = try manager.nodeFile(id, kind: .data) { return try manager.stagedContent(for: id, base: export) }
-        if let outline = try manager.outlineEntry(id), outline.dataSize > 0 {
-            throw DataNotLocal(message: "drive file (node \(id)) is only in the remote, and no remote is set to fetch it from")
-        }
-        return try manager.stagedContent(for: id, base: nil)
-    }
 
     /// The node of a drive folder inode (nil: `/files`); `EROFS` outside the drive.
     func driveFolder(_ ino: fuse_ino_t) throws -> NodeID? {
@@ -467,17 +317,6 @@ extension FuseFileSystem {
         case .driveFolder(let id)?: return id
         case nil: throw Errno(rawValue: ENOENT)
         default: throw Errno(rawValue: EROFS)
-        }
-    }
-
-    /// The entry named `name` in drive folder inode `parent`, and its node.
-    private func driveChildNode(_ parent: fuse_ino_t, _ name: String) throws -> (FSEntry, NodeID) {
-        let folder = try driveFolder(parent)
-        switch try driveChild(of: folder, named: name) {
-        case .driveFolder(let id)?: return (.driveFolder(id), id)
-        case .driveFile(let id)?: return (.driveFile(id), id)
-        case .driveLink(let id)?: return (.driveLink(id), id)
-        default: throw Errno(rawValue: ENOENT)
         }
     }
 
@@ -506,9 +345,6 @@ extension FuseFileSystem {
         if reply.entry(&param) != 0 { inodes.withLock { $0.forget(param.ino, count: 1) } }
     }
 
-    /// The stored size from which an open that truncates a file commits the empty version at once.
-    static let truncationFreesAtOnce: UInt64 = 1 << 20
-
     /// Tells the kernel, from a thread of its own, to drop its pages of bytes [from, to) of inode `ino` and
     /// its attributes: what it cached there is not what the file holds (an append went elsewhere).
     func dropCachedRange(_ ino: fuse_ino_t, from: UInt64, to: UInt64) {
@@ -518,8 +354,6 @@ extension FuseFileSystem {
         }
     }
 
-    /// Answers an error, with a log line unless it is one a program meets in normal use (a name taken,
-    /// a folder not empty, a write outside the drive).
     /// A folder as the log names it: by node ID, never by name (a log must not tell what files are called).
     func folderLogName(_ ino: fuse_ino_t) -> String {
         switch inodes.withLock({ $0.entry(for: ino) }) {
@@ -529,6 +363,8 @@ extension FuseFileSystem {
         }
     }
 
+    /// Answers an error, with a log line unless it is one a program meets in normal use (a name taken,
+    /// a folder not empty, a write outside the drive).
     func refuse(_ reply: FuseReply, _ what: String, _ error: any Error) {
         let code = FuseErrno.from(error)
         if ![ENOENT, EEXIST, ENOTEMPTY, EROFS, EPERM, EISDIR, ENOTDIR, ENAMETOOLONG, EINVAL].contains(code) {
@@ -536,21 +372,4 @@ extension FuseFileSystem {
         }
         reply.error(code)
     }
-
-    /// A new entry's attributes: `mode`'s permission bits (the kernel has applied the umask), made now.
-    static func newAttributes(_ kind: NodeAttributes.Kind, mode: mode_t) -> NodeAttributes {
-        let now = now()
-        return NodeAttributes(kind: kind, mode: UInt32(mode) & 0o7777, modifiedSeconds: Int64(now.tv_sec), modifiedNanoseconds: UInt32(now.tv_nsec))
-    }
-
-    static func now() -> timespec {
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        return time
-    }
-}
-
-/// A drive file to be written whose data only the remote has.
-struct DataNotLocal: Error {
-    let message: String
 }

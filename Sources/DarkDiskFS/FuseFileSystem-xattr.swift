@@ -1,5 +1,6 @@
 import CFuse3
 import DarkDisk
+import DarkDiskDrive
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,14 +18,13 @@ extension FuseFileSystem {
         }
         // (`user.` attributes are read with the entry's read permission, set with its write permission.)
         guard permits(reply, ino, .read) else { return }
-        creates.drain()
-        do throws(DarkDiskError) { try waitForDriveCommits() } catch {
+        do throws(DarkDiskError) { _ = try drive.currentStore() } catch {
             refuse(reply, "getxattr", error)
             return
         }
         if let (id, userName) = userAttribute(ino, name) {
             do {
-                guard let value = try manager.nodeAttributes(of: id).extendedAttributes[userName] else { reply.error(ENODATA); return }
+                guard let value = try drive.extendedAttributes(of: id)[userName] else { reply.error(ENODATA); return }
                 answer(reply, value, size: size)
             } catch {
                 reply.error(FuseErrno.from(error))
@@ -49,7 +49,7 @@ extension FuseFileSystem {
         guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { reply.error(ENOENT); return }
         guard let id = entry.driveNode else { answer(reply, [], size: size); return }
         do {
-            let names = try manager.nodeAttributes(of: id).extendedAttributes.keys.sorted()
+            let names = try drive.extendedAttributes(of: id).keys.sorted()
             answer(reply, names.flatMap { Array($0.utf8) + [0] }, size: size)
         } catch {
             reply.error(FuseErrno.from(error))
@@ -65,20 +65,10 @@ extension FuseFileSystem {
         return (id, text)
     }
 
-    /// Sets or removes (`value` nil) a `user.*` attribute of a drive node, as `setxattr(2)` and
-    /// `removexattr(2)` do: `XATTR_CREATE` of one that exists is `EEXIST`, `XATTR_REPLACE` or a removal of
-    /// one that does not is `ENODATA`, and more than 64 KiB of them on one node is `ENOSPC`.
+    /// Sets or removes (`value` nil) a `user.*` attribute of a drive node (`Drive.setExtendedAttribute`).
     private func setUserAttribute(_ id: NodeID, _ name: String, _ value: [UInt8]?, flags: Int32) throws {
-        defer { forgetRecords(id) }
-        try manager.updateDriveAttributes(id) { (attributes) throws(DarkDiskError) in
-            let exists = attributes.extendedAttributes[name] != nil
-            if flags & ExtendedAttribute.createFlag != 0, exists { throw DarkDiskError(.exists, "\(name) exists") }
-            if (flags & ExtendedAttribute.replaceFlag != 0 || value == nil), !exists { throw DarkDiskError(.io, "no \(name)", errno: ENODATA) }
-            attributes.extendedAttributes[name] = value
-            if attributes.extendedAttributesSize > NodeAttributes.maxExtendedAttributesSize {
-                throw DarkDiskError(.io, "more than \(NodeAttributes.maxExtendedAttributesSize) bytes of extended attributes", errno: ENOSPC)
-            }
-        }
+        try drive.setExtendedAttribute(name, to: value, of: id, mustCreate: flags & ExtendedAttribute.createFlag != 0,
+                                       mustReplace: flags & ExtendedAttribute.replaceFlag != 0)
     }
 
     func setxattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>, value: UnsafePointer<CChar>?, size: Int, flags: Int32) {

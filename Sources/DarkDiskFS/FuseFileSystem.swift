@@ -2,6 +2,7 @@ import CFuse3
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
+import DarkDiskDrive
 import Foundation
 import Logging
 import Synchronization
@@ -28,12 +29,8 @@ public final class FuseFileSystem: Sendable {
     /// The folder inode and name the kernel last got each drive node by (a lookup or a listing), so a change
     /// made elsewhere (a rename, a delete) can drop that name and that folder's listing.
     let driveNames = Locked<[NodeID: (folder: fuse_ino_t, name: String)]>([:])
-    /// The drive files open for writing, by node: their handles share one staged content.
-    let writers = Locked<DriveWriterTable>(DriveWriterTable())
-    /// Drive folders' records, kept between the kernel's questions.
-    let folderRecords = DriveFolderRecords()
-    /// New drive files whose index rows wait for their first commit.
-    let creates: PendingCreates
+    /// `/files`: lookups, listings and changes of the drive, answered with what this daemon wrote.
+    let drive: Drive
     let nextHandle = Atomic<UInt64>(1)
     /// The mount's `max_read=N` option (0: none), which `init` must repeat to libfuse.
     let maxRead = Atomic<UInt32>(0)
@@ -87,7 +84,9 @@ public final class FuseFileSystem: Sendable {
         self.health = health
         self.remoteTimeout = remoteTimeout
         self.logger = logger
-        creates = PendingCreates(manager: manager)
+        drive = Drive(store: manager, logger: logger)
+        // A commit that reached the index: handles reading the node change over to the new version.
+        drive.observeVersions { [weak self] id in self?.driveVersionChanged(id) }
     }
 
     /// Mounts at `mountpoint` and serves requests until unmounted (`fusermount3 -u`, `darkdisk unmount`)
@@ -159,7 +158,7 @@ public final class FuseFileSystem: Sendable {
             _ = chdir("/")
             // A `close` commits a drive file with a record in the journal; the index takes the records in batches.
             do {
-                if try !manager.startDriveJournal() { logger.notice("drive files commit one transaction each (another process journals this store)") }
+                if try !drive.start() { logger.notice("drive files commit one transaction each (another process journals this store)") }
             } catch {
                 logger.error("drive files commit one transaction each: \(error)")
             }
@@ -181,8 +180,7 @@ public final class FuseFileSystem: Sendable {
             // Released after the lock: each handle's last reference lets go of retain tokens and descriptors.
             let closed = handles.withLock { open in defer { open.removeAll() }; return Array(open.values) }
             for handle in closed { close(handle) }
-            creates.drain()
-            if !manager.stopDriveJournal(timeout: 60) {
+            if !drive.stop(timeout: 60) {
                 logger.error("the index did not take every drive commit in a minute; the rest waits in the journal for the store's next opening")
             }
             logger.info("unmounted \(mountpoint) (loop ended with \(rc))")
@@ -194,46 +192,17 @@ public final class FuseFileSystem: Sendable {
         Unmanaged<FuseFileSystem>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue()
     }
 
-    /// The driver behind a request that reads or changes the drive's index, once the files made before it
-    /// are in the index (`PendingCreates`) and the journal's commits too; nil, the request answered `EIO`,
-    /// when the index cannot take them (`waitForDriveCommits`).
+    /// The driver behind a request that reads the store directly (a listing, an open, an attribute of any
+    /// entry), once the store has every change the drive took (`Drive.currentStore`); nil, the request
+    /// answered `EIO`, when the index cannot take them.
     static func settled(_ req: fuse_req_t?) -> FuseFileSystem? {
         let fileSystem = from(req)
-        fileSystem.creates.drain()
-        do throws(DarkDiskError) { try fileSystem.waitForDriveCommits() } catch {
+        do throws(DarkDiskError) { _ = try fileSystem.drive.currentStore() } catch {
             fileSystem.logger.error("\(error); answering EIO")
             fuse_reply_err(req, EIO)
             return nil
         }
         return fileSystem
-    }
-
-    /// The file system, for a request that makes a folder or a link: the rows of files made before it are in,
-    /// but the journal's records are waited for only when one makes the same name
-    /// (`DiskManager.createDriveNode`). Waiting for all of them made each `mkdir` of a `tar x` wait for the
-    /// index's next batch: 1.4 ms instead of 0.35.
-    static func making(_ req: fuse_req_t?) -> FuseFileSystem {
-        let fileSystem = from(req)
-        fileSystem.creates.drain()
-        return fileSystem
-    }
-
-    /// Waits until the index has the drive commits journaled so far, at most 30 s. An index that cannot take
-    /// them that long (they wait in the journal, tried again every second) fails the request: an answer
-    /// from the index without them would miss files (a listing that `tar c` or a backup takes as whole).
-    /// (The journal's backlog is bounded, `DriveCommitJournal.backlogLimit`: a working index takes it in well
-    /// under a second.)
-    func waitForDriveCommits() throws(DarkDiskError) {
-        guard !manager.driveCommitsIdle, !manager.drainDriveCommits(timeout: 30) else { return }
-        throw DarkDiskError(.io, "drive commits wait for the index for more than 30 s")
-    }
-
-    /// Waits until the index has the journaled commits of drive node `id`, if any wait (a `close` returns
-    /// before the index has its commit: `DiskManager.commitDriveFile(whenIndexed:)`); a request about that
-    /// node alone that reads or changes its rows calls this first. One atomic load when nothing waits.
-    func settle(_ id: NodeID) throws(DarkDiskError) {
-        guard !manager.driveCommitsIdle, manager.hasPendingDriveCommit(id) else { return }
-        try waitForDriveCommits()
     }
 
     /// A name (or a link's target) the kernel passed, as text; nil, the request answered `errno`, when it is

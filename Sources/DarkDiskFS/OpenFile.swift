@@ -2,6 +2,7 @@ import CFuse3
 import DarkDisk
 import DarkDiskCloud
 import DarkDiskCrypto
+import DarkDiskDrive
 import DarkDiskSync
 import Synchronization
 

@@ -104,7 +104,7 @@ final class StoreWatcher: Sendable {
         var names = Self.nodeViewNames(id)
         // Read the record again when next asked (a pull may have changed its mode or time), and the data at
         // its current version through the handles open on it.
-        fileSystem.forgetRecords(id)
+        fileSystem.drive.forgetRecords([id])
         fileSystem.driveVersionChanged(id)
         let known = fileSystem.driveNames.withLock { $0[id] }
         var folderStays = false

@@ -1,5 +1,5 @@
 @testable import DarkDisk
-@testable import DarkDiskFS
+@testable import DarkDiskDrive
 import Foundation
 import Synchronization
 import Testing

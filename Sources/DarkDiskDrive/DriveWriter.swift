@@ -7,10 +7,10 @@ import Glibc
 
 /// A drive file open for writing in this daemon: its staged content, shared by every handle of the node
 /// (a read through any of them sees every write at once), and how many handles use it. The last
-/// `release` commits what is left and lets it go (`FuseFileSystem.releaseWriter`).
-final class DriveWriter: Sendable {
-    let nodeID: NodeID
-    let content: StagedContent
+/// `Drive.release` commits what is left and lets it go.
+package final class DriveWriter: Sendable {
+    package let nodeID: NodeID
+    package let content: StagedContent
     /// Open handles using this content.
     let users = Atomic<Int>(0)
     /// The node's record as this daemon last wrote or read it, so that the attribute answers `tar x` and

@@ -10,7 +10,7 @@ import Synchronization
 /// file it was told of; a commit whose insert failed there fails with that error. Nothing is promised of a
 /// file before its `close`, its `fsync` or its folder's `fsync` returns: a daemon killed before
 /// that may leave no trace of it.
-final class PendingCreates: Sendable {
+package final class PendingCreates: Sendable {
     private let manager: DiskManager
     /// Broadcast whenever a row being written lands or goes back (waiters look again).
     private let state = Locked<State>(State())
@@ -26,12 +26,12 @@ final class PendingCreates: Sendable {
         var failures: [NodeID: DarkDiskError] = [:]
     }
 
-    init(manager: DiskManager) {
+    package init(manager: DiskManager) {
         self.manager = manager
     }
 
     /// Keeps new file `prepared` until its first commit or the next drain writes its row.
-    func add(_ prepared: PreparedDriveFile) {
+    package func add(_ prepared: PreparedDriveFile) {
         outstanding.wrappingAdd(1, ordering: .acquiringAndReleasing)
         state.withLock { $0.waiting.append(prepared) }
     }
@@ -39,7 +39,7 @@ final class PendingCreates: Sendable {
     /// Writes every waiting row to the index (each in its own transaction, so one that cannot land, its
     /// folder gone, fails alone) and waits for the rows others were writing when it was called (not for rows
     /// made since: a stream of commits cannot hold it up); at once when there are none.
-    func drain() {
+    package func drain() {
         guard outstanding.load(ordering: .acquiring) > 0 else { return }
         let (rows, others) = state.withLock { state in
             defer { state.waiting = [] }
@@ -62,7 +62,7 @@ final class PendingCreates: Sendable {
     /// The row of node `id` if it still waits, now the caller's to insert with the node's first commit (then
     /// `finish` it); nil when it is in the index already (or the node is not one made here). Waits while a
     /// drain writes it, and throws the error that stopped that insert, if one did.
-    func take(_ id: NodeID) throws(DarkDiskError) -> PreparedDriveFile? {
+    package func take(_ id: NodeID) throws(DarkDiskError) -> PreparedDriveFile? {
         guard outstanding.load(ordering: .acquiring) > 0 || state.withLock({ $0.failures[id] != nil }) else { return nil }
         let (row, failure) = state.withLock(when: { state in
             !state.writing.contains(id) || state.failures[id] != nil || state.waiting.contains { $0.node.id == id }
@@ -81,7 +81,7 @@ final class PendingCreates: Sendable {
 
     /// Ends the writing of node `id`'s row: landed, or not (`putBack`: the row waits again, as the commit
     /// that was to insert it failed; `failure`: a drain's insert failed, and the node's commit will say so).
-    func finish(_ id: NodeID, putBack: PreparedDriveFile?, failure: DarkDiskError?) {
+    package func finish(_ id: NodeID, putBack: PreparedDriveFile?, failure: DarkDiskError?) {
         state.withLock { state in
             state.writing.remove(id)
             if let putBack { state.waiting.insert(putBack, at: 0) }
@@ -92,7 +92,7 @@ final class PendingCreates: Sendable {
     }
 
     /// Forgets node `id`'s failure (its last handle has gone).
-    func forget(_ id: NodeID) {
+    package func forget(_ id: NodeID) {
         state.withLock { _ = $0.failures.removeValue(forKey: id) }
     }
 }

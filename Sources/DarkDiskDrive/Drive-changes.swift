@@ -1,0 +1,100 @@
+import DarkDisk
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Changing the drive's outline: making folders, links and empty files, removing and moving entries, and
+/// their attributes. Each is an edit of the index (`DiskManager.createDriveNode` and friends), queued for
+/// upload by the store; none copies data.
+extension Drive {
+    /// Makes folder `name` in `folder` (nil: the top). The rows of files made before it are in first; the
+    /// journal's commits are waited for only when one makes the same name (`DiskManager.createDriveNode`):
+    /// waiting for all of them made each `mkdir` of a `tar x` wait for the index's next batch.
+    package func makeFolder(_ name: String, in folder: NodeID?, permissions: UInt32) throws(DarkDiskError) -> DriveNode {
+        creates.drain()
+        return try store.createDriveNode(named: name, in: folder, attributes: Self.newAttributes(.folder, permissions: permissions))
+    }
+
+    /// Makes link `name` to `target` in `folder` (as `makeFolder` does).
+    package func makeLink(_ name: String, to target: String, in folder: NodeID?) throws(DarkDiskError) -> DriveNode {
+        creates.drain()
+        var attributes = Self.newAttributes(.symlink, permissions: 0o777)
+        attributes.target = target
+        return try store.createDriveNode(named: name, in: folder, attributes: attributes)
+    }
+
+    /// Makes empty file `name` in `folder` without opening it (`mknod`): committed at once.
+    package func makeFile(_ name: String, in folder: NodeID?, permissions: UInt32) throws(DarkDiskError) -> DriveNode {
+        _ = try currentStore()
+        let (node, content) = try store.createDriveFile(named: name, in: folder, attributes: Self.newAttributes(.file, permissions: permissions))
+        try store.commitDriveFile(node.id, content: content)
+        return node
+    }
+
+    /// Removes entry `name` from `folder`: a file or a link (`unlink`), or an empty folder (`rmdir`, when
+    /// `isFolder`); the kind not asked for is `EISDIR` or `ENOTDIR`. Its node.
+    @discardableResult
+    package func remove(_ name: String, in folder: NodeID?, isFolder: Bool) throws(DarkDiskError) -> NodeID {
+        guard let node = try child(named: name, in: folder) else { throw DarkDiskError(.notFound, "no entry '\(name)'") }
+        switch (node.attributes.kind == .folder, isFolder) {
+        case (true, false): throw DarkDiskError(.isDirectory, "'\(name)' is a folder")
+        case (false, true): throw DarkDiskError(.notDirectory, "'\(name)' is not a folder")
+        default: break
+        }
+        try store.deleteDriveNode(node.id)
+        forgetRecords([node.id])
+        return node.id
+    }
+
+    /// Moves node `id` to `name` in `folder` (a folder moves with everything in it); over an entry of that
+    /// name unless `replacing` is false (`EEXIST`). The node it replaced, if any.
+    @discardableResult
+    package func move(_ id: NodeID, to name: String, in folder: NodeID?, replacing: Bool) throws(DarkDiskError) -> NodeID? {
+        _ = try currentStore()
+        let replaced = try store.moveDriveNode(id, to: name, in: folder, replacing: replacing)
+        forgetRecords([id] + (replaced.map { [$0] } ?? []))
+        return replaced
+    }
+
+    /// Sets node `id`'s permission bits and modification time (either may be nil). A file being written here
+    /// takes them with its next commit (one transaction at close); else the record changes now.
+    package func setAttributes(of id: NodeID, permissions: UInt32?, modified: DriveTime?) throws(DarkDiskError) {
+        try settle(id)
+        if let writer = writer(of: id),
+           writer.content.deferAttributes(mode: permissions, modified: modified.map { ($0.seconds, $0.nanoseconds) }) {
+            return
+        }
+        creates.drain()
+        let written = try store.updateDriveAttributes(id) { (node) throws(DarkDiskError) in
+            if let permissions { node.mode = permissions & 0o7777 }
+            if let modified {
+                node.modifiedSeconds = modified.seconds
+                node.modifiedNanoseconds = modified.nanoseconds
+            }
+        }
+        folderRecords.forget([id])
+        if let writer = writer(of: id) {
+            writer.remember(attributes: written)
+            // A time set now holds over the writes before it (`cp -p` sets it before closing).
+            if modified != nil { writer.content.setModified() }
+        }
+    }
+
+    /// Sets or removes (`value` nil) `user.*` attribute `name` of node `id`, as `setxattr(2)` and
+    /// `removexattr(2)` do: `mustCreate` of one that exists is `EEXIST`, `mustReplace` or a removal of one
+    /// that does not is `ENODATA`, and more than 64 KiB of them on one node is `ENOSPC`.
+    package func setExtendedAttribute(_ name: String, to value: [UInt8]?, of id: NodeID,
+                                      mustCreate: Bool = false, mustReplace: Bool = false) throws(DarkDiskError) {
+        _ = try currentStore()
+        defer { forgetRecords([id]) }
+        try store.updateDriveAttributes(id) { (attributes) throws(DarkDiskError) in
+            let exists = attributes.extendedAttributes[name] != nil
+            if mustCreate, exists { throw DarkDiskError(.exists, "\(name) exists") }
+            if mustReplace || value == nil, !exists { throw DarkDiskError(.io, "no \(name)", errno: ENODATA) }
+            attributes.extendedAttributes[name] = value
+            if attributes.extendedAttributesSize > NodeAttributes.maxExtendedAttributesSize {
+                throw DarkDiskError(.io, "more than \(NodeAttributes.maxExtendedAttributesSize) bytes of extended attributes", errno: ENOSPC)
+            }
+        }
+    }
+}
