@@ -5,7 +5,7 @@ let package = Package(
     name: "darkdisk",
     products: [
         .library(name: "DarkDiskCrypto", targets: ["DarkDiskCrypto"]),
-        .library(name: "DarkDisk", targets: ["DarkDisk"]),
+        .library(name: "DarkDiskStore", targets: ["DarkDiskStore"]),
         .library(name: "DarkDiskCloud", targets: ["DarkDiskCloud"]),
         .library(name: "DarkDiskRemote", targets: ["DarkDiskRemote"]),
         .library(name: "DarkDiskFS", targets: ["DarkDiskFS"]),
@@ -36,7 +36,7 @@ let package = Package(
                 linkerSettings: [.linkedLibrary("sqlite3"), .linkedLibrary("crypto")]),
         .target(name: "DarkDiskSystem", dependencies: ["CLinux"]),
         .target(name: "DarkDiskCrypto", dependencies: ["COpenSSL", "DarkDiskSync", "DarkDiskSystem"]),
-        .target(name: "DarkDisk", dependencies: ["DarkDiskSync", "DarkDiskSystem",
+        .target(name: "DarkDiskStore", dependencies: ["DarkDiskSync", "DarkDiskSystem",
             "DarkDiskCrypto", "CIndexCipher",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -47,29 +47,29 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
         .target(name: "DarkDiskCloud", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDiskRemote",
-            "DarkDisk", "DarkDiskCrypto",
+            "DarkDiskStore", "DarkDiskCrypto",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The writable drive: lookups, listings and changes of `/files` with read-your-writes, FUSE-free.
-        .target(name: "DarkDiskDrive", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDisk",
+        .target(name: "DarkDiskDrive", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDiskStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "DarkDiskFS", dependencies: ["DarkDiskSync", "DarkDiskSystem",
-            "DarkDisk", "DarkDiskDrive", "DarkDiskCrypto", "DarkDiskCloud", "CFuse3",
+            "DarkDiskStore", "DarkDiskDrive", "DarkDiskCrypto", "DarkDiskCloud", "CFuse3",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "darkdisk", dependencies: ["DarkDiskSync", "DarkDiskSystem",
-            "DarkDisk", "DarkDiskFS", "DarkDiskCloud",
+            "DarkDiskStore", "DarkDiskFS", "DarkDiskCloud",
             "DarkDiskImages",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Measurements for Scripts/bench that need the library in-process (100,000-file stores).
-        .executableTarget(name: "darkdisk-bench", dependencies: ["DarkDisk", "DarkDiskCloud", "DarkDiskSync"]),
+        .executableTarget(name: "darkdisk-bench", dependencies: ["DarkDiskStore", "DarkDiskCloud", "DarkDiskSync"]),
         // Fuzzing: the targets, and one executable that libFuzzer drives when Scripts/fuzz builds it
         // with --sanitize=fuzzer -DFUZZING, and that otherwise replays inputs or writes the seed corpus.
-        .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDisk", "DarkDiskCloud", "DarkDiskRemote", "DarkDiskFS"]),
+        .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDiskStore", "DarkDiskCloud", "DarkDiskRemote", "DarkDiskFS"]),
         .executableTarget(name: "darkdisk-fuzz", dependencies: ["DarkDiskFuzzTargets"]),
         // The general key/value disk cache; independent of the store.
         .target(name: "DarkDiskCache", dependencies: ["DarkDiskSync", "DarkDiskSystem",
@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(name: "DarkDiskCacheTests", dependencies: ["DarkDiskTestTraits", "DarkDiskSync", "DarkDiskCache", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCryptoTests", dependencies: ["DarkDiskCrypto", "DarkDiskTestSupport"],
                     resources: [.copy("Fixtures")]),
-        .testTarget(name: "DarkDiskTests", dependencies: ["DarkDiskTestTraits", "DarkDisk", "DarkDiskCrypto", "DarkDiskSync", "DarkDiskTestSupport",
+        .testTarget(name: "DarkDiskStoreTests", dependencies: ["DarkDiskTestTraits", "DarkDiskStore", "DarkDiskCrypto", "DarkDiskSync", "DarkDiskTestSupport",
                                                    .product(name: "GRDB", package: "GRDB.swift"),
                                                    .product(name: "Logging", package: "swift-log")]),
         // Real servers for the tests (nginx, our fault-injecting proxy), shared by the test targets.
@@ -91,20 +91,20 @@ let package = Package(
                 path: "Tests/TestSupport"),
         // Which threads tests run on, and how many that run programs at once (OwnThreads, ProcessSlots).
         .target(name: "DarkDiskTestTraits", path: "Tests/TestTraits"),
-        .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskTestTraits", "DarkDiskSync", "DarkDiskCloud", "DarkDiskRemote", "DarkDisk", "DarkDiskCrypto", "DarkDiskTestSupport",
+        .testTarget(name: "DarkDiskCloudTests", dependencies: ["DarkDiskTestTraits", "DarkDiskSync", "DarkDiskCloud", "DarkDiskRemote", "DarkDiskStore", "DarkDiskCrypto", "DarkDiskTestSupport",
                                                         .product(name: "GRDB", package: "GRDB.swift"),
                                                    .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets", "DarkDiskTestSupport"]),
-        .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDiskTestTraits", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSync", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDiskTestTraits", "DarkDiskStore", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSync", "DarkDiskTestSupport"]),
         // The FUSE layer's pure parts, without a mount: inode table, errno mapping, attribute values, options.
-        .testTarget(name: "DarkDiskFSTests", dependencies: ["DarkDiskTestTraits", "DarkDisk", "DarkDiskCache", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSystem", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskFSTests", dependencies: ["DarkDiskTestTraits", "DarkDiskStore", "DarkDiskCache", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSystem", "DarkDiskTestSupport"]),
         // The drive in process, without a mount: read-your-writes of every change, pending creates.
-        .testTarget(name: "DarkDiskDriveTests", dependencies: ["DarkDiskTestTraits", "DarkDisk", "DarkDiskDrive", "DarkDiskSync", "DarkDiskTestSupport",
+        .testTarget(name: "DarkDiskDriveTests", dependencies: ["DarkDiskTestTraits", "DarkDiskStore", "DarkDiskDrive", "DarkDiskSync", "DarkDiskTestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
         // The image manager: in-memory caches of processed thumbnails and avatars, libvips underneath.
-        .target(name: "DarkDiskImages", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips"],
+        .target(name: "DarkDiskImages", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDiskStore", "DarkDiskCloud", "DarkDiskCrypto", "CVips"],
                 resources: [.copy("Resources")]),
-        .testTarget(name: "DarkDiskImagesTests", dependencies: ["DarkDiskSync", "DarkDiskImages", "DarkDisk", "DarkDiskCloud", "DarkDiskCrypto", "CVips", "DarkDiskTestSupport"]),
+        .testTarget(name: "DarkDiskImagesTests", dependencies: ["DarkDiskSync", "DarkDiskImages", "DarkDiskStore", "DarkDiskCloud", "DarkDiskCrypto", "CVips", "DarkDiskTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,5 @@
 import DarkDiskCrypto
-import DarkDisk
+import DarkDiskStore
 
 /// Where things live in a remote bucket: one small sealed record and a folder of cloud file versions per
 /// node, one sealed record per user with an encrypted file per identity avatar (all under names keyed by

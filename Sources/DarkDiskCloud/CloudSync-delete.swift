@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import Foundation
 
 /// Deleting a node everywhere: its record is replaced by a tombstone on condition that it is

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import Foundation
 
 /// What `CloudSync.collectGarbage` did.

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import DarkDiskCrypto
 
 /// What `downloadNodeData` delivers: the node's whole cloud file (metadata, thumbnail and data sections),

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 
 /// Where a reader finds a node's bytes (see `DownloadManager.whenAvailable`): the stored file, or the
 /// partial file of the download in flight, whose bytes in the range asked for are already written.

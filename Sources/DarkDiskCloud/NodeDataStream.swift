@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import Foundation
 import DarkDiskSync
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import DarkDiskCrypto
-import DarkDisk
+import DarkDiskStore
 import Foundation
 
 /// The small per-node record next to each cloud file: what another machine needs to list the node and

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import Foundation
 
 /// What a deleted node's record object holds: a sealed note that the node was deleted, with the next

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import DarkDiskCrypto
 
 /// Where a range of a node's plaintext can be decrypted now (see `DownloadManager.whenReadable`).

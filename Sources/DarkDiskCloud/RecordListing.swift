@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import Foundation
 
 /// The node records a listing of `records/` holds, read and opened: one per node. Objects are named by a

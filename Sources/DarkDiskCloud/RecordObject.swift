@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import Foundation
 
 /// What a node's record object in the bucket holds: the node's record, or the tombstone a delete left.

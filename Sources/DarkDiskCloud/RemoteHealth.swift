@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import DarkDiskRemote
 import DarkDiskSync
 import Foundation

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import Foundation
 
 /// Whether a store may attach to a remote: a remote that holds another store's nodes is read only with

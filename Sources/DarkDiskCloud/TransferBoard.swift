@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import Dispatch
 import Foundation
 #if canImport(Glibc)

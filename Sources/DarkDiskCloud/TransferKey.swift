@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 
 /// What makes two download requests identical, so that they share one transfer (a refresh never joins a
 /// transfer that may answer from the store, nor the other way round).

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import Foundation
 
 /// What `downloadUserAvatar` delivers: the identity chosen and its avatar image, or nil when that identity

@@ -1,5 +1,5 @@
 import DarkDiskCrypto
-import DarkDisk
+import DarkDiskStore
 import Foundation
 
 /// The record of a user in the remote: its identities, which one is displayed, and where each identity's

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 #if canImport(Glibc)
 import Glibc
 #endif

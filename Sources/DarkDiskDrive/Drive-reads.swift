@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 
 /// Reading the drive: the outline's named nodes as a tree of folders, files and links, with the sizes,
 /// modes and times their records give (before anything is downloaded), and a file open for writing here

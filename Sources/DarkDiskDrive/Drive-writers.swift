@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 
 /// Files open for writing: one `DriveWriter` per node, its staged content shared by every handle (a read
 /// through any of them sees every write at once). A `close` (`commit`) puts what was written into the store;

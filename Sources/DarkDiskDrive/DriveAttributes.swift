@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 
 /// A time as the drive keeps it: seconds since 1970 and nanoseconds.
 package struct DriveTime: Sendable, Equatable, Comparable {

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import DarkDiskSync
 
 /// Drive folders' records as last read from the index, so that the attributes the kernel asks for after

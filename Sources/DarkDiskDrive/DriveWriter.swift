@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import DarkDiskSync
 import Synchronization
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import DarkDiskSystem
-import DarkDisk
+import DarkDiskStore
 
 /// One of the mount's extended attributes: which name addresses what, whether it can be written,
 /// and the text of its values. Pure on purpose: no FUSE and no store, so that names and values can be checked

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 
 /// A path of the mount, independent of its inode number.
 enum FSEntry: Hashable, Sendable {

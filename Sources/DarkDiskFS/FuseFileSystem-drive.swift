@@ -1,5 +1,5 @@
 import CFuse3
-import DarkDisk
+import DarkDiskStore
 import DarkDiskCloud
 import DarkDiskDrive
 #if canImport(Glibc)

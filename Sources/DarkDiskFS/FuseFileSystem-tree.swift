@@ -1,5 +1,5 @@
 import CFuse3
-import DarkDisk
+import DarkDiskStore
 import DarkDiskCrypto
 import DarkDiskDrive
 import Foundation

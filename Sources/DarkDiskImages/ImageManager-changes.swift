@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 
 extension ImageManager {
     /// Follows the DiskManager: a node's thumbnail (or whole cloud file) or a user's avatar that is

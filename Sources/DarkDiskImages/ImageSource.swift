@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 
 /// Whose image a fetch is for: a node's thumbnail, or a user's avatar (one identity, or the display one).
 enum ImageSource: Sendable, Hashable {

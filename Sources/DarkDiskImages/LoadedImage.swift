@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import Foundation
 
 /// The image bytes a fetch loaded (from the store or the remote) before processing, or a definite "none".

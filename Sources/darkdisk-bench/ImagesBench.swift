@@ -1,7 +1,7 @@
 // Image measurements for `Scripts/bench images`: the cost of a memory-cache hit through the ImageManager's
 // fetch, thumbnails per second made from large JPEGs by our libvips processor (the script times
 // `vipsthumbnail` on the same files and passes its figures in for the ratios), and our peak memory.
-import DarkDisk
+import DarkDiskStore
 import DarkDiskImages
 import Foundation
 

@@ -1,6 +1,6 @@
 // Store measurements for `Scripts/bench store`: start-up and eviction cost at many files, and the cost of
 // an import into a full pool against an empty one. Prints `store.FIGURE VALUE UNIT` lines.
-import DarkDisk
+import DarkDiskStore
 import Foundation
 
 // `darkdisk-bench images ...`: the image manager's figures (ImagesBench.swift).

@@ -1,5 +1,5 @@
 import ArgumentParser
-import DarkDisk
+import DarkDiskStore
 
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 
 extension FileKind {
     /// A node section named on the command line (`--kind`).

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 
 /// What a command acts on, from `--node ID [--kind KIND]` or `--user ID --identity ID`.
 enum FileTarget {

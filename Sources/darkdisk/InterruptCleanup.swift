@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import Dispatch
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import DarkDiskSync
 
 /// The stores a command opened. Eviction after an import or a download runs on the store's maintenance

@@ -1,5 +1,5 @@
 import ArgumentParser
-import DarkDisk
+import DarkDiskStore
 import DarkDiskCrypto
 import DarkDiskCloud
 import Foundation

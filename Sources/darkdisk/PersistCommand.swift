@@ -1,5 +1,5 @@
 import ArgumentParser
-import DarkDisk
+import DarkDiskStore
 
 struct PersistCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

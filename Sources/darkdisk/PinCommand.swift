@@ -1,5 +1,5 @@
 import ArgumentParser
-import DarkDisk
+import DarkDiskStore
 
 /// `darkdisk pin` and `darkdisk unpin`: what they share.
 struct PinTargets: ParsableArguments {

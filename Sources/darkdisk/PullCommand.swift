@@ -1,5 +1,5 @@
 import ArgumentParser
-import DarkDisk
+import DarkDiskStore
 import DarkDiskCloud
 import Foundation
 

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import DarkDiskTestSupport
 import Foundation
 #if canImport(Glibc)

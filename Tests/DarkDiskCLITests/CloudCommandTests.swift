@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import DarkDiskTestSupport
 import DarkDiskTestTraits
 import Foundation

@@ -1,5 +1,5 @@
 import DarkDiskTestSupport
-import DarkDisk
+import DarkDiskStore
 import DarkDiskCrypto
 import DarkDiskTestTraits
 import Foundation

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import DarkDiskTestTraits
 import Foundation
 import Testing

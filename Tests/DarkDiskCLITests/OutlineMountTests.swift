@@ -1,5 +1,5 @@
 import DarkDiskTestSupport
-import DarkDisk
+import DarkDiskStore
 import DarkDiskTestTraits
 import Foundation
 import Testing

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import DarkDiskCloud
 import DarkDiskTestSupport
 import Foundation

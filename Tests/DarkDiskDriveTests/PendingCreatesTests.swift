@@ -1,4 +1,4 @@
-@testable import DarkDisk
+@testable import DarkDiskStore
 @testable import DarkDiskDrive
 import Foundation
 import Synchronization

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import DarkDiskTestSupport
 @testable import DarkDiskFS
 import Foundation

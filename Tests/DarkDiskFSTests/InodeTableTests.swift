@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 @testable import DarkDiskFS
 import Testing
 

@@ -1,4 +1,4 @@
-@testable import DarkDisk
+@testable import DarkDiskStore
 import DarkDiskCrypto
 import DarkDiskTestTraits
 @testable import DarkDiskFS

@@ -1,4 +1,4 @@
-import DarkDisk
+import DarkDiskStore
 import DarkDiskCloud
 @testable import DarkDiskImages
 import DarkDiskTestSupport

@@ -1,6 +1,6 @@
 import CVips
 @testable import DarkDiskImages
-import DarkDisk
+import DarkDiskStore
 import DarkDiskCloud
 import DarkDiskTestSupport
 import Foundation
