@@ -55,7 +55,13 @@ let package = Package(
         .target(name: "DarkDiskDrive", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDiskStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "DarkDiskFS", dependencies: ["DarkDiskSync", "DarkDiskSystem",
+        // The file system the mount serves, without FUSE: inodes, handles, typed operations (rclone's vfs/).
+        .target(name: "DarkDiskVFS", dependencies: ["DarkDiskSync", "DarkDiskSystem",
+            "DarkDiskStore", "DarkDiskDrive", "DarkDiskCrypto", "DarkDiskCloud",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The thin FUSE adapter over the VFS: libfuse's operation table, replies, /dev/fuse I/O, notices.
+        .target(name: "DarkDiskFS", dependencies: ["DarkDiskSync", "DarkDiskSystem", "DarkDiskVFS",
             "DarkDiskStore", "DarkDiskDrive", "DarkDiskCrypto", "DarkDiskCloud", "CFuse3",
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -69,7 +75,7 @@ let package = Package(
         .executableTarget(name: "darkdisk-bench", dependencies: ["DarkDiskStore", "DarkDiskCloud", "DarkDiskSync"]),
         // Fuzzing: the targets, and one executable that libFuzzer drives when Scripts/fuzz builds it
         // with --sanitize=fuzzer -DFUZZING, and that otherwise replays inputs or writes the seed corpus.
-        .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDiskStore", "DarkDiskCloud", "DarkDiskRemote", "DarkDiskFS"]),
+        .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDiskStore", "DarkDiskCloud", "DarkDiskRemote", "DarkDiskVFS"]),
         .executableTarget(name: "darkdisk-fuzz", dependencies: ["DarkDiskFuzzTargets"]),
         // The general key/value disk cache; independent of the store.
         .target(name: "DarkDiskCache", dependencies: ["DarkDiskSync", "DarkDiskSystem",
@@ -96,8 +102,9 @@ let package = Package(
                                                    .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "DarkDiskFuzzTests", dependencies: ["DarkDiskFuzzTargets", "DarkDiskTestSupport"]),
         .testTarget(name: "DarkDiskCLITests", dependencies: ["DarkDiskTestTraits", "DarkDiskStore", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSync", "DarkDiskTestSupport"]),
-        // The FUSE layer's pure parts, without a mount: inode table, errno mapping, attribute values, options.
-        .testTarget(name: "DarkDiskFSTests", dependencies: ["DarkDiskTestTraits", "DarkDiskStore", "DarkDiskCache", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskFS", "DarkDiskSystem", "DarkDiskTestSupport"]),
+        // The VFS in process, without a mount (operations, inode table, errno mapping, attribute values), and
+        // the FUSE adapter's mount options.
+        .testTarget(name: "DarkDiskVFSTests", dependencies: ["DarkDiskTestTraits", "DarkDiskStore", "DarkDiskCache", "DarkDiskCloud", "DarkDiskCrypto", "DarkDiskVFS", "DarkDiskFS", "DarkDiskDrive", "DarkDiskSystem", "DarkDiskTestSupport"]),
         // The drive in process, without a mount: read-your-writes of every change, pending creates.
         .testTarget(name: "DarkDiskDriveTests", dependencies: ["DarkDiskTestTraits", "DarkDiskStore", "DarkDiskDrive", "DarkDiskSync", "DarkDiskTestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),

@@ -3,75 +3,45 @@ import DarkDiskStore
 import DarkDiskCloud
 import DarkDiskCrypto
 import DarkDiskDrive
+import DarkDiskVFS
 import Foundation
 import Logging
 import Synchronization
 import DarkDiskSync
 
-/// The FUSE driver: serves the store read-only at a mount point through libfuse's low-level API.
+/// The FUSE driver: serves the store at a mount point through libfuse's low-level API. It is a thin
+/// adapter: the file system itself is a `VFS` (inodes, handles, typed operations, no FUSE); this type keeps
+/// libfuse's operation table, turns each request into a `VFS` call and its answer or error into a reply
+/// (`FuseReply`; errors become errno in one place, `VFSErrno`), reads and writes `/dev/fuse` (`customIO`)
+/// and tells the kernel what changed (`KernelNotices`).
 ///
 /// libfuse calls the operations on its own worker threads; they run synchronously there (index reads,
 /// one `pread` and decrypt per read) and never touch Swift's cooperative thread pool. Swift state is
 /// reached from the C callbacks through the session's userdata pointer.
 public final class FuseFileSystem: Sendable {
     let manager: DiskManager
-    /// Fetches what is not stored: nodes of the remote's outline are listed and read on demand.
-    let downloads: DownloadManager?
-    let pins: PinKeeper?
-    let health: RemoteHealth?
-    /// How long a read of a node that is not stored waits for its bytes before answering `EIO`.
-    let remoteTimeout: Duration
-    /// Where reads answered later (after a download delivered their bytes) are decrypted and replied.
-    let replies = BlockingPool.shared
+    /// The file system this adapter serves.
+    let vfs: VFS
     let logger: Logger
-    let inodes = Locked(InodeTable())
-    let handles = Locked<[UInt64: OpenFile]>([:])
-    /// The folder inode and name the kernel last got each drive node by (a lookup or a listing), so a change
-    /// made elsewhere (a rename, a delete) can drop that name and that folder's listing.
-    let driveNames = Locked<[NodeID: (folder: fuse_ino_t, name: String)]>([:])
-    /// `/files`: lookups, listings and changes of the drive, answered with what this daemon wrote.
-    let drive: Drive
-    let nextHandle = Atomic<UInt64>(1)
     /// The mount's `max_read=N` option (0: none), which `init` must repeat to libfuse.
     let maxRead = Atomic<UInt32>(0)
-    let directoryListings = Locked<[UInt64: [DirectoryEntry]]>([:])
     /// Whether the kernel opens folders itself (FUSE's no-opendir mode, said in `init`).
     let noOpendir = Atomic<Bool>(false)
-    /// Whether requests check the owner's mode bits (`permits`): a single-user mount (the kernel does not
-    /// check) of an owner other than root (who may read and write anything).
-    let checksOwnerBits = Atomic<Bool>(false)
-    /// Whether `/nodes` and `/thumbs` are the owner's only: on a mount other users may enter
-    /// (`allow_other`), the ID views would otherwise show them files the drive's modes keep from them.
-    let idViewsOwnerOnly = Atomic<Bool>(false)
     /// Flags `init` found the kernel offering that libfuse leaves out of its reply; `customIO` adds them.
     let initFlagsToAdd = Atomic<UInt32>(0)
     /// The `unique` of the kernel's `INIT` request, whose reply `customIO` amends (0 until it came).
     let initUnique = Atomic<UInt64>(0)
-    /// In no-opendir mode: the listings of the last few folders being read, by inode (`listing(of:offset:)`).
-    let listingsByFolder = Locked(FolderListings())
     /// The session while its loop runs, for telling the kernel to drop what it cached (`dropCachedRange`).
-    let notifySession = Locked<StoreWatcher.UnsafeSession?>(nil)
+    let notifySession = Locked<UnsafeSession?>(nil)
     /// Where those notices are sent from: one waits for the page locks of its range, which the request that
     /// asked for it may hold until it is answered.
     let kernelNotices = DispatchQueue(label: "darkdisk.kernel-notices")
-    let mountTime = Date()
-    let uid = getuid()
-    let gid = getgid()
     /// The largest readahead the driver asks the kernel for (see `ReadAhead`).
     static let maxReadahead: UInt32 = 4 << 20
-    /// How long the kernel may cache names and attributes: every change is told (`StoreWatcher`)
-    /// within a second, so this only bounds what a missed change could leave stale.
-    let cacheTimeout: Double = 60
-    /// How long the kernel may cache the drive's names and attributes: a drive entry's name and folder can
-    /// change (a rename pulled from another machine), which the store watcher does not tell yet.
-    let driveCacheTimeout: Double = 1
 
-    /// How long the kernel may cache `entry`'s name and attributes.
-    func cacheTimeout(for entry: FSEntry) -> Double {
-        switch entry {
-        case .files, .driveFolder, .driveFile, .driveLink: driveCacheTimeout
-        default: cacheTimeout
-        }
+    /// libfuse's session pointer: its notify calls may come from any thread while the session lives.
+    struct UnsafeSession: @unchecked Sendable {
+        let pointer: OpaquePointer
     }
 
     /// `downloads` nil serves only what is stored. `pins`: the keeper a pin set through the mount wakes.
@@ -79,14 +49,8 @@ public final class FuseFileSystem: Sendable {
     public init(manager: DiskManager, downloads: DownloadManager? = nil, pins: PinKeeper? = nil, health: RemoteHealth? = nil,
                 remoteTimeout: Duration = .seconds(30), logger: Logger) {
         self.manager = manager
-        self.downloads = downloads
-        self.pins = pins
-        self.health = health
-        self.remoteTimeout = remoteTimeout
         self.logger = logger
-        drive = Drive(store: manager, logger: logger)
-        // A commit that reached the index: handles reading the node change over to the new version.
-        drive.observeVersions { [weak self] id in self?.driveVersionChanged(id) }
+        vfs = VFS(manager: manager, downloads: downloads, pins: pins, health: health, remoteTimeout: remoteTimeout, logger: logger)
     }
 
     /// Mounts at `mountpoint` and serves requests until unmounted (`fusermount3 -u`, `darkdisk unmount`)
@@ -112,8 +76,7 @@ public final class FuseFileSystem: Sendable {
         do { try MountOptions.checkCombination(options) } catch { throw DarkDiskError(.invalidArgument, error.description) }
         maxRead.store(MountOptions.maxRead(in: options) ?? 0, ordering: .relaxed)
         let admitsOthers = MountOptions.admitsOthers(options)
-        checksOwnerBits.store(!admitsOthers && uid != 0, ordering: .relaxed)
-        idViewsOwnerOnly.store(admitsOthers, ordering: .relaxed)
+        vfs.configure(checksOwnerBits: !admitsOthers && getuid() != 0, idViewsOwnerOnly: admitsOthers)
         let optionString = ((admitsOthers ? ["default_permissions"] : []) + ["fsname=darkdisk", "subtype=darkdisk"] + options).joined(separator: ",")
         let arguments: [String] = ["darkdisk", "-o", optionString]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
@@ -156,33 +119,18 @@ public final class FuseFileSystem: Sendable {
             // The daemon lives on: it must not keep the caller's working directory busy (every path it uses
             // is absolute by now).
             _ = chdir("/")
-            // A `close` commits a drive file with a record in the journal; the index takes the records in batches.
-            do {
-                if try !drive.start() { logger.notice("drive files commit one transaction each (another process journals this store)") }
-            } catch {
-                logger.error("drive files commit one transaction each: \(error)")
-            }
             let raised = ReadAhead.raise(resolvedMountpoint: resolvedMountpoint, kilobytes: Int(FuseFileSystem.maxReadahead / 1024))
             logger.info("mounted \(manager.location.dataDirectory) at \(mountpoint)\(raised ? "" : " (readahead left at the kernel default)"); permissions checked by \(admitsOthers ? "the kernel" : "this daemon")")
+            // A `close` commits a drive file with a record in the journal; the index takes the records in batches.
+            notifySession.withLock { $0 = UnsafeSession(pointer: session) }
+            let watcher = vfs.start(kernel: self)
             ready()
-            let watcher: StoreWatcher?
-            do { watcher = try StoreWatcher(fileSystem: self, session: session) } catch {
-                logger.error("changes of the outline will not be noticed: \(error)")
-                watcher = nil
-            }
-            notifySession.withLock { $0 = StoreWatcher.UnsafeSession(pointer: session) }
             let rc = darkdisk_fuse_session_loop_mt(session, UInt32(threads), 4)
             notifySession.withLock { $0 = nil }
-            watcher?.stop()
             fuse_session_unmount(session)
             // (A notice sent meanwhile returns once the connection is gone; none is sent after this.)
             kernelNotices.sync {}
-            // Released after the lock: each handle's last reference lets go of retain tokens and descriptors.
-            let closed = handles.withLock { open in defer { open.removeAll() }; return Array(open.values) }
-            for handle in closed { close(handle) }
-            if !drive.stop(timeout: 60) {
-                logger.error("the index did not take every drive commit in a minute; the rest waits in the journal for the store's next opening")
-            }
+            vfs.stop(watcher)
             logger.info("unmounted \(mountpoint) (loop ended with \(rc))")
         }
     }
@@ -190,19 +138,6 @@ public final class FuseFileSystem: Sendable {
     /// The driver behind a request.
     static func from(_ req: fuse_req_t?) -> FuseFileSystem {
         Unmanaged<FuseFileSystem>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue()
-    }
-
-    /// The driver behind a request that reads the store directly (a listing, an open, an attribute of any
-    /// entry), once the store has every change the drive took (`Drive.currentStore`); nil, the request
-    /// answered `EIO`, when the index cannot take them.
-    static func settled(_ req: fuse_req_t?) -> FuseFileSystem? {
-        let fileSystem = from(req)
-        do throws(DarkDiskError) { _ = try fileSystem.drive.currentStore() } catch {
-            fileSystem.logger.error("\(error); answering EIO")
-            fuse_reply_err(req, EIO)
-            return nil
-        }
-        return fileSystem
     }
 
     /// A name (or a link's target) the kernel passed, as text; nil, the request answered `errno`, when it is
@@ -223,27 +158,23 @@ public final class FuseFileSystem: Sendable {
     }
 }
 
-/// The listings kept in no-opendir mode, by folder inode, and the order they were made in.
-struct FolderListings: Sendable {
-    var listings: [fuse_ino_t: [DirectoryEntry]] = [:]
-    var order: [fuse_ino_t] = []
-}
+/// The kernel's caches, told through libfuse's notify calls while the session lives.
+extension FuseFileSystem: KernelNotices {
+    package func forgetName(_ name: String, in folder: Inode) {
+        guard let session = notifySession.withLock({ $0 }) else { return }
+        _ = name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, folder, $0, name.utf8.count) }
+    }
 
-/// One line of a directory listing.
-struct DirectoryEntry: Sendable {
-    let name: String
-    let ino: fuse_ino_t
-    /// The entry's attributes as a lookup of the name answers them (for readdirplus); nil for a folder of
-    /// the fixed tree (`/nodes/<id>`), whose attributes are those of every such folder. Boxed: a listing of
-    /// 1,000,000 node folders holds 8 bytes each, not a `stat`.
-    let file: FileAttributes?
-}
+    package func forgetInode(_ ino: Inode, attributesOnly: Bool) {
+        guard let session = notifySession.withLock({ $0 }) else { return }
+        // A negative offset: attributes only, never the pages (which a read waiting on the remote may hold).
+        _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, attributesOnly ? -1 : 0, 0)
+    }
 
-/// A listed file's `stat`, shared by reference.
-final class FileAttributes: Sendable {
-    let stat: stat
-
-    init(_ stat: stat) {
-        self.stat = stat
+    package func dropCachedRange(_ ino: Inode, from: UInt64, to: UInt64) {
+        kernelNotices.async { [self] in
+            guard let session = notifySession.withLock({ $0 }) else { return }
+            _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, off_t(clamping: from), off_t(clamping: to - from))
+        }
     }
 }

@@ -1,4 +1,4 @@
-import DarkDiskFS
+import DarkDiskVFS
 
 extension FuzzTarget {
     /// Input: byte 0 picks an attribute (or, when ≥ 128, the rest is an attribute name to look up); the

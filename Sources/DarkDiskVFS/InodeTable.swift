@@ -1,4 +1,4 @@
-import CFuse3
+
 
 /// Inode numbers for mount entries. A folder has one number for the life of the daemon. A file has one
 /// number per *version* it serves (a stored file, or a remote node's cloud file at one ETag): the kernel
@@ -24,26 +24,26 @@ struct InodeTable: Sendable {
     /// Entries without a version (folders, drive entries): one inode for the life of the daemon. Kept apart
     /// from the versioned ones, keyed by the entry alone: with a million node folders listed, keys half the
     /// size of a `Key` saved a third of the daemon's memory (and of the peak while a table grows).
-    private var unversioned: [FSEntry: fuse_ino_t] = [:]
-    private var unversionedByInode: [fuse_ino_t: FSEntry] = [:]
+    private var unversioned: [FSEntry: Inode] = [:]
+    private var unversionedByInode: [Inode: FSEntry] = [:]
     /// File inodes, one per version served.
-    private var versioned: [Key: fuse_ino_t] = [:]
-    private var versionedByInode: [fuse_ino_t: Key] = [:]
+    private var versioned: [Key: Inode] = [:]
+    private var versionedByInode: [Inode: Key] = [:]
     /// The newest inode handed out for each file entry: the only one a `forget` leaves in place.
-    private var newest: [FSEntry: fuse_ino_t] = [:]
+    private var newest: [FSEntry: Inode] = [:]
     /// The kernel's lookup count of file inodes (FUSE's `nlookup`), so stale versions can go at `forget`.
-    private var lookups: [fuse_ino_t: UInt64] = [:]
-    private var next: fuse_ino_t = 5
+    private var lookups: [Inode: UInt64] = [:]
+    private var next: Inode = 5
 
     init() {
         for (ino, entry) in [(1, FSEntry.root), (2, .nodes), (3, .thumbs), (4, .avatars)] {
-            unversioned[entry] = fuse_ino_t(ino)
-            unversionedByInode[fuse_ino_t(ino)] = entry
+            unversioned[entry] = Inode(ino)
+            unversionedByInode[Inode(ino)] = entry
         }
     }
 
     /// The inode of `entry` at `version` (nil for folders), handed out on first sight.
-    mutating func inode(for entry: FSEntry, version: Version? = nil) -> fuse_ino_t {
+    mutating func inode(for entry: FSEntry, version: Version? = nil) -> Inode {
         guard let version else {
             if let ino = unversioned[entry] { return ino }
             let ino = next
@@ -63,14 +63,14 @@ struct InodeTable: Sendable {
     }
 
     /// Counts one more kernel reference (a reply to `lookup`) to a file inode.
-    mutating func lookedUp(_ ino: fuse_ino_t) {
+    mutating func lookedUp(_ ino: Inode) {
         guard versionedByInode[ino] != nil else { return }
         lookups[ino, default: 0] += 1
     }
 
     /// The kernel dropped `count` references to `ino`. A file inode that is no longer the newest version of
     /// its entry and that the kernel no longer knows is gone for good (nothing can reach it any more).
-    mutating func forget(_ ino: fuse_ino_t, count: UInt64) {
+    mutating func forget(_ ino: Inode, count: UInt64) {
         guard let key = versionedByInode[ino] else { return }
         let left = (lookups[ino] ?? 0) > count ? lookups[ino]! - count : 0
         lookups[ino] = left == 0 ? nil : left
@@ -79,22 +79,22 @@ struct InodeTable: Sendable {
         versioned[key] = nil
     }
 
-    func key(for ino: fuse_ino_t) -> Key? {
+    func key(for ino: Inode) -> Key? {
         if let entry = unversionedByInode[ino] { return Key(entry: entry, version: nil) }
         return versionedByInode[ino]
     }
 
-    func entry(for ino: fuse_ino_t) -> FSEntry? {
+    func entry(for ino: Inode) -> FSEntry? {
         unversionedByInode[ino] ?? versionedByInode[ino]?.entry
     }
 
     /// The newest inode handed out for a file entry, if any.
-    func newestInode(for entry: FSEntry) -> fuse_ino_t? {
+    func newestInode(for entry: FSEntry) -> Inode? {
         newest[entry]
     }
 
     /// The inode of a folder, if the kernel has been told about it.
-    func existingInode(for entry: FSEntry) -> fuse_ino_t? {
+    func existingInode(for entry: FSEntry) -> Inode? {
         unversioned[entry]
     }
 }

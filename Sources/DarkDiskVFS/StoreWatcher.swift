@@ -1,4 +1,3 @@
-import CFuse3
 import DarkDiskStore
 import Dispatch
 import Foundation
@@ -12,35 +11,30 @@ import DarkDiskSync
 /// is current now, and the attributes of the inodes they led to. The changes come from the index's change
 /// table (`DiskManager.entryChanges(after:)`): each check costs one read and the number of changes, never
 /// the size of the outline, and holds nothing of it in memory. Because every change is told, the kernel
-/// may keep names and attributes for `FuseFileSystem.cacheTimeout` instead of asking again every second.
+/// may keep names and attributes for `VFS.cacheTimeout` instead of asking again every second.
 ///
 /// It never invalidates a file's pages: an invalidation waits for the lock of every page, including one
 /// that a read waiting on the remote holds. Blocked there, this thread could not die with the daemon, and
 /// the connection (and every reader waiting on it) would hang until aborted by hand. An inode of the ID
 /// view serves one version for good (`InodeTable`), so its pages stay true; a drive file's inode serves
-/// every version of its node, and the kernel drops its pages itself: at every open (`answer(_:open:fi:)`),
+/// every version of its node, and the kernel drops its pages itself: at every open (`VFS.open`),
 /// and, for a file open meanwhile, at its next read, which asks for the attributes this drops and finds
 /// them changed (libfuse's `auto_inval_data`, on by default), in the reader's own thread. A folder's
 /// pages (its cached listing) come from the index, never from the remote, and are dropped.
-final class StoreWatcher: Sendable {
-    private let fileSystem: FuseFileSystem
-    private let session: UnsafeSession
+package final class StoreWatcher: Sendable {
+    private let fileSystem: VFS
+    private let kernel: any KernelNotices
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
     /// The newest change row told to the kernel.
     private let seen: Atomic<Int64>
 
-    /// libfuse's session pointer: its notify calls may come from any thread while the session lives.
-    struct UnsafeSession: @unchecked Sendable {
-        let pointer: OpaquePointer
-    }
-
     /// Checks every `interval` on a thread of its own (a notify call may wait on the kernel: never on a FUSE
     /// worker or the concurrency pool).
-    init(fileSystem: FuseFileSystem, session: OpaquePointer, interval: DispatchTimeInterval = .seconds(1)) throws(DarkDiskError) {
+    init(fileSystem: VFS, kernel: any KernelNotices, interval: DispatchTimeInterval = .seconds(1)) throws(DarkDiskError) {
         self.fileSystem = fileSystem
-        self.session = UnsafeSession(pointer: session)
+        self.kernel = kernel
         seen = Atomic(try fileSystem.manager.newestEntryChange())
         Thread.detachNewThread { [self] in
             while !stopped.load(ordering: .acquiring) {
@@ -52,7 +46,7 @@ final class StoreWatcher: Sendable {
         }
     }
 
-    /// Stops watching and waits for the watcher's thread; call before the session is destroyed.
+    /// Stops watching and waits for the watcher's thread; call before the kernel's session goes.
     func stop() {
         stopped.store(true, ordering: .releasing)
         wake.signal()
@@ -109,7 +103,7 @@ final class StoreWatcher: Sendable {
         let known = fileSystem.driveNames.withLock { $0[id] }
         var folderStays = false
         var knownNameDropped = false
-        var newInFolder: fuse_ino_t?
+        var newInFolder: Inode?
         if let node {
             let folder = node.parentID.map(FSEntry.driveFolder) ?? .files
             let folderIno = fileSystem.inodes.withLock { $0.existingInode(for: folder) }
@@ -128,19 +122,15 @@ final class StoreWatcher: Sendable {
         invalidate(names, files: Self.nodeViewFiles(id))
         if let known, !folderStays {
             if !knownNameDropped {
-                _ = known.name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, known.folder, $0, known.name.utf8.count) }
+                kernel.forgetName(known.name, in: known.folder)
             }
             // Gone from there: a listing read without lookups holds the name with no entry to drop.
-            if node == nil || newInFolder != nil { _ = fuse_lowlevel_notify_inval_inode(session.pointer, known.folder, 0, 0) }
+            if node == nil || newInFolder != nil { kernel.forgetInode(known.folder, attributesOnly: false) }
         }
-        if let newInFolder { _ = fuse_lowlevel_notify_inval_inode(session.pointer, newInFolder, 0, 0) }
+        if let newInFolder { kernel.forgetInode(newInFolder, attributesOnly: false) }
         for entry in [FSEntry.driveFile(id), .driveFolder(id), .driveLink(id)] {
             guard let ino = fileSystem.inodes.withLock({ $0.existingInode(for: entry) }) else { continue }
-            if case .driveFile = entry {
-                _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, -1, 0)
-            } else {
-                _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, 0, 0)
-            }
+            if case .driveFile = entry { kernel.forgetInode(ino, attributesOnly: true) } else { kernel.forgetInode(ino, attributesOnly: false) }
         }
     }
 
@@ -166,13 +156,13 @@ final class StoreWatcher: Sendable {
                 (table.existingInode(for: parent), child.map { table.existingInode(for: $0) ?? table.newestInode(for: $0) != nil } ?? true)
             }
             guard let folder, childKnown else { continue }
-            _ = name.withCString { fuse_lowlevel_notify_inval_entry(session.pointer, folder, $0, name.utf8.count) }
+            kernel.forgetName(name, in: folder)
         }
         // Attributes only (a negative offset): the size of a file's blocks changes with a download or an
         // eviction while its inode stays.
         for file in files {
             guard let ino = fileSystem.inodes.withLock({ $0.newestInode(for: file) }) else { continue }
-            _ = fuse_lowlevel_notify_inval_inode(session.pointer, ino, -1, 0)
+            kernel.forgetInode(ino, attributesOnly: true)
         }
     }
 }

@@ -3,6 +3,7 @@ import DarkDiskCloud
 import DarkDiskCache
 import DarkDiskCrypto
 import DarkDiskSystem
+@testable import DarkDiskVFS
 @testable import DarkDiskFS
 import Testing
 #if canImport(Glibc)
@@ -10,23 +11,23 @@ import Glibc
 #endif
 
 /// The one place errors become the errno `cat` and `cp` see.
-@Suite struct FuseErrnoTests {
+@Suite struct VFSErrnoTests {
     @Test func everyErrorHasTheErrnoAUserExpects() {
-        #expect(FuseErrno.from(DarkDiskError(.notFound, "x")) == ENOENT)
-        #expect(FuseErrno.from(DarkDiskError(.corrupt, "x")) == EIO)
-        #expect(FuseErrno.from(DarkDiskError(.io, "x", errno: ENOSPC)) == ENOSPC)
-        #expect(FuseErrno.from(DarkDiskError(.io, "x", errno: EROFS)) == EROFS)
-        #expect(FuseErrno.from(DarkDiskError(.tooLarge, "x")) == EFBIG)
-        #expect(FuseErrno.from(RemoteError(.accessDenied, "x")) == EACCES, "a 403 is a permission problem, not damage")
-        #expect(FuseErrno.from(RemoteError(.unreachable, "x")) == EIO)
-        #expect(FuseErrno.from(CryptoError(.chunkAuthenticationFailed, "x")) == EIO)
-        #expect(FuseErrno.from(ExtendedAttribute.Failure(.noSuchAttribute, "x")) == ENODATA, "never ENOSYS")
-        #expect(FuseErrno.from(RemoteError(.notFound, "x")) == ENOENT, "a node gone from the remote is not there")
-        #expect(FuseErrno.from(RemoteError(.unknownNode, "x")) == ENOENT)
-        #expect(FuseErrno.from(CancellationError()) == EINTR, "an interrupted wait is EINTR")
-        #expect(FuseErrno.from(CryptoError(.outOfRange, "x")) == EIO, "a crypto failure is never EINVAL")
-        #expect(FuseErrno.from(Errno(rawValue: EMFILE)) == EMFILE, "a failed system call keeps its errno")
-        #expect(FuseErrno.from(DiskCacheError(.io, "x", errno: EDQUOT)) == EDQUOT, "any darkdisk error with an errno keeps it")
+        #expect(VFSErrno.from(DarkDiskError(.notFound, "x")) == ENOENT)
+        #expect(VFSErrno.from(DarkDiskError(.corrupt, "x")) == EIO)
+        #expect(VFSErrno.from(DarkDiskError(.io, "x", errno: ENOSPC)) == ENOSPC)
+        #expect(VFSErrno.from(DarkDiskError(.io, "x", errno: EROFS)) == EROFS)
+        #expect(VFSErrno.from(DarkDiskError(.tooLarge, "x")) == EFBIG)
+        #expect(VFSErrno.from(RemoteError(.accessDenied, "x")) == EACCES, "a 403 is a permission problem, not damage")
+        #expect(VFSErrno.from(RemoteError(.unreachable, "x")) == EIO)
+        #expect(VFSErrno.from(CryptoError(.chunkAuthenticationFailed, "x")) == EIO)
+        #expect(VFSErrno.from(ExtendedAttribute.Failure(.noSuchAttribute, "x")) == ENODATA, "never ENOSYS")
+        #expect(VFSErrno.from(RemoteError(.notFound, "x")) == ENOENT, "a node gone from the remote is not there")
+        #expect(VFSErrno.from(RemoteError(.unknownNode, "x")) == ENOENT)
+        #expect(VFSErrno.from(CancellationError()) == EINTR, "an interrupted wait is EINTR")
+        #expect(VFSErrno.from(CryptoError(.outOfRange, "x")) == EIO, "a crypto failure is never EINVAL")
+        #expect(VFSErrno.from(Errno(rawValue: EMFILE)) == EMFILE, "a failed system call keeps its errno")
+        #expect(VFSErrno.from(DiskCacheError(.io, "x", errno: EDQUOT)) == EDQUOT, "any darkdisk error with an errno keeps it")
     }
 
     /// Every error type is a `DarkDiskFailure`: one protocol for the CLI to catch, each with its message.

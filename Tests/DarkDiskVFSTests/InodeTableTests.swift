@@ -1,5 +1,5 @@
 import DarkDiskStore
-@testable import DarkDiskFS
+@testable import DarkDiskVFS
 import Testing
 
 /// `InodeTable` on its own: one inode per version of a file, folders stable, stale versions dropped once

@@ -1,7 +1,7 @@
 import DarkDiskStore
 
 /// A path of the mount, independent of its inode number.
-enum FSEntry: Hashable, Sendable {
+package enum FSEntry: Hashable, Sendable {
     case root
     case nodes
     case thumbs

@@ -1,3 +1,4 @@
+@testable import DarkDiskVFS
 @testable import DarkDiskFS
 import Testing
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
-import CFuse3
 import DarkDiskStore
+import DarkDiskSystem
 import DarkDiskCloud
 import DarkDiskDrive
 #if canImport(Glibc)
@@ -9,7 +9,7 @@ import Glibc
 /// The drive (`/files`): the outline's named nodes as a tree of folders, files and symbolic
 /// links, with the sizes, modes and times their records give, before anything is downloaded. A drive
 /// file's content is its node's data, read as `/nodes/<id>/data` is.
-extension FuseFileSystem {
+extension VFS {
     /// The entry a drive node is shown as.
     static func driveEntry(_ node: DriveNode) -> FSEntry {
         switch node.attributes.kind {
@@ -90,14 +90,10 @@ extension FuseFileSystem {
         }
     }
 
-    /// Answers `readlink` of a drive link with its target.
-    func readlink(_ reply: FuseReply, ino: fuse_ino_t) {
-        guard case .driveLink(let id)? = inodes.withLock({ $0.entry(for: ino) }) else { reply.error(EINVAL); return }
-        do {
-            guard let target = try drive.linkTarget(id) else { reply.error(ENOENT); return }
-            reply.link(target)
-        } catch {
-            reply.error(FuseErrno.from(error))
-        }
+    /// The target of drive link `ino`.
+    package func readlink(_ ino: Inode) throws -> String {
+        guard case .driveLink(let id)? = inodes.withLock({ $0.entry(for: ino) }) else { throw Errno(rawValue: EINVAL) }
+        guard let target = try drive.linkTarget(id) else { throw Errno(rawValue: ENOENT) }
+        return target
     }
 }

@@ -1,5 +1,5 @@
-import CFuse3
 import DarkDiskStore
+import DarkDiskSystem
 import DarkDiskCrypto
 import DarkDiskDrive
 import Foundation
@@ -7,97 +7,111 @@ import Foundation
 import Glibc
 #endif
 
-extension FuseFileSystem {
-    func lookup(_ reply: FuseReply, parent: fuse_ino_t, name: String) {
-        guard let parentEntry = inodes.withLock({ $0.entry(for: parent) }) else { reply.error(ENOENT); return }
-        guard permits(reply, parentEntry, .execute) else { return }
+extension VFS {
+    /// The entry named `name` in folder `parent`, counted as one lookup of its inode (the caller `forget`s
+    /// it if the kernel does not take it).
+    package func lookup(parent: Inode, name: String) throws -> Entry {
+        guard let parentEntry = inodes.withLock({ $0.entry(for: parent) }) else { throw Errno(rawValue: ENOENT) }
+        try check(parentEntry, .execute)
         do {
             let found: (entry: FSEntry, current: (stat: stat, version: InodeTable.Version?))
             switch parentEntry {
             case .files, .driveFolder:
-                guard let child = try drive.lookup(name, in: parentEntry.driveNode) else {
-                    reply.error(ENOENT)
-                    return
-                }
+                guard let child = try drive.lookup(name, in: parentEntry.driveNode) else { throw Errno(rawValue: ENOENT) }
                 found = (Self.driveEntry(child.node), (driveStat(child.attributes), nil))
             default:
                 // (The ID views show the drive's nodes too: what it took must be in the store first.)
-                _ = try drive.currentStore()
-                guard let entry = try child(of: parentEntry, named: name), let current = try current(entry) else {
-                    reply.error(ENOENT)
-                    return
-                }
+                _ = try currentStore()
+                guard let entry = try child(of: parentEntry, named: name), let current = try current(entry) else { throw Errno(rawValue: ENOENT) }
                 found = (entry, current)
             }
-            var param = lookedUpEntry(found.entry, found.current, in: parent, named: name)
-            if reply.entry(&param) != 0 {
-                // The kernel did not take the reference (the lookup was interrupted).
-                inodes.withLock { $0.forget(param.ino, count: 1) }
-            }
+            return lookedUpEntry(found.entry, found.current, in: parent, named: name)
+        } catch let error as Errno {
+            throw error
         } catch {
             logger.error("lookup of a name in \(folderLogName(parent)): \(error)")
-            reply.error(FuseErrno.from(error))
+            throw error
         }
     }
 
     /// The kernel let go of `count` references to `ino`.
-    func forget(_ ino: fuse_ino_t, count: UInt64) {
+    package func forget(_ ino: Inode, count: UInt64) {
         inodes.withLock { $0.forget(ino, count: count) }
     }
 
-    /// `handle`: the open file the kernel asks through (`fstat`, and the size check of a read), if any.
-    func getattr(_ reply: FuseReply, ino: fuse_ino_t, handle: UInt64? = nil) {
-        guard let key = inodes.withLock({ $0.key(for: ino) }) else { reply.error(ENOENT); return }
-        do {
-            var st: stat
-            if let current = try current(key.entry), current.version == key.version {
-                st = current.stat
-            } else if let open = openFile(ino: ino, handle: handle) {
-                // A version that handles still read (the file was replaced or deleted meanwhile): it stays
-                // readable, at its own size, to its last close.
-                st = attributes(ofOpen: open)
-            } else {
-                // Replaced: the name now leads to another inode (ESTALE makes the kernel look it up again);
-                // deleted: gone.
-                reply.error(try current(key.entry) == nil ? ENOENT : ESTALE)
-                return
-            }
-            st.st_ino = __ino_t(ino)
-            reply.attr(&st, timeout: cacheTimeout(for: key.entry))
-        } catch {
-            reply.error(FuseErrno.from(error))
-        }
+    /// The kernel took references to `inodes` (the entries of a listing with attributes).
+    package func lookedUp(_ inodes: [Inode]) {
+        guard !inodes.isEmpty else { return }
+        self.inodes.withLock { table in for ino in inodes { table.lookedUp(ino) } }
     }
 
-    /// Opens a folder. Where the kernel allows it (FUSE's no-opendir mode) this answers `ENOSYS`, which the
-    /// kernel takes as success for this and every later open of a folder: `find` and `du` then cost two
-    /// round trips per folder, not four, and `readdir` lists by inode (`listing(of:offset:)`). Otherwise the
-    /// listing is made here and kept with the handle until `releasedir`.
-    func opendir(_ reply: FuseReply, ino: fuse_ino_t, fi: UnsafeMutablePointer<fuse_file_info>) {
-        guard let entry = inodes.withLock({ $0.entry(for: ino) }), entry.isDirectory else { reply.error(ENOTDIR); return }
-        guard permits(reply, entry, .read) else { return }
-        if noOpendir.load(ordering: .relaxed) {
-            reply.error(ENOSYS)
-            return
+    /// The attributes of `ino` and how long the kernel may keep them. `handle`: the open file the kernel asks
+    /// through (`fstat`, and the size check of a read), if any.
+    package func attributes(of ino: Inode, handle: UInt64? = nil) throws -> (stat: stat, timeout: Double) {
+        guard let key = inodes.withLock({ $0.key(for: ino) }) else { throw Errno(rawValue: ENOENT) }
+        var st: stat
+        if let current = try current(key.entry), current.version == key.version {
+            st = current.stat
+        } else if let open = openFile(ino: ino, handle: handle) {
+            // A version that handles still read (the file was replaced or deleted meanwhile): it stays
+            // readable, at its own size, to its last close.
+            st = attributes(ofOpen: open)
+        } else {
+            // Replaced: the name now leads to another inode (ESTALE makes the kernel look it up again);
+            // deleted: gone.
+            throw Errno(rawValue: try current(key.entry) == nil ? ENOENT : ESTALE)
         }
+        st.st_ino = __ino_t(ino)
+        return (st, cacheTimeout(for: key.entry))
+    }
+
+    /// Opens folder `ino`: its listing is made now and kept with the handle until `releaseDirectory`. (Where
+    /// the kernel lists without opening folders, FUSE's no-opendir mode, it asks `listing(of:offset:)` instead.)
+    package func openDirectory(_ ino: Inode) throws -> UInt64 {
+        let entry = try mayList(ino)
         do {
             let listing = try makeListing(of: entry, ino: ino)
             let handle = nextHandle.wrappingAdd(1, ordering: .relaxed).oldValue
             directoryListings.withLock { $0[handle] = listing }
-            fi.pointee.fh = handle
-            if reply.open(fi) != 0 {
-                // The opener went away (interrupted): nobody will release this listing.
-                _ = directoryListings.withLock { $0.removeValue(forKey: handle) }
-            }
+            return handle
         } catch {
             logger.error("listing: \(error)")
-            reply.error(FuseErrno.from(error))
+            throw error
         }
     }
 
+    /// Throws unless folder `ino` may be listed (`ENOTDIR`, `EACCES`); the folder.
+    @discardableResult
+    package func mayList(_ ino: Inode) throws -> FSEntry {
+        guard let entry = inodes.withLock({ $0.entry(for: ino) }), entry.isDirectory else { throw Errno(rawValue: ENOTDIR) }
+        try check(entry, .read)
+        return entry
+    }
+
+    /// The listing an open folder handle keeps.
+    package func listing(ofHandle handle: UInt64) throws(Errno) -> [DirectoryEntry] {
+        guard let kept = directoryListings.withLock({ $0[handle] }) else { throw Errno(rawValue: EBADF) }
+        return kept
+    }
+
+    /// Lets go of an open folder's listing.
+    package func releaseDirectory(_ handle: UInt64) {
+        _ = directoryListings.withLock { $0.removeValue(forKey: handle) }
+    }
+
+    /// How long the kernel may keep the names and attributes a listing of folder `ino` gives.
+    package func listingTimeout(of ino: Inode) -> Double {
+        inodes.withLock { $0.entry(for: ino) }.map(cacheTimeout(for:)) ?? driveCacheTimeout
+    }
+
+    /// The attributes a listing gives a folder of the fixed tree (`/nodes/<id>`).
+    package var folderAttributes: stat { baseStat(mode: S_IFDIR | 0o755, links: 2) }
+
     /// A folder's listing: `.`, `..`, then its children with their inodes (a file's number is its current
     /// version's, as a lookup of the name would give it) and attributes.
-    private func makeListing(of entry: FSEntry, ino: fuse_ino_t) throws(DarkDiskError) -> [DirectoryEntry] {
+    private func makeListing(of entry: FSEntry, ino: Inode) throws(DarkDiskError) -> [DirectoryEntry] {
+        // (The ID views show the drive's nodes too: what it took must be in the store first.)
+        _ = try currentStore()
         let parentIno = inodes.withLock { $0.inode(for: entry.parent) }
         var listing = [DirectoryEntry(name: ".", ino: ino, file: nil), DirectoryEntry(name: "..", ino: parentIno, file: nil)]
         if case .nodes = entry {
@@ -122,7 +136,7 @@ extension FuseFileSystem {
         return listing
     }
 
-    private func rememberDriveNames(_ children: [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)], in folder: fuse_ino_t) {
+    private func rememberDriveNames(_ children: [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)], in folder: Inode) {
         driveNames.withLock { names in
             for child in children { if let id = child.entry.driveNode { names[id] = (folder, child.name) } }
         }
@@ -132,7 +146,9 @@ extension FuseFileSystem {
     /// new pass: `ls` after a change sees it) and kept for the rest of that pass, so a folder of a million
     /// names is listed once per pass, not once per batch. A few folders' listings are kept at a time; one
     /// is dropped when its pass reaches the end.
-    private func listing(of ino: fuse_ino_t, offset: off_t) throws(DarkDiskError) -> [DirectoryEntry] {
+    package func listing(of ino: Inode, offset: Int64) throws -> [DirectoryEntry] {
+        // (No opening came: a listing's first batch is where reading it is allowed or not.)
+        if offset == 0 { try check(ino, .read) }
         if offset > 0, let kept = listingsByFolder.withLock({ $0.listings[ino] }) { return kept }
         guard let entry = inodes.withLock({ $0.entry(for: ino) }), entry.isDirectory else {
             throw DarkDiskError(.notFound, "no folder with inode \(ino)")
@@ -147,83 +163,24 @@ extension FuseFileSystem {
         return listing
     }
 
-    /// Answers `readdir`, or with `plus` a `readdirplus`: each name with the attributes a lookup of it would
-    /// give, so `ls -l`, `find` and `du` need no lookup per entry. Every entry but `.` and `..` that a
-    /// readdirplus reply carries counts as one lookup of its inode (libfuse's contract).
-    func readdir(_ reply: FuseReply, ino: fuse_ino_t, size: Int, offset: off_t, fi: UnsafeMutablePointer<fuse_file_info>, plus: Bool = false) {
-        let listing: [DirectoryEntry]
-        if noOpendir.load(ordering: .relaxed) {
-            // (No `opendir` came: a listing's first batch is where reading it is allowed or not.)
-            if offset == 0, !permits(reply, ino, .read) { return }
-            do { listing = try self.listing(of: ino, offset: offset) } catch {
-                reply.error(FuseErrno.from(error))
-                return
-            }
-        } else {
-            guard let kept = directoryListings.withLock({ $0[fi.pointee.fh] }) else { reply.error(EBADF); return }
-            listing = kept
-        }
-        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(size, 1))
-        defer { buffer.deallocate() }
-        var used = 0
-        var index = max(Int(offset), 0)
-        var counted: [fuse_ino_t] = []
-        let folder = baseStat(mode: S_IFDIR | 0o755, links: 2)
-        let timeout = inodes.withLock { $0.entry(for: ino) }.map(cacheTimeout(for:)) ?? driveCacheTimeout
-        while index < listing.count {
-            let item = listing[index]
-            var attributes = item.file?.stat ?? folder
-            attributes.st_ino = __ino_t(item.ino)
-            let needed: Int
-            if plus {
-                var param = fuse_entry_param()
-                param.attr = attributes
-                if item.name != "." && item.name != ".." {
-                    // `.` and `..` carry no entry (ino 0): the kernel neither links nor counts them.
-                    param.ino = item.ino
-                    param.generation = 1
-                    param.attr_timeout = timeout
-                    param.entry_timeout = timeout
-                }
-                needed = fuse_add_direntry_plus(reply.request, buffer + used, size - used, item.name, &param, off_t(index + 1))
-                if needed <= size - used, param.ino != 0 { counted.append(item.ino) }
-            } else {
-                var st = stat()
-                st.st_ino = attributes.st_ino
-                st.st_mode = attributes.st_mode
-                needed = fuse_add_direntry(reply.request, buffer + used, size - used, item.name, &st, off_t(index + 1))
-            }
-            if needed > size - used { break }
-            used += needed
-            index += 1
-        }
-        if used == 0, index >= listing.count, noOpendir.load(ordering: .relaxed) {
-            // The end of this pass: the next one starts at offset 0 with a listing made anew.
-            listingsByFolder.withLock { kept in
-                kept.listings[ino] = nil
-                kept.order.removeAll { $0 == ino }
-            }
-        }
-        // Counted before the answer (a forget may follow it at once), taken back if the kernel did not take it.
-        if !counted.isEmpty { inodes.withLock { table in for ino in counted { table.lookedUp(ino) } } }
-        if reply.listing(buffer, used) != 0, !counted.isEmpty {
-            inodes.withLock { table in for ino in counted { table.forget(ino, count: 1) } }
+    /// The end of a pass over folder `ino`'s listing (no-opendir mode): the next one starts at offset 0 with a
+    /// listing made anew.
+    package func listingPassEnded(_ ino: Inode) {
+        listingsByFolder.withLock { kept in
+            kept.listings[ino] = nil
+            kept.order.removeAll { $0 == ino }
         }
     }
 
-    func releasedir(_ reply: FuseReply, fi: UnsafeMutablePointer<fuse_file_info>) {
-        _ = directoryListings.withLock { $0.removeValue(forKey: fi.pointee.fh) }
-        reply.error(0)
-    }
-
-    func statfs(_ reply: FuseReply) {
+    /// The space of the disk that holds the store.
+    package func statfs() throws(Errno) -> statvfs {
         // fstatvfs: Swift cannot call `statvfs()`, whose name it resolves to the struct.
         let fd = Glibc.open(manager.location.dataDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { reply.error(errno); return }
+        guard fd >= 0 else { throw Errno.current }
         defer { Glibc.close(fd) }
         var st = statvfs()
-        guard fstatvfs(fd, &st) == 0 else { reply.error(errno); return }
-        reply.statfs(&st)
+        guard fstatvfs(fd, &st) == 0 else { throw Errno.current }
+        return st
     }
 
     /// The entry called `name` inside `parent`, if the store has it or the remote's outline lists it. A file
@@ -400,7 +357,7 @@ extension FuseFileSystem {
     }
 
     /// The open file behind `handle`, or else any open of inode `ino` (`fstat` comes without the handle).
-    private func openFile(ino: fuse_ino_t, handle: UInt64?) -> OpenFile? {
+    private func openFile(ino: Inode, handle: UInt64?) -> OpenFile? {
         handles.withLock { open in handle.flatMap { open[$0] } ?? open.values.first { $0.ino == ino } }
     }
 

@@ -1,6 +1,6 @@
 import DarkDiskStore
 import DarkDiskTestSupport
-@testable import DarkDiskFS
+@testable import DarkDiskVFS
 import Foundation
 import Testing
 

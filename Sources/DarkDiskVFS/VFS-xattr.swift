@@ -1,5 +1,5 @@
-import CFuse3
 import DarkDiskStore
+import DarkDiskSystem
 import DarkDiskDrive
 #if canImport(Glibc)
 import Glibc
@@ -7,62 +7,44 @@ import Glibc
 
 /// The mount's extended attributes (`getfattr`/`setfattr`): per-file persistence, expiration and
 /// locality, and the pools' settings and sizes on the mount root. Names and values are checked by
-/// `ExtendedAttribute`; this file reads and applies them, and every failure reaches the kernel through `FuseErrno`.
-extension FuseFileSystem {
-    func getxattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>, size: Int) {
+/// `ExtendedAttribute`; this file reads and applies them, and every failure reaches the kernel through `VFSErrno`.
+extension VFS {
+    /// The value of extended attribute `name` of `ino` (`ENODATA` when it has none of that name).
+    package func getxattr(_ ino: Inode, name: String) throws -> [UInt8] {
         // Only `user.` names exist here. The kernel asks for `security.capability` before every write and
         // every `chown`: answered at once, with no index and no wait for the insert of the file being written.
-        guard strncmp(name, "user.", 5) == 0 else {
-            reply.error(inodes.withLock({ $0.entry(for: ino) }) == nil ? ENOENT : ENODATA)
-            return
+        guard name.hasPrefix("user.") else {
+            throw Errno(rawValue: inodes.withLock({ $0.entry(for: ino) }) == nil ? ENOENT : ENODATA)
         }
         // (`user.` attributes are read with the entry's read permission, set with its write permission.)
-        guard permits(reply, ino, .read) else { return }
-        do throws(DarkDiskError) { _ = try drive.currentStore() } catch {
-            refuse(reply, "getxattr", error)
-            return
-        }
+        try check(ino, .read)
+        do { _ = try currentStore() } catch { throw refused("getxattr", error) }
         if let (id, userName) = userAttribute(ino, name) {
-            do {
-                guard let value = try drive.extendedAttributes(of: id)[userName] else { reply.error(ENODATA); return }
-                answer(reply, value, size: size)
-            } catch {
-                reply.error(FuseErrno.from(error))
-            }
-            return
+            guard let value = try drive.extendedAttributes(of: id)[userName] else { throw Errno(rawValue: ENODATA) }
+            return value
         }
-        do {
-            let (entry, attribute) = try resolve(ino, name)
-            let text = Array(try value(of: attribute, on: entry).text.utf8)
-            answer(reply, text, size: size)
-        } catch {
-            reply.error(FuseErrno.from(error))
-        }
+        let (entry, attribute) = try resolve(ino, name)
+        return Array(try value(of: attribute, on: entry).text.utf8)
     }
 
-    /// Lists nothing: darkdisk's attributes are controls and states read and set by name (`getfattr -n`,
-    /// `setfattr -n`), as CephFS keeps its `ceph.*` virtual attributes out of the list. Listed, they were
-    /// copied by every tool that copies attributes (`cp -a`, `rsync -X`, `tar --xattrs`), and copying a
-    /// backup back onto the mount set an old pool limit on the root, which evicted at once.
-    /// A drive entry lists the `user.*` attributes kept with its node, which tools copy.
-    func listxattr(_ reply: FuseReply, ino: fuse_ino_t, size: Int) {
-        guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { reply.error(ENOENT); return }
-        guard let id = entry.driveNode else { answer(reply, [], size: size); return }
-        do {
-            let names = try drive.extendedAttributes(of: id).keys.sorted()
-            answer(reply, names.flatMap { Array($0.utf8) + [0] }, size: size)
-        } catch {
-            reply.error(FuseErrno.from(error))
-        }
+    /// The names `listxattr` gives, each ended by a NUL. Lists nothing of darkdisk's own: its attributes are
+    /// controls and states read and set by name (`getfattr -n`, `setfattr -n`), as CephFS keeps its `ceph.*`
+    /// virtual attributes out of the list. Listed, they were copied by every tool that copies attributes
+    /// (`cp -a`, `rsync -X`, `tar --xattrs`), and copying a backup back onto the mount set an old pool limit on
+    /// the root, which evicted at once. A drive entry lists the `user.*` attributes kept with its node, which
+    /// tools copy.
+    package func listxattr(_ ino: Inode) throws -> [UInt8] {
+        guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { throw Errno(rawValue: ENOENT) }
+        guard let id = entry.driveNode else { return [] }
+        return try drive.extendedAttributes(of: id).keys.sorted().flatMap { Array($0.utf8) + [0] }
     }
 
     /// The node and name of a `user.*` attribute of a drive entry that is not one of darkdisk's own: such
     /// attributes are kept with the node, encrypted in its record.
-    private func userAttribute(_ ino: fuse_ino_t, _ name: UnsafePointer<CChar>) -> (NodeID, String)? {
-        let text = String(cString: name)
-        guard text.hasPrefix("user."), !text.hasPrefix(ExtendedAttribute.prefix),
+    private func userAttribute(_ ino: Inode, _ name: String) -> (NodeID, String)? {
+        guard name.hasPrefix("user."), !name.hasPrefix(ExtendedAttribute.prefix),
               let id = inodes.withLock({ $0.entry(for: ino) })?.driveNode else { return nil }
-        return (id, text)
+        return (id, name)
     }
 
     /// Sets or removes (`value` nil) a `user.*` attribute of a drive node (`Drive.setExtendedAttribute`).
@@ -71,23 +53,18 @@ extension FuseFileSystem {
                                        mustReplace: flags & ExtendedAttribute.replaceFlag != 0)
     }
 
-    func setxattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>, value: UnsafePointer<CChar>?, size: Int, flags: Int32) {
-        if strncmp(name, "user.", 5) == 0, !permits(reply, ino, .write) { return }
+    /// Sets extended attribute `name` of `ino` to `value` (`flags`: `XATTR_CREATE`, `XATTR_REPLACE`).
+    package func setxattr(_ ino: Inode, name: String, value: UnsafeRawBufferPointer, flags: Int32) throws {
+        if name.hasPrefix("user.") { try check(ino, .write) }
+        _ = try currentStore()
         if let (id, userName) = userAttribute(ino, name) {
-            do {
-                let bytes = value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
-                try setUserAttribute(id, userName, bytes, flags: flags)
-                reply.error(0)
-            } catch {
-                reply.error(FuseErrno.from(error))
-            }
+            try setUserAttribute(id, userName, Array(value), flags: flags)
             return
         }
         // ACLs, security labels and the like have no place in the drive: tools that copy them (`cp -a`)
         // take EOPNOTSUPP as "not supported here" and go on.
-        if inodes.withLock({ $0.entry(for: ino) })?.driveNode != nil, !String(cString: name).hasPrefix("user.") {
-            reply.error(EOPNOTSUPP)
-            return
+        if inodes.withLock({ $0.entry(for: ino) })?.driveNode != nil, !name.hasPrefix("user.") {
+            throw Errno(rawValue: EOPNOTSUPP)
         }
         do {
             let (entry, attribute) = try resolve(ino, name)
@@ -98,46 +75,35 @@ extension FuseFileSystem {
             guard flags & ExtendedAttribute.createFlag == 0 else {
                 throw ExtendedAttribute.Failure(.exists, "\(attribute.name) always exists (XATTR_CREATE)")
             }
-            // The kernel's copy of the value, looked at in place: no copy, and its length is checked first.
-            let bytes = UnsafeRawBufferPointer(start: value.map(UnsafeRawPointer.init), count: value == nil ? 0 : size)
-            let assignment = try attribute.assignment(from: bytes)
+            let assignment = try attribute.assignment(from: value)
             try apply(assignment, to: entry)
             logger.info("\(entry == .root ? "mount root" : entry.logName): set \(attribute.name) to \(assignment.text)")
-            reply.error(0)
         } catch let failure as ExtendedAttribute.Failure {
             if failure.code == .notLocal { logger.notice("\(failure.message)") }
-            reply.error(FuseErrno.from(failure))
+            throw failure
         } catch {
             logger.error("setxattr: \(error)")
-            reply.error(FuseErrno.from(error))
+            throw error
         }
     }
 
-    func removexattr(_ reply: FuseReply, ino: fuse_ino_t, name: UnsafePointer<CChar>) {
-        if strncmp(name, "user.", 5) == 0, !permits(reply, ino, .write) { return }
+    /// Removes extended attribute `name` of `ino`.
+    package func removexattr(_ ino: Inode, name: String) throws {
+        if name.hasPrefix("user.") { try check(ino, .write) }
+        _ = try currentStore()
         if let (id, userName) = userAttribute(ino, name) {
-            do {
-                try setUserAttribute(id, userName, nil, flags: 0)
-                reply.error(0)
-            } catch {
-                reply.error(FuseErrno.from(error))
-            }
+            try setUserAttribute(id, userName, nil, flags: 0)
             return
         }
-        do {
-            let (entry, attribute) = try resolve(ino, name)
-            // A pin removed: the entry inherits again.
-            if attribute == .pin, let target = Self.pinTarget(entry) {
-                try manager.setPin(nil, on: target)
-                pins?.kick()
-                logger.info("\(entry == .root ? "mount root" : entry.logName): removed \(attribute.name)")
-                reply.error(0)
-                return
-            }
-            throw ExtendedAttribute.Failure(.readOnly, "\(attribute.name) cannot be removed; set it instead")
-        } catch {
-            reply.error(FuseErrno.from(error))
+        let (entry, attribute) = try resolve(ino, name)
+        // A pin removed: the entry inherits again.
+        if attribute == .pin, let target = Self.pinTarget(entry) {
+            try manager.setPin(nil, on: target)
+            pins?.kick()
+            logger.info("\(entry == .root ? "mount root" : entry.logName): removed \(attribute.name)")
+            return
         }
+        throw ExtendedAttribute.Failure(.readOnly, "\(attribute.name) cannot be removed; set it instead")
     }
 
     /// What carries attributes: the mount root, the files, and every entry of the drive (a drive file is a
@@ -166,29 +132,15 @@ extension FuseFileSystem {
 
     /// The entry behind `ino` and the attribute `name` names on it; `ENODATA` when the name is not one of ours
     /// or belongs to the other kind of inode (a pool setting asked of a file).
-    private func resolve(_ ino: fuse_ino_t, _ name: UnsafePointer<CChar>) throws -> (FSEntry, ExtendedAttribute) {
+    private func resolve(_ ino: Inode, _ name: String) throws -> (FSEntry, ExtendedAttribute) {
         guard let entry = inodes.withLock({ $0.entry(for: ino) }) else { throw DarkDiskError(.notFound, "no inode \(ino)") }
-        let bytes = UnsafeRawBufferPointer(start: name, count: strlen(name))
-        guard let attribute = ExtendedAttribute(name: bytes), Self.holders(of: entry).contains(attribute.holder) else {
+        let attribute = ExtendedAttribute(name: Array(name.utf8))
+        guard let attribute, Self.holders(of: entry).contains(attribute.holder) else {
             throw ExtendedAttribute.Failure(.noSuchAttribute, "no such attribute")
         }
         // A drive file's own attributes are those of its node's data.
         if case .driveFile(let id) = entry, attribute.holder == .file { return (.nodeFile(id, .data), attribute) }
         return (entry, attribute)
-    }
-
-    /// Answers a getxattr or listxattr: the size alone when asked with size 0, `ERANGE` when the caller's
-    /// buffer is too small, else the bytes.
-    private func answer(_ reply: FuseReply, _ bytes: [UInt8], size: Int) {
-        if size == 0 {
-            reply.xattrSize(bytes.count)
-        } else if size < bytes.count {
-            reply.error(ERANGE)
-        } else {
-            bytes.withUnsafeBufferPointer { buffer in
-                buffer.withMemoryRebound(to: CChar.self) { reply.buffer($0.baseAddress, $0.count) }
-            }
-        }
     }
 
     /// The current value of `attribute` on `entry`. A file that is not stored reads as cache (`0`), pool

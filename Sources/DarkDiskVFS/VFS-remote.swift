@@ -1,4 +1,4 @@
-import CFuse3
+
 import DarkDiskStore
 import DarkDiskCloud
 import DarkDiskCrypto
@@ -10,13 +10,12 @@ import Glibc
 /// Reads of nodes that are only in the remote: open starts (or joins) the download into the cache pool; each
 /// read waits for the bytes it needs, which the download fetches first, and is answered from another thread
 /// as soon as they are written. Once the download lands, the handle switches to the stored file.
-extension FuseFileSystem {
-    func openRemote(_ reply: FuseReply, entry: FSEntry, ino: fuse_ino_t, outline: OutlineEntry, downloads: DownloadManager,
-                    fi: UnsafeMutablePointer<fuse_file_info>) throws(DarkDiskError) {
+extension VFS {
+    func openRemote(entry: FSEntry, ino: Inode, outline: OutlineEntry, downloads: DownloadManager) throws(DarkDiskError) -> Opened {
         let key = try manager.unwrapKey(outline.wrappedKey, for: .node(outline.nodeID))
         let ticket = told(downloads.downloadNodeData(outline.nodeID, options: DownloadOptions(cacheToDiskManager: true)))
         let remote = RemoteData(nodeID: outline.nodeID, key: key, size: outline.dataSize, ticket: ticket)
-        answer(reply, open: OpenFile(entry: entry, ino: ino, source: .remote(remote)), fi: fi)
+        return opened(OpenFile(entry: entry, ino: ino, source: .remote(remote)))
     }
 
     /// `ticket`, whose end tells the remote's health: a transfer that failed for want of the remote (one
@@ -35,14 +34,13 @@ extension FuseFileSystem {
     }
 
     /// One call into the download layer: "plaintext [offset, offset + size) of this node", answered from the
-    /// stored file or the partial download once its chunks are there; then decrypted and replied.
-    func readRemote(_ reply: FuseReply, file: OpenFile, remote: RemoteData, size: Int, offset: UInt64) {
+    /// stored file or the partial download once its chunks are there; then decrypted and answered.
+    func readRemote(file: OpenFile, remote: RemoteData, size: Int, offset: UInt64, answer: @escaping ReadAnswer) {
         guard offset < remote.size, size > 0 else {
-            reply.buffer(nil, 0)
+            answer(.success(UnsafeRawBufferPointer(start: nil, count: 0)))
             return
         }
-        guard let downloads else { reply.error(EIO); return }
-        let pending = PendingRequest(reply: reply)
+        guard let downloads else { answer(.failure(Errno(rawValue: EIO))); return }
         let range = offset..<offset + UInt64(size)
         // The remote known to be down: what is here already is served, the rest fails at once.
         let offline = health?.isOffline == true
@@ -51,8 +49,8 @@ extension FuseFileSystem {
                                             timeout: offline ? .zero : remote.waitLimit(remoteTimeout), on: replies, known: remote.partial) { result in
             do {
                 switch try result.get() {
-                case .stored(let export): self.answer(pending.reply, read: try file.adopt(export), file: file, size: size, offset: offset)
-                case .downloading(let partial): self.answer(pending.reply, read: try remote.use(partial), file: file, size: size, offset: offset)
+                case .stored(let export): self.read(try file.adopt(export), file: file, size: size, offset: offset, answer: answer)
+                case .downloading(let partial): self.read(try remote.use(partial), file: file, size: size, offset: offset, answer: answer)
                 }
             } catch {
                 if (error as? RemoteError)?.code == .unreachable {
@@ -65,13 +63,13 @@ extension FuseFileSystem {
                     remote.gaveUpWaiting()
                     // One line per outage (the health's), not one per read.
                     if self.health?.isOffline == true {
-                        self.logger.debug("\(file.entry.logName): \(error); answering \(Errno(rawValue: FuseErrno.from(error)))")
-                        pending.reply.error(FuseErrno.from(error))
+                        self.logger.debug("\(file.entry.logName): \(error); answering \(Errno(rawValue: VFSErrno.from(error)))")
+                        answer(.failure(error))
                         return
                     }
                 }
-                self.logger.error("\(file.entry.logName): \(error); answering \(Errno(rawValue: FuseErrno.from(error)))")
-                pending.reply.error(FuseErrno.from(error))
+                self.logger.error("\(file.entry.logName): \(error); answering \(Errno(rawValue: VFSErrno.from(error)))")
+                answer(.failure(error))
             }
         }
         remote.keep(ticket)

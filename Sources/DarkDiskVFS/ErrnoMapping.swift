@@ -7,8 +7,8 @@ import Glibc
 #endif
 
 /// The one place where errors become the errno the kernel hands to `cat`, `cp` and friends.
-enum FuseErrno {
-    static func from(_ error: any Error) -> Int32 {
+package enum VFSErrno {
+    package static func from(_ error: any Error) -> Int32 {
         switch error {
         case let error as DarkDiskError:
             switch error.code {

@@ -1,7 +1,7 @@
 @testable import DarkDiskStore
 import DarkDiskCrypto
 import DarkDiskTestTraits
-@testable import DarkDiskFS
+@testable import DarkDiskVFS
 import Foundation
 import Logging
 import Testing
@@ -27,7 +27,7 @@ import Testing
             return OutlineEntry(nodeID: id, name: nil, parentID: nil, metadataSize: 0, thumbnailSize: 0,
                                 dataSize: 1000, wrappedKey: manager.wrapKey(key, for: .node(id)), cloudETag: "e\(index)")
         })
-        let fs = FuseFileSystem(manager: manager, logger: Logger(label: "test"))
+        let fs = VFS(manager: manager, logger: Logger(label: "test"))
 
         // The store's own maintenance rounds (about 15 statements every 2 s) wait while the work is counted:
         // under a sanitizer the listing takes minutes, and their statements outnumbered the listing's.

@@ -1,4 +1,4 @@
-import CFuse3
+
 import DarkDiskStore
 import DarkDiskCloud
 import DarkDiskCrypto
@@ -14,7 +14,7 @@ final class OpenFile: Sendable {
     let entry: FSEntry
     /// The inode opened. Under `/nodes` an inode serves one version of the entry, which this handle keeps
     /// reading to its close; a drive file's inode serves every version of its node (`refreshDriveHandle`).
-    let ino: fuse_ino_t
+    let ino: Inode
     private let state: Locked<Source>
     /// Whether the node got a new version since this drive handle's source was chosen (an atomic, not a
     /// lock: every read of a drive file looks at it).
@@ -27,7 +27,7 @@ final class OpenFile: Sendable {
         case drive(DriveWriter)
     }
 
-    init(entry: FSEntry, ino: fuse_ino_t, source: Source) {
+    init(entry: FSEntry, ino: Inode, source: Source) {
         self.entry = entry
         self.ino = ino
         self.state = Locked(source)

@@ -127,7 +127,7 @@ package enum ExtendedAttribute: Hashable, Sendable {
         }
     }
 
-    /// Why a name or value was refused; `FuseErrno` turns it into the errno `getfattr`/`setfattr` report.
+    /// Why a name or value was refused; `VFSErrno` turns it into the errno `getfattr`/`setfattr` report.
     package struct Failure: DarkDiskFailure, Equatable {
         package enum Code: Sendable, Equatable {
             /// No such attribute on this inode (`ENODATA`).
