@@ -118,3 +118,9 @@ let package = Package(
 
 // `Scripts/bench images` times DarkDiskImages in-process too (memory-cache hits, thumbnails per second).
 package.targets.first { $0.name == "darkdisk-bench" }!.dependencies.append("DarkDiskImages")
+
+// A module's README.md (its detail, next to its code) is documentation, not a source of the target.
+for target in package.targets where ["DarkDiskSystem", "DarkDiskSync", "DarkDiskStore", "DarkDiskDrive", "DarkDiskCloud",
+                                     "DarkDiskVFS", "DarkDiskImages", "DarkDiskCache", "darkdisk"].contains(target.name) {
+    target.exclude.append("README.md")
+}

@@ -3,7 +3,7 @@ import DarkDiskCrypto
 import Foundation
 import DarkDiskSync
 
-/// Downloads node data, node meta (header, metadata, thumbnail) and user avatars from the remote (the seeds'
+/// Downloads node data, node meta (header, metadata, thumbnail) and user avatars from the remote (ZeroDark.cloud's
 /// ZDCDownloadManager).
 ///
 /// Every call returns a `DownloadTicket` at once, with progress and an async result. Identical requests share
@@ -37,7 +37,7 @@ public final class DownloadManager: Sendable {
     public var activeTransfers: Int { transfers.count }
 
     /// The transfers running now in this instance, oldest first, each with its progress (bytes, throughput,
-    /// time remaining): the seeds' progress manager. `TransferBoard` shows them to other processes.
+    /// time remaining): ZeroDark.cloud's progress manager. `TransferBoard` shows them to other processes.
     public var transfersInFlight: [TransferStatus] { transfers.statuses }
 
     /// A folder of the cache directory (`partial` for partial downloads and their locks, `downloads` for

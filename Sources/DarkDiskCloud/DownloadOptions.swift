@@ -1,4 +1,4 @@
-/// How a download is kept (the seeds' ZDCDownloadOptions). Each kind of download has the seeds' default:
+/// How a download is kept (ZeroDark.cloud's ZDCDownloadOptions). Each kind of download has ZeroDark.cloud's default:
 /// node meta and avatars are cached by the DiskManager, node data is not unless asked.
 public struct DownloadOptions: Sendable, Equatable {
     /// Store the downloaded file in the DiskManager's cache pool (where it is evicted like any cache file).

@@ -1,7 +1,7 @@
 import Dispatch
 import DarkDiskSync
 
-/// One request for a download (the seeds' ZDCDownloadTicket): its progress, its result, and a way to cancel
+/// One request for a download (ZeroDark.cloud's ZDCDownloadTicket): its progress, its result, and a way to cancel
 /// it. Identical requests share one transfer and every ticket gets the result; cancelling a ticket ends
 /// the transfer only when no other ticket for it remains (what was received is kept for a later resume).
 public final class DownloadTicket<Value: Sendable>: Sendable {
@@ -60,7 +60,7 @@ public final class DownloadTicket<Value: Sendable>: Sendable {
         }
     }
 
-    /// Calls `completion` once with the result, on `queue` (the seeds' completionQueue and completionBlock).
+    /// Calls `completion` once with the result, on `queue` (ZeroDark.cloud's completionQueue and completionBlock).
     public func onCompletion(queue: DispatchQueue = .global(), _ completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
         whenResolved { result in queue.async { completion(result) } }
     }

@@ -1,4 +1,4 @@
-/// Where a request may take its answer from, per call (the seeds' `ZDCFetchOptions`): the stored copy, the
+/// Where a request may take its answer from, per call (ZeroDark.cloud's `ZDCFetchOptions`): the stored copy, the
 /// remote, or whichever applies.
 public enum FetchPolicy: Sendable, Hashable {
     /// The stored copy if there is one, else the remote's (the default).

@@ -1,6 +1,6 @@
 import Foundation
 
-/// One transfer in flight, as `DownloadManager.transfersInFlight` lists it (the seeds' progress manager):
+/// One transfer in flight, as `DownloadManager.transfersInFlight` lists it (ZeroDark.cloud's progress manager):
 /// what it fetches, how far it is and how many requests wait for it.
 public struct TransferStatus: Sendable, Equatable, Codable {
     public enum Kind: String, Sendable, Codable {

@@ -1,7 +1,7 @@
 import DarkDiskSync
 
 /// The transfers in flight, by request: an identical request joins the running transfer instead of
-/// starting another (the seeds' request coalescing).
+/// starting another (ZeroDark.cloud's request coalescing).
 final class TransferTable: Sendable {
     private let transfers = Locked<[TransferKey: any ListedTransfer]>([:])
 

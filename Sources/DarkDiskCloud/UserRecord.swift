@@ -3,8 +3,8 @@ import DarkDiskStore
 import Foundation
 
 /// The record of a user in the remote: its identities, which one is displayed, and where each identity's
-/// avatar is (an encrypted file under its own key, wrapped by the master key bound to the avatar). The
-/// seeds keep avatar sources in the user record; `downloadUserAvatar` reads them from here.
+/// avatar is (an encrypted file under its own key, wrapped by the master key bound to the avatar). ZeroDark.cloud's
+/// framework keeps avatar sources in the user record; `downloadUserAvatar` reads them from here.
 ///
 /// In the bucket it is sealed (`sealed(with:)`, version 2) under the record key, the AAD binding its keyed
 /// object name, which must be the name of the user it holds: the bucket's owner sees neither user nor

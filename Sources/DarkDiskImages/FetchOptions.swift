@@ -1,6 +1,6 @@
 import DarkDiskCloud
 
-/// Options of one image fetch (the seeds' `ZDCFetchOptions`).
+/// Options of one image fetch (ZeroDark.cloud's `ZDCFetchOptions`).
 public struct FetchOptions: Sendable, Hashable {
     /// Where the image may come from. `.storedOrRemote` (the default): the memory cache, else the store,
     /// else the remote. `.storedOnly` ("never download"): the memory cache or the store; otherwise the fetch
@@ -12,7 +12,7 @@ public struct FetchOptions: Sendable, Hashable {
         self.policy = policy
     }
 
-    /// The seeds' default: memory, then the store, then the remote.
+    /// ZeroDark.cloud's default: memory, then the store, then the remote.
     public static let `default` = FetchOptions()
     /// Never download.
     public static let neverDownload = FetchOptions(policy: .storedOnly)

@@ -3,7 +3,7 @@ import DarkDiskCloud
 import Foundation
 
 extension ImageManager {
-    /// Fetches a user's avatar (the seeds' `fetchUserAvatar`): of `identityID`, or of the user's display
+    /// Fetches a user's avatar (ZeroDark.cloud's `fetchUserAvatar`): of `identityID`, or of the user's display
     /// identity when nil, processed by `processor` if given. The `preFetch` / `postFetch` contract is
     /// `fetchNodeThumbnail`'s; the key is user ID + identity + the processor's identifier, the cache
     /// `userAvatarsCache`, and a negative result means the identity has no avatar.

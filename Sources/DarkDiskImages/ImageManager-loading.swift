@@ -150,7 +150,7 @@ extension ImageManager {
             if identity == nil, failure.code == .notAvailable, let local = try? mostRecentLocalAvatar(user) {
                 return .success(local)
             }
-            // The remote has no record of the user (the seeds' 404) or no such identity: the user has no
+            // The remote has no record of the user (ZeroDark.cloud's 404) or no such identity: the user has no
             // avatar, a negative result cached like the others, not an error looked up again on every fetch.
             if failure.code == .notAvailable {
                 return .success(LoadedImage(bytes: nil, sourceFileID: nil, identityID: identity))

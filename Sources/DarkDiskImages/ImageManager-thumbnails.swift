@@ -2,7 +2,7 @@ import DarkDiskStore
 import DarkDiskCloud
 
 extension ImageManager {
-    /// Fetches a node's thumbnail (the seeds' `fetchNodeThumbnail`), processed by `processor` if given.
+    /// Fetches a node's thumbnail (ZeroDark.cloud's `fetchNodeThumbnail`), processed by `processor` if given.
     ///
     /// - `preFetch` always runs, before this returns. On a memory hit (key: node ID + the processor's
     ///   identifier) it gets the cached image and `willFetch` false, and that is all; a cached negative

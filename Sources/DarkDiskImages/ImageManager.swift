@@ -4,7 +4,7 @@ import Dispatch
 import Foundation
 import DarkDiskSync
 
-/// Fetches, processes and caches in memory node thumbnails and user avatars (the seeds' ZDCImageManager).
+/// Fetches, processes and caches in memory node thumbnails and user avatars (ZeroDark.cloud's ZDCImageManager).
 ///
 /// A fetch first consults the memory cache (`nodeThumbnailsCache` or `userAvatarsCache`, keyed by ID plus
 /// the processor's identifier). On a miss the image is loaded from the DiskManager, else downloaded by the
@@ -22,7 +22,7 @@ public final class ImageManager: Sendable {
     public let nodeThumbnailsCache: MemoryImageCache
     /// Processed user avatars: 5 MiB by default; configure or flush it directly.
     public let userAvatarsCache: MemoryImageCache
-    /// Where `postFetch` blocks run (the seeds: the main thread).
+    /// Where `postFetch` blocks run (ZeroDark.cloud's: the main thread).
     public let callbackQueue: DispatchQueue
 
     /// Loading from disk, waiting for downloads and libvips all run here: blocking work, kept off the
@@ -34,7 +34,7 @@ public final class ImageManager: Sendable {
     private let watcher = Locked<Task<Void, Never>?>(nil)
 
     /// An image manager over `diskManager`, downloading what is not local through `downloadManager` (if
-    /// given). `postFetch` blocks run on `callbackQueue` (the main queue by default, as in the seeds; a
+    /// given). `postFetch` blocks run on `callbackQueue` (the main queue by default, as in ZeroDark.cloud's framework; a
     /// program without a main run loop passes its own queue or uses the `async` forms).
     public init(diskManager: DiskManager, downloadManager: DownloadManager? = nil, callbackQueue: DispatchQueue = .main,
                 nodeThumbnailsCache: MemoryImageCache = MemoryImageCache(), userAvatarsCache: MemoryImageCache = MemoryImageCache(),
@@ -70,7 +70,7 @@ public final class ImageManager: Sendable {
         source.isThumbnail ? nodeThumbnailsCache : userAvatarsCache
     }
 
-    /// The seeds' fetch: `preFetch` runs before this returns, with the cached image and `willFetch` false on
+    /// ZeroDark.cloud's fetch: `preFetch` runs before this returns, with the cached image and `willFetch` false on
     /// a memory hit (a cached negative result gives nil and false) and nothing more happens; otherwise with
     /// nil and true, and `postFetch` follows on `callbackQueue` with the image (nil: there is none) or an error.
     /// Returns the caller's ticket of the download the fetch waits for, or nil when it needs none (a memory

@@ -1,4 +1,4 @@
-/// What a fetch does to the loaded image before caching and delivering it (the seeds' processingID and
+/// What a fetch does to the loaded image before caching and delivering it (ZeroDark.cloud's processingID and
 /// processingBlock). It runs on the image manager's work queue, never on the caller's thread.
 ///
 /// The `identifier` is part of the memory-cache key (ID + identifier), so it must name the result

@@ -1,7 +1,7 @@
 import Foundation
 import DarkDiskSync
 
-/// An in-memory cache of images (the seeds' NSCache), a strict least-recently-used list with a cost limit:
+/// An in-memory cache of images (ZeroDark.cloud's NSCache), a strict least-recently-used list with a cost limit:
 /// each entry costs its encoded bytes; inserting beyond `totalCostLimit` or `countLimit` evicts the least
 /// recently used entries (a lookup that hits makes an entry the most recent) until both hold. An entry
 /// costing more than `maximumEntryFraction` of the cost limit is not cached at all, so one large image

@@ -1,7 +1,7 @@
 import DarkDiskCrypto
 import Foundation
 
-/// A stored file handed out for reading (the seeds' `ZDCDiskExport`). Its `cryptoFile` carries a retain
+/// A stored file handed out for reading (ZeroDark.cloud's `ZDCDiskExport`). Its `cryptoFile` carries a retain
 /// token: while this value (or a copy of the token) is alive, no process deletes the file.
 public struct DiskExport: Sendable {
     public let cryptoFile: CryptoFile

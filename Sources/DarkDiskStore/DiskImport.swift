@@ -1,7 +1,7 @@
 import DarkDiskCrypto
 import Foundation
 
-/// What to import into the store and how to keep it (the seeds' `ZDCDiskImport`).
+/// What to import into the store and how to keep it (ZeroDark.cloud's `ZDCDiskImport`).
 public struct DiskImport: Sendable {
     /// Where the bytes come from.
     public enum Source: Sendable {
@@ -26,7 +26,7 @@ public struct DiskImport: Sendable {
     }
 
     public var source: Source
-    /// Keep the file until it is deleted instead of in the pool's cache (default: cache, as in the seeds).
+    /// Keep the file until it is deleted instead of in the pool's cache (default: cache, as in ZeroDark.cloud's framework).
     public var storePersistently: Bool = false
     /// Cache files only: 0 = the pool's default, < 0 = never expire, > 0 = seconds after last modification.
     public var expiration: Double = 0

@@ -93,7 +93,7 @@ extension DiskManager {
     }
 
     /// Deletes `path` unless it is a file the store manages: for callers holding a file that may or may not
-    /// have been handed to the store (the seeds' `deleteFileIfUnmanaged`). Nothing in the store's folders is
+    /// have been handed to the store (ZeroDark.cloud's `deleteFileIfUnmanaged`). Nothing in the store's folders is
     /// ever deleted (stored and staging files, the index and its journal, the key, the log, partial
     /// downloads), however the path is spelled, except the downloads the store handed to callers.
     /// Returns whether the file was deleted.

@@ -234,7 +234,7 @@ extension DiskManager {
     ///
     /// A retained file is never deleted. With `deferringHeld` (the pool limits) one that is next in LRU order
     /// counts as going: no newer file goes in its place, and its release kicks the pass that evicts it, if
-    /// the pool is still over then (the seeds' "may temporarily exceed the max size" while a file is in use).
+    /// the pool is still over then (ZeroDark.cloud's "may temporarily exceed the max size" while a file is in use).
     /// So least recently used goes first however releases arrive. Without it (the free-space floor, which
     /// needs the blocks now) a held file is skipped and the next one goes.
     /// `partialsTouchedBy`, for the data pool: evicts the idle partial downloads touched no later than the

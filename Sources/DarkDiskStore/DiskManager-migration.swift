@@ -9,7 +9,7 @@ import Glibc
 extension DiskManager {
     /// Moves a node's `kind` file between persistent storage and the cache pool. An unretained file is moved
     /// (hard link, then the old name goes); a retained file is copied and the original deleted when its last
-    /// token is released (as in the seeds). Returns whether the node has such a file.
+    /// token is released (as in ZeroDark.cloud's framework). Returns whether the node has such a file.
     @discardableResult
     public func makeNodeFilePersistent(_ persistent: Bool, nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> Bool {
         if !persistent {
@@ -65,7 +65,7 @@ extension DiskManager {
         }
         defer { close(fd) }
         // An unretained file is held exclusively while its new name exists without a row, so no orphan sweep
-        // takes it. It gets the new name as a hard link (no copy). A retained file is copied, as in the seeds:
+        // takes it. It gets the new name as a hard link (no copy). A retained file is copied, as in ZeroDark.cloud's framework:
         // its holders keep the original, which goes when the last of them lets go. Either way the old name
         // goes only after the row points at the new one: a crash in between leaves the old row and file
         // intact and the new name an orphan for the next sweep.

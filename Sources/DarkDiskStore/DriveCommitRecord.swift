@@ -3,7 +3,7 @@ import Foundation
 
 /// One drive file's commit as the drive's journal keeps it until the index has it (`DriveCommitJournal`):
 /// the rows the commit's transaction writes, by value, so that a daemon killed before that transaction ran
-/// has it run at the store's next opening. Its frame (Docs/ARCHITECTURE.md, "The drive's commit journal"):
+/// has it run at the store's next opening. Its frame (Sources/DarkDiskDrive/README.md, "The drive's commit journal"):
 /// the bytes `DDJ1`, the payload's length and its CRC-32 (both little-endian 32-bit), then the payload; in a
 /// store with a passphrase `DDJ2`, the payload sealed (`SealedMessage`, it names a new file), as the index is
 /// encrypted there.

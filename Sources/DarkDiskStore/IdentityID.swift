@@ -1,4 +1,4 @@
-/// One of a user's identities (the seeds' auth0ID): the node-ID characters plus `|`, `.` and `@`.
+/// One of a user's identities (ZeroDark.cloud's auth0ID): the node-ID characters plus `|`, `.` and `@`.
 public struct IdentityID: Hashable, Sendable, Comparable, CustomStringConvertible {
     public let rawValue: String
 

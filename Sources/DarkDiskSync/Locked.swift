@@ -14,7 +14,7 @@ import Glibc
 /// a thread that takes a lock it already holds stops at once with a message instead of hanging.
 ///
 /// The body must not do I/O, call user code, or release the last reference to an object with a `deinit`
-/// that does either (Docs/ARCHITECTURE.md, "Threads, blocking work and locks"): take what is needed under the lock, act after it.
+/// that does either (Docs/ARCHITECTURE.md, "Locks"): take what is needed under the lock, act after it.
 ///
 /// A thread may also wait for the value to change (`withLock(when:before:_:)`), woken by `broadcast()`: the
 /// lock's own condition variable, so a value and the wait for it need no second lock (and no lock order).

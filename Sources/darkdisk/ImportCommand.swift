@@ -6,7 +6,7 @@ struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Encrypt a file (or stdin) into the store as a node's data, thumbnail or metadata, or as a user's avatar.",
-        discussion: "Files are cache files (evictable, expiring) unless --persistent is given, as in the seeds. Creates the store on first use.")
+        discussion: "Files are cache files (evictable, expiring) unless --persistent is given, as in ZeroDark.cloud's framework. Creates the store on first use.")
 
     @OptionGroup var targetOptions: TargetOptions
 
