@@ -40,7 +40,7 @@ public final class QueueUploader: Sendable {
         let manager = sync.manager
         // Whether the drive is busy: a change younger than `writeBack`, none waiting `longestHold` yet.
         @Sendable func busy() throws -> Bool {
-            guard writeBack > 0, let times = try manager.uploadQueueTimes() else { return false }
+            guard writeBack > 0, let times = try manager.uploadQueue.times() else { return false }
             return !times.allowUploads(at: manager.clock.now, writeBack: writeBack, longestHold: longestHold)
         }
         let progress = Locked(Progress(backoff: checkInterval))
@@ -60,7 +60,7 @@ public final class QueueUploader: Sendable {
         do {
             // Including changes whose uploader died (a daemon killed mid-upload and started again).
             let rested = sync.manager.clock.now.addingTimeInterval(-writeBack)
-            guard try !busy(), try sync.manager.hasUploadsToStart(restedSince: rested) else { return }
+            guard try !busy(), try sync.manager.uploadQueue.hasChangesToStart(restedSince: rested) else { return }
             let started = sync.manager.clock.now
             defer { progress.withLock { $0.lastDrain = started } }
             let result = try await sync.drainQueue(restedSince: rested, firstQueuedAfter: progress.withLock { $0.lastDrain }, pauseWhen: busy)

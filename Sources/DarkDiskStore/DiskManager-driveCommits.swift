@@ -284,7 +284,7 @@ extension DiskManager {
             try db.cachedStatement(sql: "UPDATE node SET ctime = ? WHERE id = ? AND name IS NOT NULL").execute(arguments: [now, nodeID.rawValue])
             guard db.changesCount > 0 else { throw DeletedMeanwhile() }
         }
-        try queue(db, nodeID, .content, name: nil, parentID: nil, operation: "'content'", now: now)
+        try UploadQueue.add(db, nodeID, .content, name: nil, parentID: nil, now: now)
     }
 
     /// Writes into the index the records a stopped daemon left in the journal (open at `fd`, locked by the

@@ -254,7 +254,7 @@ extension DiskManager {
             try deleteNodeFiles([nodeID], kind: .data)
             try deleteNodeFiles([nodeID], kind: .metadata)
             try deleteNodeFiles([nodeID], kind: .thumbnail)
-            try queueRemoteDelete(nodeID)
+            try uploadQueue.addDelete(nodeID)
         } else {
             try deleteNodes([nodeID])
         }
@@ -267,7 +267,7 @@ extension DiskManager {
         let uploaded = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM node WHERE id = ? AND cloudETag IS NOT NULL"), arguments: [nodeID.rawValue]) ?? false
         let queued = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM uploadQueue WHERE nodeID = ?"), arguments: [nodeID.rawValue]) ?? false
         guard uploaded || queued else { return }
-        try queue(db, nodeID, .record, name: nil, parentID: nil, operation: recordChangeOperation, now: now)
+        try UploadQueue.add(db, nodeID, .record, name: nil, parentID: nil, now: now)
     }
 
     /// Throws unless `folder` is nil (the top) or a drive folder.

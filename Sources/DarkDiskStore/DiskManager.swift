@@ -12,7 +12,11 @@ public final class DiskManager: Sendable {
     public let location: StoreLocation
     /// The wall clock for modification and access times and expiry (`SystemClock` unless given).
     public let clock: any StoreClock
-    let database: DatabasePool
+    /// The index: its pool, and reads and writes with the store's errors.
+    package let index: StoreIndex
+    var database: DatabasePool { index.pool }
+    /// Local changes waiting for the remote.
+    public let uploadQueue: UploadQueue
     /// The shared lock on the store's index this process holds while it has the store open (nil on a
     /// read-only file system): `IndexCipher` encrypts a plaintext index only when nobody else holds one.
     let openLock: IndexCipher.OpenLock?
@@ -174,8 +178,10 @@ public final class DiskManager: Sendable {
                 logger.warning("the store's index stays in the clear for now (tried again at the next opening): \(error)")
             }
         }
-        self.database = try Self.openIndex(location, readOnly: readOnly, counter: indexCounter, trigger: trigger, cipher: cipher)
-        self.deleter = FileDeleter(database: database)
+        index = StoreIndex(pool: try Self.openIndex(location, readOnly: readOnly, counter: indexCounter, trigger: trigger, cipher: cipher),
+                           location: location, logger: logger)
+        uploadQueue = UploadQueue(index: index, clock: clock)
+        self.deleter = FileDeleter(database: index.pool)
         checkpointer = trigger.flatMap { Self.startCheckpointer(location.indexPath, $0, logger: logger) }
         if !readOnly { SpaceReserve.ensure(in: location.dataDirectory) }
         // Start-up enforcement: finish interrupted deletes, expire, evict. All index-driven, so fast at any size;
@@ -253,21 +259,14 @@ public final class DiskManager: Sendable {
         if fdatasync(fd) != 0 { logger.error("cannot flush the index's log \(location.indexPath)-wal: \(Errno.current)") }
     }
 
-    /// Runs a read on the index, mapping database errors to `DarkDiskError`.
+    /// Runs a read on the index (`StoreIndex.read`).
     func read<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {
-        do { return try database.read(body) } catch let error as DarkDiskError { throw error } catch {
-            throw DarkDiskError(.database, "index read failed: \(error)")
-        }
+        try index.read(body)
     }
 
-    /// Runs a read of one statement (or of statements that need not see one snapshot) on the index without a
-    /// transaction of its own: a statement is one snapshot by itself, and GRDB's isolated read costs four
-    /// statements more (`query_only` on and off, a savepoint and its release), more than a drive lookup's
-    /// own query.
+    /// `StoreIndex.quickRead`.
     func quickRead<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {
-        do { return try database.unsafeRead(body) } catch let error as DarkDiskError { throw error } catch {
-            throw DarkDiskError(.database, "index read failed: \(error)")
-        }
+        try index.quickRead(body)
     }
 
     /// Runs `body` on the drive's lookup connection (`DriveLookupConnection`), opened at the first call; nil
@@ -291,16 +290,9 @@ public final class DiskManager: Sendable {
         }
     }
 
-    /// Runs a write transaction on the index, mapping database errors to `DarkDiskError`. On a full disk it
-    /// gives up the space reserve and tries once more, so a write that frees space (a delete) gets through.
+    /// Runs a write transaction on the index (`StoreIndex.write`).
     func write<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {
-        do { return try database.write(body) } catch let error as DarkDiskError { throw error } catch {
-            if (error as? DatabaseError)?.resultCode == .SQLITE_FULL, SpaceReserve.release(in: location.dataDirectory) {
-                logger.warning("the disk is full: gave up the 1 MiB space reserve for this index write")
-                do { return try database.write(body) } catch { throw IndexDatabase.failure(error, doing: "index write failed") }
-            }
-            throw IndexDatabase.failure(error, doing: "index write failed")
-        }
+        try index.write(body)
     }
 
     /// Opens the index; on a full disk (SQLite cannot even make its shared-memory file) the reserve goes first.

@@ -45,6 +45,6 @@ public struct QueuedUpload: Sendable, Equatable {
     /// Whether a running process is uploading it now (a claim of a process that died is free to take).
     public var isBeingUploaded: Bool {
         guard state == .uploading, let claimedBy else { return false }
-        return DiskManager.isRunning(claimedBy)
+        return UploadQueue.isRunning(claimedBy)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The upload queue's two times that tell whether the drive is busy writing (`DiskManager.uploadQueueTimes`).
+/// The upload queue's two times that tell whether the drive is busy writing (`UploadQueue.times`).
 public struct UploadQueueTimes: Sendable, Equatable {
     /// When the latest change was queued (a file closed, renamed, deleted…), whatever its state.
     public var newestChange: Date

@@ -176,7 +176,7 @@ extension VFS {
             case .nodeFile(let node, _), .thumb(let node): id = node
             default: return .sync(.synced)  // avatars: pushed by their own command, never queued
             }
-            if let queued = try manager.queuedUpload(id) {
+            if let queued = try manager.uploadQueue.change(of: id) {
                 switch queued.state {
                 case .pending: return .sync(.pending)
                 case .uploading: return .sync(.uploading)

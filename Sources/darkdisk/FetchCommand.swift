@@ -105,7 +105,7 @@ struct FetchCommand: AsyncParsableCommand {
         let damage: (any Error)?
         do { try export.reader().authenticateAll(); damage = nil } catch { damage = error }
         guard let damage else { return }
-        guard try manager.queuedUpload(id) == nil, try manager.outlineEntry(id)?.cloudVersion != nil else {
+        guard try manager.uploadQueue.change(of: id) == nil, try manager.outlineEntry(id)?.cloudVersion != nil else {
             throw CLIError("the local copy of node '\(id)' does not authenticate (\(damage)), and the remote has no copy of it to fetch: it is left as it is")
         }
         FileHandle.standardError.write(Data("darkdisk: the local copy of node '\(id)' does not authenticate (\(damage)); it is downloaded again\n".utf8))

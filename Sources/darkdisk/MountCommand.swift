@@ -125,7 +125,7 @@ struct MountCommand: ParsableCommand {
 
     /// Uploads what is queued, for at most `--stop-timeout` seconds; what is left stays queued.
     private func uploadBeforeStopping(_ sync: CloudSync, logger: Logger) {
-        guard stopTimeout > 0, let queued = try? sync.manager.uploadQueue().count, queued > 0 else { return }
+        guard stopTimeout > 0, let queued = try? sync.manager.uploadQueue.all().count, queued > 0 else { return }
         logger.info("uploading \(queued) queued change\(queued == 1 ? "" : "s") before stopping (at most \(Int(stopTimeout)) s)")
         let done = DispatchSemaphore(value: 0)
         let task = Task.detached {
@@ -136,7 +136,7 @@ struct MountCommand: ParsableCommand {
             task.cancel()
             done.wait()
         }
-        let left = (try? sync.manager.uploadQueue().count) ?? 0
+        let left = (try? sync.manager.uploadQueue.all().count) ?? 0
         if left > 0 { logger.notice("\(left) change\(left == 1 ? "" : "s") left queued for the next mount or 'darkdisk sync'") }
     }
 }

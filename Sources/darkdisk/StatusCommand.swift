@@ -81,7 +81,7 @@ struct StatusCommand: ParsableCommand {
                       throughput: $0.throughput, estimatedSecondsRemaining: $0.progress.estimatedTimeRemaining, requests: $0.requests)
             } }, conflicts: conflicts.map {
                 .init(nodeID: $0.nodeID.rawValue, originalID: $0.originalID.rawValue, name: $0.name, createdAt: $0.createdAt.timeIntervalSince1970)
-            }, uploads: try manager.uploadQueue().map {
+            }, uploads: try manager.uploadQueue.all().map {
                 .init(nodeID: $0.nodeID.rawValue, operation: $0.operation.rawValue, state: $0.state.rawValue, queuedAt: $0.queuedAt.timeIntervalSince1970,
                       attempts: $0.attempts, lastError: $0.lastError, pid: $0.state == .uploading ? $0.claimedBy : nil)
             }, pinnedToDownload: .init(files: pinnedMissing.count, bytes: pinnedBytes))
@@ -123,7 +123,7 @@ struct StatusCommand: ParsableCommand {
             print("downloading (process \(board.pid)):")
             for transfer in board.transfers { print("  " + Self.describe(transfer)) }
         }
-        let summary = try manager.uploadQueueSummary(named: 5)
+        let summary = try manager.uploadQueue.summary(named: 5)
         if summary.total > 0 {
             let parts = [QueuedUpload.State.pending, .uploading, .failed].map { state in
                 "\(summary.counts[state] ?? 0) \(state.rawValue) (\(ProgressBar.bytes(summary.bytes[state] ?? 0)))"

@@ -36,7 +36,7 @@ import Glibc
         #expect(try manager.database.read { try Int.fetchOne($0, sql: "PRAGMA temp_store") } == 2)
         #expect(try manager.driveNode(prepared.node.id)?.name == "a.bin")
         #expect(try decrypt(try #require(try manager.nodeFile(prepared.node.id, kind: .data))) == bytes)
-        #expect(try manager.uploadQueue().map(\.nodeID).contains(prepared.node.id))
+        #expect(try manager.uploadQueue.all().map(\.nodeID).contains(prepared.node.id))
         #expect(try waitFor { fileSize(manager.driveJournalPath) == 0 })
 
         // Only the journal's writer journals: another instance on the store commits as before.
@@ -139,7 +139,7 @@ import Glibc
         #expect(node.attributes.mode == 0o640)
         #expect(try decrypt(try #require(try reopened.nodeFile(first.id, kind: .data))) == first.latest)
         #expect(try decrypt(try #require(try reopened.nodeFile(second.id, kind: .data))) == second.latest)
-        #expect(Set(try reopened.uploadQueue().map(\.nodeID)).isSuperset(of: [first.id, second.id]))
+        #expect(Set(try reopened.uploadQueue.all().map(\.nodeID)).isSuperset(of: [first.id, second.id]))
         #expect(fileSize(reopened.driveJournalPath) == 0)
         // The first version of the rewritten file went with its replacement.
         #expect(try storedFileCount(store) == 2)

@@ -86,7 +86,7 @@ import Testing
         #expect(inserted.name == "b.txt")
         #expect(inserted.attributes.mode == 0o640)
         #expect(try manager.driveListing(of: folder.id).map(\.data?.plaintextSize) == [5_000, 5_000])
-        #expect(try manager.uploadQueue().contains { $0.nodeID == oneStep.node.id })
+        #expect(try manager.uploadQueue.all().contains { $0.nodeID == oneStep.node.id })
         let export = try #require(try manager.nodeFile(oneStep.node.id))
         #expect(try Data(export.reader().read(section: 0, offset: 0, count: 10_000)) == bytes)
     }
@@ -98,13 +98,13 @@ import Testing
         let orphan = try manager.prepareDriveFile(named: "late.txt", in: folder.id, attributes: NodeAttributes(kind: .file))
         try Data("late".utf8).withUnsafeBytes { try orphan.content.write(offset: 0, bytes: $0) }
         try manager.deleteDriveNode(folder.id)
-        let queued = try manager.uploadQueue().count
+        let queued = try manager.uploadQueue.all().count
 
         let error = #expect(throws: DarkDiskError.self) { try manager.commitDriveFile(orphan.node.id, content: orphan.content, inserting: orphan) }
         #expect(error?.code == .notFound)
         #expect(try manager.driveNode(orphan.node.id) == nil)
         #expect(try manager.nodeFile(orphan.node.id) == nil)
-        #expect(try manager.uploadQueue().count == queued)
+        #expect(try manager.uploadQueue.all().count == queued)
 
         // Another node's prepared file is refused before anything is written.
         let other = try manager.prepareDriveFile(named: "other.txt", in: nil, attributes: NodeAttributes(kind: .file))

@@ -4,42 +4,50 @@ import GRDB
 import Glibc
 #endif
 
-/// The upload queue: local changes meant for the remote, kept in the index so they survive a
-/// restart or `kill -9`. A queued node's files are never evicted nor expired (they may be the only copy).
-/// Any process may upload; a row is claimed by one process at a time, and a claim of a process that died
-/// is taken over.
-extension DiskManager {
+/// The upload queue: local changes meant for the remote, kept in the index so they survive a restart or
+/// `kill -9`. A queued node's files are never evicted nor expired (they may be the only copy). Any process
+/// may upload; a row is claimed by one process at a time, and a claim of a process that died is taken over.
+/// Edits that queue a change in their own transaction (a drive commit, a rename) use `add(_:_:...)` with
+/// their `Database`, so a pull or an upload never sees the one without the other.
+public final class UploadQueue: Sendable {
+    private let index: StoreIndex
+    private let clock: any StoreClock
+
+    init(index: StoreIndex, clock: any StoreClock) {
+        self.index = index
+        self.clock = clock
+    }
+
     /// Queues the node's stored files for upload, with the name and parent its record gets (nil: as the
     /// outline has them). Queuing a node that is already queued replaces that change with this one.
-    public func queueUpload(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) throws(DarkDiskError) {
-        try queue(nodeID, .content, name: name, parentID: parentID, operation: "'content'")
+    public func add(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) throws(DarkDiskError) {
+        try add(nodeID, .content, name: name, parentID: parentID)
     }
 
     /// Queues a change of the node's record alone (`QueuedUpload.Operation.record`): the name and parent it
     /// gets (nil: as the outline has them) and the attributes the index holds for it when it is uploaded. A
     /// queued content change stays one (it writes the record too), with this name and parent.
-    public func queueRecordChange(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) throws(DarkDiskError) {
-        try queue(nodeID, .record, name: name, parentID: parentID, operation: Self.recordChangeOperation)
+    public func addRecordChange(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) throws(DarkDiskError) {
+        try add(nodeID, .record, name: name, parentID: parentID)
     }
 
     /// Queues the node's deletion everywhere (`QueuedUpload.Operation.delete`), in place of any change queued.
-    public func queueRemoteDelete(_ nodeID: NodeID) throws(DarkDiskError) {
-        try queue(nodeID, .delete, name: nil, parentID: nil, operation: "'delete'")
+    public func addDelete(_ nodeID: NodeID) throws(DarkDiskError) {
+        try add(nodeID, .delete, name: nil, parentID: nil)
     }
 
-    /// Inserts or replaces the node's queued change; `operation` is the SQL of the operation a queued change
-    /// becomes (it may keep the one queued before).
-    private func queue(_ nodeID: NodeID, _ new: QueuedUpload.Operation, name: String?, parentID: String?, operation: String) throws(DarkDiskError) {
+    private func add(_ nodeID: NodeID, _ new: QueuedUpload.Operation, name: String?, parentID: String?) throws(DarkDiskError) {
         let now = clock.now.timeIntervalSince1970
-        try write { db in try Self.queue(db, nodeID, new, name: name, parentID: parentID, operation: operation, now: now) }
+        try index.write { db in try Self.add(db, nodeID, new, name: name, parentID: parentID, now: now) }
     }
 
-    /// The SQL of `queueRecordChange`'s operation, for queuing it within another transaction.
-    static let recordChangeOperation = "CASE WHEN operation = 'content' THEN 'content' ELSE 'record' END"
-
-    /// `queue(_:_:name:parentID:operation:)` within a transaction (the change it queues commits with the edit
-    /// that makes it, so a pull or an upload never sees the one without the other).
-    static func queue(_ db: Database, _ nodeID: NodeID, _ new: QueuedUpload.Operation, name: String?, parentID: String?, operation: String, now: Double) throws {
+    /// Inserts or replaces the node's queued change within a transaction. A record change keeps a queued
+    /// content change one (it writes the record too); a content change or a delete replaces what was queued.
+    static func add(_ db: Database, _ nodeID: NodeID, _ new: QueuedUpload.Operation, name: String?, parentID: String?, now: Double) throws {
+        let operation = switch new {
+        case .record: "CASE WHEN operation = 'content' THEN 'content' ELSE 'record' END"
+        default: "'\(new.rawValue)'"
+        }
         // A name or folder given is the node's here at once (the drive shows it; the upload writes it).
         if let name { try db.execute(sql: "UPDATE node SET name = ? WHERE id = ?", arguments: [name, nodeID.rawValue]) }
         if let parentID { try db.execute(sql: "UPDATE node SET parentID = ? WHERE id = ?", arguments: [parentID, nodeID.rawValue]) }
@@ -54,14 +62,14 @@ extension DiskManager {
     }
 
     /// Every queued change, oldest first.
-    public func uploadQueue() throws(DarkDiskError) -> [QueuedUpload] {
-        try read { db in try Row.fetchAll(db, sql: "SELECT * FROM uploadQueue ORDER BY queuedAt, sequence").compactMap(Self.queued(from:)) }
+    public func all() throws(DarkDiskError) -> [QueuedUpload] {
+        try index.read { db in try Row.fetchAll(db, sql: "SELECT * FROM uploadQueue ORDER BY queuedAt, sequence").compactMap(Self.queued(from:)) }
     }
 
-    /// The upload queue in brief: changes and the bytes of their data (plaintext, content changes only) by
-    /// state, and the first `named` changes in queue order with their names (one read, whatever the length).
-    public func uploadQueueSummary(named: Int) throws(DarkDiskError) -> UploadQueueSummary {
-        try read { db in
+    /// The queue in brief: changes and the bytes of their data (plaintext, content changes only) by state,
+    /// and the first `named` changes in queue order with their names (one read, whatever the length).
+    public func summary(named: Int) throws(DarkDiskError) -> UploadQueueSummary {
+        try index.read { db in
             var summary = UploadQueueSummary()
             for row in try Row.fetchAll(db, sql: """
                 SELECT q.state, COUNT(*), COALESCE(SUM(f.plaintextSize), 0) FROM uploadQueue AS q
@@ -83,8 +91,8 @@ extension DiskManager {
     /// Whether a queued change that has rested since `rested` is free to upload: not being uploaded by a
     /// running process. The uploader asks this every second; it reads no row it does not need, so a queue of
     /// thousands of changes written a moment ago (a `tar x`) costs a scan, not thousands of decoded rows.
-    public func hasUploadsToStart(restedSince rested: Date) throws(DarkDiskError) -> Bool {
-        try read { db in
+    public func hasChangesToStart(restedSince rested: Date) throws(DarkDiskError) -> Bool {
+        try index.read { db in
             let time = rested.timeIntervalSince1970
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM uploadQueue WHERE queuedAt <= ? AND state != 'uploading' LIMIT 1", arguments: [time]) == true {
                 return true
@@ -95,10 +103,11 @@ extension DiskManager {
     }
 
     /// When the queue's latest change was made, and since when its oldest pending change has waited (not a
-    /// failed one, which is tried again with its backoff, nor one being uploaded); nil for an empty queue. Two reads of the queue's order index, whatever its length: the
-    /// uploader asks it every second, and between two uploads, to tell whether the drive is busy writing.
-    public func uploadQueueTimes() throws(DarkDiskError) -> UploadQueueTimes? {
-        try read { db in
+    /// failed one, which is tried again with its backoff, nor one being uploaded); nil for an empty queue.
+    /// Two reads of the queue's order index, whatever its length: the uploader asks it every second, and
+    /// between two uploads, to tell whether the drive is busy writing.
+    public func times() throws(DarkDiskError) -> UploadQueueTimes? {
+        try index.read { db in
             guard let newest = try Double.fetchOne(db.cachedStatement(sql: "SELECT queuedAt FROM uploadQueue ORDER BY sequence DESC LIMIT 1")) else {
                 return nil
             }
@@ -111,15 +120,15 @@ extension DiskManager {
     }
 
     /// The node's queued change, if any.
-    public func queuedUpload(_ nodeID: NodeID) throws(DarkDiskError) -> QueuedUpload? {
-        try read { db in try Row.fetchOne(db, sql: "SELECT * FROM uploadQueue WHERE nodeID = ?", arguments: [nodeID.rawValue]).flatMap(Self.queued(from:)) }
+    public func change(of nodeID: NodeID) throws(DarkDiskError) -> QueuedUpload? {
+        try index.read { db in try Row.fetchOne(db, sql: "SELECT * FROM uploadQueue WHERE nodeID = ?", arguments: [nodeID.rawValue]).flatMap(Self.queued(from:)) }
     }
 
     /// Claims the node's queued change for process `me` (this one unless said otherwise): one that is pending
     /// or failed, or that a process which is no longer running was uploading. Nil if there is none, or
     /// another live process has it.
-    public func claimUpload(_ nodeID: NodeID, for me: Int32 = getpid()) throws(DarkDiskError) -> QueuedUpload? {
-        return try write { db in
+    public func claim(_ nodeID: NodeID, for me: Int32 = getpid()) throws(DarkDiskError) -> QueuedUpload? {
+        try index.write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM uploadQueue WHERE nodeID = ?", arguments: [nodeID.rawValue]),
                   let queued = Self.queued(from: row) else { return nil }
             if queued.state == .uploading, let owner = queued.claimedBy, owner != me, Self.isRunning(owner) { return nil }
@@ -130,16 +139,16 @@ extension DiskManager {
     }
 
     /// Remembers the cloud file version a claimed upload is writing, before it writes its record.
-    public func noteUploadVersion(_ nodeID: NodeID, version: String) throws(DarkDiskError) {
-        try write { db in
+    public func noteVersion(_ nodeID: NodeID, version: String) throws(DarkDiskError) {
+        try index.write { db in
             try db.execute(sql: "UPDATE uploadQueue SET version = ? WHERE nodeID = ?", arguments: [version, nodeID.rawValue])
         }
     }
 
     /// The change `sequence` reached the remote: its row goes, unless a newer change was queued meanwhile
     /// (that one stays pending).
-    public func finishUpload(_ nodeID: NodeID, sequence: Int64) throws(DarkDiskError) {
-        try write { db in
+    public func finish(_ nodeID: NodeID, sequence: Int64) throws(DarkDiskError) {
+        try index.write { db in
             try db.execute(sql: "DELETE FROM uploadQueue WHERE nodeID = ? AND sequence = ?", arguments: [nodeID.rawValue, sequence])
             // A newer change stays, made on the version just uploaded.
             try db.execute(sql: "UPDATE uploadQueue SET state = 'pending', claimedBy = NULL, basedOn = COALESCE(version, basedOn), version = NULL WHERE nodeID = ?",
@@ -149,8 +158,8 @@ extension DiskManager {
 
     /// An attempt failed: the row is `failed` with the error, for the next drain (or `pending` again if a
     /// newer change was queued meanwhile).
-    public func failUpload(_ nodeID: NodeID, sequence: Int64, error: String) throws(DarkDiskError) {
-        try write { db in
+    public func fail(_ nodeID: NodeID, sequence: Int64, error: String) throws(DarkDiskError) {
+        try index.write { db in
             try db.execute(sql: """
                 UPDATE uploadQueue SET state = CASE WHEN sequence = ? THEN 'failed' ELSE 'pending' END, claimedBy = NULL,
                   version = NULL, attempts = attempts + 1, lastError = ? WHERE nodeID = ?
@@ -159,18 +168,19 @@ extension DiskManager {
     }
 
     /// Gives a claimed change back (an uploader stopping): pending again.
-    public func releaseUpload(_ nodeID: NodeID) throws(DarkDiskError) {
-        try write { db in
+    public func release(_ nodeID: NodeID) throws(DarkDiskError) {
+        try index.write { db in
             try db.execute(sql: "UPDATE uploadQueue SET state = 'pending', claimedBy = NULL WHERE nodeID = ? AND state = 'uploading'",
                            arguments: [nodeID.rawValue])
         }
     }
 
     /// Drops the node's queued change without uploading it (the node was deleted).
-    public func dequeueUpload(_ nodeID: NodeID) throws(DarkDiskError) {
-        try write { db in try db.execute(sql: "DELETE FROM uploadQueue WHERE nodeID = ?", arguments: [nodeID.rawValue]) }
+    public func remove(_ nodeID: NodeID) throws(DarkDiskError) {
+        try index.write { db in try db.execute(sql: "DELETE FROM uploadQueue WHERE nodeID = ?", arguments: [nodeID.rawValue]) }
     }
 
+    /// Whether process `pid` is running (a claim of one that is not is taken over).
     static func isRunning(_ pid: Int32) -> Bool {
         kill(pid, 0) == 0 || errno == EPERM
     }
