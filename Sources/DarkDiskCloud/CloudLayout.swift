@@ -13,7 +13,7 @@ public enum CloudLayout {
     /// keyed by the master key (`DiskManager.objectName`), so the bucket's owner sees no node ID; with
     /// `keyed` false, the node ID itself, as stores named them before (read until the node's next push).
     public static func nodeName(_ nodeID: NodeID, keyed: Bool = true, with manager: DiskManager) -> String {
-        keyed ? manager.objectName(["node", nodeID.rawValue]) : nodeID.rawValue
+        keyed ? manager.keys.objectName(["node", nodeID.rawValue]) : nodeID.rawValue
     }
 
     /// A version of a node's cloud file: `nodes/<name>/<version>.ddc`, written once and never replaced (the
@@ -65,13 +65,13 @@ public enum CloudLayout {
     }
     /// The keyed name of a user's record.
     public static func userName(_ userID: UserID, with manager: DiskManager) -> String {
-        manager.objectName(["user", userID.rawValue])
+        manager.keys.objectName(["user", userID.rawValue])
     }
     /// A user's record as stores before sealing wrote it: plain JSON named by the user ID (refused).
     public static func legacyUser(_ userID: UserID) -> String { "users/\(userID.rawValue).json" }
     /// An identity's avatar (an encrypted file), under a name keyed by the master key.
     public static func avatar(_ userID: UserID, _ identityID: IdentityID, with manager: DiskManager) -> String {
-        "avatars/\(manager.objectName(["avatar", userID.rawValue, identityID.rawValue])).ddf"
+        "avatars/\(manager.keys.objectName(["avatar", userID.rawValue, identityID.rawValue])).ddf"
     }
 
     /// The name of a key under `records/` (a keyed name or, before keyed names, a node ID) and whether it is

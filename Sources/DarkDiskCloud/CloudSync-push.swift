@@ -118,7 +118,7 @@ extension CloudSync {
         var name = name, parentID = parentID
         let key = try manager.contentKey(for: nodeID).key
         // Bound to the node: a wrapped key moved to another node's record does not unwrap there.
-        let wrapped = manager.wrapKey(key, for: .node(nodeID))
+        let wrapped = manager.keys.wrap(key, for: .node(nodeID))
         // Composed in the store's staging folder: an interrupted push leaves it to the orphan sweep.
         let scratch = try manager.makeScratchFile()
         defer { withExtendedLifetime(scratch) {} }

@@ -242,7 +242,7 @@ extension CloudSync {
             // The node's key as the record carried it, bound to the node (a record from before binding is
             // rewritten with a bound wrap).
             guard let baseKey = Hex.decode(base.wrappedKey) else { throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' has a malformed key") }
-            let wrappedKey = Hex.encode(manager.wrapKey(try manager.unwrapKey(baseKey, for: .node(nodeID)), for: .node(nodeID)))
+            let wrappedKey = Hex.encode(manager.keys.wrap(try manager.keys.unwrap(baseKey, for: .node(nodeID)), for: .node(nodeID)))
             var record = NodeRecord(nodeID: nodeID.rawValue, name: name, parentID: parentID, metadataSize: base.metadataSize,
                                     thumbnailSize: base.thumbnailSize, dataSize: base.dataSize, wrappedKey: wrappedKey,
                                     cloudETag: base.cloudETag, generation: generation, cloudVersion: base.cloudVersion,

@@ -44,7 +44,7 @@ public struct CloudSync: Sendable {
             _ = try FileConversion.encrypt(avatar, key: key, to: temporary)
             let info = try await remote.write(objectKey, movingFile: temporary)
             identity.avatar = UserRecord.Avatar(size: info.size, plaintextSize: UInt64(avatar.count),
-                                                wrappedKey: Hex.encode(manager.wrapKey(key, for: .avatar(userID, identityID))))
+                                                wrappedKey: Hex.encode(manager.keys.wrap(key, for: .avatar(userID, identityID))))
         } else {
             try await remote.delete(objectKey)
         }
@@ -158,7 +158,7 @@ public struct CloudSync: Sendable {
                 entry = try record.outlineEntry()
                 // Its key must be this node's, under this store's master key: one that is not is refused
                 // here, alone, instead of failing the outline's write for every node of the pull.
-                do { _ = try manager.unwrapKey(entry.wrappedKey, for: .node(nodeID)) } catch {
+                do { _ = try manager.keys.unwrap(entry.wrappedKey, for: .node(nodeID)) } catch {
                     throw RemoteError(.invalidResponse, "the key in the record of node '\(nodeID)' does not unwrap as this node's with this store's master key: refused")
                 }
             } catch {
@@ -191,7 +191,7 @@ public struct CloudSync: Sendable {
             updates.append(entry)
         }
         if let expected {
-            let found = manager.outlineFingerprint(of: served)
+            let found = manager.keys.outlineFingerprint(of: served)
             guard found == expected.lowercased() else {
                 throw RemoteError(.invalidResponse, "\(remote.url) serves records whose fingerprint is \(found) (\(served.count) nodes), not the expected \(expected): rolled back, changed since that fingerprint was made, or tampered with; nothing was pulled")
             }
@@ -237,7 +237,7 @@ public struct CloudSync: Sendable {
         guard let version = entry.cloudVersion else { throw RemoteError(.invalidResponse, "node '\(entry.nodeID)' has no cloud file version") }
         let objectKey = CloudLayout.cloudFile(entry.nodeID, version: version, keyed: entry.keyedNames, with: manager)
         let key: SymmetricKey
-        do { key = try manager.unwrapKey(entry.wrappedKey, for: .node(entry.nodeID)) } catch {
+        do { key = try manager.keys.unwrap(entry.wrappedKey, for: .node(entry.nodeID)) } catch {
             throw RemoteError(.invalidResponse, "the key in the record of node '\(entry.nodeID)' does not unwrap: \(error.message)")
         }
         let bytes = try await remote.read(objectKey, range: 0..<UInt64(CryptoFormat.headerSize), ifMatch: entry.cloudETag)
@@ -293,7 +293,7 @@ public struct CloudSync: Sendable {
                         throw RemoteError(.invalidResponse, "the record of user '\(userID)' names a malformed identity")
                     }
                     // Bound to its user and identity: another user's entry copied here does not unwrap.
-                    do { _ = try manager.unwrapKey(wrapped, for: .avatar(userID, identityID)) } catch {
+                    do { _ = try manager.keys.unwrap(wrapped, for: .avatar(userID, identityID)) } catch {
                         throw RemoteError(.invalidResponse, "the avatar key of user '\(userID)', identity '\(identityID)' does not unwrap (another user's or another store's key): refused")
                     }
                     let size: UInt64
@@ -318,7 +318,7 @@ public struct CloudSync: Sendable {
 
     /// The image size of an avatar whose record predates `plaintextSize`: from its header (one range request).
     private func avatarPlaintextSize(_ userID: UserID, _ identityID: IdentityID, wrappedKey: [UInt8]) async throws -> UInt64 {
-        let key = try manager.unwrapKey(wrappedKey, for: .avatar(userID, identityID))
+        let key = try manager.keys.unwrap(wrappedKey, for: .avatar(userID, identityID))
         let name = "the avatar of '\(userID)' / '\(identityID)'"
         let bytes = try await remote.read(CloudLayout.avatar(userID, identityID, with: manager), range: 0..<UInt64(CryptoFormat.headerSize), ifMatch: nil)
         let header: CryptoFileHeader

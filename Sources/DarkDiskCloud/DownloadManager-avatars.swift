@@ -58,7 +58,7 @@ extension DownloadManager {
             if !refresh, let local = try manager.userAvatar(userID, identityID: identityID) {
                 return .stored(UserAvatarDownload(userID: userID, identityID: identityID, image: try Self.plaintext(of: local), export: local))
             }
-            return .key(try manager.unwrapKey(wrapped, for: .avatar(userID, identityID)))
+            return .key(try manager.keys.unwrap(wrapped, for: .avatar(userID, identityID)))
         }) {
         case .stored(let download): return download
         case .key(let unwrapped): key = unwrapped

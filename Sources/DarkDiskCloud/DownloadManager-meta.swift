@@ -90,7 +90,7 @@ extension DownloadManager {
             guard let entry = try manager.outlineEntry(nodeID) else {
                 throw RemoteError(.unknownNode, "node '\(nodeID)' is not stored locally and the remote's outline does not have it")
             }
-            return (entry, try manager.unwrapKey(entry.wrappedKey, for: .node(entry.nodeID)))
+            return (entry, try manager.keys.unwrap(entry.wrappedKey, for: .node(entry.nodeID)))
         }
         let objectKey = CloudLayout.cloudFile(of: entry, with: manager)
         guard let info = try await remote.info(objectKey) else {

@@ -81,7 +81,7 @@ public struct NodeRecord: Codable, Sendable, Equatable {
     /// node's name, sealed under another key, or not a record); refused if it is malformed, of the other
     /// naming's version, or holds a node whose name is not `name` (or, given `expected`, another node).
     static func open(_ data: Data, name: String, keyed: Bool, expected: NodeID?, with manager: DiskManager) throws(RemoteError) -> NodeRecord? {
-        guard let plaintext = try? manager.openRecord(Array(data), context: sealingContext(keyed: keyed, name: name)) else { return nil }
+        guard let plaintext = try? manager.keys.openRecord(Array(data), context: sealingContext(keyed: keyed, name: name)) else { return nil }
         let whose = RecordObject.whose(name: name, keyed: keyed, expected: expected)
         let record = try parse(Data(plaintext), whose: whose, versions: keyed ? [4] : [2, 3])
         if !keyed {
@@ -129,7 +129,7 @@ public struct NodeRecord: Codable, Sendable, Equatable {
         }
         let keyed = version == 4
         do {
-            return Data(try manager.sealRecord(RecordPadding.padded(encoded()),
+            return Data(try manager.keys.sealRecord(RecordPadding.padded(encoded()),
                                                context: Self.sealingContext(keyed: keyed, name: CloudLayout.nodeName(id, keyed: keyed, with: manager))))
         } catch {
             throw RemoteError(.io, "cannot seal the record of node '\(nodeID)': \(error.message)")

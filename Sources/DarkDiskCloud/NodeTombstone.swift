@@ -53,7 +53,7 @@ public struct NodeTombstone: Codable, Sendable, Equatable {
         let plaintext = RecordPadding.padded((try? encoder.encode(self)) ?? Data())
         let keyed = version == 2
         do {
-            return Data(try manager.sealRecord(plaintext, context: Self.sealingContext(keyed: keyed, name: CloudLayout.nodeName(id, keyed: keyed, with: manager))))
+            return Data(try manager.keys.sealRecord(plaintext, context: Self.sealingContext(keyed: keyed, name: CloudLayout.nodeName(id, keyed: keyed, with: manager))))
         } catch {
             throw RemoteError(.io, "cannot seal the tombstone of node '\(nodeID)': \(error.message)")
         }
@@ -62,7 +62,7 @@ public struct NodeTombstone: Codable, Sendable, Equatable {
     /// Opens a sealed tombstone read under `name` (as `NodeRecord.open`); nil if it does not open as one (it
     /// may be a record).
     static func open(_ data: Data, name: String, keyed: Bool, expected: NodeID?, with manager: DiskManager) throws(RemoteError) -> NodeTombstone? {
-        guard let plaintext = try? manager.openRecord(Array(data), context: sealingContext(keyed: keyed, name: name)) else { return nil }
+        guard let plaintext = try? manager.keys.openRecord(Array(data), context: sealingContext(keyed: keyed, name: name)) else { return nil }
         let whose = RecordObject.whose(name: name, keyed: keyed, expected: expected).replacingOccurrences(of: "the record", with: "the tombstone")
         guard let tombstone = try? JSONDecoder().decode(NodeTombstone.self, from: Data(plaintext)), tombstone.version == (keyed ? 2 : 1),
               tombstone.generation > 0, let id = try? NodeID(tombstone.nodeID), tombstone.moved == nil || !keyed else {

@@ -67,7 +67,7 @@ extension CloudSync {
                 if entry.cloudFileID == nil {
                     entry.cloudFileID = OutlineEntry.boundFileID(of: entry.cloudVersion, known: try manager.outlineEntry(nodeID))
                 }
-                key = try manager.unwrapKey(entry.wrappedKey, for: .node(entry.nodeID))
+                key = try manager.keys.unwrap(entry.wrappedKey, for: .node(entry.nodeID))
             } catch let error as any DarkDiskFailure {
                 result.problems.append(error.message)
                 continue
@@ -113,7 +113,7 @@ extension CloudSync {
                     }
                     let avatarKey = CloudLayout.avatar(userID, identityID, with: manager)
                     named.insert(avatarKey)
-                    toRead.append((avatarKey, try manager.unwrapKey(wrapped, for: .avatar(userID, identityID)), nil))
+                    toRead.append((avatarKey, try manager.keys.unwrap(wrapped, for: .avatar(userID, identityID)), nil))
                 }
             } catch let error as any DarkDiskFailure {
                 result.problems.append(error.message)

@@ -38,7 +38,7 @@ enum RemoteMembership {
             guard let key = try? MasterKeyFile.unwrap(keyFile, passphrase: passphrase) else {
                 throw RemoteError(.foreignKey, "\(remote.url) holds another store's key (this store's passphrase does not open it)")
             }
-            guard manager.isMasterKey(key) else { throw RemoteError(.foreignKey, "\(remote.url) holds another store's key") }
+            guard manager.keys.isMasterKey(key) else { throw RemoteError(.foreignKey, "\(remote.url) holds another store's key") }
         }
         // One record is enough to tell whose nodes these are: they all wrap their keys with one master key.
         if let first = contents.records.first, let name = CloudLayout.recordName(ofKey: first.key),
@@ -51,7 +51,7 @@ enum RemoteMembership {
             }
             // A tombstone that opens was sealed under this key; a record's node key must unwrap with it too.
             if let record = read.object.record {
-                do { _ = try manager.unwrapKey(try record.outlineEntry().wrappedKey, for: .node(read.nodeID)) } catch { throw refused }
+                do { _ = try manager.keys.unwrap(try record.outlineEntry().wrappedKey, for: .node(read.nodeID)) } catch { throw refused }
             }
         }
     }

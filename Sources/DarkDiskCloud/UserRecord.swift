@@ -50,7 +50,7 @@ public struct UserRecord: Codable, Sendable, Equatable {
             throw RemoteError(.invalidResponse, "only a version 2 record of a valid user is sealed")
         }
         do {
-            return Data(try manager.sealRecord(RecordPadding.padded(encoded()), context: Self.sealingContext(CloudLayout.userName(id, with: manager))))
+            return Data(try manager.keys.sealRecord(RecordPadding.padded(encoded()), context: Self.sealingContext(CloudLayout.userName(id, with: manager))))
         } catch {
             throw RemoteError(.io, "cannot seal the record of user '\(userID)': \(error.message)")
         }
@@ -62,7 +62,7 @@ public struct UserRecord: Codable, Sendable, Equatable {
     public static func open(_ data: Data, name: String, expected: UserID? = nil, with manager: DiskManager) throws(RemoteError) -> UserRecord {
         let plaintext: [UInt8]
         let whose = expected.map { "the record of user '\($0)'" } ?? "the user record users/\(name).rec"
-        do { plaintext = try manager.openRecord(Array(data), context: sealingContext(name)) } catch {
+        do { plaintext = try manager.keys.openRecord(Array(data), context: sealingContext(name)) } catch {
             throw RemoteError(.invalidResponse, "\(whose) does not authenticate (altered, copied from another user, or sealed under another key)")
         }
         let record = try parse(Data(plaintext), expected: expected)

@@ -34,7 +34,7 @@ extension DiskManager {
         for entry in entries where entry.userID != userID {
             throw DarkDiskError(.invalidID, "avatar outline entry of user '\(entry.userID)' given for user '\(userID)'")
         }
-        for entry in entries { _ = try unwrapKey(entry.wrappedKey, for: .avatar(entry.userID, entry.identityID)) }
+        for entry in entries { _ = try keys.unwrap(entry.wrappedKey, for: .avatar(entry.userID, entry.identityID)) }
         let previous = try avatarOutline(userID)
         guard Set(previous) != Set(entries) else { return false }
         let current = Dictionary(entries.map { ($0.identityID, $0) }, uniquingKeysWith: { first, _ in first })

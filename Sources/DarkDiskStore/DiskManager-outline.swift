@@ -96,7 +96,7 @@ extension DiskManager {
                               pulledGenerations: [NodeID: UInt64] = [:]) throws(DarkDiskError) -> Set<NodeID> {
         let placement = keepingLocalPlacement ? "" : ", name = excluded.name, parentID = excluded.parentID, type = excluded.type, mode = excluded.mode, "
             + "mtime = excluded.mtime, mtimeNsec = excluded.mtimeNsec, target = excluded.target, xattrs = excluded.xattrs"
-        for entry in entries { _ = try unwrapKey(entry.wrappedKey, for: .node(entry.nodeID)) }
+        for entry in entries { _ = try keys.unwrap(entry.wrappedKey, for: .node(entry.nodeID)) }
         let created = clock.now.timeIntervalSince1970
         // A pull sees the local changes waiting in the drive's journal (their queued uploads keep them).
         drainDriveCommits()

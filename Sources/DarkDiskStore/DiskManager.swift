@@ -23,10 +23,8 @@ public final class DiskManager: Sendable {
     /// Seals the drive's commit journal as the index is encrypted (a store with a passphrase); nil: in the clear.
     let journalKey: SymmetricKey?
     let indexCounter = IndexStatistics.Counter()
-    let masterKey: SymmetricKey
-    /// The key that wraps node, avatar and file keys: derived from the master key for that purpose alone
-    /// ("darkdisk key wrap key v1"), so the master key itself is only ever the input of key derivation.
-    let keyWrapKey: SymmetricKey
+    /// The master key and what is derived from it: wrapping, record seals, object names.
+    public let keys: StoreKeys
     let deleter: FileDeleter
     let logger: Logger
     /// The one owner of eviction, expiry and sweeps (rclone's cache cleaner): only work on this queue
@@ -152,10 +150,7 @@ public final class DiskManager: Sendable {
     init(location: StoreLocation, masterKey: SymmetricKey, logger: Logger, clock: any StoreClock = SystemClock()) throws(DarkDiskError) {
         self.location = location
         self.clock = clock
-        self.masterKey = masterKey
-        do { keyWrapKey = try masterKey.derived(for: "darkdisk key wrap key v1") } catch {
-            throw DarkDiskError(.corrupt, "cannot derive the key-wrapping key: \(error)")
-        }
+        keys = try StoreKeys(masterKey: masterKey)
         self.logger = logger
         try FileOperations.makeDirectory(location.dataDirectory, allowLink: true)
         try FileOperations.makeDirectory(location.persistentFiles)
@@ -165,9 +160,9 @@ public final class DiskManager: Sendable {
         let trigger = readOnly ? nil : IndexCheckpointer.Trigger(counting: indexCounter)
         // With a passphrase the index is encrypted at rest (one written before is, once this process has the
         // store alone); without one its key file is beside it, and it stays in the clear.
-        let cipher = try MasterKeyFile.needsPassphrase(at: location.keyPath) ? IndexCipher(masterKey: masterKey) : nil
+        let cipher = try MasterKeyFile.needsPassphrase(at: location.keyPath) ? keys.indexCipher() : nil
         try cipher?.register(location.indexPath)
-        do { journalKey = try cipher.map { _ in try masterKey.derived(for: "darkdisk drive journal key v1") } } catch {
+        do { journalKey = try cipher.map { [keys] _ in try keys.journalKey() } } catch {
             throw DarkDiskError(.corrupt, "cannot derive the drive journal's key: \(error)")
         }
         openLock = readOnly ? nil : try IndexCipher.OpenLock(indexPath: location.indexPath)
@@ -335,26 +330,13 @@ public final class DiskManager: Sendable {
         return try unwrap(stored, owner: owner)
     }
 
-    /// Unwraps a key of the index: one the store wrapped itself (unbound), or one bound to `owner` (a key
-    /// the bucket's records carry). Wraps made before the key-wrapping key was derived (unbound ones, and
-    /// bound ones of version 2) were made with the master key itself, and are read with it.
+    /// `StoreKeys.unwrap(_:owner:)`.
     func unwrap(_ wrapped: Data, owner: KeyOwner? = nil) throws(DarkDiskError) -> SymmetricKey {
-        let bytes = Array(wrapped)
-        do {
-            if let owner, let version = SymmetricKey.boundWrapVersion(of: bytes) {
-                let key = version == SymmetricKey.legacyBoundWrapVersion ? masterKey : keyWrapKey
-                return try key.unwrap(bytes, boundTo: owner.context)
-            }
-            do { return try keyWrapKey.unwrap(bytes) } catch where error.code == .wrongKey {
-                return try masterKey.unwrap(bytes)
-            }
-        } catch {
-            throw DarkDiskError(.corrupt, "a key in the index does not unwrap with this store's master key: \(error)")
-        }
+        try keys.unwrap(wrapped, owner: owner)
     }
 
     /// `key` wrapped for the index (unbound: the index is this machine's own), under the key-wrapping key.
     func wrapLocally(_ key: SymmetricKey) -> [UInt8] {
-        keyWrapKey.wrap(key)
+        keys.wrapLocally(key)
     }
 }

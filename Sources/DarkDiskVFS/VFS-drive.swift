@@ -79,7 +79,7 @@ extension VFS {
                 file.rebind(.stored(export, reader))
             case .remote(let outline):
                 guard let downloads else { return }
-                let key = try manager.unwrapKey(outline.wrappedKey, for: .node(id))
+                let key = try manager.keys.unwrap(outline.wrappedKey, for: .node(id))
                 let ticket = told(downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true)))
                 file.rebind(.remote(RemoteData(nodeID: id, key: key, size: outline.dataSize, ticket: ticket)))
             case .none:

@@ -12,7 +12,7 @@ import Glibc
 /// as soon as they are written. Once the download lands, the handle switches to the stored file.
 extension VFS {
     func openRemote(entry: FSEntry, ino: Inode, outline: OutlineEntry, downloads: DownloadManager) throws(DarkDiskError) -> Opened {
-        let key = try manager.unwrapKey(outline.wrappedKey, for: .node(outline.nodeID))
+        let key = try manager.keys.unwrap(outline.wrappedKey, for: .node(outline.nodeID))
         let ticket = told(downloads.downloadNodeData(outline.nodeID, options: DownloadOptions(cacheToDiskManager: true)))
         let remote = RemoteData(nodeID: outline.nodeID, key: key, size: outline.dataSize, ticket: ticket)
         return opened(OpenFile(entry: entry, ino: ino, source: .remote(remote)))

@@ -23,7 +23,7 @@ enum ListBench {
                     try manager.updateOutline((batch..<min(batch + 10_000, count)).map { index in
                         let id = try NodeID(String(format: "o%07d", index))
                         return OutlineEntry(nodeID: id, name: nil, parentID: nil, metadataSize: 0, thumbnailSize: 0, dataSize: 1024,
-                                            wrappedKey: manager.wrapKey(key, for: .node(id)), cloudETag: "\"e\(index)\"")
+                                            wrappedKey: manager.keys.wrap(key, for: .node(id)), cloudETag: "\"e\(index)\"")
                     })
                 }
             }

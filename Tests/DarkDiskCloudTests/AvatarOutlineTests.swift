@@ -125,7 +125,7 @@ import Testing
         let setup = try CloudTests.Setup()
         let alice = try UserID("alice"), bob = try UserID("bob")
         let identity = try IdentityID("mail|x")
-        let wrapped = setup.b.wrapKey(SymmetricKey.random(), for: .avatar(bob, identity))
+        let wrapped = setup.b.keys.wrap(SymmetricKey.random(), for: .avatar(bob, identity))
         #expect(throws: DarkDiskError.self) {
             try setup.b.updateAvatarOutline(alice, entries: [AvatarOutlineEntry(userID: bob, identityID: identity, plaintextSize: 1, wrappedKey: wrapped)])
         }

@@ -47,7 +47,7 @@ import Testing
 
         /// The node's content key, as store B's outline gives it.
         func key(of id: NodeID) throws -> SymmetricKey {
-            try b.unwrapKey(try #require(try b.outlineEntry(id)).wrappedKey, for: .node(id))
+            try b.keys.unwrap(try #require(try b.outlineEntry(id)).wrappedKey, for: .node(id))
         }
 
         /// The size of the node's cloud file in the remote.

@@ -96,7 +96,7 @@ final class BeforeFirstNewRecord: Remote, Sendable {
         record.nodeID = "another"
         record.generation = 5
         let context = Array("darkdisk node record 4\u{0}\(name)".utf8)
-        _ = try await setup.remote.write(recordKey, data: Data(try setup.a.sealRecord(Array(record.encoded()), context: context)))
+        _ = try await setup.remote.write(recordKey, data: Data(try setup.a.keys.sealRecord(Array(record.encoded()), context: context)))
         let refused = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(refused.skipped == ["the record of node '\(node)' is not under its node's name"], "\(refused)")
         #expect(try setup.b.outlineEntry(node) != nil && setup.b.outlineEntry(NodeID("another")) == nil)

@@ -19,7 +19,7 @@ import Testing
     static func open(_ json: String, on manager: DiskManager) throws(RemoteError) -> NodeRecord {
         let sealed: [UInt8]
         do {
-            sealed = try manager.sealRecord(Array(json.utf8), context: Array("darkdisk node record 2\u{0}n".utf8))
+            sealed = try manager.keys.sealRecord(Array(json.utf8), context: Array("darkdisk node record 2\u{0}n".utf8))
         } catch {
             throw RemoteError(.io, "cannot seal: \(error)")
         }

@@ -196,7 +196,7 @@ import Glibc
         try await syncA.push(dataFile: setup.file("bad-data", Data("bad".utf8)), nodeID: bad, name: "bad.txt")
         try await syncA.push(dataFile: setup.file("good-data", Data("good".utf8)), nodeID: good, name: "good.txt")
         var record = try NodeRecord.open(try #require(try await setup.remote.readAll(CloudLayout.record(bad, with: setup.a))), expected: bad, with: setup.a)
-        record.wrappedKey = Hex.encode(setup.a.wrapKey(SymmetricKey.random(), for: .node(good)))
+        record.wrappedKey = Hex.encode(setup.a.keys.wrap(SymmetricKey.random(), for: .node(good)))
         record.generation = (record.generation ?? 0) + 1
         _ = try await setup.remote.write(CloudLayout.record(bad, with: setup.a), data: try record.sealed(with: setup.a))
 
@@ -216,7 +216,7 @@ import Glibc
         try await syncA.push(dataFile: setup.file("f", Data("a real node".utf8)), nodeID: folder, name: "docs")
         let data = CloudTests.bytes(100_000, seed: 91)
         try await syncA.push(dataFile: setup.file("old", data), nodeID: node, name: "old.bin")
-        let wrapped = Hex.encode(setup.a.wrapKey(SymmetricKey.random(), for: .avatar(try UserID("u"), try IdentityID("i"))))
+        let wrapped = Hex.encode(setup.a.keys.wrap(SymmetricKey.random(), for: .avatar(try UserID("u"), try IdentityID("i"))))
         let forged: [(String, [String: Any])] = [
             ("forged-folder", ["type": "folder", "name": "inbox"]),
             ("forged-suid", ["type": "file", "name": "run-me", "mode": 0o6777, "parentID": folder.rawValue,

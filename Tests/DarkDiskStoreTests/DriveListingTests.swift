@@ -22,9 +22,9 @@ import Testing
         let remoteOnly = try NodeID("remote-only"), stray = try NodeID("stray")
         try manager.updateOutline([
             OutlineEntry(nodeID: remoteOnly, name: "remote.bin", parentID: folder.id.rawValue, metadataSize: 0, thumbnailSize: 0,
-                         dataSize: 123_456, wrappedKey: manager.wrapKey(SymmetricKey.random(), for: .node(remoteOnly)), cloudETag: "e1"),
+                         dataSize: 123_456, wrappedKey: manager.keys.wrap(SymmetricKey.random(), for: .node(remoteOnly)), cloudETag: "e1"),
             OutlineEntry(nodeID: stray, name: "stray.bin", parentID: "no-such-folder", metadataSize: 0, thumbnailSize: 0,
-                         dataSize: 5, wrappedKey: manager.wrapKey(SymmetricKey.random(), for: .node(stray)), cloudETag: "e2"),
+                         dataSize: 5, wrappedKey: manager.keys.wrap(SymmetricKey.random(), for: .node(stray)), cloudETag: "e2"),
         ])
 
         let inFolder = try manager.driveListing(of: folder.id)

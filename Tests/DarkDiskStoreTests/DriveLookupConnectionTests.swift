@@ -26,9 +26,9 @@ import Testing
         let remoteOnly = try NodeID("remote-only"), inFile = try NodeID("in-a-file")
         try manager.updateOutline([
             OutlineEntry(nodeID: remoteOnly, name: "remote.bin", parentID: folder.id.rawValue, metadataSize: 0, thumbnailSize: 0,
-                         dataSize: 123_456, wrappedKey: manager.wrapKey(SymmetricKey.random(), for: .node(remoteOnly)), cloudETag: "e1"),
+                         dataSize: 123_456, wrappedKey: manager.keys.wrap(SymmetricKey.random(), for: .node(remoteOnly)), cloudETag: "e1"),
             OutlineEntry(nodeID: inFile, name: "inside", parentID: file.id.rawValue, metadataSize: 0, thumbnailSize: 0,
-                         dataSize: 5, wrappedKey: manager.wrapKey(SymmetricKey.random(), for: .node(inFile)), cloudETag: "e2"),
+                         dataSize: 5, wrappedKey: manager.keys.wrap(SymmetricKey.random(), for: .node(inFile)), cloudETag: "e2"),
         ])
 
         let listed = try manager.driveChildren(of: folder.id)

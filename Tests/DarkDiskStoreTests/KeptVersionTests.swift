@@ -9,7 +9,7 @@ import Testing
 @Suite struct KeptVersionTests {
     private func outline(_ manager: DiskManager, _ id: NodeID, etag: String) -> OutlineEntry {
         OutlineEntry(nodeID: id, name: nil, parentID: nil, metadataSize: 0, thumbnailSize: 0, dataSize: 10,
-                     wrappedKey: manager.wrapKey(SymmetricKey.random(), for: .node(id)), cloudETag: etag)
+                     wrappedKey: manager.keys.wrap(SymmetricKey.random(), for: .node(id)), cloudETag: etag)
     }
 
     @Test func theNewVersionOfAKeptFileIsKeptToo() throws {

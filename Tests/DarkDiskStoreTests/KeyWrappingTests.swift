@@ -10,21 +10,21 @@ import Testing
     @Test func newWrapsUseTheDerivedKeyAndOldOnesStillOpen() throws {
         let store = try TemporaryStore()
         let manager = try store.create()
-        let master = manager.masterKey
+        let master = try MasterKeyFile.load(at: manager.location.keyPath, passphrase: nil)
         let wrapping = try master.derived(for: "darkdisk key wrap key v1")
         let content = SymmetricKey.random()
         let node = try NodeID("n1")
 
-        let bound = manager.wrapKey(content, for: .node(node))
+        let bound = manager.keys.wrap(content, for: .node(node))
         #expect(bound[0] == SymmetricKey.boundWrapVersion)
         #expect(try wrapping.unwrap(bound, boundTo: KeyOwner.node(node).context) == content)
         #expect(throws: CryptoError.self) { _ = try master.unwrap(bound, boundTo: KeyOwner.node(node).context) }
-        #expect(try manager.unwrapKey(bound, for: .node(node)) == content)
-        #expect(throws: DarkDiskError.self) { _ = try manager.unwrapKey(bound, for: .node(NodeID("n2"))) }
+        #expect(try manager.keys.unwrap(bound, for: .node(node)) == content)
+        #expect(throws: DarkDiskError.self) { _ = try manager.keys.unwrap(bound, for: .node(NodeID("n2"))) }
 
         // A version 2 wrap (the master key itself, AAD "v2") from a record pushed before: still read.
         let legacyBound = Self.legacyBoundWrap(content, under: master, context: KeyOwner.node(node).context)
-        #expect(try manager.unwrapKey(legacyBound, for: .node(node)) == content)
+        #expect(try manager.keys.unwrap(legacyBound, for: .node(node)) == content)
 
         // The index's own wraps: new ones under the derived key, old ones (the master key) still read.
         let local = manager.wrapLocally(content)

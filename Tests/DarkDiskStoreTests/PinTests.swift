@@ -10,7 +10,7 @@ import Testing
     /// An outline entry for node `id` in folder `parent`: a folder, or a file of `size` bytes.
     private func entry(_ manager: DiskManager, _ id: String, in parent: String?, folder: Bool = false, size: UInt64 = 10) throws -> OutlineEntry {
         var entry = OutlineEntry(nodeID: try NodeID(id), name: id, parentID: parent, metadataSize: 0, thumbnailSize: 0,
-                                 dataSize: folder ? 0 : size, wrappedKey: manager.wrapKey(SymmetricKey.random(), for: .node(try NodeID(id))), cloudETag: "e-" + id)
+                                 dataSize: folder ? 0 : size, wrappedKey: manager.keys.wrap(SymmetricKey.random(), for: .node(try NodeID(id))), cloudETag: "e-" + id)
         entry.attributes = NodeAttributes(kind: folder ? .folder : .file, mode: folder ? 0o755 : 0o644)
         return entry
     }

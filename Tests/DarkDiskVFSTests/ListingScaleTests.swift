@@ -25,7 +25,7 @@ import Testing
         try manager.updateOutline((0..<listed).map { index in
             let id = try! NodeID("r\(index)")
             return OutlineEntry(nodeID: id, name: nil, parentID: nil, metadataSize: 0, thumbnailSize: 0,
-                                dataSize: 1000, wrappedKey: manager.wrapKey(key, for: .node(id)), cloudETag: "e\(index)")
+                                dataSize: 1000, wrappedKey: manager.keys.wrap(key, for: .node(id)), cloudETag: "e\(index)")
         })
         let fs = VFS(manager: manager, logger: Logger(label: "test"))
 
