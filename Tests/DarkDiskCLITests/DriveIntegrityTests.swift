@@ -152,21 +152,47 @@ import Glibc
 
     /// A listing is whole or fails: while the index cannot take the drive's commits (another process holds
     /// its write lock for 40 s), `ls` of a folder whose new files wait in the journal fails with an I/O error
-    /// after 30 s instead of listing the folder without them; once the index takes them, all are listed.
+    /// after 30 s instead of listing the folder without them; once the index takes them, all are listed. An
+    /// `fsync` of a file whose last `close` waits in the journal fails the same way, rather than hang, and
+    /// loses nothing: the write it flushed is there once the index takes it.
     @Test func aListingIsWholeOrFails() async throws {
         let (store, mount, files) = try await DriveWriteTests.mounted()
         defer { withExtendedLifetime(mount) {} }
         try await DriveWriteTests.sh("mkdir \(Shell.quote(files))/d && cd \(Shell.quote(files))/d && for i in $(seq 1 50); do echo $i > a$i; done && ls > /dev/null")
+        // A writer with a handle open from before: during the lock it writes, closes a duplicate (a commit that
+        // waits in the journal), writes again and calls `fsync`.
+        let go = store.directory + "/go"
+        let flushed = Task { try await Shell.run("/usr/bin/python3", ["-c", """
+            import errno, os, sys, time
+            fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+            open(sys.argv[2] + ".ready", "w").close()
+            while not os.path.exists(sys.argv[2]):
+                time.sleep(0.05)
+            os.write(fd, b"more\\n")
+            os.close(os.dup(fd))
+            os.write(fd, b"again\\n")
+            try:
+                os.fsync(fd)
+                print("ok")
+            except OSError as error:
+                print(errno.errorcode[error.errno])
+            os.close(fd)
+            """, files + "/d/a1", go]) }
+        #expect(await eventually(within: 20) { FileManager.default.fileExists(atPath: go + ".ready") })
         let holder = try Shell.spawn("/bin/sh", ["-c", "(echo 'BEGIN IMMEDIATE;'; sleep 40; echo 'COMMIT;') | sqlite3 \(Shell.quote(store.storePath + "/data/index.sqlite"))"])
         defer { kill(holder, SIGKILL); _ = Shell.wait(holder) }
         try await Task.sleep(nanoseconds: 500_000_000)
         try await DriveWriteTests.sh("cd \(Shell.quote(files))/d && for i in $(seq 1 20); do echo $i > b$i; done")
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
         let during = try await Shell.run("/bin/ls", [files + "/d"])
         let count = during.output.split(separator: "\n").count
         #expect(during.status == 0 ? count == 70 : during.stderr.contains("Input/output error"), "a partial listing: \(count) of 70 names, \(during.stderr)")
+        let fsync = try await flushed.value
+        #expect(fsync.status == 0 && fsync.output.trimmingCharacters(in: .whitespacesAndNewlines) == "EIO", "\(fsync.output) \(fsync.stderr)")
         #expect(await Shell.wait(holder, seconds: 60) != nil)
         let after = try await DriveWriteTests.sh("ls \(Shell.quote(files))/d | wc -l", log: mount)
         #expect(after.trimmingCharacters(in: .whitespacesAndNewlines) == "70")
+        #expect(try String(contentsOfFile: files + "/d/a1", encoding: .utf8) == "1\nmore\nagain\n")
     }
 
     /// One mount per store: a second `mount` of the store (another mount point) is refused in one line that
