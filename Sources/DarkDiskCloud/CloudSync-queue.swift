@@ -58,7 +58,7 @@ extension CloudSync {
         if let metadata, stale.contains(.metadata) || !stored.contains(.metadata) {
             try await store(DiskImport(cleartextData: metadata), .metadata)
         }
-        try manager.uploadQueue.add(nodeID, name: name, parentID: parentID)
+        try await manager.uploadQueue.add(nodeID, name: name, parentID: parentID)
     }
 
     /// Uploads every queued change this process can claim, oldest first (with `restedSince`, only those last
@@ -71,7 +71,7 @@ extension CloudSync {
                            pauseWhen: (@Sendable () throws -> Bool)? = nil,
                            progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> DrainResult {
         var result = DrainResult()
-        var queue = try manager.uploadQueue.all().filter { queued in restedSince.map { queued.queuedAt <= $0 } ?? true }
+        var queue = try await manager.uploadQueue.all().filter { queued in restedSince.map { queued.queuedAt <= $0 } ?? true }
         if let firstQueuedAfter {
             let (newer, older) = (queue.filter { $0.queuedAt > firstQueuedAfter }, queue.filter { $0.queuedAt <= firstQueuedAfter })
             queue = newer + older
@@ -86,7 +86,7 @@ extension CloudSync {
             do {
                 if let outcome = try await uploadQueued(queued.nodeID) {
                     if let conflict = outcome.conflict { result.conflicts.append(conflict) } else { result.uploaded.append(queued.nodeID) }
-                } else if try manager.uploadQueue.change(of: queued.nodeID) != nil {
+                } else if try await manager.uploadQueue.change(of: queued.nodeID) != nil {
                     result.busy.append(queued.nodeID)
                 }
             } catch is CancellationError {
@@ -102,7 +102,7 @@ extension CloudSync {
                 try await Task.sleep(for: .milliseconds(100))
                 var still: [NodeID] = []
                 for id in result.busy {
-                    guard let queued = try manager.uploadQueue.change(of: id) else { result.uploaded.append(id); continue }
+                    guard let queued = try await manager.uploadQueue.change(of: id) else { result.uploaded.append(id); continue }
                     switch queued.state {
                     case .uploading: still.append(id)
                     case .failed: result.failed.append((id, queued.lastError ?? "the upload failed"))
@@ -125,22 +125,22 @@ extension CloudSync {
     /// running process is uploading it). A failure leaves the change queued as `failed` with its error.
     @discardableResult
     public func uploadQueued(_ nodeID: NodeID) async throws -> PushResult? {
-        guard let queued = try manager.uploadQueue.claim(nodeID) else { return nil }
+        guard let queued = try await manager.uploadQueue.claim(nodeID) else { return nil }
         do {
             let result = try await upload(queued)
-            try manager.uploadQueue.finish(nodeID, sequence: queued.sequence)
+            try await manager.uploadQueue.finish(nodeID, sequence: queued.sequence)
             return result
         } catch is CancellationError {
-            try? manager.uploadQueue.release(nodeID)
+            try? await manager.uploadQueue.release(nodeID)
             throw CancellationError()
         } catch {
             // A node deleted here while its upload ran (a temporary file's short life) has nothing left to
             // upload: not a failure.
             if queued.operation == .content, (try? manager.hasNode(nodeID)) == false {
-                try? manager.uploadQueue.remove(nodeID)
+                try? await manager.uploadQueue.remove(nodeID)
                 return nil
             }
-            try? manager.uploadQueue.fail(nodeID, sequence: queued.sequence, error: Self.describe(error))
+            try? await manager.uploadQueue.fail(nodeID, sequence: queued.sequence, error: Self.describe(error))
             throw error
         }
     }
@@ -227,7 +227,7 @@ extension CloudSync {
             }
             guard case .record(let base) = state else {
                 try manager.noteRecordGenerations([nodeID: state.generation])
-                try manager.uploadQueue.remove(nodeID)
+                try await manager.uploadQueue.remove(nodeID)
                 try await manager.deleteNodes([nodeID])
                 throw RemoteError(.notFound, "node '\(nodeID)' was deleted in \(remote.url); its rename was dropped and it is deleted here too")
             }
@@ -280,7 +280,7 @@ extension CloudSync {
             try await deleteNode(queued.nodeID)
         } catch {
             guard (error as? RemoteError)?.code == .preconditionFailed else { throw error }
-            try manager.uploadQueue.remove(queued.nodeID)
+            try await manager.uploadQueue.remove(queued.nodeID)
             throw RemoteError(.preconditionFailed, "node '\(queued.nodeID)' changed in \(remote.url) before its delete reached it: it is kept, and the next pull brings its new version back")
         }
         guard let known else {

@@ -118,7 +118,7 @@ public struct CloudSync: Sendable {
         // writes the outline (`pulledGenerations`): a change queued meanwhile is kept too.
         // (The mount's changes waiting in the drive's journal are queued first.)
         manager.drainDriveCommits()
-        let queuedHere = Set(try manager.uploadQueue.all().map(\.nodeID))
+        let queuedHere = Set(try await manager.uploadQueue.all().map(\.nodeID))
         let records = try await RecordListing.read(objects, knownNodes: Set(known.keys).union(appliedGenerations.keys).union(queuedHere),
                                                    with: manager) { object throws(RemoteError) in
             try await readRecord(object.key, listed: listed[object.key])
@@ -205,7 +205,7 @@ public struct CloudSync: Sendable {
         // A node with a change still queued here keeps it: the upload brings the node back (a local change
         // is never dropped by a remote delete).
         manager.drainDriveCommits()
-        let queued = Set(try manager.uploadQueue.all().map(\.nodeID))
+        let queued = Set(try await manager.uploadQueue.all().map(\.nodeID))
         var gone: [NodeID] = []
         for nodeID in known.keys.sorted(by: { $0.rawValue < $1.rawValue }) where !seen.contains(nodeID) && !queued.contains(nodeID) {
             // A delete leaves a tombstone (a tombstone is not `seen`, so its node is here with its generation

@@ -60,7 +60,7 @@ public final class QueueUploader: Sendable {
         do {
             // Including changes whose uploader died (a daemon killed mid-upload and started again).
             let rested = sync.manager.clock.now.addingTimeInterval(-writeBack)
-            guard try !busy(), try sync.manager.uploadQueue.hasChangesToStart(restedSince: rested) else { return }
+            guard try !busy(), try await sync.manager.uploadQueue.hasChangesToStart(restedSince: rested) else { return }
             let started = sync.manager.clock.now
             defer { progress.withLock { $0.lastDrain = started } }
             let result = try await sync.drainQueue(restedSince: rested, firstQueuedAfter: progress.withLock { $0.lastDrain }, pauseWhen: busy)

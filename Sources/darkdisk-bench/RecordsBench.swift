@@ -51,7 +51,7 @@ enum RecordsBench {
             source.migrateToCacheAfterUpload = true
             let id = try NodeID(String(format: "r%07d", index))
             _ = try await manager.importNodeFile(source, nodeID: id)
-            try manager.uploadQueue.add(id, name: String(format: "record %07d.txt", index), parentID: nil)
+            try await manager.uploadQueue.add(id, name: String(format: "record %07d.txt", index), parentID: nil)
             ids.append(id)
         }
         let imported = Date()
@@ -71,8 +71,8 @@ enum RecordsBench {
             }
             return try await group.reduce(0, +)
         }
-        guard uploaded == count, try manager.uploadQueue.all().isEmpty else {
-            throw RemoteError(.invalidResponse, "uploaded \(uploaded) of \(count) nodes; \(try manager.uploadQueue.all().count) still queued")
+        guard uploaded == count, try await manager.uploadQueue.all().isEmpty else {
+            throw RemoteError(.invalidResponse, "uploaded \(uploaded) of \(count) nodes; \(try await manager.uploadQueue.all().count) still queued")
         }
         let end = Date()
         let timings = String(format: "imported in %.1f s, uploaded in %.1f s", imported.timeIntervalSince(started), end.timeIntervalSince(imported))

@@ -92,9 +92,9 @@ struct PushCommand: AsyncParsableCommand {
                 // or a downloaded copy) gets its record rewritten alone: a rename or move, nothing downloaded.
                 let data = try manager.storedFile(id, kind: .data)
                 if let data, data.format != .cloudFile {
-                    try manager.uploadQueue.add(id, name: name, parentID: parent)
+                    try await manager.uploadQueue.add(id, name: name, parentID: parent)
                 } else if try manager.outlineEntry(id) != nil {
-                    try manager.uploadQueue.addRecordChange(id, name: name, parentID: parent)
+                    try await manager.uploadQueue.addRecordChange(id, name: name, parentID: parent)
                 } else {
                     throw CLIError("node '\(id)' has no data stored locally to upload (give FILE, or 'darkdisk fetch' it first)")
                 }
@@ -121,7 +121,7 @@ struct PushCommand: AsyncParsableCommand {
     static func waitForUpload(of id: NodeID, sync: CloudSync) async throws -> CloudSync.PushResult? {
         while true {
             if let result = try await sync.uploadQueued(id) { return result }
-            guard let queued = try sync.manager.uploadQueue.change(of: id) else { return nil }
+            guard let queued = try await sync.manager.uploadQueue.change(of: id) else { return nil }
             if queued.state == .failed { throw CLIError("the upload of node '\(id)' failed: \(queued.lastError ?? "unknown error")") }
             try await Task.sleep(for: .milliseconds(100))
         }

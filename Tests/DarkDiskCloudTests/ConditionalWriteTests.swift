@@ -74,7 +74,7 @@ import Testing
             try await CloudSync(manager: a, remote: remote, host: "machine-a").queuePush(dataFile: second, nodeID: id)
         })
         let first = try await CloudSync(manager: a, remote: racing, host: "machine-a").drainQueue()
-        let waiting = try a.uploadQueue.all()
+        let waiting = try await a.uploadQueue.all()
         #expect(first.conflicts.count == 1 && waiting.count == 1, "\(first)")
         let then = try await bucket.sync(a, host: "machine-a").drainQueue()
         #expect(then.conflicts.count == 1 && then.uploaded.isEmpty, "the newer edit is a conflict copy too: \(then)")

@@ -76,7 +76,7 @@ import Testing
         #expect(try await rig.uploads(first), "waited 101 s behind a busy drive")
         await rig.uploader.runOnce()
         #expect(try rig.isQueued(latest), "the change made a moment ago waits for its own rest")
-        #expect(try rig.store.uploadQueue.all().count == 20, "only what waited the longest hold went up")
+        #expect(try await rig.store.uploadQueue.all().count == 20, "only what waited the longest hold went up")
     }
 
     @Test func theLongestHoldIsTwelveTimesTheRestUnlessSaid() async throws {
@@ -104,7 +104,7 @@ import Testing
         let one = try NodeID("one")
         #expect(result.paused && result.uploaded == [one] && result.failed.isEmpty)
         let expected = [try NodeID("two"), try NodeID("three")]
-        #expect(try setup.a.uploadQueue.all().map(\.nodeID) == expected)
+        #expect(try await setup.a.uploadQueue.all().map(\.nodeID) == expected)
         #expect(try await sync.drainQueue().uploaded.count == 2)
     }
 
@@ -112,18 +112,18 @@ import Testing
         let clock = ManualClock(Date(timeIntervalSince1970: 1_000_000))
         let setup = try CloudTests.Setup()
         let store = try DiskManager.create(at: StoreLocation(directory: setup.directory + "/clocked"), clock: clock)
-        #expect(try store.uploadQueue.times() == nil)
-        try store.uploadQueue.addDelete(try NodeID("a"))
+        #expect(try await store.uploadQueue.times() == nil)
+        try await store.uploadQueue.addDelete(try NodeID("a"))
         clock.advance(by: 3)
-        try store.uploadQueue.addDelete(try NodeID("b"))
-        #expect(try store.uploadQueue.times() == UploadQueueTimes(newestChange: Date(timeIntervalSince1970: 1_000_003),
+        try await store.uploadQueue.addDelete(try NodeID("b"))
+        #expect(try await store.uploadQueue.times() == UploadQueueTimes(newestChange: Date(timeIntervalSince1970: 1_000_003),
                                                                  oldestWaiting: Date(timeIntervalSince1970: 1_000_000)))
-        _ = try store.uploadQueue.claim(try NodeID("a"))
-        #expect(try store.uploadQueue.times()?.oldestWaiting == Date(timeIntervalSince1970: 1_000_003), "one being uploaded does not wait")
-        let b = try #require(try store.uploadQueue.claim(try NodeID("b")))
-        #expect(try store.uploadQueue.times() == UploadQueueTimes(newestChange: Date(timeIntervalSince1970: 1_000_003), oldestWaiting: nil))
-        try store.uploadQueue.fail(b.nodeID, sequence: b.sequence, error: "the remote is down")
-        #expect(try store.uploadQueue.times()?.oldestWaiting == nil, "a failed one waits for its retry, not for the drive")
+        _ = try await store.uploadQueue.claim(try NodeID("a"))
+        #expect(try await store.uploadQueue.times()?.oldestWaiting == Date(timeIntervalSince1970: 1_000_003), "one being uploaded does not wait")
+        let b = try #require(try await store.uploadQueue.claim(try NodeID("b")))
+        #expect(try await store.uploadQueue.times() == UploadQueueTimes(newestChange: Date(timeIntervalSince1970: 1_000_003), oldestWaiting: nil))
+        try await store.uploadQueue.fail(b.nodeID, sequence: b.sequence, error: "the remote is down")
+        #expect(try await store.uploadQueue.times()?.oldestWaiting == nil, "a failed one waits for its retry, not for the drive")
 
         let now = Date(timeIntervalSince1970: 2_000_000)
         let busy = UploadQueueTimes(newestChange: now.addingTimeInterval(-4), oldestWaiting: now.addingTimeInterval(-50))

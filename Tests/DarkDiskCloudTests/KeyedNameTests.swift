@@ -122,7 +122,7 @@ final class BeforeFirstNewRecord: Remote, Sendable {
         }
 
         // A rename of a node under its ID is written there (its cloud file is there); so is a delete's tombstone.
-        try setup.b.uploadQueue.addRecordChange(kept, name: "kept, renamed.txt")
+        try await setup.b.uploadQueue.addRecordChange(kept, name: "kept, renamed.txt")
         let drained = try await syncB.drainQueue()
         #expect(drained.uploaded == [kept] && drained.failed.isEmpty, "\(drained)")
         try await syncB.deleteNode(gone)
@@ -158,7 +158,7 @@ final class BeforeFirstNewRecord: Remote, Sendable {
         try await setup.nameByID(node)
         _ = try await syncA.pull()
         _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
-        try setup.a.uploadQueue.addRecordChange(node, name: "renamed by A.txt")
+        try await setup.a.uploadQueue.addRecordChange(node, name: "renamed by A.txt")
 
         // B pushes new content; A's rename lands under the node's ID between B's read and B's keyed write.
         let racing = BeforeFirstNewRecord(setup.remote) { _ = try await syncA.drainQueue() }

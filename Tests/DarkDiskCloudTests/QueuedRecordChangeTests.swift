@@ -24,11 +24,11 @@ import Testing
         // B renames and moves it and changes its mode, without its data.
         let attributes = NodeAttributes(kind: .file, mode: 0o600, modifiedSeconds: 1_700_000_000)
         #expect(try setup.b.setNodeAttributes(attributes, of: id))
-        try setup.b.uploadQueue.addRecordChange(id, name: "renamed.txt", parentID: "folder-2")
-        #expect(try setup.b.uploadQueue.change(of: id)?.operation == .record)
+        try await setup.b.uploadQueue.addRecordChange(id, name: "renamed.txt", parentID: "folder-2")
+        #expect(try await setup.b.uploadQueue.change(of: id)?.operation == .record)
         let drained = try await syncB.drainQueue()
         #expect(drained.uploaded == [id] && drained.failed.isEmpty && drained.conflicts.isEmpty, "\(drained)")
-        #expect(try setup.b.uploadQueue.all().isEmpty)
+        #expect(try await setup.b.uploadQueue.all().isEmpty)
         #expect(try Self.versions(setup, id) == before, "no new cloud file version: the record alone was written")
         #expect(try setup.b.storedFile(id) == nil, "still nothing downloaded")
         #expect(try setup.b.recordGeneration(of: id) == 2)
@@ -47,7 +47,7 @@ import Testing
         try await syncA.push(dataFile: setup.file("v2", Data("version 2".utf8)), nodeID: id, name: "a's name")
         let v2 = try #require(try setup.a.outlineEntry(id))
 
-        try setup.b.uploadQueue.addRecordChange(id, name: "b's name")
+        try await setup.b.uploadQueue.addRecordChange(id, name: "b's name")
         let drained = try await syncB.drainQueue()
         #expect(drained.uploaded == [id] && drained.conflicts.isEmpty, "\(drained)")
         let merged = try #require(try setup.b.outlineEntry(id))
@@ -62,11 +62,11 @@ import Testing
         let setup = try CloudTests.Setup()
         let id = try await setup.pushedAndPulled(Data("doomed".utf8), as: "n3")
         try await CloudSync(manager: setup.a, remote: setup.remote).deleteNode(id)
-        try setup.b.uploadQueue.addRecordChange(id, name: "too late")
+        try await setup.b.uploadQueue.addRecordChange(id, name: "too late")
         let drained = try await CloudSync(manager: setup.b, remote: setup.remote).drainQueue()
         #expect(drained.uploaded.isEmpty && drained.failed.map(\.error) == ["node 'n3' was deleted in \(setup.remote.url); its rename was dropped and it is deleted here too"],
                 "\(drained)")
-        #expect(try setup.b.uploadQueue.all().isEmpty, "not retried forever")
+        #expect(try await setup.b.uploadQueue.all().isEmpty, "not retried forever")
         #expect(try setup.b.outlineEntry(id) == nil)
     }
 
@@ -77,12 +77,12 @@ import Testing
         let syncA = CloudSync(manager: setup.a, remote: setup.remote), syncB = CloudSync(manager: setup.b, remote: setup.remote)
         try await syncA.push(dataFile: setup.file("k2", Data("keep me, changed".utf8)), nodeID: kept)
 
-        try setup.b.uploadQueue.addDelete(gone)
-        try setup.b.uploadQueue.addDelete(kept)
+        try await setup.b.uploadQueue.addDelete(gone)
+        try await setup.b.uploadQueue.addDelete(kept)
         let drained = try await syncB.drainQueue()
         #expect(drained.uploaded == [gone], "\(drained)")
         #expect(drained.failed.map(\.error) == ["node 'n5' changed in \(setup.remote.url) before its delete reached it: it is kept, and the next pull brings its new version back"])
-        #expect(try setup.b.uploadQueue.all().isEmpty)
+        #expect(try await setup.b.uploadQueue.all().isEmpty)
         #expect(try setup.b.outlineEntry(gone) == nil)
 
         let pulledA = try await syncA.pull()

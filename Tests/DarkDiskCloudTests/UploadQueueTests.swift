@@ -24,14 +24,14 @@ import Glibc
         try await sync.queuePush(dataFile: path, nodeID: id, name: "movie.mkv", parentID: "folder", thumbnail: Data("thumb".utf8))
         // The store holds it persistently (maybe the only copy); the source file may go.
         try FileManager.default.removeItem(atPath: path)
-        #expect(try setup.a.uploadQueue.all().map(\.nodeID) == [id])
-        #expect(try setup.a.uploadQueue.change(of: id)?.state == .pending)
+        #expect(try await setup.a.uploadQueue.all().map(\.nodeID) == [id])
+        #expect(try await setup.a.uploadQueue.change(of: id)?.state == .pending)
         #expect(try setup.a.storedFiles(id).first { $0.kind == .data }?.mode == .persistent)
         #expect(try await setup.remote.list(prefix: "records/").isEmpty)
 
         let result = try await sync.drainQueue()
         #expect(result.uploaded == [id] && result.failed.isEmpty && result.conflicts.isEmpty)
-        #expect(try setup.a.uploadQueue.all().isEmpty)
+        #expect(try await setup.a.uploadQueue.all().isEmpty)
         // Uploaded: the new content became a cache file (nothing is kept twice), the record names it.
         #expect(try setup.a.storedFiles(id).first { $0.kind == .data }?.mode == .cache)
         _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
@@ -57,14 +57,14 @@ import Glibc
         try await sync.queuePush(dataFile: try setup.file("edit", Data("one line\n".utf8)), nodeID: edit)
         let result = try await sync.drainQueue(firstQueuedAfter: lastDrain)
         #expect(result.uploaded == [edit] + backlog, "\(result.uploaded)")
-        #expect(try setup.a.uploadQueue.all().isEmpty)
+        #expect(try await setup.a.uploadQueue.all().isEmpty)
     }
 
     @Test func aQueuedCacheFileIsNeverEvictedOrExpired() async throws {
         let setup = try CloudTests.Setup()
         let id = try NodeID("only-copy")
         try await setup.a.importNodeFile(DiskImport(cleartextData: bytes(300_000, 2)), nodeID: id)
-        try setup.a.uploadQueue.add(id, name: "only.bin")
+        try await setup.a.uploadQueue.add(id, name: "only.bin")
         try setup.a.setMaxSize(0, for: .data)
         try await setup.a.enforceLimits(of: .data)
         try setup.a.setDefaultExpiration(0.001, for: .data)
@@ -89,14 +89,14 @@ import Glibc
         try await CloudSync(manager: setup.a, remote: gone).queuePush(dataFile: setup.file("p", data), nodeID: id)
         let result = try await CloudSync(manager: setup.a, remote: gone).drainQueue()
         #expect(result.failed.map(\.nodeID) == [id] && result.uploaded.isEmpty)
-        let failed = try #require(try setup.a.uploadQueue.change(of: id))
+        let failed = try #require(try await setup.a.uploadQueue.change(of: id))
         #expect(failed.state == .failed && failed.attempts == 1)
         #expect(failed.lastError?.contains(blocker) == true, "\(failed.lastError ?? "")")
         #expect(try setup.a.storedFiles(id).count == 1)
 
         let retried = try await CloudSync(manager: setup.a, remote: setup.remote).drainQueue()
         #expect(retried.uploaded == [id])
-        #expect(try setup.a.uploadQueue.change(of: id) == nil)
+        #expect(try await setup.a.uploadQueue.change(of: id) == nil)
     }
 
     /// A change queued while the previous one uploads is not cleared by that upload.
@@ -119,13 +119,13 @@ import Glibc
     @Test func aDeadUploadersClaimIsTakenOver() async throws {
         let setup = try CloudTests.Setup()
         let id = try NodeID("orphaned")
-        try setup.a.uploadQueue.add(id)
+        try await setup.a.uploadQueue.add(id)
         let child = try ChildProcess.spawn("/bin/sleep", ["30"])
-        #expect(try setup.a.uploadQueue.claim(id, for: child)?.claimedBy == child)
-        #expect(try setup.a.uploadQueue.claim(id) == nil)
+        #expect(try await setup.a.uploadQueue.claim(id, for: child)?.claimedBy == child)
+        #expect(try await setup.a.uploadQueue.claim(id) == nil)
         kill(child, SIGKILL)
         _ = await ChildProcess.exitStatus(child)
-        #expect(try setup.a.uploadQueue.claim(id)?.claimedBy == getpid())
+        #expect(try await setup.a.uploadQueue.claim(id)?.claimedBy == getpid())
     }
 
     /// The mount daemon's uploader takes over a change whose uploader died (a daemon killed mid-upload).
@@ -136,13 +136,13 @@ import Glibc
         try await sync.queuePush(dataFile: setup.file("p", bytes(50_000, 4)), nodeID: id)
         let child = try ChildProcess.spawn("/bin/true", [])
         _ = await ChildProcess.exitStatus(child)
-        #expect(try setup.a.uploadQueue.claim(id, for: child)?.state == .uploading)
+        #expect(try await setup.a.uploadQueue.claim(id, for: child)?.state == .uploading)
         let uploader = QueueUploader(sync: sync, checkInterval: 0.05, pullAfterUploads: false, logger: Logger(label: "test"))
         defer { uploader.stop() }
         var drained = false
         for _ in 0..<300 where !drained {
             try await Task.sleep(for: .milliseconds(50))
-            drained = try setup.a.uploadQueue.all().isEmpty
+            drained = try await setup.a.uploadQueue.all().isEmpty
         }
         #expect(drained, "the uploader left a dead process' change queued")
         #expect(try await setup.remote.info(CloudLayout.record(id, with: setup.a)) != nil)
@@ -162,7 +162,7 @@ import Glibc
         let result = try await syncB.drainQueue()
         let copy = try #require(result.conflicts.first)
         #expect(copy.originalID == id && copy.name.hasPrefix("doc (conflict laptop ") && copy.name.hasSuffix(").txt"))
-        #expect(try setup.b.uploadQueue.all().isEmpty)
+        #expect(try await setup.b.uploadQueue.all().isEmpty)
         let downloads = DownloadManager(manager: setup.b, remote: setup.remote)
         #expect(try CloudTests().plaintext(try await downloads.nodeData(id)) == Data("two from A".utf8))
         #expect(try CloudTests().plaintext(try await downloads.nodeData(copy.nodeID)) == Data("three from B".utf8))
