@@ -127,10 +127,12 @@ public final class FuseFileSystem: Sendable {
             ready()
             let rc = darkdisk_fuse_session_loop_mt(session, UInt32(threads), 4)
             notifySession.withLock { $0 = nil }
+            // (The watcher's thread ends before the session goes: no notice is in flight during the unmount.)
+            watcher?.stop()
             fuse_session_unmount(session)
             // (A notice sent meanwhile returns once the connection is gone; none is sent after this.)
             kernelNotices.sync {}
-            vfs.stop(watcher)
+            vfs.stop()
             logger.info("unmounted \(mountpoint) (loop ended with \(rc))")
         }
     }

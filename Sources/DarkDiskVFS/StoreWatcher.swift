@@ -46,8 +46,8 @@ package final class StoreWatcher: Sendable {
         }
     }
 
-    /// Stops watching and waits for the watcher's thread; call before the kernel's session goes.
-    func stop() {
+    /// Stops watching and waits for the watcher's thread; call once, before the kernel's session goes.
+    package func stop() {
         stopped.store(true, ordering: .releasing)
         wake.signal()
         finished.wait()

@@ -286,10 +286,11 @@ extension VFS {
                 let mode = cleared ?? UInt32(attributes.st_mode) & 0o7777
                 try drive.setAttributes(of: id, permissions: setsMode ? mode : nil, modified: setsTime ? time : nil)
             }
-            return try self.attributes(of: ino, handle: handle)
         } catch {
             throw refused("setattr of \(entry.logName)", error)
         }
+        // (As `getattr` answers: a file replaced meanwhile is ESTALE, with no log line.)
+        return try self.attributes(of: ino, handle: handle)
     }
 
     /// Truncates drive file `id` through the handle that asks (`ftruncate`), or by name (`truncate`), which

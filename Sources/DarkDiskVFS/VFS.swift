@@ -122,10 +122,9 @@ package final class VFS: Sendable {
         }
     }
 
-    /// Stops the watcher, lets go of every handle (releasing tokens and descriptors) and waits up to a minute
-    /// for the index to take the drive's journal.
-    package func stop(_ watcher: StoreWatcher?) {
-        watcher?.stop()
+    /// Lets go of every handle (releasing tokens and descriptors) and waits up to a minute for the index to
+    /// take the drive's journal. The watcher `start` returned is stopped first (`StoreWatcher.stop`).
+    package func stop() {
         kernel.withLock { $0 = nil }
         // Released after the lock: each handle's last reference lets go of retain tokens and descriptors.
         let closed = handles.withLock { open in defer { open.removeAll() }; return Array(open.values) }

@@ -25,7 +25,7 @@ import Testing
         }
 
         func remove() {
-            vfs.stop(nil)
+            vfs.stop()
             try? FileManager.default.removeItem(atPath: directory)
         }
 
