@@ -16,7 +16,7 @@ extension CloudSync {
     /// a replaced record went through there), while every S3 server and `file://` honour it on PUT; and the
     /// tombstone's generation makes a replayed older record a refused rollback on every machine.
     public func deleteNode(_ nodeID: NodeID) async throws {
-        let applied = try manager.recordGeneration(of: nodeID)
+        let applied = try await manager.records.generation(of: nodeID)
         if let current = try await currentRecord(of: nodeID) {
             guard let state = current.state else {
                 throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' in \(remote.url) does not authenticate; it was not deleted (see 'darkdisk check --remote')")
@@ -37,9 +37,9 @@ extension CloudSync {
                 }
                 // Unless it was this write landing before a retry (or the same delete from another machine).
                 if lostRace, try await currentRecord(of: nodeID)?.state != .tombstone(tombstone) { throw changed }
-                try manager.noteRecordGenerations([nodeID: generation])
+                try await manager.records.note([nodeID: generation])
             } else {
-                try manager.noteRecordGenerations([nodeID: state.generation])
+                try await manager.records.note([nodeID: state.generation])
             }
         }
         try await remote.delete(CloudLayout.legacyRecord(nodeID))

@@ -145,7 +145,7 @@ extension CloudSync {
         let cloudKey = CloudLayout.cloudFile(nodeID, version: version, with: manager)
         let info = try await remote.write(cloudKey, movingFile: scratch.path)
         try beforeRecord(version)
-        let applied = try manager.recordGeneration(of: nodeID)
+        let applied = try await manager.records.generation(of: nodeID)
         let condition: WriteCondition
         // The node's record under its ID, which this write moves to the node's keyed name.
         var recordByID: CurrentRecord?
@@ -217,7 +217,7 @@ extension CloudSync {
             }
             return .conflict(try await currentRecord(of: nodeID)?.state?.record)
         }
-        try manager.noteRecordGenerations([nodeID: generation])
+        try await manager.records.note([nodeID: generation])
         try await deleteReplacedRecordByID(of: nodeID, keyedGeneration: generation)
         let entry = try record.outlineEntry()
         try manager.updateOutline(entry, invalidatingLocalFiles: false, keepingLocalPlacement: true)
@@ -315,8 +315,8 @@ extension CloudSync {
     /// `invalidatingLocalFiles`: its local files of another version go.
     func apply(_ record: NodeRecord, invalidatingLocalFiles: Bool = true) throws {
         guard let generation = record.generation, let id = try? NodeID(record.nodeID) else { return }
-        guard generation >= (try manager.recordGeneration(of: id)) else { return }
+        guard generation >= (try manager.records.generation(of: id)) else { return }
         try manager.updateOutline(try record.outlineEntry(), invalidatingLocalFiles: invalidatingLocalFiles)
-        try manager.noteRecordGenerations([id: generation])
+        try manager.records.note([id: generation])
     }
 }

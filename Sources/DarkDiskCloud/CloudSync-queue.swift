@@ -173,7 +173,7 @@ extension CloudSync {
         var basedOn = queued.basedOn
         if let version = queued.version, let current = try await currentRecord(of: nodeID),
            let record = current.state?.record, record.cloudVersion == version {
-            try manager.noteRecordGenerations([nodeID: record.generation ?? 0])
+            try await manager.records.note([nodeID: record.generation ?? 0])
             try manager.updateOutline(try record.outlineEntry(), invalidatingLocalFiles: false, keepingLocalPlacement: true)
             basedOn = version
         }
@@ -226,12 +226,12 @@ extension CloudSync {
                 throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' in \(remote.url) does not authenticate; it was not overwritten (see 'darkdisk check --remote')")
             }
             guard case .record(let base) = state else {
-                try manager.noteRecordGenerations([nodeID: state.generation])
+                try await manager.records.note([nodeID: state.generation])
                 try await manager.uploadQueue.remove(nodeID)
                 try await manager.deleteNodes([nodeID])
                 throw RemoteError(.notFound, "node '\(nodeID)' was deleted in \(remote.url); its rename was dropped and it is deleted here too")
             }
-            let applied = try manager.recordGeneration(of: nodeID)
+            let applied = try await manager.records.generation(of: nodeID)
             let changedElsewhere = base.generation ?? 0 > applied
             let attributes = changedElsewhere ? (base.attributes ?? NodeAttributes()) : try manager.nodeAttributes(of: nodeID)
             let generation = max(applied, base.generation ?? 0) + 1
@@ -266,7 +266,7 @@ extension CloudSync {
     /// Takes a record this store wrote as its knowledge of the node.
     private func tookOwnRecord(_ record: NodeRecord, replacingContent: Bool) throws -> PushResult {
         let entry = try record.outlineEntry()
-        try manager.noteRecordGenerations([entry.nodeID: record.generation ?? 0])
+        try manager.records.note([entry.nodeID: record.generation ?? 0])
         try manager.updateOutline(entry, invalidatingLocalFiles: replacingContent, keepingLocalPlacement: !replacingContent)
         return PushResult(entry: entry, conflict: nil)
     }

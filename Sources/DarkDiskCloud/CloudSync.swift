@@ -98,7 +98,7 @@ public struct CloudSync: Sendable {
         // What this store knows is read before the listing: a node this store (its mount) uploads for the
         // first time after the listing was taken is not "gone from the bucket" (it was not listed yet).
         let known = Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) })
-        let appliedGenerations = try manager.recordGenerations()
+        let appliedGenerations = try await manager.records.generations()
         let objects = try await remote.list(prefix: CloudLayout.recordsPrefix)
         var result = PullResult()
         var seen = Set<NodeID>()
@@ -201,7 +201,7 @@ public struct CloudSync: Sendable {
         let updated = Set(updates.map(\.nodeID))
         let pulled = generations.filter { updated.contains($0.key) }
         try manager.updateOutline(updates, pulledGenerations: pulled)
-        try manager.noteRecordGenerations(generations.filter { pulled[$0.key] == nil })
+        try await manager.records.note(generations.filter { pulled[$0.key] == nil })
         // A node with a change still queued here keeps it: the upload brings the node back (a local change
         // is never dropped by a remote delete).
         manager.drainDriveCommits()

@@ -42,7 +42,7 @@ extension CloudSync {
         // Node folders (`CloudLayout.nodeName`) whose record could not be read: none of their files is touched.
         var kept = Set<String>()
         let objects = try await remote.list(prefix: CloudLayout.recordsPrefix)
-        let known = Set(try manager.outline().map(\.nodeID)).union(try manager.recordGenerations().keys)
+        let known = Set(try manager.outline().map(\.nodeID)).union(try await manager.records.generations().keys)
         let listing = try await RecordListing.read(objects, knownNodes: known, with: manager) { object throws(RemoteError) in
             try await remote.readAll(object.key)
         }
@@ -88,7 +88,7 @@ extension CloudSync {
             guard let folder = CloudLayout.nodeName(ofCloudFileKey: file.key) else { return false }
             return !named.contains(file.key) && !kept.contains(folder)
         }
-        let since = try manager.remoteGarbage(Set(unnamed.map(\.key)))
+        let since = try await manager.records.garbage(Set(unnamed.map(\.key)))
         let now = manager.clock.now
         var gone: [String] = []
         for file in unnamed.sorted(by: { $0.key < $1.key }) {
@@ -100,7 +100,7 @@ extension CloudSync {
             gone.append(file.key)
             result.deletedBytes += file.size
         }
-        try manager.forgetRemoteGarbage(gone)
+        try await manager.records.forgetGarbage(gone)
         result.deleted = gone
         result.skippedNodes.sort()
         result.replacedRecords.sort()

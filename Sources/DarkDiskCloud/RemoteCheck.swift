@@ -38,7 +38,7 @@ extension CloudSync {
         // For orphans only: an http remote lists one folder level, so named files are looked up one by one.
         let files = try await remote.list(prefix: "nodes/") + remote.list(prefix: "avatars/")
         var named = Set<String>()
-        let appliedGenerations = try manager.recordGenerations()
+        let appliedGenerations = try await manager.records.generations()
         // What to read: each node's cloud file with its record's key and ETag, each avatar with its key.
         var toRead: [(key: String, fileKey: SymmetricKey, record: OutlineEntry?)] = []
         let known = Set(try manager.outline().map(\.nodeID)).union(appliedGenerations.keys)

@@ -17,6 +17,8 @@ public final class DiskManager: Sendable {
     var database: DatabasePool { index.pool }
     /// Local changes waiting for the remote.
     public let uploadQueue: UploadQueue
+    /// What the store keeps of the bucket's records: generations applied, the fingerprint, remote garbage.
+    public let records: RecordLedger
     /// The shared lock on the store's index this process holds while it has the store open (nil on a
     /// read-only file system): `IndexCipher` encrypts a plaintext index only when nobody else holds one.
     let openLock: IndexCipher.OpenLock?
@@ -176,6 +178,7 @@ public final class DiskManager: Sendable {
         index = StoreIndex(pool: try Self.openIndex(location, readOnly: readOnly, counter: indexCounter, trigger: trigger, cipher: cipher),
                            location: location, logger: logger)
         uploadQueue = UploadQueue(index: index, clock: clock)
+        records = RecordLedger(index: index, keys: keys, clock: clock)
         self.deleter = FileDeleter(database: index.pool)
         checkpointer = trigger.flatMap { Self.startCheckpointer(location.indexPath, $0, logger: logger) }
         if !readOnly { SpaceReserve.ensure(in: location.dataDirectory) }

@@ -20,7 +20,7 @@ struct FingerprintCommand: ParsableCommand {
 
     func run() throws {
         let manager = try storeOptions.open()
-        let (fingerprint, nodes) = try manager.outlineFingerprint()
+        let (fingerprint, nodes) = try manager.records.fingerprint()
         print("\(fingerprint) (\(nodes) node\(nodes == 1 ? "" : "s"))")
     }
 }
@@ -31,7 +31,7 @@ struct ExpectedFingerprintOption: ParsableArguments {
     var expectFingerprint: String?
 
     func validate() throws {
-        if let expectFingerprint, !DiskManager.isOutlineFingerprint(expectFingerprint) {
+        if let expectFingerprint, !RecordLedger.isFingerprint(expectFingerprint) {
             throw ValidationError("--expect-fingerprint takes what 'darkdisk fingerprint' prints: dd1- and 32 hex digits, not '\(expectFingerprint)'")
         }
     }

@@ -42,7 +42,7 @@ struct LocateCommand: ParsableCommand {
         guard let key, let name = CloudLayout.recordName(ofKey: key)?.name ?? CloudLayout.nodeName(ofCloudFileKey: key) else {
             throw CLIError("'\(key ?? "")' is neither a record key (records/NAME.rec) nor a cloud-file key (nodes/NAME/VERSION.ddc)")
         }
-        let known = Set(try manager.outline().map(\.nodeID)).union(try manager.recordGenerations().keys)
+        let known = Set(try manager.outline().map(\.nodeID)).union(try manager.records.generations().keys)
         guard let id = known.first(where: { $0.rawValue == name || CloudLayout.nodeName($0, with: manager) == name }) else {
             throw CLIError("\(key) belongs to no node this store knows (pull first; an object of another store's key names none)")
         }

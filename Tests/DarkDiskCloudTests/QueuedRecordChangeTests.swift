@@ -31,7 +31,7 @@ import Testing
         #expect(try await setup.b.uploadQueue.all().isEmpty)
         #expect(try Self.versions(setup, id) == before, "no new cloud file version: the record alone was written")
         #expect(try setup.b.storedFile(id) == nil, "still nothing downloaded")
-        #expect(try setup.b.recordGeneration(of: id) == 2)
+        #expect(try await setup.b.records.generation(of: id) == 2)
 
         let pulled = try await syncA.pull()
         #expect(pulled.skipped.isEmpty)
@@ -52,7 +52,7 @@ import Testing
         #expect(drained.uploaded == [id] && drained.conflicts.isEmpty, "\(drained)")
         let merged = try #require(try setup.b.outlineEntry(id))
         #expect(merged.name == "b's name" && merged.cloudETag == v2.cloudETag, "A's content, B's name")
-        #expect(try setup.b.recordGeneration(of: id) == 3)
+        #expect(try await setup.b.records.generation(of: id) == 3)
         _ = try await syncA.pull()
         #expect(try setup.a.outlineEntry(id)?.name == "b's name")
         #expect(try setup.b.conflictCopies().isEmpty)

@@ -45,7 +45,7 @@ import Glibc
         #expect(pulled.added == 2 && pulled.skipped.isEmpty)
         let entry = try #require(try setup.b.outlineEntry(secret))
         #expect(entry.name == name && entry.parentID == "folder7", "B reads what A sealed")
-        #expect(try setup.b.recordGeneration(of: secret) == 1)
+        #expect(try await setup.b.records.generation(of: secret) == 1)
 
         // Swapped: each record under the other's name. Both refused; B keeps both nodes as it knew them.
         let secretRecord = try #require(try await setup.remote.readAll(CloudLayout.record(secret, with: setup.a)))
@@ -71,7 +71,7 @@ import Glibc
         pulled = try await syncB.pull()
         #expect(pulled.changed == 1 && pulled.skipped.isEmpty)
         let second = try #require(try setup.b.outlineEntry(secret))
-        let generation = try setup.b.recordGeneration(of: secret)
+        let generation = try await setup.b.records.generation(of: secret)
         #expect(second.cloudETag != entry.cloudETag && generation == 2)
         _ = try await setup.remote.write(CloudLayout.record(secret, with: setup.a), data: secretRecord)
         pulled = try await syncB.pull()
@@ -123,7 +123,7 @@ import Glibc
         let pulled = try await CloudSync(manager: store, remote: racing).pull()
         #expect(racing.recordWasRead && pulled.skipped.isEmpty, "\(pulled)")
         let entry = try #require(try store.outlineEntry(id))
-        let generation = try store.recordGeneration(of: id)
+        let generation = try await store.records.generation(of: id)
         #expect(entry.dataSize == 14 && generation == 3, "rolled back to \(entry.dataSize) bytes")
         let export = try await DownloadManager(manager: store, remote: remote).nodeData(id)
         #expect(try CloudTests().plaintext(export) == Data("one\ntwo\nthree\n".utf8))
