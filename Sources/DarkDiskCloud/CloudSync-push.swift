@@ -164,7 +164,7 @@ extension CloudSync {
                 // Newer than what this store saw: another machine's change came first. Its content is the one
                 // this change was made on when its cloud file is the one this store knows: merged.
                 if record.generation ?? 0 > applied {
-                    guard let known = try manager.outlineEntry(nodeID), let version = record.cloudVersion,
+                    guard let known = try await manager.outlineEntry(nodeID), let version = record.cloudVersion,
                           known.cloudVersion == version, known.cloudETag == record.cloudETag else {
                         try? await remote.delete(cloudKey)
                         return .conflict(record)
@@ -186,12 +186,14 @@ extension CloudSync {
         } else {
             condition = .absent
         }
+        let recordAttributes: NodeAttributes
+        if let attributes { recordAttributes = attributes } else { recordAttributes = try await manager.nodeAttributes(of: nodeID) }
         let record = NodeRecord(nodeID: nodeID.rawValue, name: name, parentID: parentID,
                                 metadataSize: header.sectionSizes[CloudFileSection.metadata.rawValue],
                                 thumbnailSize: header.sectionSizes[CloudFileSection.thumbnail.rawValue],
                                 dataSize: header.sectionSizes[CloudFileSection.data.rawValue],
                                 wrappedKey: Hex.encode(wrapped), cloudETag: info.etag, generation: generation, cloudVersion: version,
-                                fileID: header.fileID, attributes: try attributes ?? manager.nodeAttributes(of: nodeID))
+                                fileID: header.fileID, attributes: recordAttributes)
         let sealed = try record.sealed(with: manager)
         let recordKey = CloudLayout.record(nodeID, with: manager)
         var written: ObjectInfo?
@@ -222,7 +224,7 @@ extension CloudSync {
         let entry = try record.outlineEntry()
         try manager.updateOutline(entry, invalidatingLocalFiles: false, keepingLocalPlacement: true)
         // A merged rename or move from elsewhere is this store's placement too (unless the node went here).
-        if merged, try manager.hasNode(nodeID) { try manager.updateOutline(entry, invalidatingLocalFiles: false) }
+        if merged, try await manager.hasNode(nodeID) { try manager.updateOutline(entry, invalidatingLocalFiles: false) }
         return .pushed(entry)
     }
 

@@ -136,7 +136,7 @@ extension CloudSync {
         } catch {
             // A node deleted here while its upload ran (a temporary file's short life) has nothing left to
             // upload: not a failure.
-            if queued.operation == .content, (try? manager.hasNode(nodeID)) == false {
+            if queued.operation == .content, (try? await manager.hasNode(nodeID)) == false {
                 try? await manager.uploadQueue.remove(nodeID)
                 return nil
             }
@@ -164,7 +164,7 @@ extension CloudSync {
         guard let data = try await manager.nodeFile(nodeID, kind: .data) else {
             throw RemoteError(.io, "node '\(nodeID)' has no data stored locally to upload")
         }
-        let placement = try manager.nodePlacement(nodeID)
+        let placement = try await manager.nodePlacement(nodeID)
         let name = queued.name ?? placement.name
         let parentID = queued.parentID ?? placement.parentID
         // A crash after the record landed and before the queue heard of it: the record names our version.
@@ -187,7 +187,7 @@ extension CloudSync {
         }
         switch outcome {
         case .pushed(let entry):
-            if try !manager.hasNode(nodeID) {
+            if try await !manager.hasNode(nodeID) {
                 // Deleted here while it uploaded (a temporary file's short life): the record just written
                 // must not bring it back on other machines.
                 try await deleteNode(nodeID)
@@ -215,7 +215,7 @@ extension CloudSync {
     /// is dropped (one error line) and the node goes here too.
     private func uploadRecordChange(_ queued: QueuedUpload) async throws -> PushResult {
         let nodeID = queued.nodeID
-        let placement = try manager.nodePlacement(nodeID)
+        let placement = try await manager.nodePlacement(nodeID)
         let name = queued.name ?? placement.name
         let parentID = queued.parentID ?? placement.parentID
         for _ in 0..<5 {
@@ -233,12 +233,12 @@ extension CloudSync {
             }
             let applied = try await manager.records.generation(of: nodeID)
             let changedElsewhere = base.generation ?? 0 > applied
-            let attributes = changedElsewhere ? (base.attributes ?? NodeAttributes()) : try manager.nodeAttributes(of: nodeID)
+            let attributes = changedElsewhere ? (base.attributes ?? NodeAttributes()) : try await manager.nodeAttributes(of: nodeID)
             let generation = max(applied, base.generation ?? 0) + 1
             // The file ID the content's record named; a record from before file IDs takes the one this store
             // bound to that version (at its push, or when it first pulled it).
             var fileID = base.fileID.flatMap(Hex.decode)
-            if fileID == nil { fileID = OutlineEntry.boundFileID(of: base.cloudVersion, known: try manager.outlineEntry(nodeID)) }
+            if fileID == nil { fileID = OutlineEntry.boundFileID(of: base.cloudVersion, known: try await manager.outlineEntry(nodeID)) }
             // The node's key as the record carried it, bound to the node (a record from before binding is
             // rewritten with a bound wrap).
             guard let baseKey = Hex.decode(base.wrappedKey) else { throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' has a malformed key") }
@@ -275,7 +275,7 @@ extension CloudSync {
     /// node changed elsewhere meanwhile is not deleted: the change is dropped (one error line) and the
     /// node's newer version comes back with the next pull; nothing is lost.
     private func uploadDelete(_ queued: QueuedUpload) async throws -> PushResult {
-        let known = try manager.outlineEntry(queued.nodeID)
+        let known = try await manager.outlineEntry(queued.nodeID)
         do {
             try await deleteNode(queued.nodeID)
         } catch {
@@ -296,7 +296,7 @@ extension CloudSync {
         let copyID = NodeID.random()
         let copyName = ConflictName.make(original: name ?? nodeID.rawValue, host: host, date: now)
         // (With the original's attributes as they are here: the local change's modification time and mode.)
-        let attributes = try manager.hasNode(nodeID) ? try manager.nodeAttributes(of: nodeID) : nil
+        let attributes = try await manager.hasNode(nodeID) ? try manager.nodeAttributes(of: nodeID) : nil
         guard case .pushed(let entry) = try await upload(content, nodeID: copyID, name: copyName, parentID: parentID, attributes: attributes) else {
             throw RemoteError(.preconditionFailed, "\(remote.url): the conflict copy of node '\(nodeID)' (a new node, '\(copyID)') met a record already there")
         }

@@ -97,7 +97,7 @@ public struct CloudSync: Sendable {
         let expected = try expectedFingerprint ?? manager.text(Self.expectedFingerprintSetting)
         // What this store knows is read before the listing: a node this store (its mount) uploads for the
         // first time after the listing was taken is not "gone from the bucket" (it was not listed yet).
-        let known = Dictionary(uniqueKeysWithValues: try manager.outline().map { ($0.nodeID, $0) })
+        let known = Dictionary(uniqueKeysWithValues: try await manager.outline().map { ($0.nodeID, $0) })
         let appliedGenerations = try await manager.records.generations()
         let objects = try await remote.list(prefix: CloudLayout.recordsPrefix)
         var result = PullResult()

@@ -2,10 +2,17 @@ import DarkDiskCrypto
 import Foundation
 import GRDB
 
+/// The outline: what the index knows of nodes besides their content. Its reads have a synchronous form,
+/// unavailable from async code, and an async one that blocks no thread of Swift's pool.
 extension DiskManager {
     /// The outline entry of a node, if the remote has told us about it.
+    @available(*, noasync)
     public func outlineEntry(_ nodeID: NodeID) throws(DarkDiskError) -> OutlineEntry? {
         try read { db in try Self.outlineEntry(db, nodeID) }
+    }
+
+    public func outlineEntry(_ nodeID: NodeID) async throws(DarkDiskError) -> OutlineEntry? {
+        try await index.read { db in try Self.outlineEntry(db, nodeID) }
     }
 
     static func outlineEntry(_ db: Database, _ nodeID: NodeID) throws -> OutlineEntry? {
@@ -14,14 +21,28 @@ extension DiskManager {
     }
 
     /// A number that changes whenever the outline changes, in any process (a cheap check for watchers).
+    @available(*, noasync)
     public func outlineVersion() throws(DarkDiskError) -> Int64 {
-        try read { db in try Int64.fetchOne(db, sql: "SELECT version FROM outlineClock WHERE id = 1") ?? 0 }
+        try read(Self.outlineVersion)
+    }
+
+    public func outlineVersion() async throws(DarkDiskError) -> Int64 {
+        try await index.read(Self.outlineVersion)
+    }
+
+    private static func outlineVersion(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT version FROM outlineClock WHERE id = 1") ?? 0
     }
 
     /// What the index knows of a node besides its content (from a pull, or set through the drive); a file
     /// with the defaults when it knows nothing. A push writes them into the node's record.
+    @available(*, noasync)
     public func nodeAttributes(of nodeID: NodeID) throws(DarkDiskError) -> NodeAttributes {
         try read { db in try Self.nodeAttributes(db, nodeID) }
+    }
+
+    public func nodeAttributes(of nodeID: NodeID) async throws(DarkDiskError) -> NodeAttributes {
+        try await index.read { db in try Self.nodeAttributes(db, nodeID) }
     }
 
     static func nodeAttributes(_ db: Database, _ nodeID: NodeID) throws -> NodeAttributes {
@@ -50,23 +71,46 @@ extension DiskManager {
     }
 
     /// The name and folder the index gives a node (from a pull, or set through the drive before any upload).
+    @available(*, noasync)
     public func nodePlacement(_ nodeID: NodeID) throws(DarkDiskError) -> (name: String?, parentID: String?) {
-        try read { db in
-            let row = try Row.fetchOne(db, sql: "SELECT name, parentID FROM node WHERE id = ?", arguments: [nodeID.rawValue])
-            return (row?["name"], row?["parentID"])
-        }
+        try read { db in try Self.nodePlacement(db, nodeID) }
+    }
+
+    public func nodePlacement(_ nodeID: NodeID) async throws(DarkDiskError) -> (name: String?, parentID: String?) {
+        try await index.read { db in try Self.nodePlacement(db, nodeID) }
+    }
+
+    private static func nodePlacement(_ db: Database, _ nodeID: NodeID) throws -> (name: String?, parentID: String?) {
+        let row = try Row.fetchOne(db, sql: "SELECT name, parentID FROM node WHERE id = ?", arguments: [nodeID.rawValue])
+        return (row?["name"], row?["parentID"])
     }
 
     /// Whether the index has a row for the node (made here, or told by the remote).
+    @available(*, noasync)
     public func hasNode(_ nodeID: NodeID) throws(DarkDiskError) -> Bool {
-        try read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM node WHERE id = ?", arguments: [nodeID.rawValue]) ?? false }
+        try read { db in try Self.hasNode(db, nodeID) }
+    }
+
+    public func hasNode(_ nodeID: NodeID) async throws(DarkDiskError) -> Bool {
+        try await index.read { db in try Self.hasNode(db, nodeID) }
+    }
+
+    private static func hasNode(_ db: Database, _ nodeID: NodeID) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT 1 FROM node WHERE id = ?", arguments: [nodeID.rawValue]) ?? false
     }
 
     /// Every node the remote has told us about.
+    @available(*, noasync)
     public func outline() throws(DarkDiskError) -> [OutlineEntry] {
-        try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM node WHERE cloudETag IS NOT NULL ORDER BY id").map(Self.entry(from:))
-        }
+        try read(Self.outline)
+    }
+
+    public func outline() async throws(DarkDiskError) -> [OutlineEntry] {
+        try await index.read(Self.outline)
+    }
+
+    private static func outline(_ db: Database) throws -> [OutlineEntry] {
+        try Row.fetchAll(db, sql: "SELECT * FROM node WHERE cloudETag IS NOT NULL ORDER BY id").map(entry(from:))
     }
 
     /// Records what a pull or push learned about a node. On a pull, a new ETag means the node changed in the

@@ -49,7 +49,7 @@ struct ExportCommand: AsyncParsableCommand {
         if kind != .data, let whole = try await manager.nodeFile(id, kind: .data), whole.cryptoFile.format == .cloudFile {
             return try open(whole, section: section.rawValue)
         }
-        guard try manager.outlineEntry(id) != nil else {
+        guard try await manager.outlineEntry(id) != nil else {
             throw CLIError("node '\(id)' has no \(kind.rawValue) stored locally, and the remote's outline does not have it (try 'darkdisk pull')")
         }
         let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager))

@@ -93,7 +93,7 @@ struct PushCommand: AsyncParsableCommand {
                 let data = try manager.storedFile(id, kind: .data)
                 if let data, data.format != .cloudFile {
                     try await manager.uploadQueue.add(id, name: name, parentID: parent)
-                } else if try manager.outlineEntry(id) != nil {
+                } else if try await manager.outlineEntry(id) != nil {
                     try await manager.uploadQueue.addRecordChange(id, name: name, parentID: parent)
                 } else {
                     throw CLIError("node '\(id)' has no data stored locally to upload (give FILE, or 'darkdisk fetch' it first)")

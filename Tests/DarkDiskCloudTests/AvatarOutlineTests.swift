@@ -19,12 +19,12 @@ import Testing
         try await sync.pushUserIdentity(alice, identityID: work, avatar: picture)
 
         let pulling = CloudSync(manager: setup.b, remote: setup.remote)
-        let clock = try setup.b.outlineVersion()
+        let clock = try await setup.b.outlineVersion()
         _ = try await pulling.pull()
         let listed = try setup.b.avatarOutline()
         #expect(listed.map(\.identityID) == [work], "only identities with an avatar are listed")
         #expect(listed.first?.plaintextSize == 40_000, "the image size, known before any download")
-        #expect(try setup.b.outlineVersion() > clock, "a mount watching the outline clock notices")
+        #expect(try await setup.b.outlineVersion() > clock, "a mount watching the outline clock notices")
         #expect(try setup.b.storedAvatars(alice).isEmpty, "pull downloads no avatar")
 
         // A local copy of the listed avatar, and one imported here only (another user, not in the cloud).
@@ -34,10 +34,10 @@ import Testing
         _ = try await setup.b.importUserAvatar(DiskImport(cleartextData: CloudTests.bytes(1_000, seed: 52)), userID: carol, identityID: work)
 
         // Pulling again with nothing changed keeps the copy.
-        let unchanged = try setup.b.outlineVersion()
+        let unchanged = try await setup.b.outlineVersion()
         _ = try await pulling.pull()
         #expect(try setup.b.storedAvatar(alice, identityID: work) != nil)
-        #expect(try setup.b.outlineVersion() == unchanged, "an unchanged listing does not move the clock")
+        #expect(try await setup.b.outlineVersion() == unchanged, "an unchanged listing does not move the clock")
 
         // The avatar is replaced in the cloud: the stale local copy goes, the new size is listed.
         let replacement = CloudTests.bytes(12_345, seed: 53)

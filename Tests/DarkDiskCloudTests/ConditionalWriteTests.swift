@@ -159,8 +159,8 @@ import Testing
         _ = try await bucket.sync(a).pull()
         #expect(try await bucket.content(id, on: a) == Data("version 2 from A".utf8))
         #expect(try await bucket.content(copy.nodeID, on: a) == Data("version 3 from B".utf8))
-        #expect(try a.outlineEntry(copy.nodeID)?.name == copy.name)
-        #expect(try b.outlineEntry(id)?.cloudETag == a.outlineEntry(id)?.cloudETag)
+        #expect(try await a.outlineEntry(copy.nodeID)?.name == copy.name)
+        #expect(try await b.outlineEntry(id)?.cloudETag == a.outlineEntry(id)?.cloudETag)
         #expect(try await bucket.content(id, on: b) == Data("version 2 from A".utf8))
 
         // B now knows version 2, so its next change lands on the node.
