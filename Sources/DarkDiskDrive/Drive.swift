@@ -65,7 +65,7 @@ package final class Drive: Sendable {
 
     /// The store, once it has every change this drive took so far (its new files' rows and its journaled
     /// commits): for reads of the same nodes through other views (`/nodes/<id>`), which ask the store directly.
-    /// Throws when the index cannot take the journal for 30 s: an answer without those changes would miss
+    /// Throws when the index cannot take the journal in time (`DiskManager.driveCommitWaitLimit`): an answer without those changes would miss
     /// files (a listing that `tar c` or a backup takes as whole).
     package func currentStore() throws(DarkDiskError) -> DiskManager {
         creates.drain()
@@ -79,11 +79,13 @@ package final class Drive: Sendable {
         store.syncIndex()
     }
 
-    /// Waits until the index has the commits journaled so far, at most 30 s. (The journal's backlog is
-    /// bounded, `DriveCommitJournal.backlogLimit`: a working index takes it in well under a second.)
+    /// Waits until the index has the commits journaled so far, at most `DiskManager.driveCommitWaitLimit`.
+    /// (The journal's backlog is bounded, `DriveCommitJournal.backlogLimit`: a working index takes it in well
+    /// under a second.)
     func waitForCommits() throws(DarkDiskError) {
-        guard !store.driveCommitsIdle, !store.drainDriveCommits(timeout: 30) else { return }
-        throw DarkDiskError(.io, "drive commits wait for the index for more than 30 s")
+        let limit = DiskManager.driveCommitWaitLimit
+        guard !store.driveCommitsIdle, !store.drainDriveCommits(timeout: limit) else { return }
+        throw DarkDiskError(.io, "drive commits wait for the index for more than \(Int(limit)) s")
     }
 
     /// Waits until the index has the journaled commits of node `id`, if any wait; one atomic load when none do.

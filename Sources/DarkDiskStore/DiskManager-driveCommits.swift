@@ -65,6 +65,11 @@ extension DiskManager {
         return done
     }
 
+    /// How long a request waits for the index to take the drive's journaled commits before it fails (`EIO`
+    /// on the mount): an index that cannot be written that long (another process holding its write lock, a
+    /// full disk) fails the request rather than hang it, or answer it without the commits.
+    public static let driveCommitWaitLimit: Double = 30
+
     /// Waits until the index has every drive commit journaled before the call: what a request reading the
     /// index must see.
     /// At most `timeout` seconds (nil: as long as it takes); whether nothing journaled before the call waits.

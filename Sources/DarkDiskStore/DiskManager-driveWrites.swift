@@ -146,10 +146,11 @@ extension DiskManager {
                 // A transaction of its own comes after this node's versions that the journal holds; looked for
                 // (and waited for) under the content's lock, so no `close` journals an older version meanwhile.
                 // (Other nodes' records do not touch this one: a `mkdir` waited for them all, 0.5 ms.) An index
-                // that cannot take them for 30 s fails this commit, which leaves the content staged, rather than
+                // that cannot take them in time fails this commit, which leaves the content staged, rather than
                 // hang the `fsync` and every request behind its lock.
-                if let journal, journal.isPending(node: nodeID.rawValue), !journal.drain(timeout: 30) {
-                    throw DarkDiskError(.io, "node \(nodeID): its earlier commits wait for the index for more than 30 s")
+                let limit = Self.driveCommitWaitLimit
+                if let journal, journal.isPending(node: nodeID.rawValue), !journal.drain(timeout: limit) {
+                    throw DarkDiskError(.io, "node \(nodeID): its earlier commits wait for the index for more than \(Int(limit)) s")
                 }
                 let now = clock.now.timeIntervalSince1970
                 // The new version, its time and its queued upload commit as one.

@@ -46,9 +46,10 @@ package final class StoreWatcher: Sendable {
         }
     }
 
-    /// Stops watching and waits for the watcher's thread; call once, before the kernel's session goes.
+    /// Stops watching and waits for the watcher's thread; call before the kernel's session goes. A second call
+    /// returns at once.
     package func stop() {
-        stopped.store(true, ordering: .releasing)
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         wake.signal()
         finished.wait()
     }
