@@ -18,10 +18,8 @@ public final class DownloadManager: Sendable {
     public let parallelParts: Int
     public let checkpointBytes: UInt64
     let transfers = TransferTable()
-    /// The node data downloads readers can wait on, by node (see `whenAvailable`).
-    let streams = Locked<[NodeID: NodeDataStream]>([:])
-    /// The nodes whose download lock a transfer of this instance holds.
-    let lockHolders = Locked<Set<NodeID>>([])
+    /// The owners of the nodes whose data downloads or is waited for (see `RemoteNode`).
+    let nodes = RemoteNodes()
 
     public init(manager: DiskManager, remote: any Remote, partSize: UInt64 = 8 << 20, parallelParts: Int = 4,
                 checkpointBytes: UInt64 = 1 << 20) {
@@ -70,17 +68,7 @@ public final class DownloadManager: Sendable {
     /// see them (the index's record of a partial download trails them by up to a checkpoint); nil when no
     /// download of it runs here.
     public func receivedBytes(ofRunningDownload nodeID: NodeID) -> UInt64? {
-        streams.withLock { $0[nodeID] }?.receivedBytes
-    }
-
-    /// The stream of a node's data download, made if nobody has made it yet.
-    func stream(for nodeID: NodeID) -> NodeDataStream {
-        streams.withLock { streams in
-            if let stream = streams[nodeID] { return stream }
-            let stream = NodeDataStream()
-            streams[nodeID] = stream
-            return stream
-        }
+        nodes.existing(nodeID)?.receivedBytes
     }
 
     /// Runs blocking work of a transfer (index transactions, lock files, authentication of a whole file, an

@@ -20,6 +20,16 @@ final class TransferTable: Sendable {
         return ticket
     }
 
+    /// Lists a transfer another owner runs (a `RemoteNode`'s), until `unlist`.
+    func list(_ key: TransferKey, _ transfer: any ListedTransfer) {
+        transfers.withLock { $0[key] = transfer }
+    }
+
+    /// Forgets a transfer `list` listed, if it is still the one listed for `key`.
+    func unlist(_ key: TransferKey, _ transfer: AnyObject) {
+        remove(key, transfer)
+    }
+
     /// Number of transfers running (for tests and status).
     var count: Int { transfers.withLock { $0.count } }
 
