@@ -220,6 +220,8 @@ extension RemoteNode {
             throw error
         }
         try await recorder.flush()
+        // A cancelled transfer's workers stop taking parts: that is a cancellation, not a gap.
+        try Task.checkCancellation()
         // Never hand on a file with a gap: the parts handed out must have covered it all.
         let missing = recorder.download.missingParts(partSize: max(recorder.download.size, 1))
         guard missing.isEmpty else {
