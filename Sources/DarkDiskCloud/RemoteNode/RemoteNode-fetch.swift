@@ -220,11 +220,12 @@ extension RemoteNode {
             throw error
         }
         try await recorder.flush()
-        // A cancelled transfer's workers stop taking parts: that is a cancellation, not a gap.
-        try Task.checkCancellation()
-        // Never hand on a file with a gap: the parts handed out must have covered it all.
+        // Never hand on a file with a gap: the parts handed out must have covered it all. (A complete file
+        // is kept even when the transfer was cancelled meanwhile: a `cat` that closed after its last byte.)
         let missing = recorder.download.missingParts(partSize: max(recorder.download.size, 1))
         guard missing.isEmpty else {
+            // A cancelled transfer's workers stop taking parts: that is a cancellation, not a gap.
+            try Task.checkCancellation()
             throw RemoteError(.io, "the download of \(objectKey) ended with \(missing.reduce(0) { $0 + $1.count }) bytes missing (\(missing.count) ranges); it resumes at the next read")
         }
     }
