@@ -1,7 +1,8 @@
 import DarkDiskSync
 
 /// The transfers in flight, by request: an identical request joins the running transfer instead of
-/// starting another (ZeroDark.cloud's request coalescing).
+/// starting another (ZeroDark.cloud's request coalescing). Node data transfers are coalesced by their
+/// `RemoteNode` and only listed here, for `transfersInFlight`.
 final class TransferTable: Sendable {
     private let transfers = Locked<[TransferKey: any ListedTransfer]>([:])
 
