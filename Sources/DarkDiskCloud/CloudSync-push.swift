@@ -132,7 +132,19 @@ extension CloudSync {
             let source = try export.reader()
             let path = scratch.path
             let (metadata, thumbnail) = (content.metadata, content.thumbnail)
+            // A version the drive wrote is already the cloud file this upload would compose (a cloud file under
+            // the node's key, at the chunk size files are written with, its metadata and thumbnail sections empty
+            // as this upload's are): it goes up as it is, with no second and third pass of AES over its bytes.
+            let sendsAsItIs = export.cryptoFile.key == key && source.header.format == .cloudFile
+                && source.header.chunkSize == CryptoFormat.defaultChunkSize
+                && source.plaintextSize(ofSection: CloudFileSection.metadata.rawValue) == 0 && (metadata?.isEmpty ?? true)
+                && source.plaintextSize(ofSection: CloudFileSection.thumbnail.rawValue) == 0 && (thumbnail?.isEmpty ?? true)
             header = try await BlockingPool.shared.run { () throws(CryptoError) in
+                if sendsAsItIs {
+                    try source.copyEncrypted(to: path)
+                    try CloudFilePadding.pad(fileAt: path, fileLength: source.header.fileLength)
+                    return source.header
+                }
                 let header = try FileConversion.encryptCloudFile(metadata: metadata, thumbnail: thumbnail, dataFrom: source, key: key, to: path)
                 try CloudFilePadding.pad(fileAt: path, fileLength: header.fileLength)
                 return header

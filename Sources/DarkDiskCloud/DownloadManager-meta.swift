@@ -41,7 +41,8 @@ extension DownloadManager {
                     wanted.removeAll { $0 == section }
                 }
             }
-            guard !wanted.isEmpty || needsHeader, let local = try manager.nodeFile(nodeID, kind: .data), local.cryptoFile.format == .cloudFile else {
+            guard !wanted.isEmpty || needsHeader, let local = try manager.nodeFile(nodeID, kind: .data),
+                  local.isRemoteVersion(of: try manager.outlineEntry(nodeID)) else {
                 return (result, wanted, false)
             }
             // The whole cloud file is here: every section and the header come from it.

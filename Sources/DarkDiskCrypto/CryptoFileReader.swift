@@ -93,6 +93,31 @@ public final class CryptoFileReader: Sendable {
     /// The section holding the content: 0 for cache files, 2 for cloud files.
     public var dataSection: Int { header.format.dataSection }
 
+    /// Copies the encrypted file as it is (its header and every chunk: `header.fileLength` bytes) to `path`,
+    /// created or emptied, without decrypting it: how an upload sends a file already in the cloud format.
+    /// The bytes are the file's own, so its readers authenticate them as they would here.
+    public func copyEncrypted(to path: String) throws(CryptoError) {
+        let output = try POSIXIO.createFile(path)
+        var closed = false
+        defer { if !closed { close(output) } }
+        let blockSize = 1 << 20
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: blockSize, alignment: 16)
+        defer { buffer.deallocate() }
+        let length = header.fileLength
+        var offset: UInt64 = 0
+        while offset < length {
+            let wanted = Int(min(UInt64(blockSize), length - offset))
+            let count = try POSIXIO.pread(fd, into: buffer, count: wanted, at: offset, name: name.description)
+            guard count == wanted else {
+                throw CryptoError(.truncated, "\(name) ends at \(offset + UInt64(count)) of the \(length) bytes its header describes")
+            }
+            try POSIXIO.pwrite(output, from: buffer, count: count, at: offset, name: path)
+            offset += UInt64(count)
+        }
+        closed = true
+        try POSIXIO.closeWritten(output, name: path)
+    }
+
     /// Plaintext size of `section`.
     public func plaintextSize(ofSection section: Int) -> UInt64 {
         header.sectionSizes[section]

@@ -55,8 +55,8 @@ extension ImageManager {
             switch source {
             case .thumbnail(let node):
                 if try diskManager.storedFile(node, kind: .thumbnail) != nil { return false }
-                if try diskManager.storedFile(node, kind: .data) != nil,
-                   try diskManager.nodeFile(node, kind: .data)?.cryptoFile.format == .cloudFile { return false }
+                if let data = try diskManager.storedFile(node, kind: .data),
+                   data.isRemoteVersion(of: try diskManager.outlineEntry(node)) { return false }
                 guard let outline = try diskManager.outlineEntry(node) else { return false }
                 return outline.thumbnailSize != 0
             case .avatar(let user, let identity):
@@ -93,7 +93,7 @@ extension ImageManager {
             if let own = try diskManager.nodeFile(node, kind: .thumbnail) {
                 return LoadedImage(bytes: try Self.plaintext(of: own, section: nil), sourceFileID: own.fileID)
             }
-            if let whole = try diskManager.nodeFile(node, kind: .data), whole.cryptoFile.format == .cloudFile {
+            if let whole = try diskManager.nodeFile(node, kind: .data), whole.isRemoteVersion(of: try diskManager.outlineEntry(node)) {
                 let bytes = try Self.plaintext(of: whole, section: CloudFileSection.thumbnail.rawValue)
                 return LoadedImage(bytes: bytes.isEmpty ? nil : bytes, sourceFileID: nil)
             }

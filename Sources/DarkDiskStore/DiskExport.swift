@@ -16,6 +16,13 @@ public struct DiskExport: Sendable {
     public let lastModified: Date
     /// The per-file expiration as imported (0 = pool default, < 0 = never).
     public let expiration: Double
+    /// The file ID in a cloud file's header, when the index has it (see `StoredFile.isRemoteVersion`).
+    public let cloudFileID: [UInt8]?
+
+    /// Whether this is the node's whole cloud file as the remote has it (`outline`: the node's record now).
+    public func isRemoteVersion(of outline: OutlineEntry?) -> Bool {
+        StoredFile.isRemoteVersion(format: cryptoFile.format, cloudFileID: cloudFileID, of: outline)
+    }
 
     public var isStoredPersistently: Bool { mode == .persistent }
 

@@ -139,7 +139,7 @@ extension DiskManager {
             data = StoredFile(fileID: stored.fileID, kind: .data, ownerID: node.id.rawValue, identityID: "", mode: mode,
                               plaintextSize: UInt64(clamping: stored.plaintextSize), storedSize: UInt64(clamping: stored.storedSize),
                               modified: Date(timeIntervalSince1970: stored.modified), lastAccess: Date(timeIntervalSince1970: stored.lastAccess),
-                              expiration: stored.expiration, format: format)
+                              expiration: stored.expiration, format: format, cloudFileID: stored.cloudFileID.map(Array.init))
         }
         return DriveListedNode(node: node, data: data, remoteDataSize: columns.remoteDataSize.map { UInt64(clamping: $0) })
     }

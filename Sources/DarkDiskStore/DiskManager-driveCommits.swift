@@ -108,7 +108,8 @@ extension DiskManager {
             DriveCommitRecord(
                 sequence: sequence, nodeID: nodeID.rawValue, fileName: name, format: header.format.rawValue, fileWrappedKey: fileWrappedKey,
                 storedSize: Int64(storedSize), plaintextSize: Int64(header.sectionSizes[header.format == .cloudFile ? CloudFileSection.data.rawValue : 0]),
-                time: now, mode: DriveCommitRecord.mode(changes), modified: DriveCommitRecord.Modified(changes), newNode: prepared.map(DriveCommitRecord.NewNode.init))
+                time: now, mode: DriveCommitRecord.mode(changes), modified: DriveCommitRecord.Modified(changes), newNode: prepared.map(DriveCommitRecord.NewNode.init),
+                cloudFileID: header.format == .cloudFile ? Data(header.fileID) : nil)
         }
         let fileRecord = Self.fileRecord(of: record(0))
         do {
@@ -373,7 +374,8 @@ extension DiskManager {
             id: nil, kind: .data, ownerID: record.nodeID, identityID: "", pool: FileKind.data.pool, mode: .persistent,
             format: CryptoFileFormat(rawValue: record.format) ?? .cacheFile, name: record.fileName, wrappedKey: record.fileWrappedKey,
             storedSize: record.storedSize, plaintextSize: record.plaintextSize, created: record.time, modified: record.time,
-            lastAccess: record.time, expiration: 0, migrateToCacheAfterUpload: true, deleteAfterUpload: false)
+            lastAccess: record.time, expiration: 0, migrateToCacheAfterUpload: true, deleteAfterUpload: false,
+            cloudFileID: record.cloudFileID)
     }
 }
 

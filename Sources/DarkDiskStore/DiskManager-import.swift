@@ -187,7 +187,8 @@ extension DiskManager {
             format: header.format, name: name, wrappedKey: Data(wrapLocally(fileKey)),
             storedSize: Int64(storedSize), plaintextSize: Int64(header.sectionSizes[header.format == .cloudFile ? CloudFileSection.data.rawValue : 0]),
             created: now, modified: now, lastAccess: now, expiration: diskImport.expiration,
-            migrateToCacheAfterUpload: diskImport.migrateToCacheAfterUpload, deleteAfterUpload: diskImport.deleteAfterUpload)
+            migrateToCacheAfterUpload: diskImport.migrateToCacheAfterUpload, deleteAfterUpload: diskImport.deleteAfterUpload,
+            cloudFileID: header.format == .cloudFile ? Data(header.fileID) : nil)
         let replaced: String?
         do {
             replaced = try write { db -> String? in
@@ -225,7 +226,7 @@ extension DiskManager {
             fileID: record.id ?? 0,
             mode: record.mode, pool: record.pool, plaintextSize: UInt64(record.plaintextSize),
             storedSize: UInt64(record.storedSize), lastModified: Date(timeIntervalSince1970: record.modified),
-            expiration: record.expiration, retainToken: token)
+            expiration: record.expiration, cloudFileID: record.cloudFileID.map(Array.init), retainToken: token)
     }
 }
 

@@ -46,19 +46,21 @@ struct DriveListedColumns {
         let lastAccess: Double
         let expiration: Double
         let format: Int64?
+        let cloudFileID: Data?
     }
 
-    /// The drive columns (0–10), the outline's ETag and data size (11, 12), and the stored data file's (13–20).
+    /// The drive columns (0–10), the outline's ETag and data size (11, 12), and the stored data file's (13–21).
     private static let columns = """
         child.id, child.name, child.parentID, child.created, child.type, child.mode, child.mtime, child.mtimeNsec,
         child.target, child.xattrs, child.ctime, child.cloudETag, child.dataSize,
-        file.id, file.mode, file.plaintextSize, file.storedSize, file.modified, file.lastAccess, file.expiration, file.format
+        file.id, file.mode, file.plaintextSize, file.storedSize, file.modified, file.lastAccess, file.expiration, file.format,
+        file.cloudFileID
         """
     private static let from = "FROM node AS child LEFT JOIN file ON file.kind = 'data' AND file.ownerID = child.id AND file.identityID = ''"
     /// The query's head, of `node AS child`: a `WHERE` on `child` follows.
     static let select = "SELECT \(columns) \(from)"
     /// How many columns `select` gives: a query's own come after them.
-    static let count: Int32 = 21
+    static let count: Int32 = 22
     /// The nodes named `?2` in folder `?1` (not the top).
     static let named = "\(select) WHERE child.parentID = ?1 AND child.name = ?2"
     /// Node `?1` if the outline names it, and whether its parent is a named folder (column `count`).
@@ -75,6 +77,7 @@ extension DriveListedColumns {
         let fileID: Int64? = row[13]
         self.init(node: DriveColumns(row), remoteDataSize: (row[11] as String?) == nil ? nil : row[12] as Int64,
                   data: fileID.map { StoredData(fileID: $0, mode: row[14], plaintextSize: row[15], storedSize: row[16], modified: row[17],
-                                                lastAccess: row[18], expiration: row[19], format: row[20]) })
+                                                lastAccess: row[18], expiration: row[19], format: row[20],
+                                                cloudFileID: row[21]) })
     }
 }

@@ -25,6 +25,9 @@ struct DriveCommitRecord: Sendable, Equatable {
     var modified: Modified?
     /// The node's row, when this is a new file's first commit.
     var newNode: NewNode?
+    /// The file ID in the version's header, when it is a cloud file (`FileRecord.cloudFileID`). Written last
+    /// and only when present, so records written before it read as they were.
+    var cloudFileID: Data?
 
     struct Modified: Sendable, Equatable {
         var seconds: Int64
@@ -81,6 +84,7 @@ struct DriveCommitRecord: Sendable, Equatable {
             writer.optional(node.target) { $0.string($1) }
             writer.optional(node.xattrs) { $0.data($1) }
         }
+        if let cloudFileID { payload.optional(cloudFileID) { $0.data($1) } }
         let body = try key.map { (key) throws(CryptoError) in try SealedMessage.seal(payload.bytes, key: key, context: Self.sealingContext) } ?? payload.bytes
         var frame = Writer()
         frame.bytes.reserveCapacity(Self.frameHeaderSize + body.count)
@@ -138,6 +142,11 @@ struct DriveCommitRecord: Sendable, Equatable {
             record.newNode = NewNode(wrappedKey: wrappedKey, name: name, parentID: parentID, created: created, type: type, mode: mode,
                                      mtime: mtime, mtimeNsec: mtimeNsec, target: target, xattrs: xattrs)
         }
+        if reader.offset < reader.end {
+            // Written only when present: an absent flag here is a byte too many.
+            guard try reader.present() else { throw Malformed() }
+            record.cloudFileID = try reader.data()
+        }
         guard reader.offset == reader.end else { throw Malformed() }
         return record
     }
@@ -155,12 +164,13 @@ struct DriveCommitRecord: Sendable, Equatable {
     }
 
     init(sequence: UInt64, nodeID: String, fileName: String, format: UInt8, fileWrappedKey: Data, storedSize: Int64,
-         plaintextSize: Int64, time: Double, mode: Int64?, modified: Modified?, newNode: NewNode?) {
+         plaintextSize: Int64, time: Double, mode: Int64?, modified: Modified?, newNode: NewNode?, cloudFileID: Data? = nil) {
         self.init(sequence: sequence, nodeID: nodeID, fileName: fileName, format: format, fileWrappedKey: fileWrappedKey,
                   storedSize: storedSize, plaintextSize: plaintextSize, time: time)
         self.mode = mode
         self.modified = modified
         self.newNode = newNode
+        self.cloudFileID = cloudFileID
     }
 
     private struct Malformed: Error {}

@@ -137,7 +137,7 @@ final class DriveLookupConnection: @unchecked Sendable {
             DriveListedColumns.StoredData(fileID: fileID, mode: text(s, 14), plaintextSize: sqlite3_column_int64(s, 15),
                                           storedSize: sqlite3_column_int64(s, 16), modified: sqlite3_column_double(s, 17),
                                           lastAccess: sqlite3_column_double(s, 18), expiration: sqlite3_column_double(s, 19),
-                                          format: integer(s, 20))
+                                          format: integer(s, 20), cloudFileID: blob(s, 21))
         }
         return DriveListedColumns(node: node, remoteDataSize: sqlite3_column_type(s, 11) == SQLITE_NULL ? nil : sqlite3_column_int64(s, 12),
                                   data: data)

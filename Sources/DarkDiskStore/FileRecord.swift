@@ -24,6 +24,8 @@ struct FileRecord: Codable, FetchableRecord, MutablePersistableRecord, Sendable 
     var expiration: Double
     var migrateToCacheAfterUpload: Bool
     var deleteAfterUpload: Bool
+    /// The file ID in the header of a cloud file (nil: a cache file, or a row from before it was kept).
+    var cloudFileID: Data? = nil
 
     mutating func didInsert(_ inserted: InsertionSuccess) {
         id = inserted.rowID
@@ -48,6 +50,7 @@ struct FileRecord: Codable, FetchableRecord, MutablePersistableRecord, Sendable 
         container["expiration"] = expiration
         container["migrateToCacheAfterUpload"] = migrateToCacheAfterUpload
         container["deleteAfterUpload"] = deleteAfterUpload
+        container["cloudFileID"] = cloudFileID
     }
 
     /// Inserts the row with one cached statement (GRDB's `insert` builds its statement and runs the record's
@@ -55,11 +58,11 @@ struct FileRecord: Codable, FetchableRecord, MutablePersistableRecord, Sendable 
     mutating func insertRow(_ db: Database) throws {
         try db.cachedStatement(sql: """
             INSERT INTO file (id, kind, ownerID, identityID, pool, mode, format, name, wrappedKey, storedSize, plaintextSize,
-                              created, modified, lastAccess, expiration, migrateToCacheAfterUpload, deleteAfterUpload)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                              created, modified, lastAccess, expiration, migrateToCacheAfterUpload, deleteAfterUpload, cloudFileID)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [id, kind.rawValue, ownerID, identityID, pool.rawValue, mode.rawValue, format.rawValue, name, wrappedKey,
                                      storedSize, plaintextSize, created, modified, lastAccess, expiration, migrateToCacheAfterUpload,
-                                     deleteAfterUpload])
+                                     deleteAfterUpload, cloudFileID])
         id = db.lastInsertedRowID
     }
 
@@ -96,6 +99,7 @@ extension FileRecord {
         expiration = row["expiration"]
         migrateToCacheAfterUpload = row["migrateToCacheAfterUpload"]
         deleteAfterUpload = row["deleteAfterUpload"]
+        cloudFileID = row["cloudFileID"]
     }
 }
 
@@ -104,10 +108,10 @@ extension FileRecord {
     static let selected = """
         file.id, file.kind, file.ownerID, file.identityID, file.pool, file.mode, file.format, file.name, file.wrappedKey,
         file.storedSize, file.plaintextSize, file.created, file.modified, file.lastAccess, file.expiration,
-        file.migrateToCacheAfterUpload, file.deleteAfterUpload
+        file.migrateToCacheAfterUpload, file.deleteAfterUpload, file.cloudFileID
         """
     /// How many they are: a query's own columns come after them.
-    static let selectedCount: Int32 = 17
+    static let selectedCount: Int32 = 18
 
     /// Reads a result row's values by position (SQLite's C API, on the lookup connection).
     struct ColumnReader {
@@ -136,6 +140,7 @@ extension FileRecord {
                   pool: try value(columns.text(4), "pool"), mode: try value(columns.text(5), "mode"), format: format, name: name,
                   wrappedKey: columns.blob(8) ?? Data(), storedSize: columns.integer(9) ?? 0, plaintextSize: columns.integer(10) ?? 0,
                   created: columns.real(11), modified: columns.real(12), lastAccess: columns.real(13), expiration: columns.real(14),
-                  migrateToCacheAfterUpload: columns.integer(15) ?? 0 != 0, deleteAfterUpload: columns.integer(16) ?? 0 != 0)
+                  migrateToCacheAfterUpload: columns.integer(15) ?? 0 != 0, deleteAfterUpload: columns.integer(16) ?? 0 != 0,
+                  cloudFileID: columns.blob(17))
     }
 }

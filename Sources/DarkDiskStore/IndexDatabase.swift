@@ -411,6 +411,12 @@ enum IndexDatabase {
             // every node pulled before is under its ID until its next push.
             try db.execute(sql: "ALTER TABLE node ADD COLUMN keyedNames INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v27: the file ID of a stored cloud file") { db in
+            // The file ID in a stored cloud file's header (`StoredFile.cloudFileID`): the file is the remote's
+            // version when the node's record names that ID. Drive versions are cloud files too, their own until
+            // uploaded. Rows from before (NULL) are all downloads: drive versions were cache files then.
+            try db.execute(sql: "ALTER TABLE file ADD COLUMN cloudFileID BLOB")
+        }
         return migrator
     }
 

@@ -303,7 +303,7 @@ public final class StagedContent: Sendable {
             guard state.size == 0, state.baseLimit == 0, !(state.staging?.holdsChunks ?? false) else { return false }
             let file = try newVersionFile()
             do throws(CryptoError) {
-                let writer = try CryptoFileWriter(fileDescriptor: file.fileDescriptor, key: key, format: .cacheFile)
+                let writer = try Self.versionWriter(file, key: key)
                 state.sequential = SequentialVersion(file: file, writer: writer)
             } catch {
                 throw DarkDiskError(crypto: error)
@@ -355,6 +355,15 @@ public final class StagedContent: Sendable {
         }
     }
 
+    /// A writer of a new version into `file`: a cloud file (its metadata and thumbnail sections empty) under
+    /// the node's key, so that its upload sends it as it is, with no second and third pass of AES.
+    private static func versionWriter(_ file: UnnamedFile, key: SymmetricKey) throws(CryptoError) -> CryptoFileWriter {
+        let writer = try CryptoFileWriter(fileDescriptor: file.fileDescriptor, key: key, format: .cloudFile)
+        try writer.endSection()
+        try writer.endSection()
+        return writer
+    }
+
     /// Seals every chunk of the content, in order, into a new file under `key`.
     private func seal(_ state: borrowing State) throws(DarkDiskError) -> (UnnamedFile, FinishedCryptoFile) {
         let chunkSize = UInt64(Self.chunkSize)
@@ -362,7 +371,7 @@ public final class StagedContent: Sendable {
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: Int(chunkSize), alignment: 16)
         defer { scratch.deallocate() }
         do throws(CryptoError) {
-            let writer = try CryptoFileWriter(fileDescriptor: file.fileDescriptor, key: key, format: .cacheFile)
+            let writer = try Self.versionWriter(file, key: key)
             var position: UInt64 = 0
             while position < state.size {
                 try fillThrowingCrypto(position / chunkSize, into: scratch, state)

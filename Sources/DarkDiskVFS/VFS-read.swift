@@ -33,7 +33,8 @@ extension VFS {
             if let export = try exportFile(of: entry) {
                 // An inode serves one version: a name that now leads to another one answers ESTALE, and the
                 // kernel looks the name up again (once) and opens the new inode.
-                let version = try version(ofStored: entry, fileID: export.fileID, format: export.cryptoFile.format, plaintextSize: export.plaintextSize)
+                let version = try version(ofStored: entry, fileID: export.fileID, format: export.cryptoFile.format,
+                                          cloudFileID: export.cloudFileID, plaintextSize: export.plaintextSize)
                 guard key.version == version else { answer(.failure(Errno(rawValue: ESTALE))); return }
                 answer(openStored(entry: entry, ino: ino, export: export))
                 return

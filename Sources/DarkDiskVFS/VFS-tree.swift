@@ -306,7 +306,8 @@ extension VFS {
         if let file = state.stored(kind) {
             var st = attributes(of: file)
             st.st_mode = S_IFREG | mode
-            return (st, version(ofStored: kind, fileID: file.fileID, format: file.format, plaintextSize: file.plaintextSize, outline: state.outline))
+            return (st, version(ofStored: kind, fileID: file.fileID, format: file.format, cloudFileID: file.cloudFileID,
+                                plaintextSize: file.plaintextSize, outline: state.outline))
         }
         guard let outline = state.outline, outline.has(kind) else { return nil }
         return (baseStat(mode: S_IFREG | mode, links: 1, size: outline.plaintextSize(of: kind)), .remote(outline.cloudETag))
@@ -324,19 +325,23 @@ extension VFS {
     }
 
     /// The version a stored file of `entry` serves. A node's data downloaded from the remote (a whole cloud
-    /// file), or a section fetched from it (of the size the record gives), is the remote's version at the
+    /// file whose header has the file ID the record names: `StoredFile.isRemoteVersion`; a version the drive
+    /// wrote is its own until uploaded), or a section fetched from it (of the size the record gives), is the remote's version at the
     /// outline's ETag, the same as before it was downloaded and after it is evicted: the inode (and the
     /// kernel's pages) stays while a busy pool downloads and evicts it again and again (a new inode each
     /// time made opens fail with ESTALE twice in a row). Anything else stored is its own version.
-    func version(ofStored entry: FSEntry, fileID: Int64, format: CryptoFileFormat, plaintextSize: UInt64) throws(DarkDiskError) -> InodeTable.Version {
+    func version(ofStored entry: FSEntry, fileID: Int64, format: CryptoFileFormat, cloudFileID: [UInt8]?,
+                 plaintextSize: UInt64) throws(DarkDiskError) -> InodeTable.Version {
         guard let (id, kind) = entry.nodeSection else { return .stored(fileID) }
-        return version(ofStored: kind, fileID: fileID, format: format, plaintextSize: plaintextSize, outline: try manager.outlineEntry(id))
+        return version(ofStored: kind, fileID: fileID, format: format, cloudFileID: cloudFileID, plaintextSize: plaintextSize,
+                       outline: try manager.outlineEntry(id))
     }
 
-    private func version(ofStored kind: FileKind, fileID: Int64, format: CryptoFileFormat, plaintextSize: UInt64,
+    private func version(ofStored kind: FileKind, fileID: Int64, format: CryptoFileFormat, cloudFileID: [UInt8]?, plaintextSize: UInt64,
                          outline: OutlineEntry?) -> InodeTable.Version {
         guard let outline, outline.has(kind) else { return .stored(fileID) }
-        let downloaded = kind == .data ? format == .cloudFile : plaintextSize == outline.plaintextSize(of: kind)
+        let downloaded = kind == .data ? StoredFile.isRemoteVersion(format: format, cloudFileID: cloudFileID, of: outline)
+                                       : plaintextSize == outline.plaintextSize(of: kind)
         return downloaded ? .remote(outline.cloudETag) : .stored(fileID)
     }
 

@@ -46,7 +46,7 @@ struct ExportCommand: AsyncParsableCommand {
         }
         let section: CloudFileSection = kind == .metadata ? .metadata : kind == .thumbnail ? .thumbnail : .data
         if let own = try await manager.nodeFile(id, kind: kind) { return try open(own) }
-        if kind != .data, let whole = try await manager.nodeFile(id, kind: .data), whole.cryptoFile.format == .cloudFile {
+        if kind != .data, let whole = try await manager.nodeFile(id, kind: .data), whole.isRemoteVersion(of: try await manager.outlineEntry(id)) {
             return try open(whole, section: section.rawValue)
         }
         guard try await manager.outlineEntry(id) != nil else {

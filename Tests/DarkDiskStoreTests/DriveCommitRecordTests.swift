@@ -179,6 +179,20 @@ import Testing
         }
     }
 
+    /// A version's cloud file ID goes last, and only when present: a record without it is byte for byte the
+    /// record before it existed (so journals written before read as they were), one with it reads back with
+    /// it, and an absent flag in its place is a byte too many.
+    @Test func theVersionsFileIDIsWrittenLastAndOnlyWhenPresent() throws {
+        var record = bareRecord(sequence: 4)
+        let without = encode(record)
+        record.cloudFileID = Data((0..<16).map { UInt8($0) })
+        let with = try record.framed()
+        #expect(Array(with.dropFirst(12)) == without + [1, 16, 0, 0, 0] + Array(0..<16), "flag, length, the 16 bytes")
+        #expect(with == frame(encode(record)))
+        #expect(DriveCommitRecord.records(in: with).records == [record])
+        #expect(DriveCommitRecord.records(in: frame(without + [0])).records.isEmpty)
+    }
+
     /// A payload is read to its last byte: one byte more, in a frame whose length and CRC count it, is
     /// malformed.
     @Test func aPayloadWithTrailingBytesIsMalformed() throws {
@@ -276,6 +290,7 @@ private struct Encoder {
             encoder.optional(node.target) { $0.string($1) }
             encoder.optional(node.xattrs) { $0.data($1) }
         }
+        if let cloudFileID = record.cloudFileID { optional(cloudFileID) { $0.data($1) } }
     }
 }
 

@@ -88,7 +88,8 @@ import Testing
         #expect(try manager.driveListing(of: folder.id).map(\.data?.plaintextSize) == [5_000, 5_000])
         #expect(try manager.uploadQueue.all().contains { $0.nodeID == oneStep.node.id })
         let export = try #require(try manager.nodeFile(oneStep.node.id))
-        #expect(try Data(export.reader().read(section: 0, offset: 0, count: 10_000)) == bytes)
+        let reader = try export.reader()
+        #expect(try Data(reader.read(section: reader.dataSection, offset: 0, count: 10_000)) == bytes)
     }
 
     @Test func aFirstCommitThatCannotInsertStoresNothing() throws {
