@@ -50,7 +50,10 @@ extension CloudSync {
         }
         let stored = Set(try manager.storedFiles(nodeID).map(\.kind))
         if stale.contains(.data) || !stored.contains(.data) {
-            try await store(DiskImport(cleartextFilePath: dataFile), .data)
+            // Sealed as the cloud file the upload sends, so that it goes up as it is stored.
+            var data = DiskImport(cleartextFilePath: dataFile)
+            data.format = .cloudFile
+            try await store(data, .data)
         }
         if let thumbnail, stale.contains(.thumbnail) || !stored.contains(.thumbnail) {
             try await store(DiskImport(cleartextData: thumbnail), .thumbnail)

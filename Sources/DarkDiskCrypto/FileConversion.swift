@@ -21,25 +21,28 @@ public enum FileConversion {
         }
     }
 
-    /// Encrypts the file at `source` into a new cache file at `path`, reading 1 MiB at a time.
+    /// Encrypts the file at `source` into a new file at `path` (a cache file; a cloud file, its metadata and
+    /// thumbnail sections empty, with `format` `.cloudFile`), reading 1 MiB at a time.
     /// With `limit`, more plaintext than `limit` bytes stops it with `.outOfRange`.
-    public static func encrypt(fileAt source: String, key: SymmetricKey, to path: String,
+    public static func encrypt(fileAt source: String, key: SymmetricKey, format: CryptoFileFormat = .cacheFile, to path: String,
                                chunkSize: UInt32 = CryptoFormat.defaultChunkSize, limit: UInt64? = nil) throws(CryptoError) -> CryptoFileHeader {
         let fd = try POSIXIO.openForReading(source)
         defer { close(fd) }
-        return try writeFile(at: path, key: key, format: .cacheFile, chunkSize: chunkSize) { writer throws(CryptoError) in
+        return try writeFile(at: path, key: key, format: format, chunkSize: chunkSize) { writer throws(CryptoError) in
+            for _ in 0..<format.dataSection { try writer.endSection() }
             try copyStream(fd, name: source, into: writer, limit: limit)
         }
     }
 
     /// Encrypts everything readable from `source` (a pipe, stdin: any stream of unknown length, read until
-    /// end of file) into a new cache file at `path`. Does not close `source`.
-    /// `name` is what messages call the stream; with `limit`, more plaintext than `limit` bytes stops it
-    /// with `.outOfRange`.
-    public static func encrypt(fileDescriptor source: Int32, key: SymmetricKey, to path: String,
+    /// end of file) into a new file at `path` (a cache file, or a cloud file with `format`). Does not close
+    /// `source`. `name` is what messages call the stream; with `limit`, more plaintext than `limit` bytes
+    /// stops it with `.outOfRange`.
+    public static func encrypt(fileDescriptor source: Int32, key: SymmetricKey, format: CryptoFileFormat = .cacheFile, to path: String,
                                chunkSize: UInt32 = CryptoFormat.defaultChunkSize, name: String? = nil,
                                limit: UInt64? = nil) throws(CryptoError) -> CryptoFileHeader {
-        try writeFile(at: path, key: key, format: .cacheFile, chunkSize: chunkSize) { writer throws(CryptoError) in
+        try writeFile(at: path, key: key, format: format, chunkSize: chunkSize) { writer throws(CryptoError) in
+            for _ in 0..<format.dataSection { try writer.endSection() }
             try copyStream(source, name: name ?? (source == 0 ? "standard input" : "the input stream"), into: writer, limit: limit)
         }
     }

@@ -36,6 +36,10 @@ public struct DiskImport: Sendable {
     public var deleteAfterUpload: Bool = false
     /// Plaintext bytes per encrypted chunk for cleartext sources (a power of two, 4 KiB to 4 MiB).
     public var chunkSize: UInt32 = CryptoFormat.defaultChunkSize
+    /// The stored format of a cleartext source: a cache file, or (node data that goes up as it is stored) a
+    /// cloud file whose metadata and thumbnail sections are empty, which an upload sends without sealing
+    /// its bytes again.
+    public var format: CryptoFileFormat = .cacheFile
     /// The most plaintext bytes a cleartext source may bring: past it the import stops at once and keeps
     /// nothing (`import /dev/zero` into a cache pool wrote gigabytes of a file it could never keep).
     public var sizeLimit: UInt64?

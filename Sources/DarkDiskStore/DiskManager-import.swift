@@ -82,14 +82,14 @@ extension DiskManager {
         do {
             switch diskImport.source {
             case .cleartextData(let data):
-                header = try FileConversion.encrypt(data, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize)
+                header = try FileConversion.encrypt(data, key: contentKey, format: diskImport.format, to: temporary, chunkSize: diskImport.chunkSize)
                 fileKey = contentKey
             case .cleartextFile(let path):
-                header = try FileConversion.encrypt(fileAt: path, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize,
+                header = try FileConversion.encrypt(fileAt: path, key: contentKey, format: diskImport.format, to: temporary, chunkSize: diskImport.chunkSize,
                                                     limit: limit)
                 fileKey = contentKey
             case .cleartextStream(let source):
-                header = try FileConversion.encrypt(fileDescriptor: source, key: contentKey, to: temporary, chunkSize: diskImport.chunkSize,
+                header = try FileConversion.encrypt(fileDescriptor: source, key: contentKey, format: diskImport.format, to: temporary, chunkSize: diskImport.chunkSize,
                                                     name: diskImport.sourceName, limit: limit)
                 fileKey = contentKey
             case .cryptoFile(let cryptoFile):
