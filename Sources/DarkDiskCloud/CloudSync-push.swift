@@ -27,10 +27,10 @@ extension CloudSync {
                      thumbnail: Data? = nil, metadata: Data? = nil) async throws -> PushResult {
         let content = Content(data: .plaintextFile(dataFile), thumbnail: thumbnail, metadata: metadata)
         // Local files of the node that are not what is pushed are its old version from now on.
-        let stale = try staleLocalKinds(of: nodeID, content)
+        let stale = try await staleLocalKinds(of: nodeID, content)
         switch try await upload(content, nodeID: nodeID, name: name, parentID: parentID, ownPlacement: name != nil || parentID != nil) {
         case .pushed(let entry):
-            try manager.invalidateLocalFiles(of: nodeID, kinds: stale)
+            try await manager.invalidateLocalFiles(of: nodeID, kinds: stale)
             try await didUpload(nodeID)
             return PushResult(entry: entry, conflict: nil)
         case .conflict(let remoteRecord):
@@ -38,7 +38,7 @@ extension CloudSync {
             // version is the node's, here too.
             let copy = try await uploadConflictCopy(content, of: nodeID, name: name ?? remoteRecord?.name,
                                                     parentID: parentID ?? remoteRecord?.parentID)
-            if let remoteRecord { try apply(remoteRecord) }
+            if let remoteRecord { try await apply(remoteRecord) }
             return copy
         }
     }
@@ -58,10 +58,10 @@ extension CloudSync {
 
     /// The kinds of the node's local files whose plaintext differs from `content` (data compared a MiB at a
     /// time; a file that does not decrypt counts as different).
-    func staleLocalKinds(of nodeID: NodeID, _ content: Content) throws -> Set<FileKind> {
+    func staleLocalKinds(of nodeID: NodeID, _ content: Content) async throws -> Set<FileKind> {
         var stale = Set<FileKind>()
         for kind in [FileKind.data, .metadata, .thumbnail] {
-            guard let export = try manager.nodeFile(nodeID, kind: kind) else { continue }
+            guard let export = try await manager.nodeFile(nodeID, kind: kind) else { continue }
             let same: Bool
             switch kind {
             case .metadata: same = (try? Self.plaintext(of: export)) == content.metadata
@@ -120,7 +120,7 @@ extension CloudSync {
         // Bound to the node: a wrapped key moved to another node's record does not unwrap there.
         let wrapped = manager.keys.wrap(key, for: .node(nodeID))
         // Composed in the store's staging folder: an interrupted push leaves it to the orphan sweep.
-        let scratch = try manager.makeScratchFile()
+        let scratch = try await manager.makeScratchFile()
         defer { withExtendedLifetime(scratch) {} }
         let header: CryptoFileHeader
         switch content.data {
@@ -234,9 +234,9 @@ extension CloudSync {
         try await manager.records.note([nodeID: generation])
         try await deleteReplacedRecordByID(of: nodeID, keyedGeneration: generation)
         let entry = try record.outlineEntry()
-        try manager.updateOutline(entry, invalidatingLocalFiles: false, keepingLocalPlacement: true)
+        try await manager.updateOutline(entry, invalidatingLocalFiles: false, keepingLocalPlacement: true)
         // A merged rename or move from elsewhere is this store's placement too (unless the node went here).
-        if merged, try await manager.hasNode(nodeID) { try manager.updateOutline(entry, invalidatingLocalFiles: false) }
+        if merged, try await manager.hasNode(nodeID) { try await manager.updateOutline(entry, invalidatingLocalFiles: false) }
         return .pushed(entry)
     }
 
@@ -327,10 +327,10 @@ extension CloudSync {
 
     /// Takes a record from the bucket as this store's knowledge of its node (what a pull does for one node);
     /// `invalidatingLocalFiles`: its local files of another version go.
-    func apply(_ record: NodeRecord, invalidatingLocalFiles: Bool = true) throws {
+    func apply(_ record: NodeRecord, invalidatingLocalFiles: Bool = true) async throws {
         guard let generation = record.generation, let id = try? NodeID(record.nodeID) else { return }
-        guard generation >= (try manager.records.generation(of: id)) else { return }
-        try manager.updateOutline(try record.outlineEntry(), invalidatingLocalFiles: invalidatingLocalFiles)
-        try manager.records.note([id: generation])
+        guard try await generation >= manager.records.generation(of: id) else { return }
+        try await manager.updateOutline(try record.outlineEntry(), invalidatingLocalFiles: invalidatingLocalFiles)
+        try await manager.records.note([id: generation])
     }
 }

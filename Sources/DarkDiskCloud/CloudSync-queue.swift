@@ -40,15 +40,15 @@ extension CloudSync {
     public func queuePush(dataFile: String, nodeID: NodeID, name: String? = nil, parentID: String? = nil,
                           thumbnail: Data? = nil, metadata: Data? = nil) async throws {
         let content = Content(data: .plaintextFile(dataFile), thumbnail: thumbnail, metadata: metadata)
-        let stale = try staleLocalKinds(of: nodeID, content)
-        let keptBefore = try manager.storedFiles(nodeID).contains { $0.kind == .data && $0.mode == .persistent }
+        let stale = try await staleLocalKinds(of: nodeID, content)
+        let keptBefore = try await manager.storedFiles(nodeID).contains { $0.kind == .data && $0.mode == .persistent }
         func store(_ source: DiskImport, _ kind: FileKind) async throws {
             var source = source
             source.storePersistently = true
             source.migrateToCacheAfterUpload = !keptBefore
             try await manager.importNodeFile(source, nodeID: nodeID, kind: kind)
         }
-        let stored = Set(try manager.storedFiles(nodeID).map(\.kind))
+        let stored = await Set(try manager.storedFiles(nodeID).map(\.kind))
         if stale.contains(.data) || !stored.contains(.data) {
             // Sealed as the cloud file the upload sends, so that it goes up as it is stored.
             var data = DiskImport(cleartextFilePath: dataFile)
@@ -177,7 +177,7 @@ extension CloudSync {
         if let version = queued.version, let current = try await currentRecord(of: nodeID),
            let record = current.state?.record, record.cloudVersion == version {
             try await manager.records.note([nodeID: record.generation ?? 0])
-            try manager.updateOutline(try record.outlineEntry(), invalidatingLocalFiles: false, keepingLocalPlacement: true)
+            try await manager.updateOutline(try record.outlineEntry(), invalidatingLocalFiles: false, keepingLocalPlacement: true)
             basedOn = version
         }
         let thumbnail = try await manager.nodeFile(nodeID, kind: .thumbnail)
@@ -204,8 +204,8 @@ extension CloudSync {
             // remote has it, on every machine). A newer local version, committed while this one uploaded, is
             // not the copy's: it stays, queued, made on what this store had (`basedOn`), so its upload is a
             // conflict copy too.
-            if let remoteRecord { try apply(remoteRecord, invalidatingLocalFiles: false) }
-            try manager.invalidateLocalFiles(of: nodeID, kinds: [.data, .metadata, .thumbnail], whileDataFileIs: data.fileID)
+            if let remoteRecord { try await apply(remoteRecord, invalidatingLocalFiles: false) }
+            try await manager.invalidateLocalFiles(of: nodeID, kinds: [.data, .metadata, .thumbnail], whileDataFileIs: data.fileID)
             return (copy, false)
         }
     }
@@ -304,9 +304,9 @@ extension CloudSync {
             throw RemoteError(.preconditionFailed, "\(remote.url): the conflict copy of node '\(nodeID)' (a new node, '\(copyID)') met a record already there")
         }
         // A new node here too, beside the original (the upload takes its own record only for nodes it has).
-        try manager.updateOutline(entry, invalidatingLocalFiles: false)
+        try await manager.updateOutline(entry, invalidatingLocalFiles: false)
         let copy = ConflictCopy(nodeID: copyID, originalID: nodeID, name: copyName, createdAt: now)
-        try manager.noteConflictCopy(copy)
+        try await manager.noteConflictCopy(copy)
         return PushResult(entry: entry, conflict: copy)
     }
 

@@ -38,7 +38,7 @@ public struct CloudSync: Sendable {
         let objectKey = CloudLayout.avatar(userID, identityID, with: manager)
         if let avatar {
             let key = SymmetricKey.random()
-            let scratch = try manager.makeScratchFile()
+            let scratch = try await manager.makeScratchFile()
             let temporary = scratch.path
             defer { withExtendedLifetime(scratch) {} }
             _ = try FileConversion.encrypt(avatar, key: key, to: temporary)
@@ -94,7 +94,8 @@ public struct CloudSync: Sendable {
     /// generation of its own to refuse a rollback with, then trusts no more than the machine that printed
     /// it. A mismatch fails the pull (`.invalidResponse`) with nothing changed; a match forgets the setting.
     public func pull(acceptEmptyRemote: Bool = false, expectedFingerprint: String? = nil) async throws -> PullResult {
-        let expected = try expectedFingerprint ?? manager.text(Self.expectedFingerprintSetting)
+        var expected = expectedFingerprint
+        if expected == nil { expected = try await manager.text(Self.expectedFingerprintSetting) }
         // What this store knows is read before the listing: a node this store (its mount) uploads for the
         // first time after the listing was taken is not "gone from the bucket" (it was not listed yet).
         let known = Dictionary(uniqueKeysWithValues: try await manager.outline().map { ($0.nodeID, $0) })
@@ -200,7 +201,7 @@ public struct CloudSync: Sendable {
         // queued meanwhile); the others' (unchanged records, tombstones) are noted here.
         let updated = Set(updates.map(\.nodeID))
         let pulled = generations.filter { updated.contains($0.key) }
-        try manager.updateOutline(updates, pulledGenerations: pulled)
+        try await manager.updateOutline(updates, pulledGenerations: pulled)
         try await manager.records.note(generations.filter { pulled[$0.key] == nil })
         // A node with a change still queued here keeps it: the upload brings the node back (a local change
         // is never dropped by a remote delete).
@@ -223,7 +224,7 @@ public struct CloudSync: Sendable {
             result.deleted = gone.count
         }
         result.skipped += try await pullUsers()
-        if expected != nil, expectedFingerprint == nil { try manager.removeText(Self.expectedFingerprintSetting) }
+        if expected != nil, expectedFingerprint == nil { try await manager.removeText(Self.expectedFingerprintSetting) }
         return result
     }
 
@@ -270,7 +271,7 @@ public struct CloudSync: Sendable {
         var skipped: [String] = []
         // The users whose avatars the outline lists, by their records' names: a record of one that is refused
         // keeps what the store had, as a refused node record does.
-        let known = Dictionary(Set(try manager.avatarOutline().map(\.userID)).map { (CloudLayout.userName($0, with: manager), $0) },
+        let known = await Dictionary(Set(try manager.avatarOutline().map(\.userID)).map { (CloudLayout.userName($0, with: manager), $0) },
                                uniquingKeysWith: { first, _ in first })
         for object in objects {
             guard let name = CloudLayout.userRecordName(ofKey: object.key) else { continue }
@@ -308,10 +309,10 @@ public struct CloudSync: Sendable {
                 skipped.append(error.message)
                 continue
             }
-            try manager.updateAvatarOutline(userID, entries: entries)
+            try await manager.updateAvatarOutline(userID, entries: entries)
         }
-        for userID in Set(try manager.avatarOutline().map(\.userID)) where !seen.contains(userID) {
-            try manager.updateAvatarOutline(userID, entries: [])
+        for userID in await Set(try manager.avatarOutline().map(\.userID)) where !seen.contains(userID) {
+            try await manager.updateAvatarOutline(userID, entries: [])
         }
         return skipped
     }

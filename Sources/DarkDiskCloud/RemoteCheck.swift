@@ -149,7 +149,7 @@ extension CloudSync {
     /// with `record` (its sizes, and the file ID the record names: not the ETag, which any server can report
     /// and which a faithful copy of a bucket changes), and every chunk of every section too.
     private func authenticate(_ objectKey: String, size: UInt64, key: SymmetricKey, record: OutlineEntry?) async throws {
-        let scratch = try manager.makeScratchFile()
+        let scratch = try await manager.makeScratchFile()
         let fd: Int32
         do { fd = try SystemCall.open(scratch.path, O_WRONLY | O_TRUNC) } catch {
             throw RemoteError(.io, "cannot open \(scratch.path): \(error)")

@@ -54,7 +54,7 @@ public enum StoreRemote {
         let manager = try logger.map {
             try DiskManager.create(at: location, passphrase: passphrase, passphraseCost: passphraseCost, adoptingKeyFile: contents.keyFile, logger: $0)
         } ?? DiskManager.create(at: location, passphrase: passphrase, passphraseCost: passphraseCost, adoptingKeyFile: contents.keyFile)
-        try manager.setText(url, for: settingKey)
+        try await manager.setText(url, for: settingKey)
         if contents.keyFile == nil, passphrase != nil {
             _ = try await target.write(CloudLayout.masterKey, data: MasterKeyFile.contents(at: location.keyPath))
         }
@@ -72,6 +72,6 @@ public enum StoreRemote {
         if contents.keyFile == nil, try MasterKeyFile.needsPassphrase(at: manager.location.keyPath), !url.hasPrefix("http") {
             _ = try await remote.write(CloudLayout.masterKey, data: MasterKeyFile.contents(at: manager.location.keyPath))
         }
-        try manager.setText(url, for: settingKey)
+        try await manager.setText(url, for: settingKey)
     }
 }

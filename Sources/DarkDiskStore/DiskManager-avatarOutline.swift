@@ -3,6 +3,7 @@ import GRDB
 
 extension DiskManager {
     /// Every avatar the remote's user records list (what `pull` learned), by user then identity.
+    @available(*, noasync)
     public func avatarOutline() throws(DarkDiskError) -> [AvatarOutlineEntry] {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM avatarOutline ORDER BY userID, identityID").map(Self.avatarEntry(from:))
@@ -10,6 +11,7 @@ extension DiskManager {
     }
 
     /// The avatars the remote lists for one user.
+    @available(*, noasync)
     public func avatarOutline(_ userID: UserID) throws(DarkDiskError) -> [AvatarOutlineEntry] {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM avatarOutline WHERE userID = ? ORDER BY identityID", arguments: [userID.rawValue])
@@ -29,6 +31,7 @@ extension DiskManager {
     /// or has none). A local avatar the outline listed before is deleted when its listing went or names
     /// another key (the avatar was replaced in the cloud); avatars only imported here are kept. Returns
     /// whether the user's listing changed.
+    @available(*, noasync)
     @discardableResult
     public func updateAvatarOutline(_ userID: UserID, entries: [AvatarOutlineEntry]) throws(DarkDiskError) -> Bool {
         for entry in entries where entry.userID != userID {

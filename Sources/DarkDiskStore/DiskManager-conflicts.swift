@@ -4,6 +4,7 @@ import GRDB
 /// The conflict copies this store made: listed by `status` until the copy's node is deleted.
 extension DiskManager {
     /// Remembers a conflict copy a push made.
+    @available(*, noasync)
     public func noteConflictCopy(_ copy: ConflictCopy) throws(DarkDiskError) {
         try write { db in
             try db.execute(sql: """

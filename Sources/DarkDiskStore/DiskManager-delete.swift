@@ -5,11 +5,13 @@ extension DiskManager {
     /// Deletes every stored file of a node (data, metadata, thumbnail) and forgets the node entirely, its
     /// entry in the remote's outline too: for a node the remote no longer has (a `pull` does this). Files
     /// held by a retain token are deleted when the last token is released.
+    @available(*, noasync)
     public func deleteNode(_ nodeID: NodeID) throws(DarkDiskError) {
         try deleteNodes([nodeID])
     }
 
     /// Deletes every stored file of each node and forgets the nodes, outline entries included.
+    @available(*, noasync)
     public func deleteNodes(_ nodeIDs: [NodeID]) throws(DarkDiskError) {
         try deleteNodes(nodeIDs, keepingOutline: false)
     }
@@ -17,11 +19,13 @@ extension DiskManager {
     /// Deletes every stored file of a node (data, metadata, thumbnail) and nothing else: a node the remote's
     /// outline lists stays listed, remote-only again (a read downloads it anew); a node only this store knew
     /// is forgotten. What `darkdisk delete --node` does.
+    @available(*, noasync)
     public func deleteLocalFiles(of nodeID: NodeID) throws(DarkDiskError) {
         try deleteLocalFiles(of: [nodeID])
     }
 
     /// `deleteLocalFiles(of:)` for many nodes in one transaction.
+    @available(*, noasync)
     public func deleteLocalFiles(of nodeIDs: [NodeID]) throws(DarkDiskError) {
         try deleteNodes(nodeIDs, keepingOutline: true)
     }
@@ -50,12 +54,14 @@ extension DiskManager {
     }
 
     /// Deletes one stored file of a node; returns whether there was one.
+    @available(*, noasync)
     @discardableResult
     public func deleteNodeFile(_ nodeID: NodeID, kind: FileKind) throws(DarkDiskError) -> Bool {
         try deleteNodeFiles([nodeID], kind: kind) > 0
     }
 
     /// Deletes the `kind` file of each node; returns how many files there were.
+    @available(*, noasync)
     @discardableResult
     public func deleteNodeFiles(_ nodeIDs: [NodeID], kind: FileKind) throws(DarkDiskError) -> Int {
         let ids = nodeIDs.map(\.rawValue)
@@ -69,6 +75,7 @@ extension DiskManager {
     }
 
     /// Deletes every avatar of a user.
+    @available(*, noasync)
     public func deleteUserAvatars(_ userID: UserID) throws(DarkDiskError) {
         try deleteUserAvatars(forUsers: [userID])
     }
@@ -83,6 +90,7 @@ extension DiskManager {
     }
 
     /// Deletes the avatar of one identity of a user; returns whether there was one.
+    @available(*, noasync)
     @discardableResult
     public func deleteUserAvatar(_ userID: UserID, identityID: IdentityID) throws(DarkDiskError) -> Bool {
         guard let record = try read({ db in try FileRecord.find(db, kind: .avatar, owner: userID.rawValue, identity: identityID.rawValue) }) else {

@@ -5,6 +5,7 @@ extension DiskManager {
     /// The recorded state of an interrupted download of a node's cloud file, if any (and its file still exists).
     /// A row whose file is gone (the cache folder was purged) is forgotten, unless a downloader holds the node:
     /// its row is written a moment before its file.
+    @available(*, noasync)
     public func partialDownload(_ nodeID: NodeID) throws(DarkDiskError) -> PartialDownload? {
         let row = try read { db in try Row.fetchOne(db, sql: "SELECT * FROM download WHERE nodeID = ?", arguments: [nodeID.rawValue]) }
         guard let row else { return nil }
@@ -29,6 +30,7 @@ extension DiskManager {
     }
 
     /// Starts recording a new download (replacing any older one, whose partial file is removed).
+    @available(*, noasync)
     public func beginPartialDownload(_ nodeID: NodeID, etag: String, size: UInt64) throws(DarkDiskError) -> PartialDownload {
         try removePartialDownload(nodeID)
         let name = FileOperations.randomName(extension: "part")
@@ -41,6 +43,7 @@ extension DiskManager {
     }
 
     /// Records received ranges; call after the bytes are flushed to the partial file.
+    @available(*, noasync)
     public func savePartialDownload(_ download: PartialDownload) throws(DarkDiskError) {
         let text = download.ranges.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ",")
         try write { db in
@@ -58,6 +61,7 @@ extension DiskManager {
     }
 
     /// Forgets a download and removes its partial file (after it completed, or to restart from zero).
+    @available(*, noasync)
     public func removePartialDownload(_ nodeID: NodeID) throws(DarkDiskError) {
         // One transaction, the file removed before the row: a crash between them leaves a row whose file is
         // gone (the next download recreates it and authentication refuses the gap), never a lost file name.

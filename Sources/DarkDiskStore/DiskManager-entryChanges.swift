@@ -2,6 +2,7 @@ import GRDB
 
 extension DiskManager {
     /// The newest row of the index's change table: where a watcher starts reading (`entryChanges(after:)`).
+    @available(*, noasync)
     public func newestEntryChange() throws(DarkDiskError) -> Int64 {
         try read { db in try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM entryChange") ?? 0 }
     }

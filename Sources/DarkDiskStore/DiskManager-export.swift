@@ -9,18 +9,21 @@ import Glibc
 extension DiskManager {
     /// The stored `kind` file of a node, retained, or nil if it is not on local disk (never stored, deleted,
     /// expired, or removed from the cache folder behind our back).
+    @available(*, noasync)
     public func nodeFile(_ nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> DiskExport? {
         try export(kind: kind, owner: nodeID.rawValue, identity: "")
     }
 
     /// The `kind` file of a node in `preferredFormat` if the stored version has it, else whatever is stored
     /// (the store keeps one version per node and kind; a download may leave a cloud-format file).
+    @available(*, noasync)
     public func nodeFile(_ nodeID: NodeID, kind: FileKind = .data, preferredFormat: CryptoFileFormat) throws(DarkDiskError) -> DiskExport? {
         try nodeFile(nodeID, kind: kind)
     }
 
     /// A user's avatar for one identity, or for any identity when `identityID` is nil (the most recently
     /// modified), retained; nil if none is on local disk.
+    @available(*, noasync)
     public func userAvatar(_ userID: UserID, identityID: IdentityID? = nil) throws(DarkDiskError) -> DiskExport? {
         if let identityID {
             return try export(kind: .avatar, owner: userID.rawValue, identity: identityID.rawValue)

@@ -12,6 +12,7 @@ extension DiskManager {
     ///
     /// The file is written to a staging file, flushed and renamed into place before the index row commits,
     /// so a crash leaves either the old file or the new one, never a half-written file in the index.
+    @available(*, noasync)
     @discardableResult
     public func importNodeFile(_ diskImport: DiskImport, nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> DiskExport {
         guard kind != .avatar else {
@@ -27,6 +28,7 @@ extension DiskManager {
     }
 
     /// Stores an avatar for one identity of a user.
+    @available(*, noasync)
     @discardableResult
     public func importUserAvatar(_ diskImport: DiskImport, userID: UserID, identityID: IdentityID) throws(DarkDiskError) -> DiskExport {
         try store(diskImport, kind: .avatar, owner: userID.rawValue, identity: identityID.rawValue, contentKey: userKey(userID))

@@ -41,6 +41,7 @@ extension DiskManager {
     }
 
     /// The index entry of one node file, without opening it.
+    @available(*, noasync)
     public func storedFile(_ nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> StoredFile? {
         try read { db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }.map(StoredFile.init)
     }
@@ -72,6 +73,7 @@ extension DiskManager {
     }
 
     /// The index entries of all files of a node.
+    @available(*, noasync)
     public func storedFiles(_ nodeID: NodeID) throws(DarkDiskError) -> [StoredFile] {
         try read { db in
             try FileRecord.filter(Column("ownerID") == nodeID.rawValue && Column("kind") != FileKind.avatar.rawValue).fetchAll(db)
@@ -89,6 +91,7 @@ extension DiskManager {
     }
 
     /// The index entries of a user's stored avatars.
+    @available(*, noasync)
     public func storedAvatars(_ userID: UserID) throws(DarkDiskError) -> [StoredFile] {
         try read { db in
             try FileRecord.filter(Column("ownerID") == userID.rawValue && Column("kind") == FileKind.avatar.rawValue)

@@ -110,6 +110,7 @@ extension DiskManager {
     /// when one object exceeds the limit; here the others stay).
     ///
     /// Runs on the maintenance queue, the one owner of eviction; the caller waits for it.
+    @available(*, noasync)
     @discardableResult
     public func enforceLimits(of pool: Pool) throws(DarkDiskError) -> Int {
         try onOwner { () throws(DarkDiskError) in try trim(pool) }

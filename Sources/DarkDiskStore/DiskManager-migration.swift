@@ -10,6 +10,7 @@ extension DiskManager {
     /// Moves a node's `kind` file between persistent storage and the cache pool. An unretained file is moved
     /// (hard link, then the old name goes); a retained file is copied and the original deleted when its last
     /// token is released (as in ZeroDark.cloud's framework). Returns whether the node has such a file.
+    @available(*, noasync)
     @discardableResult
     public func makeNodeFilePersistent(_ persistent: Bool, nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) -> Bool {
         if !persistent {
@@ -22,6 +23,7 @@ extension DiskManager {
     }
 
     /// Moves all of a user's avatars between persistent storage and the cache pool.
+    @available(*, noasync)
     public func makeUserAvatarsPersistent(_ persistent: Bool, userID: UserID) throws(DarkDiskError) {
         let records = try read { db in
             try FileRecord.filter(Column("ownerID") == userID.rawValue && Column("kind") == FileKind.avatar.rawValue).fetchAll(db)
@@ -31,6 +33,7 @@ extension DiskManager {
 
     /// Tells the store that a node's file reached the cloud: `migrateToCacheAfterUpload` files become cache
     /// files (unless the node is pinned), `deleteAfterUpload` files are deleted.
+    @available(*, noasync)
     public func didUploadNodeFile(_ nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) {
         guard let record = try read({ db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }) else { return }
         if record.deleteAfterUpload {

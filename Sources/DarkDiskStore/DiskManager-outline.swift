@@ -121,6 +121,7 @@ extension DiskManager {
     /// keeps the name, folder and attributes the index gives it, which are the ones uploaded or newer (a
     /// rename or `chmod` through the drive while the upload ran, queued to go next), and a node the index
     /// no longer has (deleted while it uploaded) is not brought back.
+    @available(*, noasync)
     @discardableResult
     public func updateOutline(_ entry: OutlineEntry, invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false) throws(DarkDiskError) -> Bool {
         try !updateOutline([entry], invalidatingLocalFiles: invalidatingLocalFiles, keepingLocalPlacement: keepingLocalPlacement).isEmpty
@@ -136,6 +137,7 @@ extension DiskManager {
     /// a node whose record this store has seen at a newer generation since the pull read it (its own upload
     /// landed meanwhile): what the pull read is older. The generation of each entry applied is noted in the
     /// same transaction.
+    @available(*, noasync)
     public func updateOutline(_ entries: [OutlineEntry], invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false,
                               pulledGenerations: [NodeID: UInt64] = [:]) throws(DarkDiskError) -> Set<NodeID> {
         let placement = keepingLocalPlacement ? "" : ", name = excluded.name, parentID = excluded.parentID, type = excluded.type, mode = excluded.mode, "
@@ -197,6 +199,7 @@ extension DiskManager {
 
     /// Deletes the node's local files of `kinds`, which are not its current version any more (a push of
     /// other content replaced them): a persistent one is replaced, never just dropped (`keptVersionsToReplace`).
+    @available(*, noasync)
     public func invalidateLocalFiles(of nodeID: NodeID, kinds: Set<FileKind>) throws(DarkDiskError) {
         guard !kinds.isEmpty else { return }
         let created = clock.now.timeIntervalSince1970
@@ -208,6 +211,7 @@ extension DiskManager {
     /// `invalidateLocalFiles(of:kinds:)`, only while the node's data file is still `fileID` (checked in the
     /// transaction that drops them): a newer version committed meanwhile (a change still to upload) stays.
     /// Whether they went.
+    @available(*, noasync)
     @discardableResult
     public func invalidateLocalFiles(of nodeID: NodeID, kinds: Set<FileKind>, whileDataFileIs fileID: Int64) throws(DarkDiskError) -> Bool {
         let created = clock.now.timeIntervalSince1970
@@ -243,10 +247,12 @@ extension DiskManager {
     }
 
     /// A text setting of the store (e.g. its remote URL).
+    @available(*, noasync)
     public func text(_ key: String) throws(DarkDiskError) -> String? {
         try read { db in try String.fetchOne(db, sql: "SELECT value FROM storeText WHERE key = ?", arguments: [key]) }
     }
 
+    @available(*, noasync)
     public func setText(_ value: String, for key: String) throws(DarkDiskError) {
         try write { db in
             try db.execute(sql: "INSERT OR REPLACE INTO storeText (key, value) VALUES (?, ?)", arguments: [key, value])
@@ -254,6 +260,7 @@ extension DiskManager {
     }
 
     /// Forgets a text setting.
+    @available(*, noasync)
     public func removeText(_ key: String) throws(DarkDiskError) {
         try write { db in try db.execute(sql: "DELETE FROM storeText WHERE key = ?", arguments: [key]) }
     }

@@ -107,6 +107,7 @@ extension DiskManager {
 
     /// The pinned nodes in the remote whose data is not stored persistently here, in the outline's order.
     /// Cheap when nothing is pinned (one read); otherwise it walks the pinned folders.
+    @available(*, noasync)
     public func pinnedNodesToKeep() throws(DarkDiskError) -> [PinnedNode] {
         try read { db in
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM pin WHERE pinned = 1 LIMIT 1") == true else { return [] }
@@ -174,6 +175,7 @@ extension DiskManager {
     }
 
     /// The downloads handed to the mount and not done yet, oldest first.
+    @available(*, noasync)
     public func wantedDownloads() throws(DarkDiskError) -> [(nodeID: NodeID, persistent: Bool)] {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT nodeID, persistent FROM wantedDownload ORDER BY since, nodeID").compactMap { row in
@@ -183,6 +185,7 @@ extension DiskManager {
     }
 
     /// A handed download is done (or its node is gone).
+    @available(*, noasync)
     public func forgetWantedDownload(_ nodeID: NodeID) throws(DarkDiskError) {
         try write { db in try db.execute(sql: "DELETE FROM wantedDownload WHERE nodeID = ?", arguments: [nodeID.rawValue]) }
     }

@@ -91,6 +91,7 @@ final class ScratchFilePool: Sendable {
 
 extension DiskManager {
     /// A scratch file in the cache staging folder (see `ScratchFile`), a kept one if there is one.
+    @available(*, noasync)
     public func makeScratchFile() throws(DarkDiskError) -> ScratchFile {
         try ScratchFile(folder: location.cacheStaging, pool: scratchFiles)
     }

@@ -41,8 +41,8 @@ struct DeleteCommand: AsyncParsableCommand {
                     throw CLIError("node '\(id)' has no \(kind.rawValue) stored locally")
                 }
             } else {
-                guard try !manager.storedFiles(id).isEmpty else { throw CLIError("node '\(id)' has nothing stored locally") }
-                try manager.deleteLocalFiles(of: id)
+                guard try await !manager.storedFiles(id).isEmpty else { throw CLIError("node '\(id)' has nothing stored locally") }
+                try await manager.deleteLocalFiles(of: [id])
             }
         case (nil, let user?):
             guard kind == nil else { throw CLIError("--kind goes with --node") }
@@ -53,7 +53,7 @@ struct DeleteCommand: AsyncParsableCommand {
                     throw CLIError("user '\(id)' has no avatar for identity '\(identity)'")
                 }
             } else {
-                guard try !manager.storedAvatars(id).isEmpty else { throw CLIError("user '\(id)' has no avatar stored locally") }
+                guard try await !manager.storedAvatars(id).isEmpty else { throw CLIError("user '\(id)' has no avatar stored locally") }
                 try await manager.deleteUserAvatars(id)
             }
         case (nil, nil):

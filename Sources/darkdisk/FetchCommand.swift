@@ -77,7 +77,7 @@ struct FetchCommand: AsyncParsableCommand {
                 throw CLIError("node '\(id)' has no \(kind.rawValue)")
             }
             if persistent { try await manager.makeNodeFilePersistent(true, nodeID: id, kind: kind) }
-            guard try manager.storedFile(id, kind: kind) != nil else {
+            guard try await manager.storedFile(id, kind: kind) != nil else {
                 throw try cannotKeep(id, kind, manager: manager, encryptedSize: nil)
             }
             summary = "fetched the \(kind.rawValue) of node '\(id)': \(bytes.count) bytes" + (persistent ? ", kept persistently" : "")

@@ -48,7 +48,7 @@ struct InitCommand: AsyncParsableCommand {
             manager = try DiskManager.create(at: location, passphrase: passphrase, passphraseCost: cost, logger: CLILog.cli)
         }
         if let expected = fingerprintOptions.expectFingerprint {
-            try manager.setText(expected.lowercased(), for: CloudSync.expectedFingerprintSetting)
+            try await manager.setText(expected.lowercased(), for: CloudSync.expectedFingerprintSetting)
         }
         let joined = joinedKey ? " (joined the remote's key)" : ""
         print("created store\(joined): data \(manager.location.dataDirectory), cache \(manager.location.cacheDirectory), key \(manager.location.keyPath)")

@@ -77,7 +77,7 @@ import Testing
         let manager = try DiskManager(location: location)
         var indexed = Set<String>()
         for id in try manager.storedNodeIDs() {
-            for file in try manager.storedFiles(id) {
+            for file in try await manager.storedFiles(id) {
                 let export = try await manager.nodeFile(id, kind: file.kind)
                 if file.mode == .persistent {
                     #expect(export != nil, "round \(round): persistent \(id) is in the index but not on disk")

@@ -99,29 +99,29 @@ import Testing
         let mount = try Mount(store)
         let manager = try store.manager()
         let path = mount.path + "/nodes/n/data"
-        #expect(try manager.storedFile(NodeID("n"))?.mode == .cache)
+        await #expect(try manager.storedFile(NodeID("n"))?.mode == .cache)
 
         #expect(try setfattr(path, "user.darkdisk.persistent", "1").status == 0)
-        #expect(try manager.storedFile(NodeID("n"))?.mode == .persistent)
-        #expect(try manager.storedFile(NodeID("n"), kind: .thumbnail)?.mode == .cache, "only the data moved")
+        await #expect(try manager.storedFile(NodeID("n"))?.mode == .persistent)
+        await #expect(try manager.storedFile(NodeID("n"), kind: .thumbnail)?.mode == .cache, "only the data moved")
         #expect(try getfattr(path, "user.darkdisk.persistent") == "1")
         await #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data, "the migrated file reads the same")
         #expect(try setfattr(path, "user.darkdisk.persistent", "1").status == 0, "setting it again is harmless")
         #expect(try setfattr(path, "user.darkdisk.persistent", "0").status == 0)
-        #expect(try manager.storedFile(NodeID("n"))?.mode == .cache)
+        await #expect(try manager.storedFile(NodeID("n"))?.mode == .cache)
         #expect(try getfattr(path, "user.darkdisk.persistent") == "0")
 
         // /thumbs/<id> is the node's thumbnail; an avatar moves with its user's other avatars.
         #expect(try setfattr(mount.path + "/thumbs/n", "user.darkdisk.persistent", "1").status == 0)
-        #expect(try manager.storedFile(NodeID("n"), kind: .thumbnail)?.mode == .persistent)
+        await #expect(try manager.storedFile(NodeID("n"), kind: .thumbnail)?.mode == .persistent)
         #expect(try getfattr(mount.path + "/nodes/n/thumbnail", "user.darkdisk.persistent") == "1")
         #expect(try setfattr(mount.path + "/avatars/alice/a", "user.darkdisk.persistent", "1").status == 0)
-        #expect(try manager.storedAvatars(UserID("alice")).map(\.mode) == [.persistent, .persistent])
+        await #expect(try manager.storedAvatars(UserID("alice")).map(\.mode) == [.persistent, .persistent])
 
         // What the user sees in `status`: the persistent bytes moved.
         let status = try await store.darkdisk(["status", "--json"])
         let pools = try JSONDecoder().decode(StatusReport.self, from: status.stdout).pools
-        let thumbnailSize = try manager.storedFile(NodeID("n"), kind: .thumbnail)?.storedSize
+        let thumbnailSize = try await manager.storedFile(NodeID("n"), kind: .thumbnail)?.storedSize
         #expect(pools.first { $0.name == "thumbnails" }?.persistentSize == thumbnailSize)
         #expect(pools.first { $0.name == "avatars" }?.cachedSize == 0)
         await #expect(eventually(within: 10) { mount.log.contains("node n data: set user.darkdisk.persistent to 1") }, "log: \(mount.log)")
@@ -140,12 +140,13 @@ import Testing
 
         #expect(try setfattr(mount.path, "user.darkdisk.pool.data.max_size", "0").status == 0)
         #expect(try manager.settings(for: .data).maxSize == 0)
-        for id in ["c1", "c2", "c3"] { #expect(try manager.storedFile(NodeID(id)) == nil, "\(id) was evicted at once") }
-        #expect(try manager.storedFile(NodeID("p"))?.mode == .persistent)
+        for id in ["c1", "c2", "c3"] { await #expect(try manager.storedFile(NodeID(id)) == nil, "\(id) was evicted at once") }
+        await #expect(try manager.storedFile(NodeID("p"))?.mode == .persistent)
         #expect(try getfattr(mount.path, "user.darkdisk.pool.data.max_size") == "0")
         #expect(try getfattr(mount.path, "user.darkdisk.pool.data.cached_size") == "0")
         let persistent = try getfattr(mount.path, "user.darkdisk.pool.data.persistent_size")
-        #expect(persistent == "\(try manager.storedFile(NodeID("p"))!.storedSize)")
+        let stored = try await manager.storedFile(NodeID("p"))
+        #expect(persistent == "\(stored!.storedSize)")
         #expect(try getfattr(mount.path, "user.darkdisk.pool.data.size") == persistent)
         await #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output.contains("p\n"))
         await #expect(try Shell.sh("cat \(Shell.quote(mount.path + "/nodes/p/data"))").stdout == CLIStore.bytes(100_000))
@@ -169,7 +170,7 @@ import Testing
         let old = mount.path + "/nodes/old/data", kept = mount.path + "/nodes/kept/data"
 
         #expect(try setfattr(old, "user.darkdisk.expiration", "-1").status == 0)
-        #expect(try manager.storedFile(NodeID("old"))?.expiration == -1)
+        await #expect(try manager.storedFile(NodeID("old"))?.expiration == -1)
         #expect(try getfattr(old, "user.darkdisk.expiration") == "-1")
         #expect(try setfattr(old, "user.darkdisk.expiration", "86400\n").status == 0, "one trailing newline is fine")
         #expect(try getfattr(old, "user.darkdisk.expiration") == "86400")
@@ -179,12 +180,12 @@ import Testing
         // A persistent file keeps its value (it matters once it is a cache file again) and does not expire.
         try? await Task.sleep(nanoseconds: UInt64((1.2) * 1e9))
         #expect(try setfattr(kept, "user.darkdisk.expiration", "1").status == 0)
-        #expect(try manager.storedFile(NodeID("kept"))?.expiration == 1)
+        await #expect(try manager.storedFile(NodeID("kept"))?.expiration == 1)
         #expect(try getfattr(kept, "user.darkdisk.expiration") == "1")
         // A cache file modified more than a second ago, told to expire after one second, goes at once.
         #expect(try setfattr(old, "user.darkdisk.expiration", "1").status == 0)
-        #expect(try manager.storedFile(NodeID("old")) == nil)
-        #expect(try manager.storedFile(NodeID("kept")) != nil)
+        await #expect(try manager.storedFile(NodeID("old")) == nil)
+        await #expect(try manager.storedFile(NodeID("kept")) != nil)
     }
 
     @Test func badValuesAreInvalidArguments() async throws {
@@ -218,8 +219,8 @@ import Testing
             let run = try setfattr(path, name, value)
             #expect(run.status != 0 && run.stderr.contains("Invalid argument"), "\(name) = \(value.prefix(40)): \(run.stderr)")
         }
-        #expect(try manager.storedFile(NodeID("n"))?.mode == .cache)
-        #expect(try manager.storedFile(NodeID("n"))?.expiration == 0)
+        await #expect(try manager.storedFile(NodeID("n"))?.mode == .cache)
+        await #expect(try manager.storedFile(NodeID("n"))?.expiration == 0)
         #expect(try manager.settings(for: .data) == before)
         // No value at all (`setfattr -n NAME`) is an empty value.
         let empty = try await Shell.run("/usr/bin/setfattr", ["-n", "user.darkdisk.persistent", file])
@@ -228,7 +229,7 @@ import Testing
         #expect(try setfattr(mount.path, "user.darkdisk.pool.data.max_size", "9223372036854775807").status == 0)
         #expect(try manager.settings(for: .data).maxSize == UInt64(Int64.max))
         #expect(try setfattr(file, "user.darkdisk.persistent", "0x310a").status == 0, "1 and a newline")
-        #expect(try manager.storedFile(NodeID("n"))?.mode == .persistent)
+        await #expect(try manager.storedFile(NodeID("n"))?.mode == .persistent)
     }
 
     @Test func unknownReadOnlyAndRemovedNames() async throws {
@@ -332,10 +333,10 @@ import Testing
             """
         let pid = try Shell.spawn("/bin/sh", ["-c", script], stdout: store.directory + "/out", stderr: store.directory + "/err")
         await #expect(eventually(within: 20) { FileManager.default.fileExists(atPath: deleted) })
-        var partial = try manager.beginPartialDownload(NodeID("half"), etag: "e1", size: 10_000)
+        var partial = try await manager.beginPartialDownload(NodeID("half"), etag: "e1", size: 10_000)
         #expect(FileManager.default.createFile(atPath: partial.path, contents: Data(count: 4096)))
         partial.add(0..<4096)
-        try manager.savePartialDownload(partial)
+        try await manager.savePartialDownload(partial)
         #expect(FileManager.default.createFile(atPath: recorded, contents: nil))
         await #expect(Shell.wait(pid, seconds: 30) == 0)
 
@@ -344,7 +345,7 @@ import Testing
         let err = try String(contentsOfFile: store.directory + "/err", encoding: .utf8)
         #expect(err == "setfattr: /proc/\(pid)/fd/3: Object is remote\nsetfattr: /proc/\(pid)/fd/4: Object is remote\n", "\(err)")
         await #expect(eventually(within: 10) { mount.log.contains("node gone data is not stored here") }, "log: \(mount.log)")
-        #expect(try manager.storedFile(NodeID("gone")) == nil)
+        await #expect(try manager.storedFile(NodeID("gone")) == nil)
     }
 
     @Test func writesAreRefusedAsOnAReadOnlyFileSystem() async throws {

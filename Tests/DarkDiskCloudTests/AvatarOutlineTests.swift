@@ -21,11 +21,11 @@ import Testing
         let pulling = CloudSync(manager: setup.b, remote: setup.remote)
         let clock = try await setup.b.outlineVersion()
         _ = try await pulling.pull()
-        let listed = try setup.b.avatarOutline()
+        let listed = try await setup.b.avatarOutline()
         #expect(listed.map(\.identityID) == [work], "only identities with an avatar are listed")
         #expect(listed.first?.plaintextSize == 40_000, "the image size, known before any download")
         #expect(try await setup.b.outlineVersion() > clock, "a mount watching the outline clock notices")
-        #expect(try setup.b.storedAvatars(alice).isEmpty, "pull downloads no avatar")
+        await #expect(try setup.b.storedAvatars(alice).isEmpty, "pull downloads no avatar")
 
         // A local copy of the listed avatar, and one imported here only (another user, not in the cloud).
         _ = try await DownloadManager(manager: setup.b, remote: setup.remote).downloadUserAvatar(alice, identityID: work).value
@@ -51,7 +51,7 @@ import Testing
         // The user's record goes: so do the listing and the local copy; carol's local-only avatar stays.
         try await setup.remote.delete(CloudLayout.user(alice, with: setup.a))
         _ = try await pulling.pull()
-        #expect(try setup.b.avatarOutline(alice).isEmpty)
+        await #expect(try setup.b.avatarOutline(alice).isEmpty)
         #expect(try setup.b.storedAvatar(alice, identityID: work) == nil)
         #expect(try setup.b.storedAvatar(carol, identityID: work) != nil, "an avatar only imported here is not the cloud's to delete")
     }
@@ -116,8 +116,8 @@ import Testing
         _ = try await setup.remote.write(CloudLayout.user(UserID("mallory"), with: setup.a), data: sealed)
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("does not authenticate"), "\(pulled.skipped)")
-        #expect(try setup.b.avatarOutline(UserID("mallory")).isEmpty, "a record describing another user was accepted")
-        #expect(try setup.b.avatarOutline(UserID("alice")).count == 1, "the good record is pulled")
+        await #expect(try setup.b.avatarOutline(UserID("mallory")).isEmpty, "a record describing another user was accepted")
+        await #expect(try setup.b.avatarOutline(UserID("alice")).count == 1, "the good record is pulled")
     }
 
     /// An outline entry of another user, or under a key of another master key, is refused and changes nothing.
@@ -132,6 +132,6 @@ import Testing
         #expect(throws: DarkDiskError.self) {
             try setup.b.updateAvatarOutline(alice, entries: [AvatarOutlineEntry(userID: alice, identityID: identity, plaintextSize: 1, wrappedKey: Array(repeating: 7, count: 60))])
         }
-        #expect(try setup.b.avatarOutline().isEmpty)
+        await #expect(try setup.b.avatarOutline().isEmpty)
     }
 }

@@ -102,7 +102,7 @@ import Testing
         let second = try await rig.downloads(partSize: 256 << 10, parallelParts: 3).nodeData(NodeID("three"))
         #expect(try rig.plaintext(second) == three)
         #expect(try rig.proxy.stats().cuts == 3)
-        #expect(try rig.setup.b.partialDownload(NodeID("three")) == nil)
+        await #expect(try rig.setup.b.partialDownload(NodeID("three")) == nil)
     }
 
     @Test func connectionsThatKeepBeingCutAreAClearErrorThenTheDownloadResumes() async throws {
@@ -195,7 +195,7 @@ import Testing
         let stats = try rig.proxy.stats()
         #expect(stats.replacements == 1)
         #expect(stats.requests.contains { $0.status == 412 }, "If-Match caught the change: \(stats.requests.map(\.status))")
-        #expect(try rig.setup.b.partialDownload(NodeID("changing")) == nil)
+        await #expect(try rig.setup.b.partialDownload(NodeID("changing")) == nil)
     }
 
     /// Another version put in the place of the one the record names, between parts: the restart reads its
@@ -211,7 +211,7 @@ import Testing
         let error = await failure { try await rig.downloads(partSize: 256 << 10, parallelParts: 2).nodeData(NodeID("changing")) }
         #expect(error?.code == .invalidResponse && error?.message.contains("not the version its record names") == true, "\(String(describing: error))")
         await #expect(try rig.setup.b.nodeFile(NodeID("changing")) == nil)
-        #expect(try rig.setup.b.partialDownload(NodeID("changing")) == nil)
+        await #expect(try rig.setup.b.partialDownload(NodeID("changing")) == nil)
     }
 
     @Test func aCloudFileThatKeepsChangingIsAClearChangedError() async throws {

@@ -55,8 +55,8 @@ import Testing
         // Refresh: the remote is asked although copies are stored, and they are replaced; kept ones stay kept.
         try await setup.b.makeNodeFilePersistent(true, nodeID: node, kind: .thumbnail)
         try await setup.b.makeNodeFilePersistent(true, nodeID: node, kind: .data)
-        let oldThumbnail = try #require(try setup.b.storedFile(node, kind: .thumbnail))
-        let oldData = try #require(try setup.b.storedFile(node, kind: .data))
+        let oldThumbnail = try await #require(try setup.b.storedFile(node, kind: .thumbnail))
+        let oldData = try await #require(try setup.b.storedFile(node, kind: .data))
         let oldAvatar = try #require(try setup.b.storedAvatar(user, identityID: identity))
         let refreshed = try await downloads.downloadNodeMeta(node, components: .thumbnail, options: DownloadOptions.nodeMeta.with(.remote)).value
         #expect(refreshed.thumbnail == thumbnail)
@@ -65,8 +65,8 @@ import Testing
         let refreshedData = try #require(try await dataTicket.value.export)
         #expect(try await downloads.downloadUserAvatar(user, identityID: identity, options: DownloadOptions.userAvatar.with(.remote)).value.image == picture)
         #expect(reads() >= afterDownloads + 4, "the refreshes asked the remote (\(reads() - afterDownloads) reads)")
-        let newThumbnail = try #require(try setup.b.storedFile(node, kind: .thumbnail))
-        let newData = try #require(try setup.b.storedFile(node, kind: .data))
+        let newThumbnail = try await #require(try setup.b.storedFile(node, kind: .thumbnail))
+        let newData = try await #require(try setup.b.storedFile(node, kind: .data))
         let newAvatar = try #require(try setup.b.storedAvatar(user, identityID: identity))
         #expect(newThumbnail.fileID != oldThumbnail.fileID && newData.fileID != oldData.fileID && newAvatar.fileID != oldAvatar.fileID,
                 "the stored copies were replaced by the remote's")

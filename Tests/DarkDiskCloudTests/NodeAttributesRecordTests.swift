@@ -67,7 +67,7 @@ import Testing
         try await syncA.push(dataFile: setup.file("v1", Data("content".utf8)), nodeID: id, name: "n.txt")
         var entry = try #require(try await setup.a.outlineEntry(id))
         entry.attributes = attributes
-        try setup.a.updateOutline(entry, invalidatingLocalFiles: false)
+        try await setup.a.updateOutline(entry, invalidatingLocalFiles: false)
         #expect(try await setup.a.nodeAttributes(of: id) == attributes)
         try await syncA.push(dataFile: setup.file("v2", Data("content 2".utf8)), nodeID: id, name: "n.txt")
 

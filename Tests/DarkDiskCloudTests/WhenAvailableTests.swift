@@ -78,7 +78,7 @@ import Testing
         let other = DownloadManager(manager: setup.b, remote: slow, partSize: 256 * 1024, parallelParts: 2, checkpointBytes: 64 * 1024)
         let theirs = other.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
         var waited = 0
-        while (try setup.b.partialDownload(id)?.ranges.isEmpty ?? true) && waited < 1000 {
+        while await (try setup.b.partialDownload(id)?.ranges.isEmpty ?? true) && waited < 1000 {
             try await Task.sleep(nanoseconds: 5_000_000)
             waited += 1
         }

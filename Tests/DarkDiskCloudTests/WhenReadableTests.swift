@@ -69,7 +69,7 @@ import Testing
         let source = try await readable(downloads, id, key: key, range, ticket: ticket).get()
         #expect(try plaintext(source, range) == data[500_000..<600_000])
         #expect(counting.bytesRead.load(ordering: .relaxed) == sent, "no second download")
-        #expect(try setup.b.partialDownload(id) == nil, "and no partial one left behind")
+        await #expect(try setup.b.partialDownload(id) == nil, "and no partial one left behind")
     }
 
     @Test func aWrongKeyIsRefusedAtTheHeader() async throws {

@@ -80,11 +80,11 @@ import Glibc
         #expect(try isStored(manager, "a0"), "the file opened just before the eviction stays")
         try expectEvictedInLRUOrder(manager, ["a1", "a2", "a3", "a4", "a0", "a5"])
         // Written without an eviction too, a moment later.
-        let before = try #require(try manager.storedFile(NodeID("a2"), kind: .data)).lastAccess
+        let before = try await #require(try manager.storedFile(NodeID("a2"), kind: .data)).lastAccess
         try touch(manager, "a2")
         try await Task.sleep(nanoseconds: UInt64(AccessTimes.delay * 4 * 1e9))
         settle(manager)
-        #expect(try #require(try manager.storedFile(NodeID("a2"), kind: .data)).lastAccess > before)
+        await #expect(try #require(try manager.storedFile(NodeID("a2"), kind: .data)).lastAccess > before)
     }
 
     @Test func loweringTheMaxEvictsDownToTheLowWaterMark() async throws {
@@ -211,8 +211,8 @@ import Glibc
             settle(manager)
         }
         let reopened = try store.open()
-        let a0 = try #require(try reopened.storedFile(NodeID("a0")))
-        let a4 = try #require(try reopened.storedFile(NodeID("a4")))
+        let a0 = try await #require(try reopened.storedFile(NodeID("a0")))
+        let a4 = try await #require(try reopened.storedFile(NodeID("a4")))
         #expect(a0.lastAccess > a4.lastAccess, "the read of a0 is remembered by a new DiskManager")
         try importFile(reopened, "a5")
         #expect(try isStored(reopened, "a0"), "the touched file survives after a restart")
@@ -229,20 +229,20 @@ import Glibc
         let manager = try store.create(clock: clock)
         try importFile(manager, "p", persistent: true)
         try importFile(manager, "c")
-        let made = try #require(try manager.storedFile(NodeID("p"))).lastAccess
+        let made = try await #require(try manager.storedFile(NodeID("p"))).lastAccess
 
         // (Times, not commits, are compared: the store's own maintenance may commit meanwhile.)
         clock.advance(by: 10)
         _ = try await manager.nodeFile(NodeID("p"))
-        #expect(try manager.storedFile(NodeID("p"))?.lastAccess == made, "a persistent file read 10 s after its access")
+        await #expect(try manager.storedFile(NodeID("p"))?.lastAccess == made, "a persistent file read 10 s after its access")
         _ = try await manager.nodeFile(NodeID("c"))
         // (Within a millisecond: the index keeps seconds since 1970 as a double, `Date` since 2001.)
-        let cacheRead = try #require(try manager.storedFile(NodeID("c"))).lastAccess
+        let cacheRead = try await #require(try manager.storedFile(NodeID("c"))).lastAccess
         #expect(abs(cacheRead.timeIntervalSince(clock.now)) < 0.001, "a cache file's read is recorded")
 
         clock.advance(by: 60)
         _ = try await manager.nodeFile(NodeID("p"))
-        let persistentRead = try #require(try manager.storedFile(NodeID("p"))).lastAccess
+        let persistentRead = try await #require(try manager.storedFile(NodeID("p"))).lastAccess
         #expect(abs(persistentRead.timeIntervalSince(clock.now)) < 0.001, "a minute later it is recorded")
     }
 

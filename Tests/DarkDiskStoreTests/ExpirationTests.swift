@@ -37,7 +37,7 @@ import Testing
 
         #expect(try !manager.hasNodeFile(NodeID("short")), "past its expiry a file is not local")
         await #expect(try manager.nodeFile(NodeID("short")) == nil, "past its expiry a file is never exported")
-        #expect(try manager.storedFile(NodeID("short")) == nil, "the export attempt drops the expired file")
+        await #expect(try manager.storedFile(NodeID("short")) == nil, "the export attempt drops the expired file")
         #expect(!fileExists(path))
         await #expect(try manager.nodeFile(NodeID("default")) != nil, "0 with a pool default of 0 never expires")
     }
@@ -52,7 +52,7 @@ import Testing
         let deleted = await eventually(within: 60) { !fileExists(expiring) }
         #expect(deleted, "the maintenance timer deletes an expired file from disk")
         #expect(fileExists(staying))
-        #expect(try manager.storedFile(NodeID("gone")) == nil, "and removes its index row")
+        await #expect(try manager.storedFile(NodeID("gone")) == nil, "and removes its index row")
         #expect(try poolStatus(manager, .data).fileCount == 1)
         withExtendedLifetime(manager) {}
     }
@@ -80,8 +80,8 @@ import Testing
         clock.advance(by: 1.1)
         try manager.setDefaultExpiration(1, for: .data)
         #expect(!fileExists(path), "setting a default the file is already past deletes it")
-        #expect(try manager.storedFile(NodeID("old")) == nil)
-        #expect(try manager.storedFile(NodeID("pinned")) != nil)
+        await #expect(try manager.storedFile(NodeID("old")) == nil)
+        await #expect(try manager.storedFile(NodeID("pinned")) != nil)
     }
 
     @Test func migratingToPersistentStopsExpiry() async throws {

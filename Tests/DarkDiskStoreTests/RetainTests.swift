@@ -97,7 +97,7 @@ import Glibc
         try manager.setMaxSize(0, for: .data)
         #expect(try poolStatus(manager, .data).cachedSize == 0)
         #expect(!fileExists(heldPath), "unheld, it is evicted from disk")
-        #expect(try manager.storedFile(NodeID("a0")) == nil)
+        await #expect(try manager.storedFile(NodeID("a0")) == nil)
     }
 
     /// A cache file that cannot be opened (replaced by a symbolic link behind the store's back) is not

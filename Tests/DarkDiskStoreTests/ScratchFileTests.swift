@@ -17,7 +17,7 @@ import Glibc
         let staging = store.location.cacheStaging
         var firstInode: ino_t = 0
         do {
-            let scratch = try #require(manager).makeScratchFile()
+            let scratch = try await #require(manager).makeScratchFile()
             try Data(repeating: 7, count: 100_000).write(to: URL(fileURLWithPath: scratch.path))
             firstInode = try inode(scratch.path)
         }
@@ -27,7 +27,7 @@ import Glibc
         #expect(try size(keptPath) == 0)
         #expect(!canLockExclusively(keptPath))
         do {
-            let again = try #require(manager).makeScratchFile()
+            let again = try await #require(manager).makeScratchFile()
             #expect(again.path == keptPath)
             #expect(try inode(again.path) == firstInode, "the same inode, not a new one")
         }
@@ -41,7 +41,7 @@ import Glibc
 
         // One its writer removed (a failed composition unlinks the path) is not kept.
         do {
-            let scratch = try #require(manager).makeScratchFile()
+            let scratch = try await #require(manager).makeScratchFile()
             unlink(scratch.path)
         }
         #expect(try names(staging).count == ScratchFilePool.limit - 1)
@@ -49,7 +49,7 @@ import Glibc
         // Released before the process exits (a command's end), they go; a later one is made anew.
         try #require(manager).releaseScratchFiles()
         #expect(try names(staging).isEmpty)
-        do { _ = try #require(manager).makeScratchFile() }
+        do { _ = try await #require(manager).makeScratchFile() }
         #expect(try names(staging).count == 1)
 
         // The store's closing removes what it kept (at the last reference's release: a background task of
