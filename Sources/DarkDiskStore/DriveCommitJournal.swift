@@ -38,7 +38,11 @@ final class DriveCommitJournal: Sendable {
     private let apply: Apply
     private let logger: @Sendable (String) -> Void
     /// Broadcast whenever records are written (or dropped): drains, and appends waiting for room, look again.
+    /// Only values are read and changed under it: the file's I/O is under `file`, taken first.
     private let state: Locked<State>
+    /// The journal file's serializer: an append seals and writes its record under it (in sequence order), and
+    /// the journal is emptied under it; lookups that ask what waits (`state`) never wait behind that I/O.
+    private let file = Locked(FileState())
     private let queue = DispatchQueue(label: "darkdisk.drive-commits")
     /// How long the first record of a batch waits for others (unless a drain wants it sooner, or the batch is
     /// full). Nothing in the mount waits for it (a `close` returns once its record is appended; whatever
@@ -59,8 +63,13 @@ final class DriveCommitJournal: Sendable {
     /// Quick checks on every request: whether anything waits at all.
     private let outstanding = Atomic<Int>(0)
 
+    /// What only the writer of the journal's file needs.
+    private struct FileState: Sendable {
+        /// The sequence the next record takes (set when the journal is taken over).
+        var nextSequence: UInt64 = 0
+    }
+
     private struct State: Sendable {
-        var nextSequence: UInt64
         /// The last record appended, and the last one the index has (or that was dropped).
         var appended: UInt64
         var processed: UInt64
@@ -100,22 +109,21 @@ final class DriveCommitJournal: Sendable {
         batchGathering = gathering
         self.apply = apply
         self.logger = logger
-        state = Locked(State(nextSequence: sequence + 1, appended: sequence, processed: sequence))
+        state = Locked(State(appended: sequence, processed: sequence))
+        file.withLock { $0.nextSequence = sequence + 1 }
     }
 
     deinit {
-        state.withLock { state in
-            if !state.stopped { close(fd) }
-        }
+        if !state.withLock({ $0.stopped }) { close(fd) }
     }
 
     /// Appends `record` (given its sequence here) and queues it for the index; once this returns, the record
     /// outlives the process. `make` builds the pending entry from the numbered record.
     func append(_ make: (UInt64) -> Pending) throws(DarkDiskError) {
         if state.withLock({ $0.backlog >= Self.backlogLimit }) { waitForRoom() }
-        try state.withLock { (state) throws(DarkDiskError) in
-            guard !state.stopped else { throw DarkDiskError(.io, "the drive's commit journal is closed") }
-            let pending = make(state.nextSequence)
+        try file.withLock { (file) throws(DarkDiskError) in
+            guard !state.withLock({ $0.stopped }) else { throw DarkDiskError(.io, "the drive's commit journal is closed") }
+            let pending = make(file.nextSequence)
             let bytes: [UInt8]
             do { bytes = try pending.record.framed(sealedWith: key) } catch {
                 throw DarkDiskError(.io, "cannot seal a record of the drive's commit journal: \(error)")
@@ -130,20 +138,28 @@ final class DriveCommitJournal: Sendable {
                 if end >= 0 { _ = ftruncate(fd, end) }
                 throw DarkDiskError.posix("cannot append to", path: path, errno: failure.rawValue)
             }
-            state.nextSequence += 1
-            state.appended = pending.record.sequence
-            state.waiting.append(pending)
-            state.nodes[pending.record.nodeID, default: 0] += 1
-            if let node = pending.record.newNode { state.names[NameKey(parentID: node.parentID, name: node.name), default: 0] += 1 }
-            outstanding.wrappingAdd(1, ordering: .releasing)
-            if state.waiting.count == Self.fullBatch {
-                queue.async { self.run() }
-            } else if !state.scheduled {
-                state.scheduled = true
-                // A moment's wait gathers the commits of a `tar x` or `cp -r` into one transaction; a drain
-                // does not wait for it.
-                queue.asyncAfter(deadline: .now() + batchGathering) { self.run() }
-            }
+            file.nextSequence += 1
+            // The record is in the file: a `stop` from now on leaves it there for the next opening.
+            state.withLock { state in record(pending, &state) }
+        }
+    }
+
+    /// Notes an appended record as waiting for the index and schedules its batch. Under the state lock. A
+    /// journal stopped meanwhile leaves it in the file, for the store's next opening.
+    private func record(_ pending: Pending, _ state: inout State) {
+        guard !state.stopped else { return }
+        state.appended = pending.record.sequence
+        state.waiting.append(pending)
+        state.nodes[pending.record.nodeID, default: 0] += 1
+        if let node = pending.record.newNode { state.names[NameKey(parentID: node.parentID, name: node.name), default: 0] += 1 }
+        outstanding.wrappingAdd(1, ordering: .releasing)
+        if state.waiting.count == Self.fullBatch {
+            queue.async { self.run() }
+        } else if !state.scheduled {
+            state.scheduled = true
+            // A moment's wait gathers the commits of a `tar x` or `cp -r` into one transaction; a drain does
+            // not wait for it.
+            queue.asyncAfter(deadline: .now() + batchGathering) { self.run() }
         }
     }
 
@@ -192,10 +208,8 @@ final class DriveCommitJournal: Sendable {
         // A batch being written lands (with its `appliedThrough`) before the file's lock goes: whoever takes
         // the lock next replays only what is really left.
         queue.sync {}
-        state.withLock { state in
-            close(fd)
-            state.waiting = []
-        }
+        file.withLock { _ in _ = close(fd) }  // after any append in progress: its record is in the file
+        state.withLock { state in state.waiting = [] }
         state.broadcast()
     }
 
@@ -228,7 +242,7 @@ final class DriveCommitJournal: Sendable {
         }
         // (Told before a drain returns: what waits for the index sees what followed from it.)
         for (pending, outcome) in zip(batch, outcomes) { pending.completion(outcome) }
-        state.withLock { state in
+        let empty = state.withLock { state -> Bool in
             if state.failing { logger("drive commits reach the index again") }
             state.failing = false
             state.processed = batch.last!.record.sequence
@@ -246,12 +260,18 @@ final class DriveCommitJournal: Sendable {
                 state.scheduled = false
             } else if state.waiting.isEmpty {
                 state.scheduled = false
-                // Everything is in the index: the journal starts over (appends come after, under this lock).
-                if state.processed == state.appended, ftruncate(fd, 0) != 0 {
-                    logger("cannot empty the drive's commit journal \(path): \(Errno.current)")
-                }
+                return state.processed == state.appended
             } else {
                 queue.asyncAfter(deadline: .now() + batchGathering) { self.run() }
+            }
+            return false
+        }
+        if empty {
+            // Everything is in the index: the journal starts over, unless a record was appended meanwhile
+            // (looked at again under the file's lock, which appends take first).
+            file.withLock { _ in
+                guard state.withLock({ !$0.stopped && $0.processed == $0.appended }) else { return }
+                if ftruncate(fd, 0) != 0 { logger("cannot empty the drive's commit journal \(path): \(Errno.current)") }
             }
         }
         outstanding.wrappingSubtract(batch.count, ordering: .releasing)
