@@ -75,7 +75,7 @@ let package = Package(
         .executableTarget(name: "darkdisk-bench", dependencies: ["DarkDiskStore", "DarkDiskCloud", "DarkDiskSync"]),
         // Fuzzing: the targets, and one executable that libFuzzer drives when Scripts/fuzz builds it
         // with --sanitize=fuzzer -DFUZZING, and that otherwise replays inputs or writes the seed corpus.
-        .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDiskStore", "DarkDiskCloud", "DarkDiskRemote", "DarkDiskVFS"]),
+        .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskSystem", "DarkDiskCrypto", "DarkDiskStore", "DarkDiskCloud", "DarkDiskRemote", "DarkDiskVFS"]),
         .executableTarget(name: "darkdisk-fuzz", dependencies: ["DarkDiskFuzzTargets"]),
         // The general key/value disk cache; independent of the store.
         .target(name: "DarkDiskCache", dependencies: ["DarkDiskSync", "DarkDiskSystem",
