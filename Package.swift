@@ -27,7 +27,8 @@ let package = Package(
         // The lock every module shares values behind (visible to ThreadSanitizer, unlike Synchronization.Mutex).
         .target(name: "DarkDiskSync"),
         // The one syscall and errno layer (swift-system's shape): Errno, EINTR-retrying calls, full-length
-        // pread/pwrite, a throwing flock, and the error protocol every module's error types conform to.
+        // pread/pwrite, a throwing flock, the descriptor owner (OwnedDescriptor), and the error protocol every
+        // module's error types conform to.
         // Linux calls Swift cannot make directly (variadic prctl).
         .target(name: "CLinux"),
         // An SQLite VFS that encrypts the index of a store with a passphrase at rest (AES-256-XTS through
