@@ -27,7 +27,8 @@ let package = Package(
         // The lock every module shares values behind (visible to ThreadSanitizer, unlike Synchronization.Mutex).
         .target(name: "DarkDiskSync"),
         // The one syscall and errno layer (swift-system's shape): Errno, EINTR-retrying calls, full-length
-        // pread/pwrite, a throwing flock, and the error protocol every module's error types conform to.
+        // pread/pwrite, a throwing flock, the descriptor owner (OwnedDescriptor), and the error protocol every
+        // module's error types conform to.
         // Linux calls Swift cannot make directly (variadic prctl).
         .target(name: "CLinux"),
         // An SQLite VFS that encrypts the index of a store with a passphrase at rest (AES-256-XTS through
@@ -75,7 +76,7 @@ let package = Package(
         .executableTarget(name: "darkdisk-bench", dependencies: ["DarkDiskStore", "DarkDiskCloud", "DarkDiskSync"]),
         // Fuzzing: the targets, and one executable that libFuzzer drives when Scripts/fuzz builds it
         // with --sanitize=fuzzer -DFUZZING, and that otherwise replays inputs or writes the seed corpus.
-        .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskCrypto", "DarkDiskStore", "DarkDiskCloud", "DarkDiskRemote", "DarkDiskVFS"]),
+        .target(name: "DarkDiskFuzzTargets", dependencies: ["DarkDiskSystem", "DarkDiskCrypto", "DarkDiskStore", "DarkDiskCloud", "DarkDiskRemote", "DarkDiskVFS"]),
         .executableTarget(name: "darkdisk-fuzz", dependencies: ["DarkDiskFuzzTargets"]),
         // The general key/value disk cache; independent of the store.
         .target(name: "DarkDiskCache", dependencies: ["DarkDiskSync", "DarkDiskSystem",

@@ -191,10 +191,8 @@ final class CacheFolder: Sendable {
         if let value = row.value {
             data = value
         } else if let file = row.file {
-            let fd = Foundation.open(filesPath + "/" + file, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { return .corrupt(row) }
-            defer { close(fd) }
-            guard let bytes = FileIO.readExactly(fd, count: Int(row.length)) else { return .corrupt(row) }
+            guard let opened = try? OwnedDescriptor.open(filesPath + "/" + file, O_RDONLY),
+                  let bytes = FileIO.readExactly(opened, count: Int(row.length)) else { return .corrupt(row) }
             data = bytes
         } else {
             return .corrupt(row)
@@ -288,7 +286,7 @@ final class CacheFolder: Sendable {
     func write(_ data: Data, forKey key: String, now: Double, byteLimit: Int,
                willRemove: (String) -> Void) throws(DiskCacheError) -> [Removed] {
         let checksum = data.withUnsafeBytes { ContentChecksum.of($0) }
-        var fd: Int32 = -1
+        var held: OwnedDescriptor?
         var tmp = ""
         var fileName: String? = nil
         var size = Int64(data.count)
@@ -296,24 +294,22 @@ final class CacheFolder: Sendable {
             let hash = Digest.sha256(Array(key.utf8)).map { String(format: "%02x", $0) }.joined()
             fileName = hash + "." + FileIO.randomName()
             tmp = tmpPath + "/" + fileName!
-            fd = Foundation.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw DiskCacheError.posix("cannot create", path: tmp) }
+            let file = try FileIO.open(tmp, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600, failing: "cannot create")
             // Held until the row is committed: the sweep leaves locked files alone.
-            do throws(Errno) { try SystemCall.lock(fd, .exclusive) } catch {
+            do throws(Errno) { try file.lock(.exclusive) } catch {
                 unlink(tmp)
-                close(fd)
                 throw DiskCacheError.posix("cannot lock", path: tmp, errno: error.rawValue)
             }
             do {
-                try FileIO.writeAll(fd, data, path: tmp)
+                try FileIO.writeAll(file, data, path: tmp)
             } catch {
                 unlink(tmp)
-                close(fd)
                 throw error
             }
-            size = FileIO.allocatedSize(fd)
+            size = FileIO.allocatedSize(file)
+            held = file
         }
-        defer { if fd >= 0 { close(fd) } }
+        defer { try? held?.close() }
         var renamed = false
         var replacedFile: String? = nil
         let evicted: [Removed]
@@ -400,11 +396,10 @@ final class CacheFolder: Sendable {
     }
 
     private static func discard(_ path: String, attempt: Int) {
-        let fd = Foundation.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        let locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+        guard let file = try? OwnedDescriptor.open(path, O_RDONLY) else { return }
+        let locked = (try? file.tryLock(.exclusive)) == true
         if locked { unlink(path) }
-        close(fd)
+        try? file.close()
         guard !locked, attempt < 8 else { return }
         DispatchQueue.global(qos: .background).asyncAfter(deadline: .now() + .milliseconds(250 << attempt)) {
             discard(path, attempt: attempt + 1)
@@ -521,10 +516,9 @@ final class CacheFolder: Sendable {
     /// Removes every entry: the value files move to `trash/` in one rename (emptied in the background) and the
     /// rows go in the same transaction. Waits for running `withFileURL` closures (in any process) to end.
     func removeAll() throws(DiskCacheError) {
-        let lock = Foundation.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lock >= 0 else { throw DiskCacheError.posix("cannot open", path: lockPath) }
-        defer { close(lock) }
-        do { try SystemCall.lock(lock, .exclusive) } catch { throw DiskCacheError.posix("cannot lock", path: lockPath, errno: error.rawValue) }
+        let lock = try FileIO.open(lockPath, O_RDWR | O_CREAT, mode: 0o600, failing: "cannot open")
+        defer { try? lock.close() }  // (the lock lasts until the entries are gone)
+        do { try lock.lock(.exclusive) } catch { throw DiskCacheError.posix("cannot lock", path: lockPath, errno: error.rawValue) }
         try state.withLock { (s: inout State) throws(DiskCacheError) in
             let connection = s.connection
             try connection.writeTransaction { () throws(DiskCacheError) in
@@ -548,8 +542,8 @@ final class CacheFolder: Sendable {
     /// was asked for). `nil` when there is no such entry (or it was last used before `cutoff`).
     func materialize(_ key: String, notUnusedSince cutoff: Double?, now: Double) throws(DiskCacheError) -> String? {
         // The new file stays locked until its row is committed (this function's end), so the sweep leaves it.
-        var heldFD: Int32 = -1
-        defer { if heldFD >= 0 { close(heldFD) } }
+        var held: OwnedDescriptor?
+        defer { try? held?.close() }
         return try state.withLock { (s: inout State) throws(DiskCacheError) -> String? in
             let connection = s.connection
             return try connection.writeTransaction { () throws(DiskCacheError) -> String? in
@@ -567,15 +561,14 @@ final class CacheFolder: Sendable {
                 let hash = Digest.sha256(Array(key.utf8)).map { String(format: "%02x", $0) }.joined()
                 let name = hash + "." + FileIO.randomName()
                 let tmp = tmpPath + "/" + name
-                let fd = Foundation.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-                guard fd >= 0 else { throw DiskCacheError.posix("cannot create", path: tmp) }
-                heldFD = fd
-                do throws(Errno) { try SystemCall.lock(fd, .exclusive) } catch {
+                let created = try FileIO.open(tmp, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600, failing: "cannot create")
+                held = created
+                do throws(Errno) { try created.lock(.exclusive) } catch {
                     unlink(tmp)
                     throw DiskCacheError.posix("cannot lock", path: tmp, errno: error.rawValue)
                 }
                 do throws(DiskCacheError) {
-                    try FileIO.writeAll(fd, value, path: tmp)
+                    try FileIO.writeAll(created, value, path: tmp)
                     guard rename(tmp, filesPath + "/" + name) == 0 else { throw DiskCacheError.posix("cannot move into the cache", path: tmp) }
                 } catch {
                     unlink(tmp)
@@ -583,7 +576,7 @@ final class CacheFolder: Sendable {
                 }
                 do throws(DiskCacheError) {
                     try connection.statement("UPDATE entry SET value = NULL, file = ?, size = ? WHERE id = ?")
-                        .bind(.text(name), .int(FileIO.allocatedSize(fd)), .int(id)).run()
+                        .bind(.text(name), .int(FileIO.allocatedSize(created)), .int(id)).run()
                 } catch {
                     unlink(filesPath + "/" + name)
                     throw error
@@ -656,23 +649,21 @@ final class CacheFolder: Sendable {
         guard let check = try? connection.statement("SELECT 1 FROM entry WHERE file = ?") else { return }
         for name in names where !known.contains(name) {
             let path = filesPath + "/" + name
-            let fd = Foundation.open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { continue }
+            guard let file = try? OwnedDescriptor.open(path, O_RDONLY) else { continue }
             // Locked, then checked again: a writer commits its row before it unlocks.
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 {
+            if (try? file.tryLock(.exclusive)) == true {
                 check.bind(.text(name))
                 if (try? check.step()) == false { unlink(path) }
                 check.reset()
             }
-            close(fd)
+            try? file.close()
         }
     }
 
     private static func unlinkIfUnlocked(_ path: String) {
-        let fd = Foundation.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        if flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink(path) }
+        guard let file = try? OwnedDescriptor.open(path, O_RDONLY) else { return }
+        defer { try? file.close() }  // (the lock lasts until the file is gone)
+        if (try? file.tryLock(.exclusive)) == true { unlink(path) }
     }
 
     static func emptyTrash(_ trashPath: String) {

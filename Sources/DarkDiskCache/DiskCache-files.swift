@@ -16,43 +16,32 @@ extension DiskCache {
     /// A value file held open and locked (shared) while a `withFileURL` closure runs.
     struct FileAccess: Sendable {
         let url: URL
-        let fd: Int32
-        let lockFD: Int32
+        let file: OwnedDescriptor
+        let lock: OwnedDescriptor
 
+        /// Lets go of the value file, then of the folder's lock (which `removeAll` waits for).
         func release() {
-            close(fd)
-            close(lockFD)
+            try? file.close()
+            try? lock.close()
         }
     }
 
     func acquireFile(forKey key: String) throws(DiskCacheError) -> FileAccess? {
-        let lockFD = open(folder.lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lockFD >= 0 else { throw DiskCacheError.posix("cannot open", path: folder.lockPath) }
-        do { try SystemCall.lock(lockFD, .shared) } catch {
-            close(lockFD)
+        // (Every way out but the access returned lets go of the folder's lock, as the owner goes.)
+        let lock = try FileIO.open(folder.lockPath, O_RDWR | O_CREAT, mode: 0o600, failing: "cannot open")
+        do { try lock.lock(.shared) } catch {
             throw DiskCacheError.posix("cannot lock", path: folder.lockPath, errno: error.rawValue)
         }
         for _ in 0..<8 {
-            let name: String?
-            do {
-                name = try folder.materialize(key, notUnusedSince: cutoff, now: secondsNow)
-            } catch {
-                close(lockFD)
-                throw error
-            }
-            guard let name else { break }
+            guard let name = try folder.materialize(key, notUnusedSince: cutoff, now: secondsNow) else { break }
             let path = folder.filesPath + "/" + name
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            if fd >= 0 {
-                guard (try? SystemCall.lock(fd, .shared)) != nil else {
-                    close(fd)
-                    continue  // cannot hold it: look the entry up again
-                }
+            if let file = try? OwnedDescriptor.open(path, O_RDONLY) {
+                // Cannot hold it: look the entry up again.
+                guard (try? file.lock(.shared)) != nil else { continue }
                 // Locked: a remover now leaves the file alone. Still the entry's file? Then it is ours.
                 if (try? folder.currentFile(key)) == name {
-                    return FileAccess(url: URL(fileURLWithPath: path), fd: fd, lockFD: lockFD)
+                    return FileAccess(url: URL(fileURLWithPath: path), file: file, lock: lock)
                 }
-                close(fd)
             } else if (try? folder.currentFile(key)) == name {
                 // The entry names a file that is gone (deleted by hand): a damaged entry, removed as a miss.
                 let hooks = hooks
@@ -62,7 +51,7 @@ extension DiskCache {
                 break
             }
         }
-        close(lockFD)
+        try? lock.close()
         return nil
     }
 }

@@ -1,4 +1,5 @@
 import DarkDiskCrypto
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -15,25 +16,23 @@ struct RangedCloudFile {
     init(headerBytes: [UInt8], sections: [Int: Data], key: SymmetricKey, scratchFolder: String, name: String) throws {
         header = try CryptoFileHeader(authenticating: headerBytes, key: key, name: name)
         let path = scratchFolder + "/" + UUID().uuidString + ".meta"
-        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw RemoteError(.io, "cannot create \(path): \(String(cString: strerror(errno)))") }
-        unlink(path)
-        do {
-            guard ftruncate(fd, off_t(header.fileLength)) == 0 else {
-                throw RemoteError(.io, "cannot size a scratch file: \(String(cString: strerror(errno)))")
-            }
-            try Self.write(Data(headerBytes), to: fd, at: 0)
-            for (section, ciphertext) in sections {
-                guard UInt64(ciphertext.count) == header.ciphertextLength(ofSection: section) else {
-                    throw RemoteError(.invalidResponse, "\(name): section \(section) has \(ciphertext.count) bytes, its header says \(header.ciphertextLength(ofSection: section))")
-                }
-                try Self.write(ciphertext, to: fd, at: header.sectionOffset(section))
-            }
-            reader = try CryptoFileReader(takingOwnershipOf: fd, key: key)
-        } catch {
-            close(fd)
-            throw error
+        let file: OwnedDescriptor
+        do { file = try OwnedDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600) } catch {
+            throw RemoteError(.io, "cannot create \(path): \(error)")
         }
+        unlink(path)
+        do { try file.truncate(to: header.fileLength) } catch {
+            throw RemoteError(.io, "cannot size a scratch file: \(error)")
+        }
+        try Self.write(Data(headerBytes), to: file, at: 0)
+        for (section, ciphertext) in sections {
+            guard UInt64(ciphertext.count) == header.ciphertextLength(ofSection: section) else {
+                throw RemoteError(.invalidResponse, "\(name): section \(section) has \(ciphertext.count) bytes, its header says \(header.ciphertextLength(ofSection: section))")
+            }
+            try Self.write(ciphertext, to: file, at: header.sectionOffset(section))
+        }
+        // (The reader keeps the file open; a failure above closes it, as the owner goes.)
+        reader = try CryptoFileReader(fileDescriptor: file.rawValue, key: key, owner: file)
     }
 
     /// The plaintext of a section given to the initializer, authenticated chunk by chunk.
@@ -41,10 +40,12 @@ struct RangedCloudFile {
         Data(try reader.read(section: section.rawValue, offset: 0, count: Int(header.sectionSizes[section.rawValue])))
     }
 
-    private static func write(_ data: Data, to fd: Int32, at offset: UInt64) throws(RemoteError) {
-        let written = data.withUnsafeBytes { buffer in pwrite(fd, buffer.baseAddress, buffer.count, off_t(offset)) }
-        guard written == data.count else {
-            throw RemoteError(.io, "cannot write a scratch file: \(String(cString: strerror(errno)))")
+    private static func write(_ data: Data, to file: OwnedDescriptor, at offset: UInt64) throws(RemoteError) {
+        let failure = data.withUnsafeBytes { buffer -> Errno? in
+            guard let base = buffer.baseAddress else { return nil }
+            do throws(Errno) { try file.pwrite(from: base, count: buffer.count, at: offset) } catch { return error }
+            return nil
         }
+        if let failure { throw RemoteError(.io, "cannot write a scratch file: \(failure)") }
     }
 }

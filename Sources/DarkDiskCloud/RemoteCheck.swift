@@ -150,18 +150,17 @@ extension CloudSync {
     /// and which a faithful copy of a bucket changes), and every chunk of every section too.
     private func authenticate(_ objectKey: String, size: UInt64, key: SymmetricKey, record: OutlineEntry?) async throws {
         let scratch = try await manager.makeScratchFile()
-        let fd: Int32
-        do { fd = try SystemCall.open(scratch.path, O_WRONLY | O_TRUNC) } catch {
+        let file: OwnedDescriptor
+        do { file = try OwnedDescriptor.open(scratch.path, O_WRONLY | O_TRUNC) } catch {
             throw RemoteError(.io, "cannot open \(scratch.path): \(error)")
         }
-        defer { close(fd) }
         let written = WriteOffset()
         let path = scratch.path
         let fetched: Result<Void, RemoteError>
         do {
             try await remote.read(objectKey, range: 0..<size, ifMatch: nil) { (bytes: UnsafeRawBufferPointer) throws(RemoteError) in
                 guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-                do { try SystemCall.pwrite(fd, from: base, count: bytes.count, at: written.value) } catch {
+                do { try file.pwrite(from: base, count: bytes.count, at: written.value) } catch {
                     throw RemoteError(.io, "cannot write \(path): \(error)")
                 }
                 written.value += UInt64(bytes.count)

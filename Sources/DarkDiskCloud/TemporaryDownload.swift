@@ -9,31 +9,29 @@ import Glibc
 /// process removes only files nobody holds (left behind by a crash).
 final class TemporaryDownload: Sendable {
     let path: String
-    private let fd: Int32
+    /// The file, holding the shared lock until it is removed (this object's end).
+    private let file: OwnedDescriptor
 
     /// Moves the file at `source` to `path` and takes ownership of it. The file is locked before it gets its
     /// name in the sweep's folder, so a sweep by another process never takes it for debris.
     init(moving source: String, to path: String) throws(RemoteError) {
         do {
-            fd = try SystemCall.open(source, O_RDONLY | O_NOFOLLOW)
+            file = try OwnedDescriptor.open(source, O_RDONLY | O_NOFOLLOW)
         } catch {
             throw RemoteError(.io, "cannot open \(source): \(error)")
         }
-        do { try SystemCall.lock(fd, .shared) } catch {
-            close(fd)
+        do { try file.lock(.shared) } catch {
             throw RemoteError(.io, "cannot lock \(source): \(error)")
         }
         guard rename(source, path) == 0 else {
-            let error = RemoteError(.io, "cannot move \(source) to \(path): \(String(cString: strerror(errno)))")
-            close(fd)
-            throw error
+            throw RemoteError(.io, "cannot move \(source) to \(path): \(String(cString: strerror(errno)))")
         }
         self.path = path
     }
 
     deinit {
         unlink(path)
-        close(fd)
+        try? file.close()
     }
 
     /// Removes the downloads in `folder` that no process holds. Only a real folder is swept (a symbolic
@@ -44,10 +42,9 @@ final class TemporaryDownload: Sendable {
               let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
         for name in names where name.hasSuffix(".ddc") && UUID(uuidString: String(name.dropLast(4))) != nil {
             let path = folder + "/" + name
-            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            guard fd >= 0 else { continue }
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink(path) }
-            close(fd)
+            guard let file = try? OwnedDescriptor.open(path, O_RDONLY | O_NOFOLLOW) else { continue }
+            if (try? file.tryLock(.exclusive)) == true { unlink(path) }
+            try? file.close()
         }
     }
 }

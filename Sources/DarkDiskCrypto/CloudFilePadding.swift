@@ -46,14 +46,15 @@ public enum CloudFilePadding {
     public static func pad(fileAt path: String, fileLength: UInt64) throws(CryptoError) {
         let target = paddedLength(fileLength)
         guard target > fileLength else { return }
-        let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CryptoError(.io, "cannot open \(path) to pad it: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+        let file: OwnedDescriptor
+        do { file = try OwnedDescriptor.open(path, O_WRONLY) } catch {
+            throw CryptoError(.io, "cannot open \(path) to pad it: \(error)")
+        }
         var offset = fileLength
         while offset < target {
             let count = Int(min(target - offset, 64 * 1024))
             let random = SecureRandom.bytes(count)
-            do { try SystemCall.pwrite(fd, from: random, count: count, at: offset) } catch {
+            do { try file.pwrite(from: random, count: count, at: offset) } catch {
                 throw CryptoError(.io, "cannot pad \(path): \(error)")
             }
             offset += UInt64(count)

@@ -1,3 +1,4 @@
+import DarkDiskSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,9 +13,10 @@ public final class CryptoFileReader: Sendable {
     /// The authenticated header.
     public let header: CryptoFileHeader
     private let fd: Int32
-    /// Who keeps `fd` open: nil when the reader owns it (and closes it); otherwise an object the reader keeps
-    /// alive, so the descriptor cannot close, and its number go to another file, while the reader lives.
-    private let owner: (any AnyObject & Sendable)?
+    /// Who keeps `fd` open: its `OwnedDescriptor` when the reader owns it, else an object of the caller's
+    /// (a retain token, a shared descriptor). The reader keeps it alive, so the descriptor cannot close, and
+    /// its number go to another file, while the reader lives.
+    private let owner: any AnyObject & Sendable
     private let fileID: [UInt8]
     private let fileKey: [UInt8]
     let name: FileName
@@ -39,34 +41,23 @@ public final class CryptoFileReader: Sendable {
     public convenience init(takingOwnershipOf fileDescriptor: Int32, key: SymmetricKey) throws(CryptoError) {
         let name = FileName(descriptor: fileDescriptor)
         let (header, fileKey) = try Self.authenticate(fileDescriptor, key: key, name: name)
-        self.init(fileDescriptor: fileDescriptor, header: header, fileKey: fileKey, owner: nil, name: name)
+        self.init(fileDescriptor: fileDescriptor, header: header, fileKey: fileKey, owner: OwnedDescriptor(owning: fileDescriptor), name: name)
     }
 
     /// Opens `path` read-only; the reader closes it when released.
     public convenience init(path: String, key: SymmetricKey) throws(CryptoError) {
-        let fd = try POSIXIO.openForReading(path)
-        let header: CryptoFileHeader
-        let fileKey: [UInt8]
-        do {
-            (header, fileKey) = try Self.authenticate(fd, key: key, name: FileName(path: path))
-        } catch {
-            close(fd)
-            throw error
-        }
-        self.init(fileDescriptor: fd, header: header, fileKey: fileKey, owner: nil, name: FileName(path: path))
+        let file = try POSIXIO.openForReading(path)
+        let (header, fileKey) = try Self.authenticate(file.rawValue, key: key, name: FileName(path: path))
+        self.init(fileDescriptor: file.rawValue, header: header, fileKey: fileKey, owner: file, name: FileName(path: path))
     }
 
-    private init(fileDescriptor: Int32, header: CryptoFileHeader, fileKey: [UInt8], owner: (any AnyObject & Sendable)?, name: FileName) {
+    private init(fileDescriptor: Int32, header: CryptoFileHeader, fileKey: [UInt8], owner: any AnyObject & Sendable, name: FileName) {
         fd = fileDescriptor
         self.header = header
         self.fileID = header.fileID
         self.fileKey = fileKey
         self.owner = owner
         self.name = name
-    }
-
-    deinit {
-        if owner == nil { close(fd) }
     }
 
     /// Reads, parses and authenticates the header and checks that the file has exactly the length it implies.
@@ -97,9 +88,7 @@ public final class CryptoFileReader: Sendable {
     /// created or emptied, without decrypting it: how an upload sends a file already in the cloud format.
     /// The bytes are the file's own, so its readers authenticate them as they would here.
     public func copyEncrypted(to path: String) throws(CryptoError) {
-        let output = try POSIXIO.createFile(path)
-        var closed = false
-        defer { if !closed { close(output) } }
+        let output = try POSIXIO.createFile(path)  // (a failure closes it, as its owner goes)
         let blockSize = 1 << 20
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: blockSize, alignment: 16)
         defer { buffer.deallocate() }
@@ -111,10 +100,9 @@ public final class CryptoFileReader: Sendable {
             guard count == wanted else {
                 throw CryptoError(.truncated, "\(name) ends at \(offset + UInt64(count)) of the \(length) bytes its header describes")
             }
-            try POSIXIO.pwrite(output, from: buffer, count: count, at: offset, name: path)
+            try POSIXIO.pwrite(output.rawValue, from: buffer, count: count, at: offset, name: path)
             offset += UInt64(count)
         }
-        closed = true
         try POSIXIO.closeWritten(output, name: path)
     }
 

@@ -155,8 +155,8 @@ public final class CryptoFileWriter {
             }
         }
         try written.get()
-        if try POSIXIO.fileSize(fd, name: name.description) > writeOffset, ftruncate(fd, off_t(writeOffset)) != 0 {
-            throw CryptoError.posix("cannot truncate \(name)", errno: errno)
+        if try POSIXIO.fileSize(fd, name: name.description) > writeOffset {
+            try POSIXIO.truncate(fd, to: writeOffset, name: name.description)
         }
     }
 

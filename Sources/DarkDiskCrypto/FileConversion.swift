@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -26,11 +27,10 @@ public enum FileConversion {
     /// With `limit`, more plaintext than `limit` bytes stops it with `.outOfRange`.
     public static func encrypt(fileAt source: String, key: SymmetricKey, format: CryptoFileFormat = .cacheFile, to path: String,
                                chunkSize: UInt32 = CryptoFormat.defaultChunkSize, limit: UInt64? = nil) throws(CryptoError) -> CryptoFileHeader {
-        let fd = try POSIXIO.openForReading(source)
-        defer { close(fd) }
+        let input = try POSIXIO.openForReading(source)
         return try writeFile(at: path, key: key, format: format, chunkSize: chunkSize) { writer throws(CryptoError) in
             for _ in 0..<format.dataSection { try writer.endSection() }
-            try copyStream(fd, name: source, into: writer, limit: limit)
+            try copyStream(input.rawValue, name: source, into: writer, limit: limit)
         }
     }
 
@@ -51,14 +51,13 @@ public enum FileConversion {
     /// content of the file at `dataFileAt`.
     public static func encryptCloudFile(metadata: Data?, thumbnail: Data?, dataFileAt: String, key: SymmetricKey, to path: String,
                                         chunkSize: UInt32 = CryptoFormat.defaultChunkSize) throws(CryptoError) -> CryptoFileHeader {
-        let fd = try POSIXIO.openForReading(dataFileAt)
-        defer { close(fd) }
+        let input = try POSIXIO.openForReading(dataFileAt)
         return try writeFile(at: path, key: key, format: .cloudFile, chunkSize: chunkSize) { writer throws(CryptoError) in
             if let metadata { try writer.append(metadata) }
             try writer.endSection()
             if let thumbnail { try writer.append(thumbnail) }
             try writer.endSection()
-            try copyStream(fd, name: dataFileAt, into: writer)
+            try copyStream(input.rawValue, name: dataFileAt, into: writer)
         }
     }
 
@@ -114,7 +113,7 @@ public enum FileConversion {
         guard section >= 0 && section < reader.header.format.sectionCount else {
             throw CryptoError(.outOfRange, "\(path) has no section \(section)")
         }
-        let fd = try POSIXIO.createFile(output)
+        let file = try POSIXIO.createFile(output)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 16)
         defer { buffer.deallocate() }
         do {
@@ -122,12 +121,12 @@ public enum FileConversion {
             var offset: UInt64 = 0
             while offset < size {
                 let count = try reader.read(section: section, offset: offset, count: blockSize, into: buffer)
-                try POSIXIO.write(fd, from: buffer.baseAddress!, count: count, name: output)
+                try POSIXIO.write(file.rawValue, from: buffer.baseAddress!, count: count, name: output)
                 offset += UInt64(count)
             }
-            try POSIXIO.closeWritten(fd, name: output)
+            try POSIXIO.closeWritten(file, name: output)
         } catch {
-            close(fd)
+            try? file.close()  // (closed already if closing was what failed)
             unlink(output)
             throw error
         }
@@ -136,17 +135,15 @@ public enum FileConversion {
     /// Creates `path`, lets `body` fill a writer for it, finishes and closes it; removes the file on failure.
     private static func writeFile(at path: String, key: SymmetricKey, format: CryptoFileFormat, chunkSize: UInt32,
                                   body: (CryptoFileWriter) throws(CryptoError) -> Void) throws(CryptoError) -> CryptoFileHeader {
-        let fd = try POSIXIO.createFile(path)
-        var closed = false
+        let file = try POSIXIO.createFile(path)
         do {
-            let writer = try CryptoFileWriter(fileDescriptor: fd, key: key, format: format, chunkSize: chunkSize, name: FileName(path: path))
+            let writer = try CryptoFileWriter(fileDescriptor: file.rawValue, key: key, format: format, chunkSize: chunkSize, name: FileName(path: path))
             try body(writer)
             let header = try writer.finish()
-            closed = true
-            try POSIXIO.closeWritten(fd, name: path)
+            try POSIXIO.closeWritten(file, name: path)
             return header
         } catch {
-            if !closed { close(fd) }
+            try? file.close()  // (closed already if closing was what failed)
             unlink(path)
             throw error
         }

@@ -16,22 +16,31 @@ enum POSIXIO {
     }
 
     /// Flags and mode for every file this module creates: private to the owner, replacing old content.
-    static func createFile(_ path: String) throws(CryptoError) -> Int32 {
-        let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .posix("cannot create \(path)", errno: errno) }
-        return fd
+    static func createFile(_ path: String) throws(CryptoError) -> OwnedDescriptor {
+        do { return try OwnedDescriptor.open(path, O_CREAT | O_TRUNC | O_WRONLY, mode: 0o600) } catch {
+            throw .posix("cannot create \(path)", errno: error.rawValue)
+        }
     }
 
     /// Opens `path` for reading.
-    static func openForReading(_ path: String) throws(CryptoError) -> Int32 {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .posix("cannot open \(path)", errno: errno) }
-        return fd
+    static func openForReading(_ path: String) throws(CryptoError) -> OwnedDescriptor {
+        do { return try OwnedDescriptor.open(path, O_RDONLY) } catch {
+            throw .posix("cannot open \(path)", errno: error.rawValue)
+        }
     }
 
-    /// Closes a descriptor this module wrote to, reporting a failed close (which can carry a deferred write error).
-    static func closeWritten(_ fd: Int32, name: @autoclosure () -> String) throws(CryptoError) {
-        guard close(fd) == 0 else { throw .posix("cannot write \(name())", errno: errno) }
+    /// Closes a file this module wrote to, reporting a failed close (which can carry a deferred write error).
+    static func closeWritten(_ file: OwnedDescriptor, name: @autoclosure () -> String) throws(CryptoError) {
+        do { try file.close() } catch {
+            throw .posix("cannot write \(name())", errno: error.rawValue)
+        }
+    }
+
+    /// Cuts the file open at `fd` to `size` bytes.
+    static func truncate(_ fd: Int32, to size: UInt64, name: @autoclosure () -> String) throws(CryptoError) {
+        do { try SystemCall.ftruncate(fd, to: size) } catch {
+            throw .posix("cannot truncate \(name())", errno: error.rawValue)
+        }
     }
 
     /// Reads up to `count` bytes at `offset`, stopping early only at end of file; returns the bytes read.
@@ -66,8 +75,8 @@ enum POSIXIO {
 
     /// The size of the open file `fd`.
     static func fileSize(_ fd: Int32, name: @autoclosure () -> String) throws(CryptoError) -> UInt64 {
-        var status = stat()
-        guard fstat(fd, &status) == 0 else { throw .posix("cannot stat \(name())", errno: errno) }
-        return UInt64(status.st_size)
+        do { return UInt64(try SystemCall.fstat(fd).st_size) } catch {
+            throw .posix("cannot stat \(name())", errno: error.rawValue)
+        }
     }
 }

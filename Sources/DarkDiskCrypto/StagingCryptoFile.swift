@@ -1,4 +1,5 @@
 import DarkDiskSync
+import DarkDiskSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,7 +17,8 @@ import Glibc
 public final class StagingCryptoFile: Sendable {
     /// Plaintext bytes per chunk.
     public let chunkSize: Int
-    let fd: Int32
+    private let file: OwnedDescriptor
+    var fd: Int32 { file.rawValue }
     let key: [UInt8]
     let fileID: [UInt8]
     private let name: String
@@ -35,23 +37,20 @@ public final class StagingCryptoFile: Sendable {
     /// store's files count).
     public init(directory: String, chunkSize: Int = 64 * 1024) throws(CryptoError) {
         precondition(chunkSize >= 4096 && chunkSize & (chunkSize - 1) == 0, "chunk size must be a power of two of at least 4096")
-        var fd = open(directory, Self.tmpfile | O_RDWR | O_CLOEXEC, 0o600)
-        if fd < 0 {
+        if let unnamed = try? OwnedDescriptor.open(directory, Self.tmpfile | O_RDWR, mode: 0o600) {
+            file = unnamed
+        } else {
             // A file system without O_TMPFILE: a named file, unlinked at once.
             let path = directory + "/.staging-" + Hex.encode(SecureRandom.bytes(8))
-            fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0o600)
-            guard fd >= 0 else { throw .posix("cannot create a staging file in \(directory)", errno: errno) }
+            do { file = try OwnedDescriptor.open(path, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW, mode: 0o600) } catch {
+                throw .posix("cannot create a staging file in \(directory)", errno: error.rawValue)
+            }
             unlink(path)
         }
-        self.fd = fd
         self.chunkSize = chunkSize
         key = SecureRandom.bytes(32)
         fileID = SecureRandom.bytes(16)
         name = "a staging file in \(directory)"
-    }
-
-    deinit {
-        close(fd)
     }
 
     /// Whether chunk `chunk` holds data written to this file.
@@ -101,15 +100,13 @@ public final class StagingCryptoFile: Sendable {
     /// Forgets chunks `first` and later and gives their room back to the disk.
     public func removeChunks(from first: UInt64) throws(CryptoError) {
         present.withLock { $0 = $0.filter { $0 < first } }
-        guard ftruncate(fd, off_t(UInt64(stride) * first)) == 0 else {
-            throw .posix("cannot truncate \(name)", errno: errno)
-        }
+        try POSIXIO.truncate(fd, to: UInt64(stride) * first, name: name)
     }
 
     /// The bytes the file takes on disk.
     public var allocatedSize: UInt64 {
-        var st = stat()
-        return fstat(fd, &st) == 0 ? UInt64(st.st_blocks) * 512 : 0
+        guard let status = try? file.stat() else { return 0 }
+        return UInt64(status.st_blocks) * 512
     }
 
     /// Writes the AAD of chunk `chunk` (file ID, then `chunk` as UInt64 LE) at `destination`.

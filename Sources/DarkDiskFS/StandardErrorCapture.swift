@@ -12,13 +12,14 @@ enum StandardErrorCapture {
     static func capturing<T>(_ body: () throws -> T) rethrows -> (result: T, text: String) {
         // An unlinked file in the temporary folder (tmpfile(3)), its descriptor owned here.
         let stream = tmpfile()
-        let file = stream.map { dup(fileno($0)) } ?? -1
+        let copy = stream.map { dup(fileno($0)) } ?? -1
         if let stream { fclose(stream) }
-        if file >= 0 { _ = fcntl(file, F_SETFD, FD_CLOEXEC) }
-        let saved = file >= 0 ? fcntl(2, F_DUPFD_CLOEXEC, 3) : -1
-        guard file >= 0, saved >= 0, dup2(file, 2) >= 0 else {
-            if file >= 0 { close(file) }
-            if saved >= 0 { close(saved) }
+        let capture = copy >= 0 ? OwnedDescriptor(owning: copy) : nil
+        if let capture { _ = fcntl(capture.rawValue, F_SETFD, FD_CLOEXEC) }
+        let original = capture.map { _ in fcntl(2, F_DUPFD_CLOEXEC, 3) }.flatMap { $0 >= 0 ? OwnedDescriptor(owning: $0) : nil }
+        guard let file = capture, let saved = original, dup2(file.rawValue, 2) >= 0 else {
+            try? capture?.close()
+            try? original?.close()
             return (try body(), "")
         }
         let result: T
@@ -34,16 +35,16 @@ enum StandardErrorCapture {
 
     /// Puts standard error back, copies what was captured onto it, and returns that text.
     @discardableResult
-    private static func restore(_ saved: Int32, _ file: Int32) -> String {
-        dup2(saved, 2)
-        close(saved)
+    private static func restore(_ saved: OwnedDescriptor, _ file: OwnedDescriptor) -> String {
+        dup2(saved.rawValue, 2)
+        try? saved.close()
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while bytes.count < 1 << 16 {
-            guard let n = try? SystemCall.pread(file, into: &buffer, count: buffer.count, at: UInt64(bytes.count)), n > 0 else { break }
+            guard let n = try? file.pread(into: &buffer, count: buffer.count, at: UInt64(bytes.count)), n > 0 else { break }
             bytes += buffer[0..<n]
         }
-        close(file)
+        try? file.close()
         _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
         return String(decoding: bytes, as: UTF8.self)
     }

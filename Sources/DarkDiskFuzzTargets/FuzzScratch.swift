@@ -1,4 +1,5 @@
 import DarkDiskCrypto
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -8,14 +9,16 @@ import Glibc
 /// no disk I/O and leaves nothing behind.
 final class FuzzScratch: @unchecked Sendable {
     static let shared = FuzzScratch()
-    private let fd: Int32
+    private let file: OwnedDescriptor
+    private var fd: Int32 { file.rawValue }
     private let lock = NSLock()
 
     private init() {
         // An unlinked file in /dev/shm: memory only, gone with the process.
         let path = "/dev/shm/darkdisk-fuzz-\(getpid())-\(UUID().uuidString)"
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        precondition(fd >= 0, "cannot create \(path): errno \(errno)")
+        do { file = try OwnedDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL, mode: 0o600) } catch {
+            preconditionFailure("cannot create \(path): \(error)")
+        }
         unlink(path)
     }
 
@@ -23,9 +26,8 @@ final class FuzzScratch: @unchecked Sendable {
     func holding(_ bytes: [UInt8]) -> Int32 {
         lock.lock()
         defer { lock.unlock() }
-        precondition(ftruncate(fd, 0) == 0)
-        let written = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        precondition(written == bytes.count)
+        precondition((try? file.truncate(to: 0)) != nil)
+        precondition((try? file.pwrite(bytes, at: 0)) != nil)
         return fd
     }
 
@@ -33,7 +35,7 @@ final class FuzzScratch: @unchecked Sendable {
     func encrypted(_ plaintext: [UInt8], key: SymmetricKey, format: CryptoFileFormat, chunkSize: UInt32) -> [UInt8] {
         lock.lock()
         defer { lock.unlock() }
-        precondition(ftruncate(fd, 0) == 0)
+        precondition((try? file.truncate(to: 0)) != nil)
         do {
             let writer = try CryptoFileWriter(fileDescriptor: fd, key: key, format: format, chunkSize: chunkSize)
             for _ in 0..<(format.sectionCount - 1) { try writer.endSection() }
@@ -43,9 +45,9 @@ final class FuzzScratch: @unchecked Sendable {
             fatalError("encrypting \(plaintext.count) bytes failed: \(error)")
         }
         let size = Int(lseek(fd, 0, SEEK_END))
-        var bytes = [UInt8](repeating: 0, count: size)
-        let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, size, 0) }
-        precondition(read == size)
+        guard let bytes = try? file.pread(count: size, at: 0), bytes.count == size else {
+            preconditionFailure("cannot read back the \(size) bytes encrypted")
+        }
         return bytes
     }
 }

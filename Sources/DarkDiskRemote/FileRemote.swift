@@ -83,8 +83,7 @@ public struct FileRemote: Remote {
 
     public func read(_ key: String, range: Range<UInt64>, ifMatch etag: String?,
                      consume: (UnsafeRawBufferPointer) throws(RemoteError) -> Void) async throws(RemoteError) {
-        let fd = try await BlockingPool.shared.run { () throws(RemoteError) in try self.openForReading(key, range: range, ifMatch: etag) }
-        defer { close(fd) }
+        let file = try await BlockingPool.shared.run { () throws(RemoteError) in try self.openForReading(key, range: range, ifMatch: etag) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: min(range.count, 1 << 20), alignment: 16)
         defer { buffer.deallocate() }
         let target = ReadBuffer(base: buffer.baseAddress!)
@@ -93,7 +92,7 @@ public struct FileRemote: Remote {
             let wanted = Int(min(UInt64(buffer.count), range.upperBound - position))
             let at = position
             let n = try await BlockingPool.shared.run { () throws(RemoteError) in
-                do { return try SystemCall.pread(fd, into: target.base, count: wanted, at: at) } catch {
+                do { return try file.pread(into: target.base, count: wanted, at: at) } catch {
                     throw RemoteError(.io, "cannot read \(self.path(key)): \(error)")
                 }
             }
@@ -109,25 +108,23 @@ public struct FileRemote: Remote {
     }
 
     /// Opens object `key` for a read of `range`, checked against `etag` and the object's size.
-    private func openForReading(_ key: String, range: Range<UInt64>, ifMatch etag: String?) throws(RemoteError) -> Int32 {
+    private func openForReading(_ key: String, range: Range<UInt64>, ifMatch etag: String?) throws(RemoteError) -> OwnedDescriptor {
         try RemoteKey.check(key)
         try checkReachable()
-        let fd = open(path(key), O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { throw RemoteError(.notFound, "\(key) is not in \(url)") }
-            throw RemoteError(.io, "cannot open \(path(key)): \(String(cString: strerror(errno)))")
+        let file: OwnedDescriptor
+        do { file = try OwnedDescriptor.open(path(key), O_RDONLY) } catch {
+            if error == .noSuchFile { throw RemoteError(.notFound, "\(key) is not in \(url)") }
+            throw RemoteError(.io, "cannot open \(path(key)): \(error)")
         }
-        var st = stat()
-        fstat(fd, &st)
+        let st: stat
+        do { st = try file.stat() } catch { throw RemoteError(.io, "cannot stat \(path(key)): \(error)") }
         if let etag, Self.etag(st) != etag {
-            close(fd)
             throw RemoteError(.changed, "\(key) changed in \(url)")
         }
         guard range.upperBound <= UInt64(st.st_size) else {
-            close(fd)
             throw RemoteError(.invalidResponse, "\(key) has \(st.st_size) bytes, not the \(range.upperBound) asked for")
         }
-        return fd
+        return file
     }
 
     public func write(_ key: String, fromFile source: String) async throws(RemoteError) -> ObjectInfo {
@@ -162,26 +159,23 @@ public struct FileRemote: Remote {
 
     /// Copies the file at `source` to a new file at `destination`, 1 MiB at a time.
     private static func copy(_ source: String, to destination: String, mode: mode_t) throws(Errno) {
-        let input = try SystemCall.open(source, O_RDONLY | O_CLOEXEC)
-        defer { close(input) }
-        let output = try SystemCall.open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: mode)
-        defer { close(output) }
+        let input = try OwnedDescriptor.open(source, O_RDONLY)
+        let output = try OwnedDescriptor.open(destination, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         while true {
-            let count = try SystemCall.read(input, into: buffer, count: 1 << 20)
+            let count = try input.read(into: buffer, count: 1 << 20)
             if count == 0 { return }
-            try SystemCall.write(output, from: buffer, count: count)
+            try output.write(from: buffer, count: count)
         }
     }
 
     /// Writes `data` to a new file at `path`.
     private static func create(_ path: String, contents data: Data, mode: mode_t) throws(Errno) {
-        let fd = try SystemCall.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: mode)
-        defer { close(fd) }
+        let file = try OwnedDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
         let written: Result<Void, Errno> = data.withUnsafeBytes { bytes in
             guard let base = bytes.baseAddress, bytes.count > 0 else { return .success(()) }
-            return Result { () throws(Errno) in try SystemCall.write(fd, from: base, count: bytes.count) }
+            return Result { () throws(Errno) in try file.write(from: base, count: bytes.count) }
         }
         try written.get()
     }
@@ -229,25 +223,20 @@ public struct FileRemote: Remote {
 
     /// The lock a conditional write holds from its comparison to its rename.
     private struct WriteLock {
-        let fd: Int32
+        let file: OwnedDescriptor
 
         init(root: String, shared: Bool) throws(RemoteError) {
             let folder = root + "/.locks"
             mkdir(folder, shared ? 0o755 : 0o700)
-            fd = open(folder + "/write", O_RDWR | O_CREAT | O_CLOEXEC, shared ? 0o644 : 0o600)
-            guard fd >= 0 else {
-                throw RemoteError(.io, "cannot open the write lock of \(root): \(String(cString: strerror(errno)))")
+            do { file = try OwnedDescriptor.open(folder + "/write", O_RDWR | O_CREAT, mode: shared ? 0o644 : 0o600) } catch {
+                throw RemoteError(.io, "cannot open the write lock of \(root): \(error)")
             }
-            while flock(fd, LOCK_EX) != 0 {
-                guard errno == EINTR else {
-                    let message = String(cString: strerror(errno))
-                    close(fd)
-                    throw RemoteError(.io, "cannot lock \(folder)/write: \(message)")
-                }
+            do { try file.lock(.exclusive) } catch {
+                throw RemoteError(.io, "cannot lock \(folder)/write: \(error)")
             }
         }
 
-        func release() { close(fd) }
+        func release() { try? file.close() }
     }
 
     public func delete(_ key: String, condition: WriteCondition) async throws(RemoteError) {
@@ -323,8 +312,11 @@ public struct FileRemote: Remote {
             unlink(temporary)
             throw RemoteError(.io, "cannot create the folder of \(destination): \(String(cString: strerror(errno)))")
         }
-        let fd = open(temporary, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 { fchmod(fd, shared ? 0o644 : 0o600); fsync(fd); close(fd) }
+        // (Best effort, as before: the rename below is what must not fail.)
+        if let file = try? OwnedDescriptor.open(temporary, O_RDONLY) {
+            fchmod(file.rawValue, shared ? 0o644 : 0o600)
+            try? file.fsync()
+        }
         guard rename(temporary, destination) == 0 else {
             let message = String(cString: strerror(errno))
             unlink(temporary)

@@ -9,12 +9,12 @@ import DarkDiskSystem
 
 /// A byte range of an open file as an async sequence of buffers read with `pread`, to stream an upload
 /// body from disk (a part of a multipart upload, a whole small file) without holding it in memory. The
-/// sequence can be iterated again (a retried request resends the same bytes); the caller keeps the file
-/// descriptor open while it is used.
+/// sequence can be iterated again (a retried request resends the same bytes); it keeps the file open while
+/// it is used.
 struct FileSlice: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
 
-    let fd: Int32
+    let file: OwnedDescriptor
     let offset: UInt64
     let count: UInt64
     /// The file's path, for messages.
@@ -66,7 +66,7 @@ struct FileSlice: AsyncSequence, Sendable {
     func read(into buffer: UnsafeMutableRawBufferPointer, at position: UInt64) throws(ReadError) {
         guard buffer.count > 0 else { return }
         let got: Int
-        do { got = try SystemCall.pread(fd, into: buffer.baseAddress!, count: buffer.count, at: position) } catch {
+        do { got = try file.pread(into: buffer.baseAddress!, count: buffer.count, at: position) } catch {
             throw ReadError(message: "cannot read \(path): \(error)")
         }
         guard got == buffer.count else { throw ReadError(message: "\(path) became shorter while it was uploaded") }

@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 import NIOHTTP1
 #if canImport(Glibc)
@@ -33,18 +34,17 @@ extension S3Remote {
     /// signature covers each body's SHA-256, so a file that changes during the upload is refused.
     public func write(_ key: String, fromFile path: String) async throws(RemoteError) -> ObjectInfo {
         try RemoteKey.check(key)
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw RemoteError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw RemoteError(.io, "cannot stat \(path): \(String(cString: strerror(errno)))") }
+        let file: OwnedDescriptor
+        do { file = try OwnedDescriptor.open(path, O_RDONLY) } catch { throw RemoteError(.io, "cannot open \(path): \(error)") }
+        let st: stat
+        do { st = try file.stat() } catch { throw RemoteError(.io, "cannot stat \(path): \(error)") }
         let size = UInt64(st.st_size)
         guard size > multipartThreshold else {
-            let slice = FileSlice(fd: fd, offset: 0, count: size, path: path)
+            let slice = FileSlice(file: file, offset: 0, count: size, path: path)
             let response = try await perform(.PUT, path: objectPath(key), payload: .file(slice, sha256: try slice.sha256()))
             return try written(response, key: key, size: size)
         }
-        return try await multipartUpload(key, fd: fd, size: size, path: path)
+        return try await multipartUpload(key, file: file, size: size, path: path)
     }
 
     /// The info of an object a PUT stored, from the answer's ETag.
@@ -59,7 +59,7 @@ extension S3Remote {
     /// CreateMultipartUpload, UploadPart for every part (`parallelParts` at a time), CompleteMultipartUpload
     /// with the parts' ETags, then a HEAD for the object's own ETag. Any failure aborts the upload, so no
     /// orphaned parts stay billed in the bucket.
-    private func multipartUpload(_ key: String, fd: Int32, size: UInt64, path: String) async throws(RemoteError) -> ObjectInfo {
+    private func multipartUpload(_ key: String, file: OwnedDescriptor, size: UInt64, path: String) async throws(RemoteError) -> ObjectInfo {
         // S3 takes at most 10,000 parts: a file too large for that many parts of `partSize` gets larger ones.
         let partSize = max(self.partSize, (size + 9_999) / 10_000)
         let partCount = Int((size + partSize - 1) / partSize)
@@ -71,7 +71,7 @@ extension S3Remote {
         do {
             let slices = (0..<partCount).map { index in
                 let offset = UInt64(index) * partSize
-                return FileSlice(fd: fd, offset: offset, count: min(partSize, size - offset), path: path)
+                return FileSlice(file: file, offset: offset, count: min(partSize, size - offset), path: path)
             }
             let etags = try await uploadParts(key, uploadID: uploadID, slices: slices)
             try await complete(key, uploadID: uploadID, etags: etags)

@@ -1,4 +1,5 @@
 import DarkDiskCrypto
+import DarkDiskSystem
 import Foundation
 import GRDB
 #if canImport(Glibc)
@@ -59,11 +60,8 @@ extension DiskManager {
             for name in FileOperations.realDirectoryEntries(staging) ?? [] {
                 let path = staging + "/" + name
                 // One an import is writing holds its lock: not debris.
-                let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-                guard fd >= 0 else { continue }
-                defer { close(fd) }
-                var st = stat()
-                guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
+                guard let file = try? OwnedDescriptor.open(path, O_RDONLY | O_NOFOLLOW), let st = try? file.stat(),
+                      st.st_mode & S_IFMT == S_IFREG, (try? file.tryLock(.exclusive)) == true else { continue }
                 result.stagingFiles += 1
                 result.stagingBytes += UInt64(st.st_size)
             }

@@ -18,32 +18,28 @@ extension DiskManager {
     public func startDriveJournal() throws(DarkDiskError) -> Bool {
         if driveJournal.withLock({ $0 }) != nil { return true }
         let path = driveJournalPath
-        let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .posix("cannot open the drive's commit journal", path: path) }
+        // (A failure below closes the file, and with it the lock, as the owner goes.)
+        let file = try FileOperations.openFile(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW, mode: 0o600,
+                                               failing: "cannot open the drive's commit journal")
         do {
             // Another process's opening holds it a moment while it looks for what to replay: wait that out
             // (up to 2 s); a daemon holds it for good.
-            var locked = try SystemCall.tryLock(fd, .exclusive)
+            var locked = try file.tryLock(.exclusive)
             for _ in 0..<20 where !locked {
                 usleep(100_000)
-                locked = try SystemCall.tryLock(fd, .exclusive)
+                locked = try file.tryLock(.exclusive)
             }
             guard locked else {
-                close(fd)
+                try? file.close()
                 logger.notice("another process journals this store's drive commits; this one commits each file on its own")
                 return false
             }
         } catch {
-            close(fd)
             throw .posix("cannot lock", path: path, errno: error.rawValue)
         }
-        let last: UInt64
-        do { last = try replayDriveJournal(fd) } catch {
-            close(fd)
-            throw error
-        }
+        let last = try replayDriveJournal(file)
         let logger = self.logger
-        let journal = DriveCommitJournal(path: path, fd: fd, after: last, key: journalKey, apply: { [weak self] (batch) throws(DarkDiskError) in
+        let journal = DriveCommitJournal(path: path, descriptor: file, after: last, key: journalKey, apply: { [weak self] (batch) throws(DarkDiskError) in
             guard let self else { throw DarkDiskError(.io, "the store was closed") }
             return try self.applyDriveCommits(batch)
         }, logger: { logger.warning("\($0)") })
@@ -100,7 +96,7 @@ extension DiskManager {
                          journal: DriveCommitJournal, whenIndexed: @escaping @Sendable (DriveCommitOutcome) -> Void) throws(DarkDiskError) -> DiskExport {
         let name = file.intendedName ?? FileOperations.randomName()
         let finalPath = path(name: name, mode: .persistent)
-        let (fd, storedSize) = try lockForPlacing(file, at: finalPath, durable: false)
+        let (held, storedSize) = try lockForPlacing(file, at: finalPath, durable: false)
         let now = clock.now.timeIntervalSince1970
         // (A new file's content key is its node's: the row's wrapping serves both.)
         let fileWrappedKey = prepared?.row.wrappedKey ?? Data(wrapLocally(key))
@@ -118,16 +114,16 @@ extension DiskManager {
                 DriveCommitJournal.Pending(record: record(sequence), isLive: true, fileRecord: fileRecord, completion: whenIndexed)
             }
         } catch {
-            close(fd)
+            try? held.close()
             if file.isPlaced { FileOperations.remove(finalPath) }
             throw error
         }
         // The record names the file now (an orphan sweep reads it): the writer's exclusive lock becomes the
         // shared one of a holder, as for every stored file (no descriptor is kept per record).
-        do { try SystemCall.lock(fd, .shared) } catch {
+        do { try held.lock(.shared) } catch {
             logger.error("cannot turn the lock on \(finalPath) into a shared one (\(error)); readers in other processes wait until it is released")
         }
-        let token = RetainToken(fileDescriptor: fd, path: finalPath, pool: fileRecord.pool, mode: .persistent, manager: self)
+        let token = RetainToken(file: held, path: finalPath, pool: fileRecord.pool, mode: .persistent, manager: self)
         return export(fileRecord, fileKey: key, token: token)
     }
 
@@ -293,37 +289,35 @@ extension DiskManager {
         try UploadQueue.add(db, nodeID, .content, name: nil, parentID: nil, now: now)
     }
 
-    /// Writes into the index the records a stopped daemon left in the journal (open at `fd`, locked by the
-    /// caller; else opened and locked here, and left alone while a running daemon holds it), in batches, and
-    /// empties it; the last sequence the journal or the index knows.
+    /// Writes into the index the records a stopped daemon left in the journal (open as `lockedFile`, locked by
+    /// the caller; else opened and locked here, and left alone while a running daemon holds it), in batches,
+    /// and empties it; the last sequence the journal or the index knows.
     @discardableResult
-    func replayDriveJournal(_ lockedFD: Int32? = nil) throws(DarkDiskError) -> UInt64 {
+    func replayDriveJournal(_ lockedFile: OwnedDescriptor? = nil) throws(DarkDiskError) -> UInt64 {
         let path = driveJournalPath
-        let fd: Int32
-        if let lockedFD {
-            fd = lockedFD
+        let file: OwnedDescriptor
+        if let lockedFile {
+            file = lockedFile
         } else {
-            fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-            guard fd >= 0 else {
-                if errno == ENOENT { return 0 }
-                throw .posix("cannot open the drive's commit journal", path: path)
+            do { file = try OwnedDescriptor.open(path, O_RDWR | O_NOFOLLOW) } catch {
+                if error == .noSuchFile { return 0 }
+                throw .posix("cannot open the drive's commit journal", path: path, errno: error.rawValue)
             }
-        }
-        defer { if lockedFD == nil { close(fd) } }
-        if lockedFD == nil {
             // A running daemon's journal is its own to write.
-            guard (try? SystemCall.tryLock(fd, .exclusive)) == true else { return 0 }
+            guard (try? file.tryLock(.exclusive)) == true else { return 0 }
         }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .posix("cannot stat", path: path) }
+        // (One opened here closes, and its lock goes, when this returns.)
+        defer { if lockedFile == nil { try? file.close() } }
+        let st: stat
+        do { st = try file.stat() } catch { throw .posix("cannot stat", path: path, errno: error.rawValue) }
         // (Every opening of the store comes here: an empty journal costs no index read.)
-        if st.st_size == 0, lockedFD == nil { return 0 }
+        if st.st_size == 0, lockedFile == nil { return 0 }
         let applied = try read { db in try Int64.fetchOne(db, sql: "SELECT appliedThrough FROM driveJournal WHERE id = 1") } ?? 0
         var last = UInt64(max(applied, 0))
         guard st.st_size > 0 else { return last }
-        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
-        let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
-        guard count == bytes.count else { throw .posix("cannot read", path: path) }
+        let bytes: [UInt8]
+        do { bytes = try file.pread(count: Int(st.st_size), at: 0) } catch { throw .posix("cannot read", path: path, errno: error.rawValue) }
+        guard bytes.count == Int(st.st_size) else { throw .posix("cannot read", path: path, errno: EIO) }  // (it shrank meanwhile)
         let (records, length) = DriveCommitRecord.records(in: bytes, key: journalKey)
         if length < bytes.count {
             logger.warning("the drive's commit journal ends in \(bytes.count - length) bytes that are no whole record (a write cut short: its close never returned); ignored")
@@ -342,7 +336,7 @@ extension DiskManager {
         }
         last = max(last, records.last?.sequence ?? 0)
         if !todo.isEmpty { logger.notice("the index took \(written) of \(todo.count) drive commits a stopped daemon had journaled") }
-        guard ftruncate(fd, 0) == 0 else { throw .posix("cannot empty", path: path) }
+        do { try file.truncate(to: 0) } catch { throw .posix("cannot empty", path: path, errno: error.rawValue) }
         return last
     }
 
@@ -356,16 +350,14 @@ extension DiskManager {
 
     /// The stored files the drive's commit journal names now; nil when it cannot be read.
     func journaledFileNames() -> Set<String>? {
-        let fd = open(driveJournalPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return errno == ENOENT ? [] : nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return nil }
+        let file: OwnedDescriptor
+        do { file = try OwnedDescriptor.open(driveJournalPath, O_RDONLY | O_NOFOLLOW) } catch {
+            return error == .noSuchFile ? [] : nil
+        }
+        guard let st = try? file.stat() else { return nil }
         guard st.st_size > 0 else { return [] }
-        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
-        let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
-        guard count >= 0 else { return nil }
-        return Set(DriveCommitRecord.records(in: Array(bytes[0..<count]), key: journalKey).records.map(\.fileName))
+        guard let bytes = try? file.pread(count: Int(st.st_size), at: 0) else { return nil }
+        return Set(DriveCommitRecord.records(in: bytes, key: journalKey).records.map(\.fileName))
     }
 
     /// The file row a journaled record stands for: the node's data, persistent until uploaded.

@@ -1,4 +1,5 @@
 import DarkDiskCrypto
+import DarkDiskSystem
 import Foundation
 import GRDB
 #if canImport(Glibc)
@@ -173,7 +174,9 @@ extension DiskManager {
     /// whose last version was committed by a `close`).
     public func syncNodeData(_ nodeID: NodeID) throws(DarkDiskError) {
         if let export = try nodeFile(nodeID, kind: .data) {
-            guard fsync(export.retainToken.fileDescriptor) == 0 else { throw .posix("cannot flush", path: export.retainToken.path) }
+            do { try export.retainToken.file.fsync() } catch {
+                throw .posix("cannot flush", path: export.retainToken.path, errno: error.rawValue)
+            }
             try FileOperations.syncDirectory(of: export.retainToken.path)
         }
         syncIndex()

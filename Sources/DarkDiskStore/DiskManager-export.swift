@@ -62,10 +62,9 @@ extension DiskManager {
                 return nil
             }
             let filePath = path(of: record)
-            let fd = open(filePath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            if fd < 0 {
-                let code = errno
-                guard code == ENOENT else { throw .posix("cannot open", path: filePath, errno: code) }
+            let file: OwnedDescriptor
+            do { file = try OwnedDescriptor.open(filePath, O_RDONLY | O_NOFOLLOW) } catch {
+                guard error == .noSuchFile else { throw .posix("cannot open", path: filePath, errno: error.rawValue) }
                 if record.mode == .cache {
                     // The cache folder was purged: the file is simply not local any more.
                     try deleteRecords([record], reason: .vanished)
@@ -76,15 +75,9 @@ extension DiskManager {
                 if try read({ db in try FileRecord.fetchOne(db, key: record.id) })?.name != record.name { continue }
                 throw DarkDiskError(.corrupt, "persistent file \(filePath) of \(kind.rawValue) '\(owner)' is missing from the store")
             }
-            do { try FileOperations.lock(fd, .shared, path: filePath) } catch {
-                close(fd)
-                throw error
-            }
-            var st = stat()
-            guard fstat(fd, &st) == 0, st.st_nlink > 0 else {
-                close(fd)
-                continue
-            }
+            try FileOperations.lock(file.rawValue, .shared, path: filePath)
+            // (Unlinked meanwhile, by a delete or an eviction: read the row again.)
+            guard let st = try? file.stat(), st.st_nlink > 0 else { continue }
             let fileKey = try unwrap(record.wrappedKey)
             let now = clock.now.timeIntervalSince1970
             // A cache file's access orders its eviction: kept at every export. A persistent file is in no such
@@ -102,7 +95,7 @@ extension DiskManager {
                     }
                 }
             }
-            return export(record, fileKey: fileKey, token: RetainToken(fileDescriptor: fd, path: filePath, pool: record.pool, mode: record.mode, manager: self))
+            return export(record, fileKey: fileKey, token: RetainToken(file: file, path: filePath, pool: record.pool, mode: record.mode, manager: self))
         }
         throw DarkDiskError(.io, "\(kind.rawValue) '\(owner)' keeps changing while being opened; try again")
     }

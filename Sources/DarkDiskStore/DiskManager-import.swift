@@ -50,10 +50,9 @@ extension DiskManager {
         let temporary = staging + "/" + name
         // Our descriptor on the file being written, locked exclusively until its row commits, so that no
         // orphan sweep (in any process) takes it for debris; it then becomes the caller's retain token.
-        var fd = open(temporary, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .posix("cannot create", path: temporary) }
-        do { try FileOperations.lock(fd, .exclusive, path: temporary) } catch {
-            close(fd)
+        var file = try FileOperations.openFile(temporary, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, failing: "cannot create")
+        do { try FileOperations.lock(file.rawValue, .exclusive, path: temporary) } catch {
+            try? file.close()
             FileOperations.remove(temporary)
             throw error
         }
@@ -62,7 +61,7 @@ extension DiskManager {
         StagingFiles.register(temporary)
         defer {
             StagingFiles.unregister(temporary)
-            if !tokenOwned { close(fd); FileOperations.remove(temporary) }
+            if !tokenOwned { try? file.close(); FileOperations.remove(temporary) }
         }
 
         // A cache file larger than its pool's max size could never be kept (eviction takes it as soon as
@@ -100,14 +99,9 @@ extension DiskManager {
                 if let limit, header.fileLength > limit { throw tooLarge("takes \(header.fileLength) bytes encrypted") }
                 if try FileOperations.move(cryptoFile.path, onto: temporary) == .renamed {
                     // Our locked descriptor is on the replaced empty file: take the moved one and lock it.
-                    let moved = open(temporary, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-                    guard moved >= 0 else { throw DarkDiskError.posix("cannot open", path: temporary) }
-                    do { try FileOperations.lock(moved, .exclusive, path: temporary) } catch {
-                        close(moved)
-                        throw error
-                    }
-                    close(fd)
-                    fd = moved
+                    let moved = try FileOperations.openFile(temporary, O_RDONLY | O_NOFOLLOW)
+                    try FileOperations.lock(moved.rawValue, .exclusive, path: temporary)
+                    file = moved  // (the one on the replaced empty file closes)
                 }
                 fileKey = cryptoFile.key
             }
@@ -120,15 +114,15 @@ extension DiskManager {
         } catch {
             throw DarkDiskError(.io, "import failed: \(error)")
         }
-        var st = stat()
-        fstat(fd, &st)
+        let st: stat
+        do { st = try file.stat() } catch { throw .posix("cannot stat", path: temporary, errno: error.rawValue) }
         if let poolLimit, UInt64(st.st_size) > poolLimit { throw tooLarge("takes \(st.st_size) bytes encrypted") }
-        guard fsync(fd) == 0 else { throw .posix("cannot flush", path: temporary) }
+        do { try file.fsync() } catch { throw .posix("cannot flush", path: temporary, errno: error.rawValue) }
 
         let finalPath = path(name: name, mode: mode)
         try FileOperations.rename(temporary, to: finalPath)
         let export = try recordStoredFile(
-            fd, at: finalPath, name: name, header: header, fileKey: fileKey, storedSize: UInt64(st.st_size), kind: kind,
+            file, at: finalPath, name: name, header: header, fileKey: fileKey, storedSize: UInt64(st.st_size), kind: kind,
             owner: owner, identity: identity, mode: mode, diskImport: diskImport, also: also)
         tokenOwned = true
         return export
@@ -144,7 +138,7 @@ extension DiskManager {
                        also: @escaping (Database) throws -> Void) throws(DarkDiskError) -> DiskExport {
         let name = file.intendedName ?? FileOperations.randomName()
         let finalPath = path(name: name, mode: .persistent)
-        let (fd, storedSize) = try lockForPlacing(file, at: finalPath, durable: durable)
+        let (held, storedSize) = try lockForPlacing(file, at: finalPath, durable: durable)
         do {
             try file.place(at: finalPath)
             if durable { try FileOperations.syncDirectory(of: finalPath) }
@@ -152,12 +146,12 @@ extension DiskManager {
             version.storePersistently = true
             version.migrateToCacheAfterUpload = true
             let export = try recordStoredFile(
-                fd, at: finalPath, name: name, header: header, fileKey: key, storedSize: storedSize,
+                held, at: finalPath, name: name, header: header, fileKey: key, storedSize: storedSize,
                 kind: .data, owner: nodeID.rawValue, identity: "", mode: .persistent, diskImport: version, also: also)
             if durable { syncIndex() }
             return export
         } catch {
-            close(fd)
+            try? held.close()
             if file.isPlaced { FileOperations.remove(finalPath) }
             throw error
         }
@@ -165,22 +159,23 @@ extension DiskManager {
 
     /// Locks the new version `file`, to be named `finalPath`, exclusively until its row is in the index, so that
     /// no orphan sweep (in any process) takes it for debris; its stored size, and a descriptor that shares the
-    /// lock (the caller's to close: a retain token's, which turns the lock into a holder's after). `durable`:
-    /// flushed first.
-    func lockForPlacing(_ file: UnnamedFile, at finalPath: String, durable: Bool) throws(DarkDiskError) -> (fd: Int32, storedSize: UInt64) {
+    /// lock (for a retain token, which turns the lock into a holder's after). `durable`: flushed first.
+    func lockForPlacing(_ file: UnnamedFile, at finalPath: String, durable: Bool) throws(DarkDiskError) -> (file: OwnedDescriptor, storedSize: UInt64) {
         try FileOperations.lock(file.fileDescriptor, .exclusive, path: finalPath)
-        var st = stat()
-        guard fstat(file.fileDescriptor, &st) == 0 else { throw .posix("cannot stat the new version of", path: finalPath) }
-        if durable, fsync(file.fileDescriptor) != 0 { throw .posix("cannot flush", path: finalPath) }
+        let st: stat
+        do { st = try file.file.stat() } catch { throw .posix("cannot stat the new version of", path: finalPath, errno: error.rawValue) }
+        if durable {
+            do { try file.file.fsync() } catch { throw .posix("cannot flush", path: finalPath, errno: error.rawValue) }
+        }
         let fd = dup(file.fileDescriptor)
         guard fd >= 0 else { throw .posix("cannot duplicate the descriptor of", path: finalPath) }
-        return (fd, UInt64(st.st_size))
+        return (OwnedDescriptor(owning: fd), UInt64(st.st_size))
     }
 
-    /// Records the stored file at `finalPath` (open at `fd`, locked exclusively) in the index, replacing the
-    /// owner's previous file of that kind, and returns it retained by a token that takes `fd`. If the row
-    /// cannot be written, the file is removed and `fd` stays the caller's.
-    private func recordStoredFile(_ fd: Int32, at finalPath: String, name: String, header: CryptoFileHeader, fileKey: SymmetricKey,
+    /// Records the stored file at `finalPath` (open as `file`, locked exclusively) in the index, replacing the
+    /// owner's previous file of that kind, and returns it retained by a token that takes `file`. If the row
+    /// cannot be written, the file is removed and `file` stays the caller's.
+    private func recordStoredFile(_ file: OwnedDescriptor, at finalPath: String, name: String, header: CryptoFileHeader, fileKey: SymmetricKey,
                                   storedSize: UInt64, kind: FileKind, owner: String, identity: String, mode: StorageMode,
                                   diskImport: DiskImport, also: ((Database) throws -> Void)?) throws(DarkDiskError) -> DiskExport {
         let now = clock.now.timeIntervalSince1970
@@ -211,13 +206,13 @@ extension DiskManager {
             throw error
         }
         // Exclusive (the writer's) becomes shared (a holder's); converting never waits on other holders.
-        do { try SystemCall.lock(fd, .shared) } catch {
+        do { try file.lock(.shared) } catch {
             logger.error("cannot turn the lock on \(finalPath) into a shared one (\(error)); readers in other processes wait until it is released")
         }
         if let replaced { deleter.tryDelete(replaced) }
         notify(record, .imported)
         if mode == .cache { kickEviction(record.pool) }
-        let token = RetainToken(fileDescriptor: fd, path: finalPath, pool: record.pool, mode: record.mode, manager: self)
+        let token = RetainToken(file: file, path: finalPath, pool: record.pool, mode: record.mode, manager: self)
         return export(record, fileKey: fileKey, token: token)
     }
 

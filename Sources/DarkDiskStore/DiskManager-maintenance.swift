@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 import GRDB
 #if canImport(Glibc)
@@ -205,11 +206,9 @@ extension DiskManager {
         dispatchPrecondition(condition: .onQueue(maintenanceQueue))
         let fraction = try minimumFreeFraction()
         guard fraction > 0 else { return 0 }
-        let fd = open(location.cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return 0 }
-        defer { close(fd) }
+        guard let folder = try? OwnedDescriptor.open(location.cacheDirectory, O_RDONLY | O_DIRECTORY) else { return 0 }
         var st = statvfs()
-        guard fstatvfs(fd, &st) == 0 else { return 0 }
+        guard fstatvfs(folder.rawValue, &st) == 0 else { return 0 }
         let total = Double(st.f_blocks) * Double(st.f_frsize)
         let available = Double(st.f_bavail) * Double(st.f_frsize)
         let wanted = fraction * total
@@ -291,21 +290,21 @@ extension DiskManager {
     /// the bytes of held files counted as going.
     private func evictBatch(_ records: [FileRecord], alreadyFreed: UInt64, deferred: UInt64?,
                             excess: (Database, UInt64) throws -> UInt64) throws(DarkDiskError) -> (removed: [FileRecord], held: UInt64) {
-        var locked: [Int: Int32] = [:]
+        var locked: [Int: OwnedDescriptor] = [:]
         var vanished: Set<Int> = []
         var retained: Set<Int> = []
-        defer { for fd in locked.values { close(fd) } }
+        defer { for file in locked.values { try? file.close() } }
         for (index, record) in records.enumerated() {
-            let fd = open(path(of: record), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            if fd < 0 {
-                if errno == ENOENT { vanished.insert(index) }
+            let file: OwnedDescriptor
+            do { file = try OwnedDescriptor.open(path(of: record), O_RDONLY | O_NOFOLLOW) } catch {
+                if error == .noSuchFile { vanished.insert(index) }
                 continue
             }
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 {
-                locked[index] = fd
+            // (A lock that fails for any other reason than a holder counts as held, as a holder's does.)
+            if (try? file.tryLock(.exclusive)) == true {
+                locked[index] = file
             } else {
                 retained.insert(index)
-                close(fd)
             }
         }
         let removed = try write { db -> (evicted: [FileRecord], vanished: [FileRecord], held: UInt64) in
@@ -408,10 +407,9 @@ extension DiskManager {
     }
 
     private func removeIfUnlocked(_ path: String, stillOrphan: () -> Bool) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0, stillOrphan() else { return false }
+        guard let file = try? OwnedDescriptor.open(path, O_RDONLY | O_NOFOLLOW) else { return false }
+        defer { try? file.close() }  // (the lock lasts until the file is gone)
+        guard (try? file.tryLock(.exclusive)) == true, stillOrphan() else { return false }
         unlink(path)
         deleter.forget(path)
         return true

@@ -59,33 +59,33 @@ extension DiskManager {
         let staging = mode == .persistent ? location.persistentStaging : location.cacheStaging
         try FileOperations.makeDirectory(staging)
 
-        let fd = open(oldPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else {
-            guard errno == ENOENT, record.mode == .cache else { throw .posix("cannot open", path: oldPath) }
+        let original: OwnedDescriptor
+        do { original = try OwnedDescriptor.open(oldPath, O_RDONLY | O_NOFOLLOW) } catch {
+            guard error == .noSuchFile, record.mode == .cache else { throw .posix("cannot open", path: oldPath, errno: error.rawValue) }
             // A cache file purged from disk has nothing to migrate: it is simply not local any more.
             try deleteRecords([record], reason: .vanished)
             return
         }
-        defer { close(fd) }
+        defer { try? original.close() }  // (its lock lasts until the row and the names are settled)
         // An unretained file is held exclusively while its new name exists without a row, so no orphan sweep
         // takes it. It gets the new name as a hard link (no copy). A retained file is copied, as in ZeroDark.cloud's framework:
         // its holders keep the original, which goes when the last of them lets go. Either way the old name
         // goes only after the row points at the new one: a crash in between leaves the old row and file
         // intact and the new name an orphan for the next sweep.
         let retained: Bool
-        do { retained = try !SystemCall.tryLock(fd, .exclusive) } catch { throw .posix("cannot lock", path: oldPath, errno: error.rawValue) }
+        do { retained = try !original.tryLock(.exclusive) } catch { throw .posix("cannot lock", path: oldPath, errno: error.rawValue) }
         try FileOperations.makeDirectory((newPath as NSString).deletingLastPathComponent)
         let linked = !retained && link(oldPath, newPath) == 0
-        var copyLock: Int32 = -1
-        defer { if copyLock >= 0 { close(copyLock) } }
+        var copyLock: OwnedDescriptor?
+        defer { try? copyLock?.close() }
         if !linked {
             guard retained || errno == EXDEV else { throw .posix("cannot link \(oldPath) to", path: newPath) }
             let temporary = staging + "/" + name
-            try FileOperations.copy(fd, from: oldPath, to: temporary)
+            try FileOperations.copy(original.rawValue, from: oldPath, to: temporary)
             // Locked from before it appears under files/ until its row commits (fresh staging files are spared).
-            copyLock = open(temporary, O_RDONLY | O_CLOEXEC)
-            guard copyLock >= 0 else { throw .posix("cannot open", path: temporary) }
-            try FileOperations.lock(copyLock, .exclusive, path: temporary)
+            let lock = try FileOperations.openFile(temporary, O_RDONLY)
+            copyLock = lock
+            try FileOperations.lock(lock.rawValue, .exclusive, path: temporary)
             try FileOperations.rename(temporary, to: newPath)
         }
         try FileOperations.syncDirectory(of: newPath)
@@ -109,7 +109,7 @@ extension DiskManager {
             deleter.forget(oldPath)
         } else {
             // The original goes now if its holders are gone, else when the last token is released.
-            try? SystemCall.unlock(fd)  // a failure only delays the delete until this descriptor closes
+            try? original.unlock()  // a failure only delays the delete until this descriptor closes
             deleter.tryDelete(oldPath)
         }
         notify(updated, .migrated)

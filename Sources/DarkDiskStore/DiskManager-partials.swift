@@ -27,14 +27,13 @@ extension DiskManager {
             do { try removePartialDownload(nodeID) } catch { return false }
             return true
         }
-        let fd: Int32
-        do { fd = try SystemCall.open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600) } catch { return false }
-        defer { close(fd) }
-        guard (try? SystemCall.tryLock(fd, .exclusive)) == true else { return false }
+        guard let lock = try? OwnedDescriptor.open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600) else { return false }
+        defer { try? lock.close() }  // (after the lock file is removed, below)
+        guard (try? lock.tryLock(.exclusive)) == true else { return false }
         // The lock we hold must be the file at the path (a downloader that just finished removes its lock
         // file, and the next one makes a new one); it goes while we hold it, as a downloader's does.
-        var held = stat(), current = stat()
-        guard fstat(fd, &held) == 0, stat(lockPath, &current) == 0, held.st_ino == current.st_ino, held.st_dev == current.st_dev else { return false }
+        var current = stat()
+        guard let held = try? lock.stat(), stat(lockPath, &current) == 0, held.st_ino == current.st_ino, held.st_dev == current.st_dev else { return false }
         defer { unlink(lockPath) }
         do { try removePartialDownload(nodeID) } catch {
             logger.error("cannot remove the partial download of node '\(nodeID)': \(error)")
@@ -76,10 +75,9 @@ extension DiskManager {
             let path = folder + "/" + name
             var st = stat()
             guard lstat(path, &st) == 0, clock.now.timeIntervalSince1970 - Double(st.st_ctim.tv_sec) > 600 else { continue }
-            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            guard fd >= 0 else { continue }
-            defer { close(fd) }
-            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
+            guard let file = try? OwnedDescriptor.open(path, O_RDONLY | O_NOFOLLOW) else { continue }
+            defer { try? file.close() }  // (the lock lasts until the file is gone)
+            guard (try? file.tryLock(.exclusive)) == true else { continue }
             let stillUnknown = ((try? database.read { db in
                 try Bool.fetchOne(db, sql: "SELECT 1 FROM download WHERE partialName = ?", arguments: [name])
             }) ?? nil) == nil

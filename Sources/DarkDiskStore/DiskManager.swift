@@ -251,10 +251,9 @@ public final class DiskManager: Sendable {
     /// to the next checkpoint (a crash of the process loses nothing either way; a power loss could). The
     /// drive's folders live there: an `fsync` of a folder is this.
     public func syncIndex() {
-        let fd = open(location.indexPath + "-wal", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }  // (no log: every commit is in the database file, flushed by its checkpoint)
-        defer { close(fd) }
-        if fdatasync(fd) != 0 { logger.error("cannot flush the index's log \(location.indexPath)-wal: \(Errno.current)") }
+        // (No log: every commit is in the database file, flushed by its checkpoint.)
+        guard let log = try? OwnedDescriptor.open(location.indexPath + "-wal", O_RDONLY) else { return }
+        do { try log.fdatasync() } catch { logger.error("cannot flush the index's log \(location.indexPath)-wal: \(error)") }
     }
 
     /// Runs a read on the index (`StoreIndex.read`).

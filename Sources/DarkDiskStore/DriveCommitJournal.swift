@@ -32,7 +32,9 @@ final class DriveCommitJournal: Sendable {
     typealias Apply = @Sendable ([Pending]) throws(DarkDiskError) -> [DriveCommitOutcome]
 
     let path: String
-    private let fd: Int32
+    /// The journal, open for appending, with the exclusive lock: closed (and unlocked) by `stop`, under
+    /// `file`.
+    private let descriptor: OwnedDescriptor
     /// Seals each record's payload (a store with a passphrase: a new file's name is in it); nil: in the clear.
     private let key: SymmetricKey?
     private let apply: Apply
@@ -99,22 +101,18 @@ final class DriveCommitJournal: Sendable {
     /// How long this journal's batches gather (`DriveCommitJournal.gathering`; a test's may wait longer).
     private let batchGathering: DispatchTimeInterval
 
-    /// Takes over the journal at `path` (open at `fd`, locked exclusively, emptied): sequences continue after
-    /// `after`.
-    init(path: String, fd: Int32, after sequence: UInt64, key: SymmetricKey? = nil, gathering: DispatchTimeInterval = DriveCommitJournal.gathering,
+    /// Takes over the journal at `path` (open as `descriptor`, locked exclusively, emptied): sequences continue
+    /// after `after`.
+    init(path: String, descriptor: OwnedDescriptor, after sequence: UInt64, key: SymmetricKey? = nil, gathering: DispatchTimeInterval = DriveCommitJournal.gathering,
          apply: @escaping Apply, logger: @escaping @Sendable (String) -> Void) {
         self.path = path
-        self.fd = fd
+        self.descriptor = descriptor
         self.key = key
         batchGathering = gathering
         self.apply = apply
         self.logger = logger
         state = Locked(State(appended: sequence, processed: sequence))
         file.withLock { $0.nextSequence = sequence + 1 }
-    }
-
-    deinit {
-        if !state.withLock({ $0.stopped }) { close(fd) }
     }
 
     /// Appends `record` (given its sequence here) and queues it for the index; once this returns, the record
@@ -128,14 +126,14 @@ final class DriveCommitJournal: Sendable {
             do { bytes = try pending.record.framed(sealedWith: key) } catch {
                 throw DarkDiskError(.io, "cannot seal a record of the drive's commit journal: \(error)")
             }
-            let end = lseek(fd, 0, SEEK_END)
+            let end = lseek(descriptor.rawValue, 0, SEEK_END)
             let failure = bytes.withUnsafeBytes { buffer -> Errno? in
-                do throws(Errno) { try SystemCall.write(fd, from: buffer.baseAddress!, count: buffer.count) } catch { return error }
+                do throws(Errno) { try descriptor.write(from: buffer.baseAddress!, count: buffer.count) } catch { return error }
                 return nil
             }
             if let failure {
-                // A part written would stop a replay there: it goes.
-                if end >= 0 { _ = ftruncate(fd, end) }
+                // A part written would stop a replay there: it goes (if it can: the replay stops at it otherwise).
+                if end >= 0 { try? descriptor.truncate(to: UInt64(end)) }
                 throw DarkDiskError.posix("cannot append to", path: path, errno: failure.rawValue)
             }
             file.nextSequence += 1
@@ -208,7 +206,7 @@ final class DriveCommitJournal: Sendable {
         // A batch being written lands (with its `appliedThrough`) before the file's lock goes: whoever takes
         // the lock next replays only what is really left.
         queue.sync {}
-        file.withLock { _ in _ = close(fd) }  // after any append in progress: its record is in the file
+        file.withLock { _ in try? descriptor.close() }  // after any append in progress: its record is in the file
         state.withLock { state in state.waiting = [] }
         state.broadcast()
     }
@@ -271,7 +269,9 @@ final class DriveCommitJournal: Sendable {
             // (looked at again under the file's lock, which appends take first).
             file.withLock { _ in
                 guard state.withLock({ !$0.stopped && $0.processed == $0.appended }) else { return }
-                if ftruncate(fd, 0) != 0 { logger("cannot empty the drive's commit journal \(path): \(Errno.current)") }
+                do { try descriptor.truncate(to: 0) } catch {
+                    logger("cannot empty the drive's commit journal \(path): \(error)")
+                }
             }
         }
         outstanding.wrappingSubtract(batch.count, ordering: .releasing)

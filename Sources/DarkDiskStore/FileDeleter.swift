@@ -35,13 +35,13 @@ final class FileDeleter: Sendable {
     /// Deletes `path` now if nobody retains it; returns whether it is gone.
     @discardableResult
     func tryDelete(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            if errno == ENOENT || errno == ELOOP { forget(path) ; return true }
+        let file: OwnedDescriptor
+        do { file = try OwnedDescriptor.open(path, O_RDONLY | O_NOFOLLOW) } catch {
+            if error.rawValue == ENOENT || error.rawValue == ELOOP { forget(path) ; return true }
             return false
         }
-        defer { close(fd) }
-        guard (try? SystemCall.tryLock(fd, .exclusive)) == true else { return false }  // retained (or unlockable): later
+        defer { try? file.close() }  // (the lock lasts until the file is gone)
+        guard (try? file.tryLock(.exclusive)) == true else { return false }  // retained (or unlockable): later
         unlink(path)
         forget(path)
         return true

@@ -7,6 +7,14 @@ import Glibc
 /// Thin, errno-checked wrappers over the POSIX calls the store relies on for atomicity
 /// (write to a staging file, fsync, rename, fsync the directory) and for locking (flock).
 enum FileOperations {
+    /// Opens `path` (`OwnedDescriptor.open`: close-on-exec, `EINTR` retried); a failure is an `.io` error
+    /// saying `what` failed on the path, with its errno.
+    static func openFile(_ path: String, _ flags: Int32, mode: mode_t = 0, failing what: String = "cannot open") throws(DarkDiskError) -> OwnedDescriptor {
+        do { return try OwnedDescriptor.open(path, flags, mode: mode) } catch {
+            throw .posix(what, path: path, errno: error.rawValue)
+        }
+    }
+
     /// Creates `path` and its parents with `mode` (existing folders are left as they are). A folder inside
     /// the store must be a real directory: a symbolic link there (planted, or made by mistake) would send
     /// the store's writes and sweeps outside it, so it is refused unless `allowLink` (the store's three
@@ -39,31 +47,31 @@ enum FileOperations {
     /// Writes a new file (never replacing one) and flushes it to disk.
     static func writeNewFile(_ path: String, contents: Data, mode: mode_t) throws(DarkDiskError) {
         try makeDirectory((path as NSString).deletingLastPathComponent)
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
-        guard fd >= 0 else { throw .posix("cannot create", path: path) }
-        defer { close(fd) }
-        let ok = contents.withUnsafeBytes { buffer -> Bool in
-            buffer.isEmpty || (try? SystemCall.write(fd, from: buffer.baseAddress!, count: buffer.count)) != nil
+        let file = try openFile(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode, failing: "cannot create")
+        let failure = contents.withUnsafeBytes { buffer -> Errno? in
+            do throws(Errno) {
+                if !buffer.isEmpty { try file.write(from: buffer.baseAddress!, count: buffer.count) }
+                try file.fsync()
+            } catch { return error }
+            return nil
         }
-        guard ok, fsync(fd) == 0 else {
-            let e = errno
+        if let failure {
             unlink(path)
-            throw .posix("cannot write", path: path, errno: e)
+            throw .posix("cannot write", path: path, errno: failure.rawValue)
         }
         try syncDirectory(of: path)
     }
 
     /// Reads a small file that must be a regular file owned by us and closed to group and others.
     static func readPrivateFile(_ path: String, what: String) throws(DarkDiskError) -> Data {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else {
-            if errno == ENOENT { throw DarkDiskError(.keyFile, "\(what) \(path) does not exist", errno: ENOENT) }
-            if errno == ELOOP { throw DarkDiskError(.keyFile, "\(what) \(path) is a symbolic link; refusing to use it", errno: ELOOP) }
-            throw .posix("cannot open \(what)", path: path)
+        let file: OwnedDescriptor
+        do { file = try OwnedDescriptor.open(path, O_RDONLY | O_NOFOLLOW) } catch {
+            if error.rawValue == ENOENT { throw DarkDiskError(.keyFile, "\(what) \(path) does not exist", errno: ENOENT) }
+            if error.rawValue == ELOOP { throw DarkDiskError(.keyFile, "\(what) \(path) is a symbolic link; refusing to use it", errno: ELOOP) }
+            throw .posix("cannot open \(what)", path: path, errno: error.rawValue)
         }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .posix("cannot stat \(what)", path: path) }
+        let st: stat
+        do { st = try file.stat() } catch { throw .posix("cannot stat \(what)", path: path, errno: error.rawValue) }
         guard (st.st_mode & S_IFMT) == S_IFREG else { throw DarkDiskError(.keyFile, "\(what) \(path) is not a regular file") }
         guard st.st_uid == getuid() else {
             throw DarkDiskError(.keyFile, "\(what) \(path) is owned by uid \(st.st_uid), not by you (uid \(getuid())); refusing to use it")
@@ -73,19 +81,19 @@ enum FileOperations {
             throw DarkDiskError(.keyFile, "\(what) \(path) is accessible by group or others (mode \(String(perms, radix: 8))); run 'chmod 600 \(path)'")
         }
         guard st.st_size < 1 << 20 else { throw DarkDiskError(.keyFile, "\(what) \(path) is too large") }
-        var data = Data(count: Int(st.st_size))
-        let n = data.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
-        guard n == Int(st.st_size) else { throw .posix("cannot read \(what)", path: path) }
-        return data
+        let bytes: [UInt8]
+        do { bytes = try file.pread(count: Int(st.st_size), at: 0) } catch {
+            throw .posix("cannot read \(what)", path: path, errno: error.rawValue)
+        }
+        guard bytes.count == Int(st.st_size) else { throw .posix("cannot read \(what)", path: path, errno: EIO) }  // (it shrank meanwhile)
+        return Data(bytes)
     }
 
     /// Flushes the directory entry of `path` (after a create or rename) so it survives a power loss.
     static func syncDirectory(of path: String) throws(DarkDiskError) {
         let dir = (path as NSString).deletingLastPathComponent
-        let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw .posix("cannot open directory", path: dir) }
-        defer { close(fd) }
-        _ = fsync(fd)
+        let folder = try openFile(dir, O_RDONLY | O_DIRECTORY, failing: "cannot open directory")
+        try? folder.fsync()  // (best effort, as before: a file system that cannot flush a folder still renames)
     }
 
     /// Atomically moves `source` to `destination` (same file system), creating the destination folder.
@@ -142,10 +150,8 @@ extension FileOperations {
     static func move(_ source: String, onto destination: String) throws(DarkDiskError) -> Moved {
         if Glibc.rename(source, destination) == 0 { return .renamed }
         guard errno == EXDEV else { throw .posix("cannot move \(source) to", path: destination) }
-        let input = open(source, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else { throw .posix("cannot open", path: source) }
-        defer { close(input) }
-        try copy(input, from: source, to: destination, creating: false)
+        let input = try openFile(source, O_RDONLY)
+        try copy(input.rawValue, from: source, to: destination, creating: false)
         unlink(source)
         return .copied
     }
@@ -162,9 +168,7 @@ extension FileOperations {
     /// over the existing one (truncated first).
     static func copy(_ source: Int32, from sourcePath: String, to destination: String, creating: Bool = true) throws(DarkDiskError) {
         let flags = creating ? O_CREAT | O_EXCL : O_TRUNC | O_NOFOLLOW
-        let output = open(destination, O_WRONLY | O_CLOEXEC | flags, 0o600)
-        guard output >= 0 else { throw .posix(creating ? "cannot create" : "cannot open", path: destination) }
-        defer { close(output) }
+        let output = try openFile(destination, O_WRONLY | flags, mode: 0o600, failing: creating ? "cannot create" : "cannot open")
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset: off_t = 0
         while true {
@@ -175,7 +179,7 @@ extension FileOperations {
             }
             if n == 0 { break }
             let failure = buffer.withUnsafeBytes { bytes -> Errno? in
-                do throws(Errno) { try SystemCall.write(output, from: bytes.baseAddress!, count: n) } catch { return error }
+                do throws(Errno) { try output.write(from: bytes.baseAddress!, count: n) } catch { return error }
                 return nil
             }
             if let failure {
@@ -184,6 +188,9 @@ extension FileOperations {
             }
             offset += off_t(n)
         }
-        guard fsync(output) == 0 else { let e = errno; unlink(destination); throw .posix("cannot flush", path: destination, errno: e) }
+        do { try output.fsync() } catch {
+            unlink(destination)
+            throw .posix("cannot flush", path: destination, errno: error.rawValue)
+        }
     }
 }

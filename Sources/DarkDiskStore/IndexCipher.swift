@@ -62,35 +62,44 @@ struct IndexCipher: Sendable {
 
     /// The shared lock every process holds on a store while its index is open (`index.sqlite.lock`).
     final class OpenLock: Sendable {
-        let fd: Int32
+        let path: String
+        /// The lock file, holding the shared lock while this lives.
+        let file: OwnedDescriptor
 
         init(indexPath: String) throws(DarkDiskError) {
-            let path = indexPath + ".lock"
+            path = indexPath + ".lock"
             do {
-                fd = try SystemCall.open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600)
+                file = try OwnedDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
             } catch {
                 throw DarkDiskError(.io, "cannot open \(path): \(error)")
             }
-            guard flock(fd, LOCK_SH) == 0 else {
-                let code = errno
-                close(fd)
-                throw DarkDiskError(.io, "cannot lock \(path): \(String(cString: strerror(code)))")
+            do { try file.lock(.shared) } catch {
+                throw DarkDiskError(.io, "cannot lock \(path): \(error)", errno: error.rawValue)
             }
         }
 
         /// Runs `body` if no other process holds the lock (this one's is exclusive meanwhile); false if one does.
         /// (Linux converts a lock by dropping it first: a failed conversion takes the shared one again.)
         func ifAlone(_ body: () throws(DarkDiskError) -> Void) throws(DarkDiskError) -> Bool {
-            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-                flock(fd, LOCK_SH)
+            // (A conversion that fails for another reason counts as a holder's: encrypting waits for an opening.)
+            guard (try? file.tryLock(.exclusive)) == true else {
+                try takeSharedAgain()
                 return false
             }
-            defer { flock(fd, LOCK_SH) }
-            try body()
+            do { try body() } catch {
+                try? file.lock(.shared)  // (the body's failure is the one to report)
+                throw error
+            }
+            try takeSharedAgain()
             return true
         }
 
-        deinit { close(fd) }
+        /// Takes the shared lock back after an exclusive one, or after a failed conversion to it.
+        private func takeSharedAgain() throws(DarkDiskError) {
+            do { try file.lock(.shared) } catch {
+                throw DarkDiskError(.io, "cannot lock \(path) again: \(error)", errno: error.rawValue)
+            }
+        }
     }
 
     /// Encrypts the plaintext index at `path` if no other process has the store open (`lock`, and SQLite's
@@ -118,11 +127,8 @@ struct IndexCipher: Sendable {
                 unlink(temporary)
                 throw IndexDatabase.failure(error, doing: "cannot encrypt the index \(path)")
             }
-            let fd = open(temporary, O_RDONLY | O_CLOEXEC)
-            if fd >= 0 {
-                fsync(fd)
-                close(fd)
-            }
+            // (Best effort, as a checkpoint's flush is: the rename below is what must not fail.)
+            try? OwnedDescriptor.open(temporary, O_RDONLY).fsync()
             // The plaintext WAL (emptied by the checkpoint) must not meet the new file.
             unlink(path + "-wal")
             unlink(path + "-shm")
@@ -131,26 +137,20 @@ struct IndexCipher: Sendable {
                 unlink(temporary)
                 throw DarkDiskError(.io, "cannot put the encrypted index in place of \(path): \(String(cString: strerror(code)))")
             }
-            let folder = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            if folder >= 0 {
-                fsync(folder)
-                close(folder)
-            }
+            try? OwnedDescriptor.open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY).fsync()
         } && !Self.isPlaintext(path)
     }
 
     /// Whether an SQLite connection of another process has the database at `path` open in WAL mode: each
     /// holds a read lock on the "dead man switch" byte of its shared memory (byte 128 of `path-shm`).
     static func sqliteHasItOpen(_ path: String) -> Bool {
-        let fd = open(path + "-shm", O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        guard let shm = try? OwnedDescriptor.open(path + "-shm", O_RDWR) else { return false }
         var lock = flock()
         lock.l_type = Int16(F_WRLCK)
         lock.l_whence = Int16(SEEK_SET)
         lock.l_start = 128
         lock.l_len = 1
-        return fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type != Int16(F_UNLCK)
+        return fcntl(shm.rawValue, F_GETLK, &lock) == 0 && lock.l_type != Int16(F_UNLCK)
     }
 }
 

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import DarkDiskSystem
 
 /// Keeps one stored file from being deleted while it is alive, in this process and in every other one.
 ///
@@ -10,8 +8,11 @@ import Glibc
 /// it. Releasing a token of a cache file also re-checks the pool's limit, since the file may now be evicted. The kernel drops the lock if the process
 /// dies, so a `kill -9` never strands a file.
 public final class RetainToken: Sendable {
-    /// An open, read-only descriptor of the retained file (readers may `pread` it; the token closes it).
-    public let fileDescriptor: Int32
+    /// The retained file, open read-only and holding the shared lock; the token closes it, so a reader keeps
+    /// the token, not this, alive.
+    let file: OwnedDescriptor
+    /// An open, read-only descriptor of the retained file (readers may `pread` it while they keep the token).
+    public var fileDescriptor: Int32 { file.rawValue }
     let path: String
     let pool: Pool
     /// Where the file was when retained: a cache file's release kicks an eviction, as the file may now go. A
@@ -20,8 +21,8 @@ public final class RetainToken: Sendable {
     let mode: StorageMode
     private let manager: DiskManager
 
-    init(fileDescriptor: Int32, path: String, pool: Pool, mode: StorageMode, manager: DiskManager) {
-        self.fileDescriptor = fileDescriptor
+    init(file: OwnedDescriptor, path: String, pool: Pool, mode: StorageMode, manager: DiskManager) {
+        self.file = file
         self.path = path
         self.pool = pool
         self.mode = mode
@@ -29,7 +30,8 @@ public final class RetainToken: Sendable {
     }
 
     deinit {
-        close(fileDescriptor)
+        // Closed first: the release finishes a pending delete, which needs the lock this token holds gone.
+        try? file.close()
         manager.released(path: path, pool: pool, evictable: mode == .cache)
     }
 }

@@ -10,31 +10,29 @@ import Foundation
 /// /tmp.
 public final class ScratchFile: Sendable {
     public let path: String
-    private let fd: Int32
+    /// The file, open and holding the shared lock; it goes back to the pool, or is removed, with this.
+    private let file: OwnedDescriptor
     private let pool: ScratchFilePool?
 
     init(folder: String, pool: ScratchFilePool? = nil) throws(DarkDiskError) {
         self.pool = pool
         if let kept = pool?.take() {
-            (path, fd) = kept
+            (path, file) = kept
             return
         }
         try FileOperations.makeDirectory(folder)
         path = folder + "/" + FileOperations.randomName(extension: "scratch")
-        do { fd = try SystemCall.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600) } catch {
-            throw DarkDiskError.posix("cannot create", path: path, errno: error.rawValue)
-        }
-        do { try SystemCall.lock(fd, .shared) } catch {
+        file = try FileOperations.openFile(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, failing: "cannot create")
+        do { try file.lock(.shared) } catch {
             unlink(path)
-            close(fd)
             throw DarkDiskError.posix("cannot lock", path: path, errno: error.rawValue)
         }
         StagingFiles.register(path)
     }
 
     deinit {
-        if let pool, pool.keep(path: path, fd: fd) { return }
-        ScratchFilePool.remove(path: path, fd: fd)
+        if let pool, pool.keep(path: path, file: file) { return }
+        ScratchFilePool.remove(path: path, file: file)
     }
 }
 
@@ -43,25 +41,25 @@ public final class ScratchFile: Sendable {
 /// upload's scratch file, made and removed, slowed every file made on that disk afterwards.) At most
 /// `limit` are kept; the rest are removed as before.
 final class ScratchFilePool: Sendable {
-    private let kept = Locked<[(path: String, fd: Int32)]>([])
+    private let kept = Locked<[(path: String, file: OwnedDescriptor)]>([])
     static let limit = 8
 
     /// A kept file still at its path, or nil.
-    func take() -> (path: String, fd: Int32)? {
-        while let file = kept.withLock({ $0.popLast() }) {
-            if Self.isAtItsPath(file.path, file.fd) { return file }
-            Self.remove(path: file.path, fd: file.fd)  // (removed meanwhile: an interrupted command's cleanup)
+    func take() -> (path: String, file: OwnedDescriptor)? {
+        while let kept = kept.withLock({ $0.popLast() }) {
+            if Self.isAtItsPath(kept.path, kept.file) { return kept }
+            Self.remove(path: kept.path, file: kept.file)  // (removed meanwhile: an interrupted command's cleanup)
         }
         return nil
     }
 
     /// Empties the file and keeps it for the next `take`; false (and nothing kept) when the pool is full or
     /// the file is no longer at its path (a writer that failed removed it).
-    func keep(path: String, fd: Int32) -> Bool {
-        guard Self.isAtItsPath(path, fd), ftruncate(fd, 0) == 0 else { return false }
+    func keep(path: String, file: OwnedDescriptor) -> Bool {
+        guard Self.isAtItsPath(path, file), (try? file.truncate(to: 0)) != nil else { return false }
         return kept.withLock { kept in
             guard kept.count < Self.limit else { return false }
-            kept.append((path, fd))
+            kept.append((path, file))
             return true
         }
     }
@@ -69,23 +67,24 @@ final class ScratchFilePool: Sendable {
     /// Removes every kept file (before the process exits: a kept file outlives it unlocked, and `check`
     /// would count it as an interrupted import's).
     func removeAll() {
-        for file in kept.withLock({ kept in defer { kept.removeAll() }; return kept }) { Self.remove(path: file.path, fd: file.fd) }
+        for kept in kept.withLock({ kept in defer { kept.removeAll() }; return kept }) { Self.remove(path: kept.path, file: kept.file) }
     }
 
     deinit {
         removeAll()
     }
 
-    static func remove(path: String, fd: Int32) {
+    /// Removes the file at `path`, then closes it (its lock kept it from a sweep until it was gone).
+    static func remove(path: String, file: OwnedDescriptor) {
         StagingFiles.unregister(path)
         unlink(path)
-        close(fd)
+        try? file.close()
     }
 
-    private static func isAtItsPath(_ path: String, _ fd: Int32) -> Bool {
-        var open = stat(), named = stat()
-        return fstat(fd, &open) == 0 && open.st_nlink > 0 && lstat(path, &named) == 0
-            && named.st_ino == open.st_ino && named.st_dev == open.st_dev
+    private static func isAtItsPath(_ path: String, _ file: OwnedDescriptor) -> Bool {
+        var named = stat()
+        guard let open = try? file.stat() else { return false }
+        return open.st_nlink > 0 && lstat(path, &named) == 0 && named.st_ino == open.st_ino && named.st_dev == open.st_dev
     }
 }
 

@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -18,17 +19,16 @@ enum SpaceReserve {
         var st = stat()
         if stat(target, &st) == 0, st.st_size == off_t(size) { return }
         let temporary = target + ".new"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { return }
+        guard let file = try? OwnedDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600) else { return }
         let zeros = [UInt8](repeating: 0, count: 65536)
         var written = 0
         while written < size {
-            let n = zeros.withUnsafeBytes { write(fd, $0.baseAddress, min(zeros.count, size - written)) }
-            if n <= 0 { break }
-            written += n
+            let count = min(zeros.count, size - written)
+            guard (try? file.write(from: zeros, count: count)) != nil else { break }
+            written += count
         }
-        let complete = written == size && fsync(fd) == 0
-        close(fd)
+        let complete = written == size && (try? file.fsync()) != nil
+        try? file.close()
         if complete { rename(temporary, target) } else { unlink(temporary) }
     }
 
@@ -39,10 +39,8 @@ enum SpaceReserve {
 
     /// Whether the file system holding `path` is mounted read-only.
     static func isReadOnly(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        guard let folder = try? OwnedDescriptor.open(path, O_RDONLY | O_DIRECTORY) else { return false }
         var st = statvfs()
-        return fstatvfs(fd, &st) == 0 && st.f_flag & UInt(ST_RDONLY) != 0
+        return fstatvfs(folder.rawValue, &st) == 0 && st.f_flag & UInt(ST_RDONLY) != 0
     }
 }

@@ -12,15 +12,18 @@ import Glibc
 /// descriptor, and closes it when released; whoever keeps the placed file open takes a `dup` of it.
 final class UnnamedFile: Sendable {
     /// Open for reading and writing.
-    let fileDescriptor: Int32
+    let file: OwnedDescriptor
+    /// `file`'s descriptor number, valid while this lives.
+    var fileDescriptor: Int32 { file.rawValue }
     /// Where a file system without `O_TMPFILE` keeps the stand-in, a named file removed unless placed.
     private let temporaryPath: String?
     /// The name the file is meant to get, in the folder it was made in (nil: any).
     let intendedName: String?
     private let placed = Locked(false)
 
-    /// This process's `/proc/self/fd` (`O_PATH`), opened once; -1 where there is none (then the full path).
-    private static let descriptors: Int32 = open("/proc/self/fd", UnnamedFile.pathOnly | O_DIRECTORY | O_CLOEXEC)
+    /// This process's `/proc/self/fd` (`O_PATH`), opened once and kept for the process's life; -1 where there
+    /// is none (then the full path).
+    private static let descriptors: Int32 = (try? SystemCall.open("/proc/self/fd", UnnamedFile.pathOnly | O_DIRECTORY)) ?? -1
 
     /// Linux's `O_PATH` and `AT_EMPTY_PATH` (Glibc does not export them to Swift).
     private static let pathOnly: Int32 = 0o10000000
@@ -54,17 +57,13 @@ final class UnnamedFile: Sendable {
     /// A new, empty file on the file system of `directory` (which must exist), mode 0600.
     init(in directory: String) throws(DarkDiskError) {
         intendedName = nil
-        if let fd = try? SystemCall.open(directory, Self.tmpfile | O_RDWR | O_NOFOLLOW, mode: 0o600) {
-            fileDescriptor = fd
+        if let unnamed = try? OwnedDescriptor.open(directory, Self.tmpfile | O_RDWR | O_NOFOLLOW, mode: 0o600) {
+            file = unnamed
             temporaryPath = nil
             return
         }
         let path = directory + "/" + FileOperations.randomName()
-        do {
-            fileDescriptor = try SystemCall.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
-        } catch {
-            throw .posix("cannot create", path: path, errno: error.rawValue)
-        }
+        file = try FileOperations.openFile(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, failing: "cannot create")
         temporaryPath = path
         StagingFiles.register(path)
     }
@@ -75,14 +74,14 @@ final class UnnamedFile: Sendable {
     /// staging folder, thousands of new files took twice as long). Nil where the file system has no
     /// `O_TMPFILE` (a named stand-in there would be taken for debris before it is placed).
     init?(in directory: String, named name: String) {
-        guard let fd = try? SystemCall.open(directory, Self.tmpfile | O_RDWR | O_NOFOLLOW, mode: 0o600) else { return nil }
-        fileDescriptor = fd
+        guard let unnamed = try? OwnedDescriptor.open(directory, Self.tmpfile | O_RDWR | O_NOFOLLOW, mode: 0o600) else { return nil }
+        file = unnamed
         temporaryPath = nil
         intendedName = name
     }
 
     deinit {
-        close(fileDescriptor)
+        try? file.close()
         if let temporaryPath, !placed.withLock({ $0 }) {
             StagingFiles.unregister(temporaryPath)
             unlink(temporaryPath)

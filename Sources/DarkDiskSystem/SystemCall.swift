@@ -57,7 +57,7 @@ public enum SystemCall {
     /// `mountinfo`, so a mount on a later line was not seen).
     public static func readWhole(_ path: String) throws(Errno) -> [UInt8] {
         let fd = try open(path, O_RDONLY | O_CLOEXEC)
-        defer { close(fd) }
+        defer { try? close(fd) }
         var bytes: [UInt8] = []
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 65_536, alignment: 16)
         defer { buffer.deallocate() }
@@ -79,6 +79,34 @@ public enum SystemCall {
         while done < count {
             done += try retrying { Glibc.write(fd, buffer + done, count - done) }
         }
+    }
+
+    /// `close(2)`, never retried: Linux frees the descriptor even when `close` fails with `EINTR`, so a retry
+    /// could close a number another thread has just been given. A failure can carry a deferred write error.
+    public static func close(_ fd: Int32) throws(Errno) {
+        if Glibc.close(fd) != 0 { throw Errno.current }
+    }
+
+    /// `fsync(2)`: the file's data and metadata reach the disk (a folder's: its entries).
+    public static func fsync(_ fd: Int32) throws(Errno) {
+        _ = try retrying { Glibc.fsync(fd) }
+    }
+
+    /// `fdatasync(2)`: the file's data reaches the disk, and only the metadata needed to read it back.
+    public static func fdatasync(_ fd: Int32) throws(Errno) {
+        _ = try retrying { Glibc.fdatasync(fd) }
+    }
+
+    /// `ftruncate(2)`: the file cut to `size` bytes, or extended to it with a hole.
+    public static func ftruncate(_ fd: Int32, to size: UInt64) throws(Errno) {
+        _ = try retrying { Glibc.ftruncate(fd, off_t(size)) }
+    }
+
+    /// `fstat(2)`: the open file's status (size, inode, links, blocks).
+    public static func fstat(_ fd: Int32) throws(Errno) -> stat {
+        var status = stat()
+        _ = try retrying { Glibc.fstat(fd, &status) }
+        return status
     }
 
     /// The kinds of `flock(2)` lock.

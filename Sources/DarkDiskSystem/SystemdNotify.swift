@@ -13,7 +13,7 @@ public enum SystemdNotify {
               socketPath.hasPrefix("/") || socketPath.hasPrefix("@") else { return false }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
-        defer { close(fd) }
+        defer { try? SystemCall.close(fd) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         var path = Array(socketPath.utf8)

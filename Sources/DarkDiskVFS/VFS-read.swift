@@ -193,7 +193,7 @@ extension VFS {
     /// waited for it); a drive writer's handle detaches (committing if it was the last); a download it kept
     /// going stops unless other readers wait for it.
     package func release(handle: UInt64) {
-        if let file = handles.withLock({ $0.removeValue(forKey: handle) }) { close(file) }
+        if let file = handles.withLock({ $0.removeValue(forKey: handle) }) { self.close(file) }
     }
 
     func exportFile(of entry: FSEntry) throws(DarkDiskError) -> DiskExport? {

@@ -175,11 +175,9 @@ extension VFS {
     /// The space of the disk that holds the store.
     package func statfs() throws(Errno) -> statvfs {
         // fstatvfs: Swift cannot call `statvfs()`, whose name it resolves to the struct.
-        let fd = Glibc.open(manager.location.dataDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw Errno.current }
-        defer { Glibc.close(fd) }
+        let folder = try OwnedDescriptor.open(manager.location.dataDirectory, O_RDONLY | O_DIRECTORY)
         var st = statvfs()
-        guard fstatvfs(fd, &st) == 0 else { throw Errno.current }
+        guard fstatvfs(folder.rawValue, &st) == 0 else { throw Errno.current }
         return st
     }
 

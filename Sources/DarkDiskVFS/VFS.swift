@@ -128,7 +128,7 @@ package final class VFS: Sendable {
         kernel.withLock { $0 = nil }
         // Released after the lock: each handle's last reference lets go of retain tokens and descriptors.
         let closed = handles.withLock { open in defer { open.removeAll() }; return Array(open.values) }
-        for handle in closed { close(handle) }
+        for handle in closed { self.close(handle) }
         if !drive.stop(timeout: 60) {
             logger.error("the index did not take every drive commit in a minute; the rest waits in the journal for the store's next opening")
         }

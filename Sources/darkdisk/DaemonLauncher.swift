@@ -15,8 +15,8 @@ enum DaemonLauncher {
     static func launch(location: StoreLocation) throws {
         var pipeFds: [Int32] = [0, 0]
         guard pipe(&pipeFds) == 0 else { throw CLIError("cannot create a pipe: \(String(cString: strerror(errno)))") }
-        let (readEnd, writeEnd) = (pipeFds[0], pipeFds[1])
-        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        let (readEnd, writeEnd) = (OwnedDescriptor(owning: pipeFds[0]), OwnedDescriptor(owning: pipeFds[1]))
+        _ = fcntl(readEnd.rawValue, F_SETFD, FD_CLOEXEC)
 
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         // The pipe is the daemon's descriptor 3, and the only one it gets besides its standard streams: a
@@ -24,21 +24,19 @@ enum DaemonLauncher {
         let arguments = [executable] + CommandLine.arguments.dropFirst() + ["--foreground", "--ready-fd", "3"]
 
         // The log is opened here, so that a store folder that cannot take it is said with its path.
-        let log = open(location.logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard log >= 0 else {
-            let cause = String(cString: strerror(errno))
-            close(readEnd)
-            close(writeEnd)
-            throw CLIError("cannot open the mount daemon's log \(location.logPath): \(cause)")
+        // (A failure closes the pipe's ends, as their owners go.)
+        let log: OwnedDescriptor
+        do { log = try OwnedDescriptor.open(location.logPath, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600) } catch {
+            throw CLIError("cannot open the mount daemon's log \(location.logPath): \(error)")
         }
-        defer { close(log) }
+        defer { try? log.close() }  // (open until the spawn has made its copies)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, log, 1)
-        posix_spawn_file_actions_adddup2(&actions, log, 2)
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, 3)
+        posix_spawn_file_actions_adddup2(&actions, log.rawValue, 1)
+        posix_spawn_file_actions_adddup2(&actions, log.rawValue, 2)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd.rawValue, 3)
         SpawnClosingFrom.add(to: &actions, from: 4)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -52,9 +50,8 @@ enum DaemonLauncher {
         defer { for arg in argv { free(arg) } }
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-        close(writeEnd)
+        try? writeEnd.close()  // (the daemon's copy is the only one left: its exit ends the read below)
         guard rc == 0 else {
-            close(readEnd)
             throw CLIError("cannot start the mount daemon \(executable): \(String(cString: strerror(rc)))")
         }
         // One line ("ok" or "error: …"), or end of file if the daemon died. Stop at the line: a process the
@@ -62,10 +59,10 @@ enum DaemonLauncher {
         var message = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !message.contains(UInt8(ascii: "\n")) {
-            guard let n = try? SystemCall.readSome(readEnd, into: &buffer, count: buffer.count), n > 0 else { break }
+            guard let n = try? SystemCall.readSome(readEnd.rawValue, into: &buffer, count: buffer.count), n > 0 else { break }
             message.append(contentsOf: buffer[0..<n])
         }
-        close(readEnd)
+        try? readEnd.close()
         let text = String(decoding: message, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if text == "ok" { return }
         var status: Int32 = 0
@@ -96,7 +93,7 @@ enum DaemonLauncher {
 
     private static func report(_ text: String, fd: Int32) {
         let bytes = Array(text.utf8)
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
+        try? SystemCall.write(fd, from: bytes, count: bytes.count)
+        try? SystemCall.close(fd)
     }
 }

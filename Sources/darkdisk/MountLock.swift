@@ -31,17 +31,20 @@ final class MountLock {
 
     static func path(_ location: StoreLocation) -> String { location.dataDirectory + "/mount.lock" }
 
-    private var fd: Int32
+    /// The lock file, holding the exclusive lock until `release`.
+    private let file: OwnedDescriptor
 
     /// Takes the store's lock for a daemon serving `mountpoint`; throws, naming the daemon that holds it,
     /// when another does.
     init(_ location: StoreLocation, mountpoint: String) throws {
         let path = Self.path(location)
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw CLIError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        // (A failure below closes the file, and lets go of a lock taken, as the owner goes.)
+        let file: OwnedDescriptor
+        do { file = try OwnedDescriptor.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600) } catch {
+            throw CLIError("cannot open \(path): \(error)")
+        }
         let locked: Bool
-        do { locked = try SystemCall.tryLock(fd, .exclusive) } catch {
-            close(fd)
+        do { locked = try file.tryLock(.exclusive) } catch {
             throw CLIError("cannot lock \(path): \(error)")
         }
         var held = !locked
@@ -50,38 +53,36 @@ final class MountLock {
         let deadline = Date(timeIntervalSinceNow: 60)
         while held, Self.holder(atPath: path).map(Self.isServing) != true, Date() < deadline {
             usleep(100_000)
-            held = (try? SystemCall.tryLock(fd, .exclusive)) != true
+            held = (try? file.tryLock(.exclusive)) != true
         }
         guard !held else {
-            close(fd)
             throw Self.alreadyMounted(Self.holder(atPath: path))
         }
-        let text = "\(getpid()) \(mountpoint)\n"
-        guard ftruncate(fd, 0) == 0, (try? text.utf8CString.dropLast().withUnsafeBytes { try SystemCall.pwrite(fd, from: $0.baseAddress!, count: $0.count, at: 0) }) != nil else {
-            close(fd)
-            throw CLIError("cannot write \(path): \(String(cString: strerror(errno)))")
+        do {
+            try file.truncate(to: 0)
+            try file.pwrite(Array("\(getpid()) \(mountpoint)\n".utf8), at: 0)
+        } catch {
+            throw CLIError("cannot write \(path): \(error)")
         }
-        self.fd = fd
+        self.file = file
     }
 
     /// Lets go of the lock, emptying the file (a clean stop leaves nothing to report); once.
     func release() {
-        guard fd >= 0 else { return }
-        _ = ftruncate(fd, 0)
-        close(fd)
-        fd = -1
+        guard file.rawValue >= 0 else { return }
+        try? file.truncate(to: 0)  // (best effort: `status` then reports a stopped daemon as one that died)
+        try? file.close()
     }
 
     /// Whether a daemon mounts the store at `location`, as its lock file says.
     static func state(_ location: StoreLocation) -> State {
         let path = Self.path(location)
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return .free }
-        defer { close(fd) }
+        guard let file = try? OwnedDescriptor.open(path, O_RDONLY | O_NOFOLLOW) else { return .free }
         guard let holder = holder(atPath: path) else { return .free }
-        // (Taking a shared lock for a moment only tells whether a daemon holds the exclusive one.)
-        if (try? SystemCall.tryLock(fd, .shared)) == true {
-            _ = flock(fd, LOCK_UN)
+        // (Taking a shared lock for a moment only tells whether a daemon holds the exclusive one; it goes
+        // with the descriptor, whatever the unlock says.)
+        if (try? file.tryLock(.shared)) == true {
+            try? file.unlock()
             return .abandoned(holder)
         }
         return .held(holder)

@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -12,23 +13,28 @@ enum OutputFile {
         var existing = stat()
         let exists = lstat(path, &existing) == 0
         if exists && existing.st_mode & S_IFMT != S_IFREG {
-            let fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)
-            guard fd >= 0 else { throw CLIError("cannot write \(path): \(String(cString: strerror(errno)))") }
-            defer { close(fd) }
-            try body(fd)
+            let file: OwnedDescriptor
+            do { file = try OwnedDescriptor.open(path, O_WRONLY | O_TRUNC) } catch { throw CLIError("cannot write \(path): \(error)") }
+            try withExtendedLifetime(file) { try body(file.rawValue) }
             return
         }
         let temporary = path + ".darkdisk-partial"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
-        guard fd >= 0 else { throw CLIError("cannot create \(path): \(String(cString: strerror(errno)))") }
+        let file: OwnedDescriptor
+        do { file = try OwnedDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o666) } catch {
+            throw CLIError("cannot create \(path): \(error)")
+        }
         do {
-            if exists { fchmod(fd, existing.st_mode & 0o7777) }
-            try body(fd)
-            guard fsync(fd) == 0 else { throw CLIError("cannot write \(path): \(String(cString: strerror(errno)))") }
-            close(fd)
+            if exists { fchmod(file.rawValue, existing.st_mode & 0o7777) }
+            try body(file.rawValue)
+            do {
+                try file.fsync()
+                try file.close()
+            } catch {
+                throw CLIError("cannot write \(path): \(error)")
+            }
             guard rename(temporary, path) == 0 else { throw CLIError("cannot create \(path): \(String(cString: strerror(errno)))") }
         } catch {
-            close(fd)
+            try? file.close()  // (nothing if it closed already)
             unlink(temporary)
             throw error
         }

@@ -1,3 +1,4 @@
+import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -19,8 +20,13 @@ enum StandardStreams {
     static func prepare() {
         for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
             closed.insert(fd)
-            let null = open("/dev/null", O_RDWR)
-            if null >= 0 && null != fd { dup2(null, fd); close(null) }
+            guard let null = try? SystemCall.open("/dev/null", O_RDWR) else { continue }
+            if null == fd {
+                _ = fcntl(fd, F_SETFD, 0)  // (a standard stream is inherited: not close-on-exec, as the open made it)
+            } else {
+                dup2(null, fd)
+                try? SystemCall.close(null)
+            }
         }
     }
 

@@ -30,11 +30,14 @@ struct StoreOptions: ParsableArguments {
     /// read once, to its end. A regular file that group or others can read is refused, as the key file is.
     /// The caller wipes the bytes (`wipe`) once the key is unlocked.
     static func readPassphrase(_ path: String) throws -> [UInt8] {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError("cannot read passphrase file \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw CLIError("cannot read passphrase file \(path): \(String(cString: strerror(errno)))") }
+        let file: OwnedDescriptor
+        let st: stat
+        do {
+            file = try OwnedDescriptor.open(path, O_RDONLY)
+            st = try file.stat()
+        } catch {
+            throw CLIError("cannot read passphrase file \(path): \(error)")
+        }
         if st.st_mode & S_IFMT == S_IFREG, st.st_mode & 0o077 != 0 {
             throw CLIError("passphrase file \(path) can be read by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); run 'chmod 600 \(path)'")
         }
@@ -47,7 +50,7 @@ struct StoreOptions: ParsableArguments {
         defer { wipe(&buffer) }
         while bytes.count <= 65536 {
             let n: Int
-            do { n = try SystemCall.readSome(fd, into: &buffer, count: buffer.count) } catch {
+            do { n = try SystemCall.readSome(file.rawValue, into: &buffer, count: buffer.count) } catch {
                 throw CLIError("cannot read passphrase file \(path): \(error)")
             }
             if n == 0 { break }

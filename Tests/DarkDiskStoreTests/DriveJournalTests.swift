@@ -83,7 +83,7 @@ import Glibc
         let fd = open(manager.driveJournalPath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         try #require(fd >= 0)
         try #require(try SystemCall.tryLock(fd, .exclusive))
-        let journal = DriveCommitJournal(path: manager.driveJournalPath, fd: fd, after: 0, gathering: .seconds(600), apply: { [weak manager] pending throws(DarkDiskError) in
+        let journal = DriveCommitJournal(path: manager.driveJournalPath, descriptor: OwnedDescriptor(owning: fd), after: 0, gathering: .seconds(600), apply: { [weak manager] pending throws(DarkDiskError) in
             batch(pending.count)
             guard let manager else { throw DarkDiskError(.io, "the store was closed") }
             return try manager.applyDriveCommits(pending)
@@ -392,7 +392,7 @@ import Glibc
         try #require(fd >= 0)
         // (Held as a daemon holds it: another instance's opening leaves its records alone.)
         try #require(try SystemCall.tryLock(fd, .exclusive))
-        let journal = DriveCommitJournal(path: manager.driveJournalPath, fd: fd, after: 0, apply: { [weak manager] batch throws(DarkDiskError) in
+        let journal = DriveCommitJournal(path: manager.driveJournalPath, descriptor: OwnedDescriptor(owning: fd), after: 0, apply: { [weak manager] batch throws(DarkDiskError) in
             gate.wait()
             gate.signal()
             guard let manager else { throw DarkDiskError(.io, "the store was closed") }
@@ -441,7 +441,7 @@ import Glibc
         let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         try #require(fd >= 0)
         try #require(try SystemCall.tryLock(fd, .exclusive))
-        let journal = DriveCommitJournal(path: path, fd: fd, after: 0, apply: { _ throws(DarkDiskError) in
+        let journal = DriveCommitJournal(path: path, descriptor: OwnedDescriptor(owning: fd), after: 0, apply: { _ throws(DarkDiskError) in
             throw DarkDiskError(.io, "the index is not written in this test")
         }, logger: { _ in })
         manager.driveJournal.withLock { $0 = journal }

@@ -38,3 +38,53 @@ import Glibc
         #expect(throws: Errno(rawValue: EBADF)) { try SystemCall.lock(-1, .shared) }
     }
 }
+
+@Suite struct OwnedDescriptorTests {
+    let path = NSTemporaryDirectory() + "darkdisk-descriptor-" + UUID().uuidString
+
+    /// Whether `fd` is an open descriptor of this process.
+    private func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
+
+    @Test func theOwnerClosesItsDescriptorOnceWhenItGoes() throws {
+        defer { unlink(path) }
+        var number: Int32 = -1
+        do {
+            let file = try OwnedDescriptor.open(path, O_RDWR | O_CREAT | O_TRUNC, mode: 0o600)
+            number = file.rawValue
+            #expect(isOpen(number))
+        }
+        #expect(!isOpen(number), "released, the owner closed it")
+    }
+
+    @Test func anExplicitCloseHappensOnceAndLaterCallsFailWithEBADF() throws {
+        defer { unlink(path) }
+        let file = try OwnedDescriptor.open(path, O_RDWR | O_CREAT | O_TRUNC, mode: 0o600)
+        let number = file.rawValue
+        try file.close()
+        #expect(!isOpen(number))
+        #expect(file.rawValue == -1)
+        try file.close()  // (nothing: it is closed already)
+        #expect(throws: Errno(rawValue: EBADF)) { try file.fsync() }
+    }
+
+    @Test func callsGoThroughTheSystemCallLayer() throws {
+        defer { unlink(path) }
+        let file = try OwnedDescriptor.open(path, O_RDWR | O_CREAT | O_TRUNC, mode: 0o600)
+        let bytes: [UInt8] = Array(0..<100)
+        try file.pwrite(from: bytes, count: bytes.count, at: 0)
+        try file.fsync()
+        try file.fdatasync()
+        #expect(try file.stat().st_size == 100)
+        try file.truncate(to: 10)
+        #expect(try file.stat().st_size == 10)
+        var back = [UInt8](repeating: 0, count: 100)
+        #expect(try file.pread(into: &back, count: back.count, at: 0) == 10)
+        #expect(Array(back[0..<10]) == Array(bytes[0..<10]))
+        let other = try OwnedDescriptor.open(path, O_RDONLY)
+        try file.lock(.exclusive)
+        #expect(try !other.tryLock(.shared))
+        try file.unlock()
+        #expect(try other.tryLock(.shared))
+        #expect(throws: Errno(rawValue: EBADF)) { try SystemCall.close(-1) }
+    }
+}
