@@ -14,5 +14,5 @@ public enum CryptoFileFormat: UInt8, Sendable, Codable {
     }
 
     /// The section holding the file's content.
-    var dataSection: Int { sectionCount - 1 }
+    public var dataSection: Int { sectionCount - 1 }
 }

@@ -265,7 +265,8 @@ public final class StagedContent: Sendable {
             let file: UnnamedFile
             let finished: FinishedCryptoFile
             if let setAside = state.setAside, !setAside.file.isPlaced, state.baseLimit == state.size,
-               setAside.finished.header.sectionSizes.first == state.size, !(state.staging?.holdsChunks ?? false) {
+               setAside.finished.header.sectionSizes[setAside.finished.header.format.dataSection] == state.size,
+               !(state.staging?.holdsChunks ?? false) {
                 (file, finished) = setAside
             } else {
                 (file, finished) = try seal(state)
