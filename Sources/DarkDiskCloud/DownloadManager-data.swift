@@ -40,21 +40,18 @@ extension DownloadManager {
     /// that what is kept or checked is the cloud file itself; returns its header, authenticated with `key`
     /// (errors name the file `name`), and the length the file had. A file of another format is left as it is.
     static func cutPadding(_ path: String, key: SymmetricKey, name: String) throws -> (header: CryptoFileHeader, length: UInt64) {
-        let fd = open(path, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw RemoteError(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: CryptoFormat.headerSize)
-        let got: Int
-        do { got = try SystemCall.pread(fd, into: &bytes, count: bytes.count, at: 0) } catch {
+        let file: OwnedDescriptor
+        do { file = try OwnedDescriptor.open(path, O_RDWR) } catch { throw RemoteError(.io, "cannot open \(path): \(error)") }
+        let bytes: [UInt8]
+        do { bytes = try file.pread(count: CryptoFormat.headerSize, at: 0) } catch {
             throw RemoteError(.io, "cannot read \(path): \(error)")
         }
-        let header = try CryptoFileHeader(authenticating: Array(bytes.prefix(got)), key: key, name: name)
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw RemoteError(.io, "cannot stat \(path): \(String(cString: strerror(errno)))") }
-        let length = UInt64(st.st_size)
+        let header = try CryptoFileHeader(authenticating: bytes, key: key, name: name)
+        let length: UInt64
+        do { length = UInt64(try file.stat().st_size) } catch { throw RemoteError(.io, "cannot stat \(path): \(error)") }
         guard header.format == .cloudFile, length > header.fileLength else { return (header, length) }
-        guard ftruncate(fd, off_t(header.fileLength)) == 0 else {
-            throw RemoteError(.io, "cannot cut the padding off \(path): \(String(cString: strerror(errno)))")
+        do { try file.truncate(to: header.fileLength) } catch {
+            throw RemoteError(.io, "cannot cut the padding off \(path): \(error)")
         }
         return (header, length)
     }

@@ -1,6 +1,7 @@
 import DarkDiskStore
 import Foundation
 import DarkDiskSync
+import DarkDiskSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,7 +28,7 @@ final class PartRecorder: Sendable {
     }
 
     private let state: Locked<State>
-    private let fd: Int32
+    private let file: OwnedDescriptor
     private let manager: DiskManager
     private let checkpointBytes: UInt64
     private let started = Date()
@@ -35,10 +36,10 @@ final class PartRecorder: Sendable {
     private let report: @Sendable (DownloadProgress) -> Void
     private let checkpoints = BlockingLane()
 
-    init(_ download: PartialDownload, fd: Int32, manager: DiskManager, checkpointBytes: UInt64,
+    init(_ download: PartialDownload, file: OwnedDescriptor, manager: DiskManager, checkpointBytes: UInt64,
          report: @escaping @Sendable (DownloadProgress) -> Void) {
         state = Locked(State(download: download))
-        self.fd = fd
+        self.file = file
         self.manager = manager
         self.checkpointBytes = checkpointBytes
         self.resumed = download.receivedBytes
@@ -95,8 +96,8 @@ final class PartRecorder: Sendable {
         }
         guard let snapshot else { return }
         do throws(RemoteError) {
-            guard fdatasync(fd) == 0 else {
-                throw RemoteError(.io, "cannot flush the partial download: \(String(cString: strerror(errno)))")
+            do { try file.fdatasync() } catch {
+                throw RemoteError(.io, "cannot flush the partial download: \(error)")
             }
             do { try manager.savePartialDownload(snapshot) } catch {
                 throw RemoteError(.io, "cannot record the partial download: \(error.message)")

@@ -140,20 +140,19 @@ extension RemoteNode {
     /// name, or one cut short or extended on the remote, ends the download and its partial file at once.
     private func fetchMissing(_ download: PartialDownload, key objectKey: String, objectSize: UInt64, nodeKey: SymmetricKey, record: OutlineEntry,
                               transfer: Transfer<NodeDataDownload>) async throws {
-        let fd = try await downloads.blocking { () throws -> Int32 in
-            let fd = open(download.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw RemoteError(.io, "cannot open \(download.path): \(String(cString: strerror(errno)))") }
-            guard ftruncate(fd, off_t(download.size)) == 0 else {
-                let error = RemoteError(.io, "cannot size \(download.path): \(String(cString: strerror(errno)))")
-                close(fd)
-                throw error
+        let file = try await downloads.blocking { () throws -> OwnedDescriptor in
+            let file: OwnedDescriptor
+            do { file = try OwnedDescriptor.open(download.path, O_WRONLY | O_CREAT, mode: 0o600) } catch {
+                throw RemoteError(.io, "cannot open \(download.path): \(error)")
             }
-            return fd
+            do { try file.truncate(to: download.size) } catch { throw RemoteError(.io, "cannot size \(download.path): \(error)") }
+            return file
         }
-        // Closed only once no checkpoint of the recorder can run any more (each path below settles or flushes it).
-        defer { close(fd) }
+        // Kept open until no checkpoint of the recorder can run any more (each path below settles or flushes it).
+        defer { withExtendedLifetime(file) {} }
+        let fd = file.rawValue
         let manager = downloads.manager
-        let recorder = PartRecorder(download, fd: fd, manager: manager, checkpointBytes: downloads.checkpointBytes) { transfer.report($0) }
+        let recorder = PartRecorder(download, file: file, manager: manager, checkpointBytes: downloads.checkpointBytes) { transfer.report($0) }
         try activate(path: download.path, ranges: download.ranges, pending: download.missingParts(partSize: downloads.partSize))
         let etag = download.etag
         let remote = downloads.remote

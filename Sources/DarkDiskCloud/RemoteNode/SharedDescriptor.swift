@@ -6,20 +6,19 @@ import Glibc
 /// A read-only descriptor shared by the readers of a partial file; closed when the last one lets go. It
 /// stays valid after the finished file is renamed into the store.
 public final class SharedDescriptor: Sendable {
-    public let fileDescriptor: Int32
+    private let owner: OwnedDescriptor
 
-    init(_ fd: Int32) {
-        fileDescriptor = fd
+    /// The descriptor's number: open while this object lives.
+    public var fileDescriptor: Int32 { owner.rawValue }
+
+    private init(_ owner: OwnedDescriptor) {
+        self.owner = owner
     }
 
     /// Opens `path` for reading.
     static func open(_ path: String) throws(RemoteError) -> SharedDescriptor {
-        do { return SharedDescriptor(try SystemCall.open(path, O_RDONLY)) } catch {
+        do { return SharedDescriptor(try OwnedDescriptor.open(path, O_RDONLY)) } catch {
             throw RemoteError(.io, "cannot open \(path): \(error)")
         }
-    }
-
-    deinit {
-        close(fileDescriptor)
     }
 }
