@@ -42,10 +42,43 @@ import Testing
         var now: (stalled: Bool, began: Int) { state.withLock { $0 } }
     }
 
+    /// How long the process kept work waiting for a thread, sampled every 50 ms: the overshoot of a short
+    /// sleep (Swift's cooperative pool) and the wait of a no-op on the blocking pool. A read that waited out
+    /// its timeout while the machine held the download's work back that long is not the protocol's fault.
+    final class Starvation: Sendable {
+        private let samples = Locked<[(at: ContinuousClock.Instant, lag: Duration)]>([])
+        private let probe = Locked<Task<Void, Never>?>(nil)
+
+        func start() {
+            probe.withLock { probe in
+                probe = Task.detached { [samples] in
+                    while !Task.isCancelled {
+                        let asleep = ContinuousClock.now
+                        try? await Task.sleep(for: .milliseconds(50))
+                        let woken = ContinuousClock.now
+                        _ = await BlockingPool.shared.run { () -> Int in 0 }
+                        let lag = max(.zero, woken - asleep - .milliseconds(50)) + (ContinuousClock.now - woken)
+                        samples.withLock { $0.append((ContinuousClock.now, lag)) }
+                    }
+                }
+            }
+        }
+
+        func stop() { probe.withLock { $0 }?.cancel() }
+
+        /// The time work waited for a thread between `start` and `end`.
+        func lag(from start: ContinuousClock.Instant, to end: ContinuousClock.Instant) -> Duration {
+            samples.withLock { samples in
+                samples.filter { $0.at >= start && $0.at - $0.lag <= end }.reduce(.zero) { $0 + $1.lag }
+            }
+        }
+    }
+
     enum Outcome: Sendable, CustomStringConvertible {
         case bytes
         case wrongBytes(String)
         case allowedFailure
+        case starved
         case failure(String)
         case hung(String)
 
@@ -54,6 +87,7 @@ import Testing
             case .bytes: "bytes"
             case .wrongBytes(let what): "wrong bytes: \(what)"
             case .allowedFailure: "allowed failure"
+            case .starved: "waited out its timeout on a machine that kept it from threads"
             case .failure(let what): "failure: \(what)"
             case .hung(let what): "hung: \(what)"
             }
@@ -62,7 +96,7 @@ import Testing
 
     /// Reads plaintext [offset, offset + count) of node `index` through `handle` and checks it.
     static func read(_ downloads: DownloadManager, _ handle: Handle, ids: [NodeID], keys: [SymmetricKey], data: [Data],
-                     offset: Int, count: Int, timeout: Duration, stalls: Stalls,
+                     offset: Int, count: Int, timeout: Duration, stalls: Stalls, starvation: Starvation,
                      before: (stalled: Bool, began: Int)? = nil) async -> Outcome {
         let index = handle.node
         let before = before ?? stalls.now
@@ -91,7 +125,11 @@ import Testing
             } catch let error as RemoteError where error.code == .unreachable {
                 let after = stalls.now
                 if error.message.contains("did not arrive within"), !before.stalled, !after.stalled, before.began == after.began {
-                    return .failure("node \(index) [\(offset), +\(count)) waited out its timeout though the server never stalled: \(error)")
+                    let lag = starvation.lag(from: started, to: .now)
+                    if lag >= timeout / 4 { return .starved }
+                    let node = downloads.nodes.existing(ids[index])?.summary ?? "no owner of node \(index) left"
+                    return .failure("node \(index) [\(offset), +\(count)) waited out its timeout though the server never stalled "
+                                    + "(threads were held back for \(lag) meanwhile): \(error); now \(node)")
                 }
                 return .allowedFailure
             } catch is CancellationError {
@@ -142,6 +180,9 @@ import Testing
         let stalls = Stalls()
         var cut = false
         var counts: [String: Int] = [:]
+        let starvation = Starvation()
+        starvation.start()
+        defer { starvation.stop() }
 
         for _ in 0..<160 {
             let action = Int.random(in: 0..<100, using: &random)
@@ -161,7 +202,8 @@ import Testing
                     let before = stalls.now
                     reads.append(Task {
                         await Self.read(downloads, captured, ids: capturedIDs, keys: capturedKeys, data: capturedData,
-                                        offset: offset, count: count, timeout: timeout, stalls: stalls, before: before)
+                                        offset: offset, count: count, timeout: timeout, stalls: stalls, starvation: starvation,
+                                        before: before)
                     })
                 }
                 counts["read", default: 0] += 1
@@ -211,7 +253,8 @@ import Testing
         // And every node reads whole, through a new handle.
         for (index, id) in ids.enumerated() {
             let handle = Handle(node: index, ticket: downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true)))
-            let outcome = await Self.read(downloads, handle, ids: ids, keys: keys, data: data, offset: 0, count: sizes[index], timeout: .seconds(30), stalls: stalls)
+            let outcome = await Self.read(downloads, handle, ids: ids, keys: keys, data: data, offset: 0, count: sizes[index], timeout: .seconds(30), stalls: stalls,
+                                          starvation: starvation)
             guard case .bytes = outcome else {
                 Issue.record("node \(index) does not read whole once the faults stopped: \(outcome)")
                 continue
@@ -225,6 +268,7 @@ import Testing
         switch outcome {
         case .bytes: counts["bytes", default: 0] += 1
         case .allowedFailure: counts["failed", default: 0] += 1
+        case .starved: counts["starved", default: 0] += 1
         case .wrongBytes, .failure, .hung: Issue.record("\(outcome)")
         }
     }

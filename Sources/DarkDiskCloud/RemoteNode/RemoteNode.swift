@@ -85,6 +85,23 @@ final class RemoteNode: Sendable {
         }
     }
 
+    /// The node's state in one line, for a failure's message: what runs and waits, and what is on disk.
+    var summary: String {
+        state.withLock { state in
+            let running = state.running.map { $0.refresh ? "a refresh" : "a transfer" } ?? "nothing"
+            let file = state.file == nil ? "no partial file" : (state.mirrored != nil ? "another process's partial file" : "its partial file")
+            let waits = state.waiters.values.map { "\($0.range)" }.sorted().joined(separator: ", ")
+            let outcome = state.outcome.map { result -> String in
+                switch result {
+                case .success: "landed"
+                case .failure(let error): "failed (\(error))"
+                }
+            } ?? "none"
+            return "node '\(nodeID)': \(running) running, \(state.queued.count) in line, \(file)\(state.fetching ? " (fetching)" : ""), "
+                + "on disk \(state.ranges), waiting for [\(waits)], last outcome \(outcome), \(state.users) users"
+        }
+    }
+
     func enter() { state.withLock { $0.users += 1 } }
     func leave() { state.withLock { $0.users -= 1 } }
 
