@@ -61,7 +61,7 @@ extension CloudSync {
     func staleLocalKinds(of nodeID: NodeID, _ content: Content) async throws -> Set<FileKind> {
         var stale = Set<FileKind>()
         for kind in [FileKind.data, .metadata, .thumbnail] {
-            guard let export = try await manager.nodeFile(nodeID, kind: kind) else { continue }
+            guard let export = try await manager.files.nodeFile(nodeID, kind: kind) else { continue }
             let same: Bool
             switch kind {
             case .metadata: same = (try? Self.plaintext(of: export)) == content.metadata

@@ -41,14 +41,14 @@ extension CloudSync {
                           thumbnail: Data? = nil, metadata: Data? = nil) async throws {
         let content = Content(data: .plaintextFile(dataFile), thumbnail: thumbnail, metadata: metadata)
         let stale = try await staleLocalKinds(of: nodeID, content)
-        let keptBefore = try await manager.storedFiles(nodeID).contains { $0.kind == .data && $0.mode == .persistent }
+        let keptBefore = try await manager.files.storedFiles(nodeID).contains { $0.kind == .data && $0.mode == .persistent }
         func store(_ source: DiskImport, _ kind: FileKind) async throws {
             var source = source
             source.storePersistently = true
             source.migrateToCacheAfterUpload = !keptBefore
             try await manager.importNodeFile(source, nodeID: nodeID, kind: kind)
         }
-        let stored = await Set(try manager.storedFiles(nodeID).map(\.kind))
+        let stored = await Set(try manager.files.storedFiles(nodeID).map(\.kind))
         if stale.contains(.data) || !stored.contains(.data) {
             // Sealed as the cloud file the upload sends, so that it goes up as it is stored.
             var data = DiskImport(cleartextFilePath: dataFile)
@@ -164,7 +164,7 @@ extension CloudSync {
     /// The upload of `upload(_:)`; whether the node's change landed (then its upload hooks are due).
     private func uploadHoldingFiles(_ queued: QueuedUpload) async throws -> (PushResult, uploaded: Bool) {
         let nodeID = queued.nodeID
-        guard let data = try await manager.nodeFile(nodeID, kind: .data) else {
+        guard let data = try await manager.files.nodeFile(nodeID, kind: .data) else {
             throw RemoteError(.io, "node '\(nodeID)' has no data stored locally to upload")
         }
         let placement = try await manager.nodePlacement(nodeID)
@@ -180,8 +180,8 @@ extension CloudSync {
             try await manager.updateOutline(try record.outlineEntry(), invalidatingLocalFiles: false, keepingLocalPlacement: true)
             basedOn = version
         }
-        let thumbnail = try await manager.nodeFile(nodeID, kind: .thumbnail)
-        let metadata = try await manager.nodeFile(nodeID, kind: .metadata)
+        let thumbnail = try await manager.files.nodeFile(nodeID, kind: .thumbnail)
+        let metadata = try await manager.files.nodeFile(nodeID, kind: .metadata)
         let content = Content(data: .stored(data), thumbnail: try thumbnail.map(Self.plaintext(of:)),
                               metadata: try metadata.map(Self.plaintext(of:)))
         let outcome = try await upload(content, nodeID: nodeID, name: name, parentID: parentID,
@@ -312,7 +312,7 @@ extension CloudSync {
 
     /// The upload hooks of every file of the node.
     func didUpload(_ nodeID: NodeID) async throws {
-        for kind in [FileKind.data, .metadata, .thumbnail] { try await manager.didUploadNodeFile(nodeID, kind: kind) }
+        for kind in [FileKind.data, .metadata, .thumbnail] { try await manager.files.didUploadNodeFile(nodeID, kind: kind) }
     }
 
     static func describe(_ error: any Error) -> String {

@@ -30,10 +30,10 @@ extension DownloadManager {
     private func storedAvatar(_ userID: UserID, _ identityID: IdentityID?, mostRecent: Bool) throws -> UserAvatarDownload? {
         var candidates: [IdentityID] = identityID.map { [$0] } ?? []
         if identityID == nil, mostRecent {
-            candidates = try manager.storedAvatars(userID).sorted { $0.modified > $1.modified }.compactMap { try? IdentityID($0.identityID) }
+            candidates = try manager.files.storedAvatars(userID).sorted { $0.modified > $1.modified }.compactMap { try? IdentityID($0.identityID) }
         }
         for identity in candidates {
-            if let local = try manager.userAvatar(userID, identityID: identity) {
+            if let local = try manager.files.userAvatar(userID, identityID: identity) {
                 return UserAvatarDownload(userID: userID, identityID: identity, image: try Self.plaintext(of: local), export: local)
             }
         }
@@ -55,7 +55,7 @@ extension DownloadManager {
         let manager = self.manager
         let key: SymmetricKey
         switch try await blocking({ () throws -> StoredOrKey in
-            if !refresh, let local = try manager.userAvatar(userID, identityID: identityID) {
+            if !refresh, let local = try manager.files.userAvatar(userID, identityID: identityID) {
                 return .stored(UserAvatarDownload(userID: userID, identityID: identityID, image: try Self.plaintext(of: local), export: local))
             }
             return .key(try manager.keys.unwrap(wrapped, for: .avatar(userID, identityID)))

@@ -15,7 +15,7 @@ extension DownloadManager {
     /// a `notLocal` error.
     public func downloadNodeData(_ nodeID: NodeID, options: DownloadOptions = .nodeData) -> DownloadTicket<NodeDataDownload> {
         if options.policy != .remote, let local: DownloadTicket<NodeDataDownload> = answered(options, {
-            try manager.nodeFile(nodeID, kind: .data).map { export throws(DarkDiskError) in
+            try manager.files.nodeFile(nodeID, kind: .data).map { export throws(DarkDiskError) in
                 NodeDataDownload(export: try keep(export, of: nodeID, persistently: options.storePersistently))
             }
         }) {
@@ -31,8 +31,8 @@ extension DownloadManager {
     /// pool. Blocking.
     func keep(_ export: DiskExport, of nodeID: NodeID, persistently: Bool) throws(DarkDiskError) -> DiskExport {
         guard persistently, !export.isStoredPersistently else { return export }
-        try manager.makeNodeFilePersistent(true, nodeID: nodeID, kind: .data)
-        return try manager.nodeFile(nodeID, kind: .data) ?? export
+        try manager.files.makeNodeFilePersistent(true, nodeID: nodeID, kind: .data)
+        return try manager.files.nodeFile(nodeID, kind: .data) ?? export
     }
 
     /// Cuts a downloaded cloud file's padding off (`CloudFilePadding`: random bytes after the length its

@@ -36,12 +36,12 @@ extension DownloadManager {
                 wanted.removeAll { ($0 == .metadata ? outline.metadataSize : outline.thumbnailSize) == 0 }
             }
             for section in wanted {
-                if let local = try manager.nodeFile(nodeID, kind: section.fileKind) {
+                if let local = try manager.files.nodeFile(nodeID, kind: section.fileKind) {
                     result[section] = try Self.plaintext(of: local)
                     wanted.removeAll { $0 == section }
                 }
             }
-            guard !wanted.isEmpty || needsHeader, let local = try manager.nodeFile(nodeID, kind: .data),
+            guard !wanted.isEmpty || needsHeader, let local = try manager.files.nodeFile(nodeID, kind: .data),
                   local.isRemoteVersion(of: try manager.outlineEntry(nodeID)) else {
                 return (result, wanted, false)
             }
@@ -143,7 +143,7 @@ extension DownloadManager {
     static func cache(_ plaintext: Data, nodeID: NodeID, kind: FileKind, in manager: DiskManager) throws {
         do throws(DarkDiskError) {
             var importing = DiskImport(cleartextData: plaintext)
-            importing.storePersistently = try manager.storedFile(nodeID, kind: kind)?.mode == .persistent
+            importing.storePersistently = try manager.files.storedFile(nodeID, kind: kind)?.mode == .persistent
             try manager.importNodeFile(importing, nodeID: nodeID, kind: kind)
         } catch {
             guard error.code == .tooLarge else { throw error }

@@ -41,12 +41,12 @@ public final class DownloadManager: Sendable {
     /// A folder of the cache directory (`partial` for partial downloads and their locks, `downloads` for
     /// downloads the DiskManager does not keep), created if the cache folder was purged.
     func downloadLockPath(_ nodeID: NodeID) throws(RemoteError) -> String {
-        do { return try manager.downloadLockPath(nodeID) } catch { throw RemoteError(.io, error.message) }
+        do { return try manager.files.downloadLockPath(nodeID) } catch { throw RemoteError(.io, error.message) }
     }
 
     func cacheFolder(_ name: String) throws(RemoteError) -> String {
         do {
-            return try manager.cacheSubfolder(name)
+            return try manager.files.cacheSubfolder(name)
         } catch {
             throw RemoteError(.io, error.message)
         }

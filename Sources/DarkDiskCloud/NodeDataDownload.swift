@@ -1,5 +1,8 @@
 import DarkDiskStore
 import DarkDiskCrypto
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What `downloadNodeData` delivers: the node's whole cloud file (metadata, thumbnail and data sections),
 /// authenticated, and retained while this value (or a copy of its `cryptoFile`) is alive.
@@ -17,5 +20,13 @@ public struct NodeDataDownload: Sendable {
     init(temporary cryptoFile: CryptoFile) {
         self.cryptoFile = cryptoFile
         self.export = nil
+    }
+
+    /// Removes a temporary file now, for a holder that knows it is the last in its process (a command that
+    /// streamed it and exits: the transfer's task that still refers to it may not end before the process
+    /// does). Readers already open keep reading it. A stored file (`export`) is left alone.
+    public func removeTemporaryFile() {
+        guard export == nil else { return }
+        unlink(cryptoFile.path)
     }
 }

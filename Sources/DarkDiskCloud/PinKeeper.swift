@@ -101,7 +101,7 @@ public final class PinKeeper: Sendable {
         let nodes = try manager.pinnedNodesToKeep()
         var missing = nodes.filter { !$0.stored }
         for wanted in try manager.wantedDownloads() {
-            let stored = try manager.storedFile(wanted.nodeID, kind: .data)
+            let stored = try manager.files.storedFile(wanted.nodeID, kind: .data)
             if let stored, !wanted.persistent || stored.mode == .persistent {
                 try manager.forgetWantedDownload(wanted.nodeID)
             } else if !missing.contains(where: { $0.nodeID == wanted.nodeID }) {
@@ -116,7 +116,7 @@ public final class PinKeeper: Sendable {
         var firstError: DarkDiskError?
         for node in nodes where node.stored {
             // One file that cannot be made persistent (a full disk) holds up neither the others nor the downloads.
-            do { try manager.makeNodeFilePersistent(true, nodeID: node.nodeID, kind: .data) } catch { firstError = firstError ?? error }
+            do { try manager.files.makeNodeFilePersistent(true, nodeID: node.nodeID, kind: .data) } catch { firstError = firstError ?? error }
         }
         let now = manager.clock.now
         if health?.isOffline != true {

@@ -170,7 +170,7 @@ extension Drive {
     package func currentData(of id: NodeID) throws(DarkDiskError) -> DriveData {
         // (Its stored version is the index's: a commit of it still in the journal lands first.)
         try settle(id)
-        if let export = try store.nodeFile(id, kind: .data) { return .stored(export) }
+        if let export = try store.files.nodeFile(id, kind: .data) { return .stored(export) }
         if let outline = try store.outlineEntry(id) { return .remote(outline) }
         return .none
     }

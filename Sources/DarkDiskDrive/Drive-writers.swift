@@ -33,7 +33,7 @@ extension Drive {
             // A version of some size given up is replaced by the empty one at once, so that its room is free
             // for what is written next, as a local disk frees a truncated file's blocks (`cp` of 40 MB over
             // 30 MB needs 10 MB free there, not 40).
-            if let old = try store.storedFile(id, kind: .data), old.storedSize >= Self.truncationFreesAtOnce {
+            if let old = try store.files.storedFile(id, kind: .data), old.storedSize >= Self.truncationFreesAtOnce {
                 try commit(writer)
             }
         } catch {
@@ -151,7 +151,7 @@ extension Drive {
         // (Its stored version is the index's: a commit of it still in the journal lands first.)
         try settle(id)
         if truncated { return try store.stagedContent(for: id, base: nil, isNew: true) }
-        if let export = try store.nodeFile(id, kind: .data) { return try store.stagedContent(for: id, base: export) }
+        if let export = try store.files.nodeFile(id, kind: .data) { return try store.stagedContent(for: id, base: export) }
         if let outline = try store.outlineEntry(id), outline.dataSize > 0 {
             throw DataNotLocal(message: "drive file (node \(id)) is only in the remote, and no remote is set to fetch it from")
         }

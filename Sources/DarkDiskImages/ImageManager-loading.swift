@@ -37,7 +37,7 @@ extension ImageManager {
     func downloadedThumbnail(_ node: NodeID, _ result: Result<NodeMetaDownload, any Error>) -> Result<LoadedImage, ImageError> {
         switch result {
         case .success(let meta):
-            let stored = try? diskManager.storedFile(node, kind: .thumbnail)?.fileID
+            let stored = try? diskManager.files.storedFile(node, kind: .thumbnail)?.fileID
             return .success(LoadedImage(bytes: meta.thumbnail, sourceFileID: stored))
         case .failure(let error):
             return .failure(Self.downloadError(error, what: "the thumbnail of node '\(node)'"))
@@ -54,15 +54,15 @@ extension ImageManager {
         do {
             switch source {
             case .thumbnail(let node):
-                if try diskManager.storedFile(node, kind: .thumbnail) != nil { return false }
-                if let data = try diskManager.storedFile(node, kind: .data),
+                if try diskManager.files.storedFile(node, kind: .thumbnail) != nil { return false }
+                if let data = try diskManager.files.storedFile(node, kind: .data),
                    data.isRemoteVersion(of: try diskManager.outlineEntry(node)) { return false }
                 guard let outline = try diskManager.outlineEntry(node) else { return false }
                 return outline.thumbnailSize != 0
             case .avatar(let user, let identity):
                 // Without an identity, the user's record in the remote says which one is displayed.
                 guard let identity else { return true }
-                return try diskManager.storedAvatar(user, identityID: identity) == nil
+                return try diskManager.files.storedAvatar(user, identityID: identity) == nil
             }
         } catch {
             return false
@@ -90,17 +90,17 @@ extension ImageManager {
     /// pushed) without one. Nil when it has to be downloaded.
     private func localThumbnail(_ node: NodeID) throws(ImageError) -> LoadedImage? {
         do {
-            if let own = try diskManager.nodeFile(node, kind: .thumbnail) {
+            if let own = try diskManager.files.nodeFile(node, kind: .thumbnail) {
                 return LoadedImage(bytes: try Self.plaintext(of: own, section: nil), sourceFileID: own.fileID)
             }
-            if let whole = try diskManager.nodeFile(node, kind: .data), whole.isRemoteVersion(of: try diskManager.outlineEntry(node)) {
+            if let whole = try diskManager.files.nodeFile(node, kind: .data), whole.isRemoteVersion(of: try diskManager.outlineEntry(node)) {
                 let bytes = try Self.plaintext(of: whole, section: CloudFileSection.thumbnail.rawValue)
                 return LoadedImage(bytes: bytes.isEmpty ? nil : bytes, sourceFileID: nil)
             }
             if let outline = try diskManager.outlineEntry(node) {
                 return outline.thumbnailSize == 0 ? LoadedImage(bytes: nil) : nil
             }
-            if try !diskManager.storedFiles(node).isEmpty { return LoadedImage(bytes: nil) }
+            if try !diskManager.files.storedFiles(node).isEmpty { return LoadedImage(bytes: nil) }
         } catch {
             throw Self.storeError(error, what: "the thumbnail of node '\(node)'")
         }
@@ -110,7 +110,7 @@ extension ImageManager {
     private func loadAvatar(_ user: UserID, _ identity: IdentityID?, policy: FetchPolicy,
                             completion: @escaping @Sendable (Result<LoadedImage, ImageError>) -> Void) {
         do {
-            if let identity, let local = try diskManager.userAvatar(user, identityID: identity) {
+            if let identity, let local = try diskManager.files.userAvatar(user, identityID: identity) {
                 return completion(.success(LoadedImage(bytes: try Self.plaintext(of: local, section: nil), sourceFileID: local.fileID, identityID: identity)))
             }
             if downloadManager == nil || policy == .storedOnly, identity == nil, let local = try mostRecentLocalAvatar(user) {
@@ -161,8 +161,8 @@ extension ImageManager {
 
     /// The user's most recently stored avatar that is still on local disk, if any.
     private func mostRecentLocalAvatar(_ user: UserID) throws -> LoadedImage? {
-        for avatar in try diskManager.storedAvatars(user).sorted(by: { $0.modified > $1.modified }) {
-            guard let identity = try? IdentityID(avatar.identityID), let local = try diskManager.userAvatar(user, identityID: identity) else { continue }
+        for avatar in try diskManager.files.storedAvatars(user).sorted(by: { $0.modified > $1.modified }) {
+            guard let identity = try? IdentityID(avatar.identityID), let local = try diskManager.files.userAvatar(user, identityID: identity) else { continue }
             return LoadedImage(bytes: try Self.plaintext(of: local, section: nil), sourceFileID: local.fileID, identityID: identity)
         }
         return nil

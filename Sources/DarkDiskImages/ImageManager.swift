@@ -45,7 +45,7 @@ public final class ImageManager: Sendable {
         self.nodeThumbnailsCache = nodeThumbnailsCache
         self.userAvatarsCache = userAvatarsCache
         self.negativeLifetime = Locked(negativeResultLifetime)
-        let changes = diskManager.changes()
+        let changes = diskManager.files.changes()
         let task = Task.detached { [weak self] in
             for await change in changes {
                 guard let self else { return }
@@ -199,10 +199,10 @@ public final class ImageManager: Sendable {
         do {
             switch source {
             case .thumbnail(let node):
-                return .some(try diskManager.storedFile(node, kind: .thumbnail)?.fileID)
+                return .some(try diskManager.files.storedFile(node, kind: .thumbnail)?.fileID)
             case .avatar(let user, let identity):
                 guard let identity else { return .some(nil) }
-                return .some(try diskManager.storedAvatar(user, identityID: identity)?.fileID)
+                return .some(try diskManager.files.storedAvatar(user, identityID: identity)?.fileID)
             }
         } catch {
             return nil

@@ -42,7 +42,7 @@ extension DiskManager {
         guard Set(previous) != Set(entries) else { return false }
         let current = Dictionary(entries.map { ($0.identityID, $0) }, uniquingKeysWith: { first, _ in first })
         for old in previous where current[old.identityID]?.wrappedKey != old.wrappedKey {
-            try deleteUserAvatar(userID, identityID: old.identityID)
+            try files.deleteUserAvatar(userID, identityID: old.identityID)
         }
         try write { db in
             try db.execute(sql: "DELETE FROM avatarOutline WHERE userID = ?", arguments: [userID.rawValue])

@@ -44,6 +44,7 @@ extension DiskManager {
             return try self.applyDriveCommits(batch)
         }, logger: { logger.warning("\($0)") })
         driveJournal.withLock { $0 = journal }
+        files.batchesAccessTimes.withLock { $0 = true }
         startUnnamedFilePool()
         return true
     }
@@ -57,7 +58,8 @@ extension DiskManager {
         unnamedFiles.withLock { $0 = nil }
         let done = journal.drain(timeout: timeout)
         journal.stop()
-        writeAccessTimes()
+        files.batchesAccessTimes.withLock { $0 = false }
+        files.writeAccessTimes()
         return done
     }
 
@@ -95,8 +97,8 @@ extension DiskManager {
                          changes: StagedContent.AttributeChanges, inserting prepared: PreparedDriveFile?,
                          journal: DriveCommitJournal, whenIndexed: @escaping @Sendable (DriveCommitOutcome) -> Void) throws(DarkDiskError) -> DiskExport {
         let name = file.intendedName ?? FileOperations.randomName()
-        let finalPath = path(name: name, mode: .persistent)
-        let (held, storedSize) = try lockForPlacing(file, at: finalPath, durable: false)
+        let finalPath = files.path(name: name, mode: .persistent)
+        let (held, storedSize) = try files.lockForPlacing(file, at: finalPath, durable: false)
         let now = clock.now.timeIntervalSince1970
         // (A new file's content key is its node's: the row's wrapping serves both.)
         let fileWrappedKey = prepared?.row.wrappedKey ?? Data(wrapLocally(key))
@@ -123,8 +125,8 @@ extension DiskManager {
         do { try held.lock(.shared) } catch {
             logger.error("cannot turn the lock on \(finalPath) into a shared one (\(error)); readers in other processes wait until it is released")
         }
-        let token = RetainToken(file: held, path: finalPath, pool: fileRecord.pool, mode: .persistent, manager: self)
-        return export(fileRecord, fileKey: key, token: token)
+        let token = RetainToken(file: held, path: finalPath, pool: fileRecord.pool, mode: .persistent, manager: files)
+        return files.export(fileRecord, fileKey: key, token: token)
     }
 
     /// Writes journaled drive commits into the index in one transaction, noting the last one's sequence in it;
@@ -141,11 +143,11 @@ extension DiskManager {
             results = try applyDriveCommits(batch, savepoints: true)
         }
         for (pending, result) in zip(batch, results) {
-            let finalPath = path(name: pending.record.fileName, mode: .persistent)
+            let finalPath = files.path(name: pending.record.fileName, mode: .persistent)
             switch result.outcome {
             case .indexed:
                 if let old = result.replaced { deleter.tryDelete(old) }
-                if let record = result.inserted { notify(record, .imported) }
+                if let record = result.inserted { files.notify(record, .imported) }
             case .dropped(let error):
                 if let error { logger.error("drive file (node \(pending.record.nodeID)): its version could not enter the index: \(error)") }
                 FileOperations.remove(finalPath)
@@ -175,7 +177,7 @@ extension DiskManager {
             let applied = UInt64(max(try Int64.fetchOne(db.cachedStatement(sql: "SELECT appliedThrough FROM driveJournal WHERE id = 1")) ?? 0, 0))
             let results = try batch.map { pending throws -> AppliedCommit in
                 guard pending.record.sequence > applied else { return AppliedCommit(outcome: .indexed, replaced: nil, inserted: nil) }
-                if !pending.isLive, access(path(name: pending.record.fileName, mode: .persistent), F_OK) != 0 {
+                if !pending.isLive, access(files.path(name: pending.record.fileName, mode: .persistent), F_OK) != 0 {
                     // A replayed record whose stored file went (removed by hand): nothing to index.
                     return AppliedCommit(outcome: .dropped(DarkDiskError(.notFound, "its stored file \(pending.record.fileName) is gone")),
                                          replaced: nil, inserted: nil)

@@ -155,7 +155,7 @@ extension DiskManager {
                 }
                 let now = clock.now.timeIntervalSince1970
                 // The new version, its time and its queued upload commit as one.
-                return try placeNodeData(file, header: header, key: content.key, nodeID: nodeID, durable: durable) { db in
+                return try files.placeNodeData(file, header: header, key: content.key, nodeID: nodeID, durable: durable) { db in
                     // (A new file's folder may have gone since it was made: then the commit fails, storing nothing.)
                     if let prepared { try Self.checkDriveFolder(prepared.node.parentID, db) }
                     try Self.writeCommittedNode(db, nodeID, newNode: prepared.map(DriveCommitRecord.NewNode.init),
@@ -173,7 +173,7 @@ extension DiskManager {
     /// Flushes drive file `nodeID`'s stored data, its folder and the index to the disk (an `fsync` of a file
     /// whose last version was committed by a `close`).
     public func syncNodeData(_ nodeID: NodeID) throws(DarkDiskError) {
-        if let export = try nodeFile(nodeID, kind: .data) {
+        if let export = try files.nodeFile(nodeID, kind: .data) {
             do { try export.retainToken.file.fsync() } catch {
                 throw .posix("cannot flush", path: export.retainToken.path, errno: error.rawValue)
             }
@@ -259,9 +259,9 @@ extension DiskManager {
     /// remote (a tombstone through the queue); a node the remote never had is forgotten at once.
     private func finishDriveDelete(_ nodeID: NodeID) throws(DarkDiskError) {
         if try outlineEntry(nodeID) != nil {
-            try deleteNodeFiles([nodeID], kind: .data)
-            try deleteNodeFiles([nodeID], kind: .metadata)
-            try deleteNodeFiles([nodeID], kind: .thumbnail)
+            try files.deleteNodeFiles([nodeID], kind: .data)
+            try files.deleteNodeFiles([nodeID], kind: .metadata)
+            try files.deleteNodeFiles([nodeID], kind: .thumbnail)
             try uploadQueue.addDelete(nodeID)
         } else {
             try deleteNodes([nodeID])

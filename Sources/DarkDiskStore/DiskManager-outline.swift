@@ -191,9 +191,9 @@ extension DiskManager {
             }
             return (changed, stale)
         }
-        finishDeletes(stale, reason: .deleted)
+        files.finishDeletes(stale, reason: .deleted)
         // A partial download of the old version can never complete.
-        for id in changed { removeIdlePartialDownload(id) }
+        for id in changed { files.removeIdlePartialDownload(id) }
         return changed
     }
 
@@ -204,7 +204,7 @@ extension DiskManager {
         guard !kinds.isEmpty else { return }
         let created = clock.now.timeIntervalSince1970
         let stale = try write { db in try dropStaleFiles(db, of: nodeID, kinds: kinds, at: created) }
-        finishDeletes(stale, reason: .deleted)
+        files.finishDeletes(stale, reason: .deleted)
     }
 
     /// Deletes the rows of the node's stale files; a kept (persistent) file's new version is to be kept too.
@@ -220,12 +220,12 @@ extension DiskManager {
             return try dropStaleFiles(db, of: nodeID, kinds: kinds, at: created)
         }
         guard let stale else { return false }
-        finishDeletes(stale, reason: .deleted)
+        files.finishDeletes(stale, reason: .deleted)
         return true
     }
 
     private func dropStaleFiles(_ db: Database, of nodeID: NodeID, kinds: Set<FileKind>, at time: Double) throws -> [FileRecord] {
-        let dropped = try deleteRows(db, try FileRecord.filter(Column("ownerID") == nodeID.rawValue
+        let dropped = try files.deleteRows(db, try FileRecord.filter(Column("ownerID") == nodeID.rawValue
             && kinds.map(\.rawValue).contains(Column("kind"))).fetchAll(db))
         for record in dropped where record.mode == .persistent {
             try db.execute(sql: "INSERT OR IGNORE INTO keepPersistent (nodeID, kind, since) VALUES (?, ?, ?)",
@@ -249,14 +249,12 @@ extension DiskManager {
     /// A text setting of the store (e.g. its remote URL).
     @available(*, noasync)
     public func text(_ key: String) throws(DarkDiskError) -> String? {
-        try read { db in try String.fetchOne(db, sql: "SELECT value FROM storeText WHERE key = ?", arguments: [key]) }
+        try index.text(key)
     }
 
     @available(*, noasync)
     public func setText(_ value: String, for key: String) throws(DarkDiskError) {
-        try write { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO storeText (key, value) VALUES (?, ?)", arguments: [key, value])
-        }
+        try index.setText(value, for: key)
     }
 
     /// Forgets a text setting.

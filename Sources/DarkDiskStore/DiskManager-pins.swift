@@ -80,7 +80,7 @@ extension DiskManager {
             .compactMap { try? NodeID($0) }
             .filter { try !Self.isPinned(db, $0) }
         }
-        for id in candidates { try makeNodeFilePersistent(false, nodeID: id, kind: .data) }
+        for id in candidates { try files.makeNodeFilePersistent(false, nodeID: id, kind: .data) }
     }
 
     /// The pin clock: it changes whenever a pin is set or cleared, in any process.
@@ -153,9 +153,9 @@ extension DiskManager {
             }
             if try Self.isPinned(db, nodeID) { throw DarkDiskError(.busy, "node \(nodeID) is pinned; unpin it first") }
         }
-        let hadPartial = try partialDownload(nodeID) != nil
-        let deleted = try deleteNodeFiles([nodeID], kind: .data) > 0
-        removeIdlePartialDownload(nodeID)
+        let hadPartial = try files.partialDownload(nodeID) != nil
+        let deleted = try files.deleteNodeFiles([nodeID], kind: .data) > 0
+        files.removeIdlePartialDownload(nodeID)
         return deleted || hadPartial
     }
 

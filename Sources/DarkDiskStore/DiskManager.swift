@@ -27,30 +27,12 @@ public final class DiskManager: Sendable {
     let indexCounter = IndexStatistics.Counter()
     /// The master key and what is derived from it: wrapping, record seals, object names.
     public let keys: StoreKeys
-    let deleter: FileDeleter
+    /// The stored files: imports, exports, deletes, migration, expiry, pools and eviction.
+    public let files: StoreFiles
+    var deleter: FileDeleter { files.deleter }
     let logger: Logger
-    /// The one owner of eviction, expiry and sweeps (rclone's cache cleaner): only work on this queue
-    /// evicts. Imports, releases and migrations kick it (`kickEviction`); the public calls wait for it.
-    let maintenanceQueue = DispatchQueue(label: "darkdisk.maintenance")
-    /// Pools an eviction was asked for and not yet run (kicks arriving meanwhile join it), and when the
-    /// earliest run asked for is scheduled.
-    let evictionsDue = Locked<(pools: Set<Pool>, at: DispatchTime?)>(([], nil))
-    let maintenanceTimer = Locked<MaintenanceTimer?>(nil)
     /// Checkpoints the index off every writer's path (nil: read-only, or SQLite's own checkpoints).
     let checkpointer: IndexCheckpointer?
-    /// A read-only connection of its own for the drive's lookups (`withLookupConnection`): opened at the first, given
-    /// up for good (`.unusable`) if it cannot be opened or fails; never opened for a read-only store.
-    let lookupConnection: Locked<LookupConnection>
-
-    enum LookupConnection {
-        case unopened
-        case open(DriveLookupConnection)
-        case unusable
-    }
-    let broadcaster = ChangeBroadcaster()
-    /// Other processes' changes: this instance's origin tag, and the last log row it has read.
-    let changeLog = ChangeLog()
-    let changeLogSeen = Locked<(seq: Int64, rounds: Int)>((0, 0))
     /// The drive's commit journal, in the instance that writes it (`startDriveJournal`: the mount daemon).
     let driveJournal = Locked<DriveCommitJournal?>(nil)
     /// The change rows the drive journal wrote for this process's own commits (its watcher skips them).
@@ -59,12 +41,8 @@ public final class DiskManager: Sendable {
     let scratchFiles = ScratchFilePool()
     /// New persistent stored files made ahead of need while the drive journals (the mount daemon).
     let unnamedFiles = Locked<UnnamedFilePool?>(nil)
-    /// Cache files' accesses waiting to be written together (while this process journals the drive).
-    let accessTimes = AccessTimes()
-    /// Orphans the start-up sweep found locked (by a reader of the same inode); each maintenance round retries them.
-    let lockedOrphans = Locked<Set<String>>([])
     /// How often the timer enforces expiry, pool limits and the free-space floor.
-    public static let maintenanceInterval: Double = 2
+    public static var maintenanceInterval: Double { StoreFiles.maintenanceInterval }
 
     /// Whether a store has been created at `location` (its key file exists).
     public static func exists(at location: StoreLocation) -> Bool {
@@ -158,7 +136,6 @@ public final class DiskManager: Sendable {
         try FileOperations.makeDirectory(location.persistentFiles)
         try FileOperations.makeDirectory(location.persistentStaging)
         let readOnly = SpaceReserve.isReadOnly(location.dataDirectory)
-        lookupConnection = Locked(readOnly ? .unusable : .unopened)
         let trigger = readOnly ? nil : IndexCheckpointer.Trigger(counting: indexCounter)
         // With a passphrase the index is encrypted at rest (one written before is, once this process has the
         // store alone); without one its key file is beside it, and it stays in the clear.
@@ -176,30 +153,30 @@ public final class DiskManager: Sendable {
             }
         }
         index = StoreIndex(pool: try Self.openIndex(location, readOnly: readOnly, counter: indexCounter, trigger: trigger, cipher: cipher),
-                           location: location, logger: logger)
+                           location: location, logger: logger, lookups: !readOnly)
         uploadQueue = UploadQueue(index: index, clock: clock)
         records = RecordLedger(index: index, keys: keys, clock: clock)
-        self.deleter = FileDeleter(database: index.pool)
+        files = StoreFiles(location: location, clock: clock, index: index, keys: keys, logger: logger)
         checkpointer = trigger.flatMap { Self.startCheckpointer(location.indexPath, $0, logger: logger) }
         if !readOnly { SpaceReserve.ensure(in: location.dataDirectory) }
         // Start-up enforcement: finish interrupted deletes, expire, evict. All index-driven, so fast at any size;
         // the directory scan for orphans runs in the background.
         guard !readOnly else { return }
-        do {
-            try changeLog.install(on: database)
-            let newest = try database.read(ChangeLog.newest)
-            changeLogSeen.withLock { $0.seq = newest }
-        } catch {
-            throw IndexDatabase.failure(error, doing: "cannot set up the index's change log")
-        }
+        try files.installChangeLog()
         // What a stopped daemon journaled goes into the index before anything looks for orphans (a journal that
         // cannot be written now stays for the next opening; its files are named by the orphan check too).
         do { try replayDriveJournal() } catch {
             logger.error("the drive's commit journal could not be written into the index (tried again at the next opening): \(error)")
         }
-        maintenanceQueue.sync { runMaintenance() }
-        maintenanceQueue.async { [weak self] in self?.sweepOrphans() }
-        startMaintenanceTimer()
+        files.journaled.withLock { journaled in
+            journaled = { [weak self] name in
+                // (The store closed while a holder keeps its files: a file it cannot look up stays.)
+                guard let self else { return true }
+                do { try self.replayDriveJournal() } catch { self.logger.error("the drive's commit journal: \(error)") }
+                return self.isJournaled(name)
+            }
+        }
+        files.startMaintenance()
     }
 
     /// The background checkpointer, woken by `trigger`; nil (commits checkpoint as SQLite's automatic
@@ -215,45 +192,16 @@ public final class DiskManager: Sendable {
 
     deinit {
         checkpointer?.stop()
-        maintenanceTimer.withLock { $0?.cancel() }
-        broadcaster.finish()
     }
 
-    /// Changes to stored files: this process' own as they happen (imports, deletes, evictions, expiries,
-    /// migrations), and those of other processes sharing the store (the CLI, a mount daemon, a `pull`) within
-    /// a maintenance round (2 s); from another process an eviction, expiry or delete arrives as `deleted`.
-    public func changes(in pool: Pool? = nil) -> AsyncStream<StoreChange> {
-        broadcaster.subscribe(pool: pool)
-    }
-
-    func notify(_ record: FileRecord, _ reason: StoreChange.Reason) {
-        broadcaster.send(StoreChange(pool: record.pool, kind: record.kind, ownerID: record.ownerID, identityID: record.identityID, reason: reason))
-    }
-
-    private func startMaintenanceTimer() {
-        let timer = MaintenanceTimer(queue: maintenanceQueue, interval: Self.maintenanceInterval) { [weak self] in
-            self?.runMaintenance()
-        }
-        maintenanceTimer.withLock { $0 = timer }
-    }
-
-    /// Where the file of `record` lives: persistent files next to the index, cache files in the cache folder.
+    /// Where the file of `record` lives (`StoreFiles.path(of:)`).
     func path(of record: FileRecord) -> String {
-        path(name: record.name, mode: record.mode)
+        files.path(of: record)
     }
 
-    func path(name: String, mode: StorageMode) -> String {
-        let root = mode == .persistent ? location.persistentFiles : location.cacheFiles
-        return root + "/" + name.prefix(2) + "/" + name
-    }
-
-    /// Flushes the index's last commits to the disk: its write-ahead log, which `synchronous = NORMAL` leaves
-    /// to the next checkpoint (a crash of the process loses nothing either way; a power loss could). The
-    /// drive's folders live there: an `fsync` of a folder is this.
+    /// Flushes the index's last commits to the disk (`StoreIndex.sync`): an `fsync` of a drive folder.
     public func syncIndex() {
-        // (No log: every commit is in the database file, flushed by its checkpoint.)
-        guard let log = try? OwnedDescriptor.open(location.indexPath + "-wal", O_RDONLY) else { return }
-        do { try log.fdatasync() } catch { logger.error("cannot flush the index's log \(location.indexPath)-wal: \(error)") }
+        index.sync()
     }
 
     /// Runs a read on the index (`StoreIndex.read`).
@@ -266,25 +214,9 @@ public final class DiskManager: Sendable {
         try index.quickRead(body)
     }
 
-    /// Runs `body` on the drive's lookup connection (`DriveLookupConnection`), opened at the first call; nil
-    /// when there is none: a store opened read-only (its index is a private copy), or one that could not be
-    /// opened or failed once (given up for good, logged). The caller then reads through the pool. Lookups
-    /// take turns on it.
+    /// `StoreIndex.withLookupConnection`.
     func withLookupConnection<T>(_ body: (DriveLookupConnection) throws(DriveLookupConnection.Failure) -> T) -> T? {
-        lookupConnection.withLock { state -> T? in
-            if case .unopened = state {
-                do { state = .open(try DriveLookupConnection(path: location.indexPath)) } catch {
-                    logger.warning("\(error); lookups read through the pool")
-                    state = .unusable
-                }
-            }
-            guard case .open(let connection) = state else { return nil }
-            do { return try body(connection) } catch {
-                logger.warning("the index's lookup connection failed (\(error)); lookups read through the pool from now on")
-                state = .unusable
-                return nil
-            }
-        }
+        index.withLookupConnection(body)
     }
 
     /// Runs a write transaction on the index (`StoreIndex.write`).

@@ -1,4 +1,4 @@
-/// One change to the store's files, as delivered by `DiskManager.changes(in:)` (for caches built on top,
+/// One change to the store's files, as delivered by `StoreFiles.changes(in:)` (for caches built on top,
 /// like the image manager, to drop what they derived from a file).
 public struct StoreChange: Sendable, Equatable {
     public enum Reason: String, Sendable {

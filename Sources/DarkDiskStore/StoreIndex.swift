@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import DarkDiskSync
 import DarkDiskSystem
 
 /// The store's index as its components use it: one `DatabasePool` per store per process, whose reads and
@@ -11,11 +12,62 @@ package final class StoreIndex: Sendable {
     package let pool: DatabasePool
     private let location: StoreLocation
     private let logger: Logger
+    /// A read-only connection of its own for the drive's lookups (`withLookupConnection`): opened at the
+    /// first, given up for good (`.unusable`) if it cannot be opened or fails; never opened for a read-only store.
+    let lookupConnection: Locked<LookupConnection>
 
-    init(pool: DatabasePool, location: StoreLocation, logger: Logger) {
+    enum LookupConnection {
+        case unopened
+        case open(DriveLookupConnection)
+        case unusable
+    }
+
+    init(pool: DatabasePool, location: StoreLocation, logger: Logger, lookups: Bool) {
         self.pool = pool
         self.location = location
         self.logger = logger
+        lookupConnection = Locked(lookups ? .unopened : .unusable)
+    }
+
+    /// Runs `body` on the drive's lookup connection (`DriveLookupConnection`), opened at the first call; nil
+    /// when there is none: a store opened read-only (its index is a private copy), or one that could not be
+    /// opened or failed once (given up for good, logged). The caller then reads through the pool. Lookups
+    /// take turns on it.
+    func withLookupConnection<T>(_ body: (DriveLookupConnection) throws(DriveLookupConnection.Failure) -> T) -> T? {
+        lookupConnection.withLock { state -> T? in
+            if case .unopened = state {
+                do { state = .open(try DriveLookupConnection(path: location.indexPath)) } catch {
+                    logger.warning("\(error); lookups read through the pool")
+                    state = .unusable
+                }
+            }
+            guard case .open(let connection) = state else { return nil }
+            do { return try body(connection) } catch {
+                logger.warning("the index's lookup connection failed (\(error)); lookups read through the pool from now on")
+                state = .unusable
+                return nil
+            }
+        }
+    }
+
+    /// Flushes the index's last commits to the disk: its write-ahead log, which `synchronous = NORMAL` leaves
+    /// to the next checkpoint (a crash of the process loses nothing either way; a power loss could). The
+    /// drive's folders live there: an `fsync` of a folder is this.
+    func sync() {
+        // (No log: every commit is in the database file, flushed by its checkpoint.)
+        guard let log = try? OwnedDescriptor.open(location.indexPath + "-wal", O_RDONLY) else { return }
+        do { try log.fdatasync() } catch { logger.error("cannot flush the index's log \(location.indexPath)-wal: \(error)") }
+    }
+
+    /// A text setting of the store (its remote URL, say): the `storeText` table.
+    func text(_ key: String) throws(DarkDiskError) -> String? {
+        try read { db in try String.fetchOne(db, sql: "SELECT value FROM storeText WHERE key = ?", arguments: [key]) }
+    }
+
+    func setText(_ value: String, for key: String) throws(DarkDiskError) {
+        try write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO storeText (key, value) VALUES (?, ?)", arguments: [key, value])
+        }
     }
 
     /// Runs a read in one snapshot.

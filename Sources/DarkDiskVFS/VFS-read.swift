@@ -181,7 +181,7 @@ extension VFS {
         guard case .stored(let export, _) = file.source, export.mode == .cache, let (id, kind) = file.entry.nodeSection,
               (try? manager.outlineEntry(id)) != nil else { return }
         do {
-            if try manager.deleteNodeFile(id, kind: kind) {
+            if try manager.files.deleteNodeFile(id, kind: kind) {
                 logger.error("\(file.entry.logName): dropped the damaged cache copy; the next open downloads it again")
             }
         } catch {
@@ -198,10 +198,10 @@ extension VFS {
 
     func exportFile(of entry: FSEntry) throws(DarkDiskError) -> DiskExport? {
         switch entry {
-        case .nodeFile(let id, let kind): try manager.nodeFile(id, kind: kind)
-        case .thumb(let id): try manager.nodeFile(id, kind: .thumbnail)
-        case .avatarFile(let user, let identity): try manager.userAvatar(user, identityID: identity)
-        case .driveFile(let id): try manager.nodeFile(id, kind: .data)
+        case .nodeFile(let id, let kind): try manager.files.nodeFile(id, kind: kind)
+        case .thumb(let id): try manager.files.nodeFile(id, kind: .thumbnail)
+        case .avatarFile(let user, let identity): try manager.files.userAvatar(user, identityID: identity)
+        case .driveFile(let id): try manager.files.nodeFile(id, kind: .data)
         default: nil
         }
     }

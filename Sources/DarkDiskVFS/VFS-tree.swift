@@ -201,7 +201,7 @@ extension VFS {
             return .thumb(id)
         case .avatars:
             guard let user = try? UserID(name) else { return nil }
-            if try manager.storedAvatars(user).isEmpty, try manager.avatarOutline(user).isEmpty { return nil }
+            if try manager.files.storedAvatars(user).isEmpty, try manager.avatarOutline(user).isEmpty { return nil }
             return .avatarDirectory(user)
         case .avatarDirectory(let user):
             guard let identity = try? IdentityID(name) else { return nil }
@@ -263,10 +263,10 @@ extension VFS {
         case .thumbs:
             return try manager.listedNodeIDs(having: .thumbnail).map { ($0.rawValue, .thumb($0)) }
         case .avatars:
-            let users = Set(try manager.storedAvatarUsers()).union(try manager.avatarOutline().map(\.userID))
+            let users = Set(try manager.files.storedAvatarUsers()).union(try manager.avatarOutline().map(\.userID))
             return users.sorted().map { ($0.rawValue, .avatarDirectory($0)) }
         case .avatarDirectory(let user):
-            var identities = Set(try manager.storedAvatars(user).compactMap { try? IdentityID($0.identityID) })
+            var identities = Set(try manager.files.storedAvatars(user).compactMap { try? IdentityID($0.identityID) })
             identities.formUnion(try manager.avatarOutline(user).map(\.identityID))
             return identities.sorted().map { ($0.rawValue, .avatarFile(user, $0)) }
         case .nodeFile, .thumb, .avatarFile, .driveFile, .driveLink:
@@ -288,7 +288,7 @@ extension VFS {
         }
         // Stored, or only in the remote (its size from the outline, no blocks on this disk).
         if case .avatarFile(let user, let identity) = entry {
-            if let file = try manager.storedAvatar(user, identityID: identity) { return (attributes(of: file), .stored(file.fileID)) }
+            if let file = try manager.files.storedAvatar(user, identityID: identity) { return (attributes(of: file), .stored(file.fileID)) }
             guard let listed = try manager.avatarOutlineEntry(user, identityID: identity) else { return nil }
             return (baseStat(mode: S_IFREG | 0o644, links: 1, size: listed.plaintextSize), .listed(listed.wrappedKey))
         }
@@ -375,10 +375,10 @@ extension VFS {
 
     func storedFile(of entry: FSEntry) throws(DarkDiskError) -> StoredFile? {
         switch entry {
-        case .nodeFile(let id, let kind): try manager.storedFile(id, kind: kind)
-        case .thumb(let id): try manager.storedFile(id, kind: .thumbnail)
-        case .avatarFile(let user, let identity): try manager.storedAvatar(user, identityID: identity)
-        case .driveFile(let id): try manager.storedFile(id, kind: .data)
+        case .nodeFile(let id, let kind): try manager.files.storedFile(id, kind: kind)
+        case .thumb(let id): try manager.files.storedFile(id, kind: .thumbnail)
+        case .avatarFile(let user, let identity): try manager.files.storedAvatar(user, identityID: identity)
+        case .driveFile(let id): try manager.files.storedFile(id, kind: .data)
         default: nil
         }
     }

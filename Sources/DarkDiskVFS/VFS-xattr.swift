@@ -155,7 +155,7 @@ extension VFS {
             if try storedFile(of: entry) != nil { return .locality(.full) }
             guard case .nodeFile(let id, .data) = entry else { return .locality(.absent) }
             // A download running here knows what it has before the index does (its checkpoints lag).
-            let partial = try manager.partialDownload(id)
+            let partial = try manager.files.partialDownload(id)
             let received = max(downloads?.receivedBytes(ofRunningDownload: id) ?? 0, partial?.receivedBytes ?? 0)
             guard received > 0 else { return .locality(.absent) }
             var size = partial?.size ?? 0
@@ -195,11 +195,11 @@ extension VFS {
             return .text(health?.current.text ?? "online")
         case .pool(let pool, let field):
             switch field {
-            case .maxSize: return .bytes(try manager.settings(for: pool).maxSize)
-            case .defaultExpiration: return .seconds(try manager.settings(for: pool).defaultExpiration)
-            case .size: return .bytes(try manager.storageSize(of: pool))
-            case .persistentSize: return .bytes(try manager.storageSize(of: pool, mode: .persistent))
-            case .cachedSize: return .bytes(try manager.storageSize(of: pool, mode: .cache))
+            case .maxSize: return .bytes(try manager.files.settings(for: pool).maxSize)
+            case .defaultExpiration: return .seconds(try manager.files.settings(for: pool).defaultExpiration)
+            case .size: return .bytes(try manager.files.storageSize(of: pool))
+            case .persistentSize: return .bytes(try manager.files.storageSize(of: pool, mode: .persistent))
+            case .cachedSize: return .bytes(try manager.files.storageSize(of: pool, mode: .cache))
             }
         }
     }
@@ -210,23 +210,23 @@ extension VFS {
         let notLocal = ExtendedAttribute.Failure(.notLocal, "\(entry.logName) is not stored here, so it has nothing to migrate or expire; read or fetch it first")
         switch (assignment, entry) {
         case (.persistent(let on), .nodeFile(let id, let kind)):
-            guard try manager.makeNodeFilePersistent(on, nodeID: id, kind: kind) else { throw notLocal }
+            guard try manager.files.makeNodeFilePersistent(on, nodeID: id, kind: kind) else { throw notLocal }
         case (.persistent(let on), .thumb(let id)):
-            guard try manager.makeNodeFilePersistent(on, nodeID: id, kind: .thumbnail) else { throw notLocal }
+            guard try manager.files.makeNodeFilePersistent(on, nodeID: id, kind: .thumbnail) else { throw notLocal }
         case (.persistent(let on), .avatarFile(let user, let identity)):
             // The store keeps a user's avatars together: they move between pools as one.
-            guard try manager.storedAvatar(user, identityID: identity) != nil else { throw notLocal }
-            try manager.makeUserAvatarsPersistent(on, userID: user)
+            guard try manager.files.storedAvatar(user, identityID: identity) != nil else { throw notLocal }
+            try manager.files.makeUserAvatarsPersistent(on, userID: user)
         case (.expiration(let seconds), .nodeFile(let id, let kind)):
-            guard try manager.setExpiration(Double(seconds), nodeID: id, kind: kind) else { throw notLocal }
+            guard try manager.files.setExpiration(Double(seconds), nodeID: id, kind: kind) else { throw notLocal }
         case (.expiration(let seconds), .thumb(let id)):
-            guard try manager.setExpiration(Double(seconds), nodeID: id, kind: .thumbnail) else { throw notLocal }
+            guard try manager.files.setExpiration(Double(seconds), nodeID: id, kind: .thumbnail) else { throw notLocal }
         case (.expiration(let seconds), .avatarFile(let user, let identity)):
-            guard try manager.setExpiration(Double(seconds), userID: user, identityID: identity) else { throw notLocal }
+            guard try manager.files.setExpiration(Double(seconds), userID: user, identityID: identity) else { throw notLocal }
         case (.maxSize(let pool, let bytes), .root):
-            try manager.setMaxSize(bytes, for: pool)
+            try manager.files.setMaxSize(bytes, for: pool)
         case (.defaultExpiration(let pool, let seconds), .root):
-            try manager.setDefaultExpiration(Double(seconds), for: pool)
+            try manager.files.setDefaultExpiration(Double(seconds), for: pool)
         case (.pin(let on), _):
             guard let target = Self.pinTarget(entry) else { throw ExtendedAttribute.Failure(.noSuchAttribute, "no such attribute") }
             try manager.setPin(on, on: target)

@@ -10,7 +10,7 @@ enum ListBench {
     static func run(_ what: String, store location: StoreLocation, count: Int) {
         do {
             let manager = try DiskManager.exists(at: location) ? DiskManager(location: location) : DiskManager.create(at: location)
-            try manager.setMaxSize(UInt64.max >> 2, for: .data)
+            try manager.files.setMaxSize(UInt64.max >> 2, for: .data)
             let started = Date()
             if what == "fill" {
                 let payload = Data(repeating: 0x5A, count: 1024)

@@ -43,7 +43,7 @@ func line(_ name: String, _ value: Double, _ unit: String, _ extra: String = "")
 do {
     let payload = Data(repeating: 0x5A, count: 1024)
     let manager = try DiskManager.exists(at: location) ? DiskManager(location: location) : DiskManager.create(at: location)
-    try manager.setMaxSize(UInt64.max >> 2, for: .data)
+    try manager.files.setMaxSize(UInt64.max >> 2, for: .data)
 
     /// Mean and worst single import over `sample` imports of 1 KiB cache files.
     func imports(_ prefix: String, sample: Int = 3000) throws -> (mean: Double, worst: Double) {
@@ -60,7 +60,7 @@ do {
     let empty = try imports("empty")
 
     // Fill the index to `count` files.
-    var filled = try manager.status().map(\.fileCount).reduce(0, +)
+    var filled = try manager.files.status().map(\.fileCount).reduce(0, +)
     let fill = try seconds {
         while filled < count {
             try manager.importNodeFile(DiskImport(cleartextData: payload), nodeID: NodeID("fill-\(filled)"))
@@ -70,8 +70,8 @@ do {
     FileHandle.standardError.write(Data("indexed \(filled) files (\(Int(fill)) s)\n".utf8))
 
     // Imports into a full pool: the limit is the current size, so imports keep evicting.
-    let cached = try manager.storageSize(of: .data, mode: .cache)
-    try manager.setMaxSize(cached, for: .data)
+    let cached = try manager.files.storageSize(of: .data, mode: .cache)
+    try manager.files.setMaxSize(cached, for: .data)
     let full = try imports("full")
     line("import_empty_pool", empty.mean * 1e3, "ms")
     line("import_full_pool", full.mean * 1e3, "ms", " ratio \(String(format: "%.2f", full.mean / empty.mean)) vs import_empty_pool")
@@ -79,10 +79,10 @@ do {
     line("import_full_pool_worst", full.worst * 1e3, "ms", " ratio \(String(format: "%.2f", full.worst / empty.worst)) vs import_empty_pool_worst")
 
     // Evicting 10 % of the pool in one go.
-    let evictedBytes = try manager.storageSize(of: .data, mode: .cache) / 10
-    let evictions = try seconds { try manager.setMaxSize(try manager.storageSize(of: .data, mode: .cache) - evictedBytes, for: .data) }
+    let evictedBytes = try manager.files.storageSize(of: .data, mode: .cache) / 10
+    let evictions = try seconds { try manager.files.setMaxSize(try manager.files.storageSize(of: .data, mode: .cache) - evictedBytes, for: .data) }
     line("evict_10_percent_of_\(count)", evictions, "s")
-    try manager.setMaxSize(UInt64.max >> 2, for: .data)
+    try manager.files.setMaxSize(UInt64.max >> 2, for: .data)
 } catch {
     FileHandle.standardError.write(Data("darkdisk-bench: \(error)\n".utf8))
     exit(1)

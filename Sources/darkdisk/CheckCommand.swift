@@ -34,7 +34,7 @@ struct CheckCommand: AsyncParsableCommand {
     func run() async throws {
         let manager = try storeOptions.open()
         // The start-up sweep locks each staging file it looks at: let it finish, so none is missed.
-        manager.waitForMaintenance()
+        manager.files.waitForMaintenance()
         let result = try manager.check(full: full)
         var remoteResult: RemoteCheckResult?
         if remote {

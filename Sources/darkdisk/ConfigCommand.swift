@@ -78,9 +78,9 @@ enum ConfigKey {
 
     func value(in manager: DiskManager) throws -> String {
         switch self {
-        case .maxSize(let pool): "\(try manager.settings(for: pool).maxSize)"
-        case .defaultExpiration(let pool): "\(Int(try manager.settings(for: pool).defaultExpiration))"
-        case .minFreePercent: "\(Int((try manager.minimumFreeFraction() * 100).rounded()))"
+        case .maxSize(let pool): "\(try manager.files.settings(for: pool).maxSize)"
+        case .defaultExpiration(let pool): "\(Int(try manager.files.settings(for: pool).defaultExpiration))"
+        case .minFreePercent: "\(Int((try manager.files.minimumFreeFraction() * 100).rounded()))"
         }
     }
 
@@ -90,15 +90,15 @@ enum ConfigKey {
             guard let bytes = ByteCount.parse(text) else {
                 throw CLIError("invalid size '\(text)' for \(name): use bytes, optionally with K, M, G, KiB, MiB or GiB")
             }
-            try manager.setMaxSize(bytes, for: pool)
+            try manager.files.setMaxSize(bytes, for: pool)
         case .defaultExpiration(let pool):
             guard let seconds = Int(text) else { throw CLIError("invalid expiration '\(text)' for \(name): use whole seconds") }
-            try manager.setDefaultExpiration(Double(seconds), for: pool)
+            try manager.files.setDefaultExpiration(Double(seconds), for: pool)
         case .minFreePercent:
             guard let percent = Int(text), (0...90).contains(percent) else {
                 throw CLIError("invalid value '\(text)' for \(name): use a whole percentage from 0 to 90")
             }
-            try manager.setMinimumFreeFraction(Double(percent) / 100)
+            try manager.files.setMinimumFreeFraction(Double(percent) / 100)
         }
     }
 }

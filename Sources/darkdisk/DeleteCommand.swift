@@ -37,11 +37,11 @@ struct DeleteCommand: AsyncParsableCommand {
                 try await CloudSync(manager: manager, remote: try StoreRemote.remote(for: manager)).deleteNode(id)
             } else if let kind {
                 let kind = try FileKind.parseNodeKind(kind)
-                guard try await manager.deleteNodeFile(id, kind: kind) else {
+                guard try await manager.files.deleteNodeFile(id, kind: kind) else {
                     throw CLIError("node '\(id)' has no \(kind.rawValue) stored locally")
                 }
             } else {
-                guard try await !manager.storedFiles(id).isEmpty else { throw CLIError("node '\(id)' has nothing stored locally") }
+                guard try await !manager.files.storedFiles(id).isEmpty else { throw CLIError("node '\(id)' has nothing stored locally") }
                 try await manager.deleteLocalFiles(of: [id])
             }
         case (nil, let user?):
@@ -49,12 +49,12 @@ struct DeleteCommand: AsyncParsableCommand {
             let id = try UserID(user)
             let manager = try storeOptions.open()
             if let identity {
-                guard try await manager.deleteUserAvatar(id, identityID: IdentityID(identity)) else {
+                guard try await manager.files.deleteUserAvatar(id, identityID: IdentityID(identity)) else {
                     throw CLIError("user '\(id)' has no avatar for identity '\(identity)'")
                 }
             } else {
-                guard try await !manager.storedAvatars(id).isEmpty else { throw CLIError("user '\(id)' has no avatar stored locally") }
-                try await manager.deleteUserAvatars(id)
+                guard try await !manager.files.storedAvatars(id).isEmpty else { throw CLIError("user '\(id)' has no avatar stored locally") }
+                try await manager.files.deleteUserAvatars(id)
             }
         case (nil, nil):
             throw CLIError("say what to delete: --node ID or --user ID")

@@ -29,7 +29,12 @@ struct ExportCommand: AsyncParsableCommand {
         if output == nil { try StandardStreams.requireOutput() }
         let manager = try storeOptions.open()
         let (reader, section, owner) = try await locate(id, kind: kind, manager: manager)
-        defer { withExtendedLifetime(owner) {} }  // it owns the reader's file (a retain token, a temporary download)
+        defer {
+            // It owns the reader's file (a retain token, a temporary download). A download too large for the
+            // pool is this command's alone: it goes before the process exits.
+            withExtendedLifetime(owner) {}
+            (owner as? NodeDataDownload)?.removeTemporaryFile()
+        }
         if let output {
             try OutputFile.write(to: output) { fd in try copy(reader, section: section, to: fd, name: output) }
         } else {
@@ -45,8 +50,8 @@ struct ExportCommand: AsyncParsableCommand {
             return (reader, section ?? reader.dataSection, export)
         }
         let section: CloudFileSection = kind == .metadata ? .metadata : kind == .thumbnail ? .thumbnail : .data
-        if let own = try await manager.nodeFile(id, kind: kind) { return try open(own) }
-        if kind != .data, let whole = try await manager.nodeFile(id, kind: .data), whole.isRemoteVersion(of: try await manager.outlineEntry(id)) {
+        if let own = try await manager.files.nodeFile(id, kind: kind) { return try open(own) }
+        if kind != .data, let whole = try await manager.files.nodeFile(id, kind: .data), whole.isRemoteVersion(of: try await manager.outlineEntry(id)) {
             return try open(whole, section: section.rawValue)
         }
         guard try await manager.outlineEntry(id) != nil else {
@@ -62,7 +67,7 @@ struct ExportCommand: AsyncParsableCommand {
         }
         let component: NodeMetaComponents = kind == .metadata ? .metadata : .thumbnail
         _ = try await downloads.downloadNodeMeta(id, components: component, options: DownloadOptions(cacheToDiskManager: true)).value
-        guard let fetched = try await manager.nodeFile(id, kind: kind) else { throw CLIError("node '\(id)' has no \(kind.rawValue)") }
+        guard let fetched = try await manager.files.nodeFile(id, kind: kind) else { throw CLIError("node '\(id)' has no \(kind.rawValue)") }
         return try open(fetched)
     }
 

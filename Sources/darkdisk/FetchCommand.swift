@@ -64,7 +64,7 @@ struct FetchCommand: AsyncParsableCommand {
             let download = try await ticket.value
             guard let export = download.export else {
                 let failure = try cannotKeep(id, .data, manager: manager, encryptedSize: download.cryptoFile.path)
-                manager.deleteFileIfUnmanaged(download.cryptoFile.path)  // the download the store could not keep
+                manager.files.deleteFileIfUnmanaged(download.cryptoFile.path)  // the download the store could not keep
                 throw failure
             }
             summary = "fetched node '\(id)': \(export.plaintextSize) bytes" + (export.isStoredPersistently ? ", kept persistently" : "")
@@ -76,8 +76,8 @@ struct FetchCommand: AsyncParsableCommand {
             guard let bytes = kind == .metadata ? meta.metadata : meta.thumbnail else {
                 throw CLIError("node '\(id)' has no \(kind.rawValue)")
             }
-            if persistent { try await manager.makeNodeFilePersistent(true, nodeID: id, kind: kind) }
-            guard try await manager.storedFile(id, kind: kind) != nil else {
+            if persistent { try await manager.files.makeNodeFilePersistent(true, nodeID: id, kind: kind) }
+            guard try await manager.files.storedFile(id, kind: kind) != nil else {
                 throw try cannotKeep(id, kind, manager: manager, encryptedSize: nil)
             }
             summary = "fetched the \(kind.rawValue) of node '\(id)': \(bytes.count) bytes" + (persistent ? ", kept persistently" : "")
@@ -101,7 +101,7 @@ struct FetchCommand: AsyncParsableCommand {
     /// the fetch downloads it again, pinned or not: `fetch` is how a damaged file is repaired. One whose
     /// change is not uploaded yet is the only copy there is: refused, and left for the user.
     private func dropDamagedCopy(of id: NodeID, manager: DiskManager) throws {
-        guard let export = try manager.nodeFile(id, kind: .data) else { return }
+        guard let export = try manager.files.nodeFile(id, kind: .data) else { return }
         let damage: (any Error)?
         do { try export.reader().authenticateAll(); damage = nil } catch { damage = error }
         guard let damage else { return }
@@ -115,7 +115,7 @@ struct FetchCommand: AsyncParsableCommand {
     /// The one-line failure of a fetch whose file its pool cannot keep (larger than the pool's max size).
     private func cannotKeep(_ id: NodeID, _ kind: FileKind, manager: DiskManager, encryptedSize path: String?) throws -> CLIError {
         let pool = kind.pool.rawValue
-        let limit = try manager.settings(for: kind.pool).maxSize
+        let limit = try manager.files.settings(for: kind.pool).maxSize
         let size = path.flatMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? UInt64 }.map { " (\($0) bytes encrypted)" } ?? ""
         return CLIError("the \(kind.rawValue) of node '\(id)'\(size) is larger than the \(pool) pool's max size (\(limit) bytes), so the cache cannot keep it: "
                         + "fetch it with --persistent, or raise pool.\(pool).max_size")

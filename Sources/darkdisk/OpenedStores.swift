@@ -14,7 +14,7 @@ enum OpenedStores {
     /// Waits for the upkeep each opened store has queued, and removes the scratch files it kept.
     static func finishUpkeep() {
         for manager in managers.withLock({ $0 }) {
-            manager.waitForMaintenance()
+            manager.files.waitForMaintenance()
             manager.releaseScratchFiles()
         }
     }

@@ -32,15 +32,15 @@ struct PersistCommand: ParsableCommand {
         case (let node?, nil):
             let id = try NodeID(node)
             let kind = try FileKind.parseNodeKind(kind ?? "data")
-            guard try storeOptions.open().makeNodeFilePersistent(persistent, nodeID: id, kind: kind) else {
+            guard try storeOptions.open().files.makeNodeFilePersistent(persistent, nodeID: id, kind: kind) else {
                 throw CLIError("node '\(id)' has no \(kind.rawValue) stored locally")
             }
         case (nil, let user?):
             if let kind { throw CLIError("--kind \(kind) is for nodes; an avatar has no kinds") }
             let id = try UserID(user)
             let manager = try storeOptions.open()
-            guard try !manager.storedAvatars(id).isEmpty else { throw CLIError("user '\(id)' has no avatar stored locally") }
-            try manager.makeUserAvatarsPersistent(persistent, userID: id)
+            guard try !manager.files.storedAvatars(id).isEmpty else { throw CLIError("user '\(id)' has no avatar stored locally") }
+            try manager.files.makeUserAvatarsPersistent(persistent, userID: id)
         case (nil, nil):
             throw CLIError("say what to move: --node ID or --user ID")
         default:

@@ -63,7 +63,7 @@ struct PullCommand: AsyncParsableCommand {
                                                              options: DownloadOptions(cacheToDiskManager: true)).value
                 }
                 // The new version has no such section: nothing is left to keep.
-                if try await manager.storedFile(id, kind: kind) == nil { try await manager.makeNodeFilePersistent(false, nodeID: id, kind: kind) }
+                if try await manager.files.storedFile(id, kind: kind) == nil { try await manager.files.makeNodeFilePersistent(false, nodeID: id, kind: kind) }
             } catch {
                 failed += 1
                 FileHandle.standardError.write(Data("darkdisk: the new \(kind.rawValue) of kept node '\(id)' did not download (\(error)); the next read or fetch keeps it\n".utf8))

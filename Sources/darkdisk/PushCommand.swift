@@ -90,7 +90,7 @@ struct PushCommand: AsyncParsableCommand {
                 guard thumbnailData == nil, metadataData == nil else { throw CLIError("--thumbnail and --metadata go with FILE") }
                 // Data of its own (imported here) goes up; a node whose data is only the remote's (not stored,
                 // or a downloaded copy) gets its record rewritten alone: a rename or move, nothing downloaded.
-                let data = try await manager.storedFile(id, kind: .data)
+                let data = try await manager.files.storedFile(id, kind: .data)
                 if let data, try await !data.isRemoteVersion(of: manager.outlineEntry(id)) {
                     try await manager.uploadQueue.add(id, name: name, parentID: parent)
                 } else if try await manager.outlineEntry(id) != nil {

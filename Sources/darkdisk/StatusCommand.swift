@@ -25,7 +25,7 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let manager = try storeOptions.open()
-        let pools = try manager.status()
+        let pools = try manager.files.status()
         let remote = try StoreRemote.url(for: manager)
         let boards = TransferBoard.read(manager.location)
         let conflicts = try manager.conflictCopies()

@@ -54,14 +54,14 @@ import Glibc
         try RemoteBucket.check(try setup.darkdiskB(["config", "set", "pool.data.max_size", "500K"]), "config")
         expectOneLineFailure(try setup.darkdiskB(["fetch", "--node", "big"]), mentioning: "--persistent")
         let manager = try DiskManager(location: StoreLocation(directory: setup.b.storePath), passphrase: Array("mount tests".utf8))
-        await #expect(try manager.storedFile(NodeID("big")) == nil)
+        await #expect(try manager.files.storedFile(NodeID("big")) == nil)
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: manager.location.temporaryDownloads)) ?? []).isEmpty,
                 "the download it could not keep is not left behind")
         // An export needs no room in the pool: it reads the download the store could not keep (it failed
         // with "was not cached"), and leaves nothing behind either.
         let exported = try setup.darkdiskB(["export", "--node", "big"])
         #expect(exported.status == 0 && exported.stdout == big, "\(exported.stderr)")
-        await #expect(try manager.storedFile(NodeID("big")) == nil)
+        await #expect(try manager.files.storedFile(NodeID("big")) == nil)
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: manager.location.temporaryDownloads)) ?? []).isEmpty)
 
         // On a terminal the progress bar shows, and the error then starts a line of its own.
@@ -73,14 +73,14 @@ import Glibc
         #expect(onTerminal[..<errorLine.lowerBound].utf8.last == UInt8(ascii: "\n"), "the error starts its own line: \(onTerminal.debugDescription)")
 
         try RemoteBucket.check(try setup.darkdiskB(["fetch", "--node", "big", "--persistent"]), "fetch --persistent")
-        let kept = try await #require(try manager.storedFile(NodeID("big")))
+        let kept = try await #require(try manager.files.storedFile(NodeID("big")))
         #expect(kept.mode == .persistent)
         #expect(try setup.darkdiskB(["export", "--node", "big"]).stdout == big)
 
         try RemoteBucket.check(try setup.darkdiskB(["fetch", "--node", "small"]), "fetch")
-        await #expect(try manager.storedFile(NodeID("small"))?.mode == .cache)
+        await #expect(try manager.files.storedFile(NodeID("small"))?.mode == .cache)
         try RemoteBucket.check(try setup.darkdiskB(["fetch", "--node", "small", "--persistent"]), "fetch --persistent of a cached node")
-        await #expect(try manager.storedFile(NodeID("small"))?.mode == .persistent)
+        await #expect(try manager.files.storedFile(NodeID("small"))?.mode == .persistent)
         expectOneLineFailure(try setup.darkdiskB(["fetch", "--user", "nobody", "--persistent"]), mentioning: "persist --user")
     }
 
@@ -97,7 +97,7 @@ import Glibc
         #expect(pull.status == 0, "\(pull.stderr)")
         #expect(pull.output.contains("1 changed") && pull.output.contains("replaced by their new versions: 1 of 1"), "\(pull.output)")
         let manager = try DiskManager(location: StoreLocation(directory: setup.b.storePath), passphrase: Array("mount tests".utf8))
-        await #expect(try manager.storedFile(NodeID("doc"))?.mode == .persistent, "the new version is kept")
+        await #expect(try manager.files.storedFile(NodeID("doc"))?.mode == .persistent, "the new version is kept")
         #expect(try setup.darkdiskB(["export", "--node", "doc"]).stdout == v2)
         #expect(try manager.keptVersionsToReplace().isEmpty)
     }

@@ -48,7 +48,7 @@ import Testing
         var round = 0
         while round < 50 || (states.count < 10 && round < 100) {
             defer { round += 1 }
-            let held = try await #require(try store.manager().nodeFile(NodeID("n0")), "round \(round): n0 is stored")
+            let held = try await #require(try store.manager().files.nodeFile(NodeID("n0")), "round \(round): n0 is stored")
             let heldPath = held.cryptoFile.path
             let pid = try Shell.spawn("/bin/sh", ["-c", script], newProcessGroup: true)
             try? await Task.sleep(nanoseconds: UInt64((Double.random(in: 0.05...0.6, using: &rng)) * 1e9))
@@ -60,7 +60,7 @@ import Testing
             _ = consume held
             states.insert(try await checkInvariants(location: location, contents: contents, round: round))
             // Keep n0 for the next round.
-            if try await store.manager().nodeFile(NodeID("n0")) == nil {
+            if try await store.manager().files.nodeFile(NodeID("n0")) == nil {
                 await #expect(try store.darkdisk(["import", store.directory + "/n0.bin", "--node", "n0", "--persistent"]).status == 0)
             }
         }
@@ -76,9 +76,9 @@ import Testing
     private func checkInvariants(location: StoreLocation, contents: [String: Data], round: Int) async throws -> Set<String> {
         let manager = try DiskManager(location: location)
         var indexed = Set<String>()
-        for id in try manager.storedNodeIDs() {
-            for file in try await manager.storedFiles(id) {
-                let export = try await manager.nodeFile(id, kind: file.kind)
+        for id in try manager.files.storedNodeIDs() {
+            for file in try await manager.files.storedFiles(id) {
+                let export = try await manager.files.nodeFile(id, kind: file.kind)
                 if file.mode == .persistent {
                     #expect(export != nil, "round \(round): persistent \(id) is in the index but not on disk")
                 }
@@ -92,7 +92,7 @@ import Testing
             Set(storedFilePaths(location)).subtracting(indexed).isEmpty
         }
         #expect(settled, "round \(round): orphans left: \(Set(storedFilePaths(location)).subtracting(indexed))")
-        let status = try manager.status().first { $0.pool == .data }!
+        let status = try manager.files.status().first { $0.pool == .data }!
         #expect(status.fileCount == indexed.count, "round \(round): index usage counts \(status.fileCount) files, disk has \(indexed.count)")
         return indexed
     }

@@ -42,7 +42,7 @@ import Glibc
         let held = CLIStore.bytes(3_000_000, seed: 300)
         try await RemoteBucket.check(try b.darkdisk(["import", try b.file("held", held), "--node", "held"]), "import held")
         let library = try b.manager()
-        let holder = try await #require(try library.nodeFile(NodeID("held")))
+        let holder = try await #require(try library.files.nodeFile(NodeID("held")))
         // Sources for the imports of the rounds, one per node ID, so any copy that reads back is checkable.
         for index in 0..<4 {
             let id = "import-\(index)"
@@ -95,7 +95,7 @@ import Glibc
             let check = try await b.darkdisk(["check"])
             #expect(check.status == 0, "round \(round) (\(kind)): \(check.output) \(check.stderr)")
             for (id, data) in contents.sorted(by: { $0.key < $1.key }) {
-                guard let stored = try await library.nodeFile(NodeID(id)) else {
+                guard let stored = try await library.files.nodeFile(NodeID(id)) else {
                     #expect(!id.hasPrefix("keep-"), "round \(round) (\(kind)): persistent node \(id) is gone")
                     continue
                 }

@@ -31,8 +31,8 @@ import Testing
         let fetch = try await b.darkdisk(["fetch", "--node", "pic", "--kind", "thumbnail", "--passphrase-file", passphrase])
         #expect(fetch.status == 0 && fetch.stderr.isEmpty, "\(fetch.stderr)")
         let manager = try DiskManager(location: StoreLocation(directory: b.storePath), passphrase: Array("meta and avatars".utf8))
-        await #expect(try manager.nodeFile(NodeID("pic"), kind: .thumbnail) != nil)
-        await #expect(try manager.nodeFile(NodeID("pic"), kind: .data) == nil, "the data stayed in the cloud")
+        await #expect(try manager.files.nodeFile(NodeID("pic"), kind: .thumbnail) != nil)
+        await #expect(try manager.files.nodeFile(NodeID("pic"), kind: .data) == nil, "the data stayed in the cloud")
         await #expect(try b.darkdisk(["export", "--node", "pic", "--kind", "thumbnail", "--passphrase-file", passphrase]).stdout == thumbnail)
         // Metadata that is not local is fetched on demand by export.
         await #expect(try b.darkdisk(["export", "--node", "pic", "--kind", "metadata", "--passphrase-file", passphrase]).stdout == metadata)
@@ -53,7 +53,7 @@ import Testing
         let fetch = try await b.darkdisk(["fetch", "--user", "carol", "--passphrase-file", passphrase])
         #expect(fetch.status == 0, "\(fetch.stderr)")
         let manager = try DiskManager(location: StoreLocation(directory: b.storePath), passphrase: Array("meta and avatars".utf8))
-        let stored = try await #require(try manager.userAvatar(UserID("carol"), identityID: IdentityID("auth0|c@x.org")))
+        let stored = try await #require(try manager.files.userAvatar(UserID("carol"), identityID: IdentityID("auth0|c@x.org")))
         #expect(try FileConversion.decryptIntoMemory(path: stored.cryptoFile.path, key: stored.cryptoFile.key) == picture)
 
         let unknown = try await b.darkdisk(["fetch", "--user", "dave", "--passphrase-file", passphrase])

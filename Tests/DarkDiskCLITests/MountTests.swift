@@ -123,7 +123,7 @@ import Testing
         await #expect(try store.darkdisk(["import", try store.file("t", CLIStore.bytes(300_000, seed: 2)), "--node", "tampered", "--persistent"]).status == 0)
         await #expect(try store.darkdisk(["import", try store.file("g", good), "--node", "good", "--persistent"]).status == 0)
         // Flip one bit in the second chunk of the tampered node's stored file.
-        let export = try await #require(try store.manager().nodeFile(NodeID("tampered")))
+        let export = try await #require(try store.manager().files.nodeFile(NodeID("tampered")))
         let path = export.cryptoFile.path
         let chunkSize = try CryptoFileReader(path: path, key: export.cryptoFile.key).header.chunkSize
         let handle = try #require(FileHandle(forUpdatingAtPath: path))

@@ -18,7 +18,7 @@ import Testing
         let store = try CLIStore()
         #expect(try await store.darkdisk(["init"]).status == 0)
         let manager = try store.manager()
-        let changes = manager.changes()
+        let changes = manager.files.changes()
 
         #expect(try await store.darkdisk(["import", "-", "--node", "t", "--kind", "thumbnail"], stdin: Data("png 1".utf8)).status == 0)
         #expect(try await store.darkdisk(["import", "-", "--node", "t", "--kind", "thumbnail"], stdin: Data("png 2".utf8)).status == 0)

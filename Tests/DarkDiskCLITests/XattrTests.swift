@@ -38,15 +38,15 @@ import Testing
         #expect(root.keys.sorted() == Self.rootNames.sorted())
         let manager = try store.manager()
         for pool in Pool.allCases {
-            let settings = try manager.settings(for: pool)
+            let settings = try manager.files.settings(for: pool)
             #expect(root["user.darkdisk.pool.\(pool.rawValue).max_size"] == "\(settings.maxSize)")
             #expect(root["user.darkdisk.pool.\(pool.rawValue).default_expiration"] == "\(Int(settings.defaultExpiration))")
-            #expect(root["user.darkdisk.pool.\(pool.rawValue).size"] == "\(try manager.storageSize(of: pool))")
-            #expect(root["user.darkdisk.pool.\(pool.rawValue).persistent_size"] == "\(try manager.storageSize(of: pool, mode: .persistent))")
-            #expect(root["user.darkdisk.pool.\(pool.rawValue).cached_size"] == "\(try manager.storageSize(of: pool, mode: .cache))")
+            #expect(root["user.darkdisk.pool.\(pool.rawValue).size"] == "\(try manager.files.storageSize(of: pool))")
+            #expect(root["user.darkdisk.pool.\(pool.rawValue).persistent_size"] == "\(try manager.files.storageSize(of: pool, mode: .persistent))")
+            #expect(root["user.darkdisk.pool.\(pool.rawValue).cached_size"] == "\(try manager.files.storageSize(of: pool, mode: .cache))")
         }
         #expect(root["user.darkdisk.pool.avatars.default_expiration"] == "604800", "the avatars pool expires after 7 days by default")
-        #expect(try manager.storageSize(of: .data, mode: .persistent) > 2000, "kept's encrypted file is counted")
+        #expect(try manager.files.storageSize(of: .data, mode: .persistent) > 2000, "kept's encrypted file is counted")
 
         // Other folders carry no attributes, and the names of one kind of inode are not answered by the other.
         for folder in ["/nodes", "/nodes/cached", "/thumbs", "/avatars", "/avatars/alice"] {
@@ -99,29 +99,29 @@ import Testing
         let mount = try Mount(store)
         let manager = try store.manager()
         let path = mount.path + "/nodes/n/data"
-        await #expect(try manager.storedFile(NodeID("n"))?.mode == .cache)
+        await #expect(try manager.files.storedFile(NodeID("n"))?.mode == .cache)
 
         #expect(try setfattr(path, "user.darkdisk.persistent", "1").status == 0)
-        await #expect(try manager.storedFile(NodeID("n"))?.mode == .persistent)
-        await #expect(try manager.storedFile(NodeID("n"), kind: .thumbnail)?.mode == .cache, "only the data moved")
+        await #expect(try manager.files.storedFile(NodeID("n"))?.mode == .persistent)
+        await #expect(try manager.files.storedFile(NodeID("n"), kind: .thumbnail)?.mode == .cache, "only the data moved")
         #expect(try getfattr(path, "user.darkdisk.persistent") == "1")
         await #expect(try Shell.sh("cat \(Shell.quote(path))").stdout == data, "the migrated file reads the same")
         #expect(try setfattr(path, "user.darkdisk.persistent", "1").status == 0, "setting it again is harmless")
         #expect(try setfattr(path, "user.darkdisk.persistent", "0").status == 0)
-        await #expect(try manager.storedFile(NodeID("n"))?.mode == .cache)
+        await #expect(try manager.files.storedFile(NodeID("n"))?.mode == .cache)
         #expect(try getfattr(path, "user.darkdisk.persistent") == "0")
 
         // /thumbs/<id> is the node's thumbnail; an avatar moves with its user's other avatars.
         #expect(try setfattr(mount.path + "/thumbs/n", "user.darkdisk.persistent", "1").status == 0)
-        await #expect(try manager.storedFile(NodeID("n"), kind: .thumbnail)?.mode == .persistent)
+        await #expect(try manager.files.storedFile(NodeID("n"), kind: .thumbnail)?.mode == .persistent)
         #expect(try getfattr(mount.path + "/nodes/n/thumbnail", "user.darkdisk.persistent") == "1")
         #expect(try setfattr(mount.path + "/avatars/alice/a", "user.darkdisk.persistent", "1").status == 0)
-        await #expect(try manager.storedAvatars(UserID("alice")).map(\.mode) == [.persistent, .persistent])
+        await #expect(try manager.files.storedAvatars(UserID("alice")).map(\.mode) == [.persistent, .persistent])
 
         // What the user sees in `status`: the persistent bytes moved.
         let status = try await store.darkdisk(["status", "--json"])
         let pools = try JSONDecoder().decode(StatusReport.self, from: status.stdout).pools
-        let thumbnailSize = try await manager.storedFile(NodeID("n"), kind: .thumbnail)?.storedSize
+        let thumbnailSize = try await manager.files.storedFile(NodeID("n"), kind: .thumbnail)?.storedSize
         #expect(pools.first { $0.name == "thumbnails" }?.persistentSize == thumbnailSize)
         #expect(pools.first { $0.name == "avatars" }?.cachedSize == 0)
         await #expect(eventually(within: 10) { mount.log.contains("node n data: set user.darkdisk.persistent to 1") }, "log: \(mount.log)")
@@ -139,13 +139,13 @@ import Testing
         #expect(try getfattr(mount.path, "user.darkdisk.pool.data.cached_size") != "0")
 
         #expect(try setfattr(mount.path, "user.darkdisk.pool.data.max_size", "0").status == 0)
-        #expect(try manager.settings(for: .data).maxSize == 0)
-        for id in ["c1", "c2", "c3"] { await #expect(try manager.storedFile(NodeID(id)) == nil, "\(id) was evicted at once") }
-        await #expect(try manager.storedFile(NodeID("p"))?.mode == .persistent)
+        #expect(try manager.files.settings(for: .data).maxSize == 0)
+        for id in ["c1", "c2", "c3"] { await #expect(try manager.files.storedFile(NodeID(id)) == nil, "\(id) was evicted at once") }
+        await #expect(try manager.files.storedFile(NodeID("p"))?.mode == .persistent)
         #expect(try getfattr(mount.path, "user.darkdisk.pool.data.max_size") == "0")
         #expect(try getfattr(mount.path, "user.darkdisk.pool.data.cached_size") == "0")
         let persistent = try getfattr(mount.path, "user.darkdisk.pool.data.persistent_size")
-        let stored = try await manager.storedFile(NodeID("p"))
+        let stored = try await manager.files.storedFile(NodeID("p"))
         #expect(persistent == "\(stored!.storedSize)")
         #expect(try getfattr(mount.path, "user.darkdisk.pool.data.size") == persistent)
         await #expect(try Shell.sh("ls \(Shell.quote(mount.path + "/nodes"))").output.contains("p\n"))
@@ -153,10 +153,10 @@ import Testing
 
         // Other pools are their own.
         #expect(try setfattr(mount.path, "user.darkdisk.pool.thumbnails.max_size", "123456789").status == 0)
-        #expect(try manager.settings(for: .thumbnails).maxSize == 123_456_789)
-        #expect(try manager.settings(for: .data).maxSize == 0)
+        #expect(try manager.files.settings(for: .thumbnails).maxSize == 123_456_789)
+        #expect(try manager.files.settings(for: .data).maxSize == 0)
         #expect(try setfattr(mount.path, "user.darkdisk.pool.avatars.default_expiration", "-5").status == 0)
-        #expect(try manager.settings(for: .avatars).defaultExpiration == -5)
+        #expect(try manager.files.settings(for: .avatars).defaultExpiration == -5)
         #expect(try getfattr(mount.path, "user.darkdisk.pool.avatars.default_expiration") == "-5")
         await #expect(try store.darkdisk(["config", "get", "pool.thumbnails.max_size"]).output == "123456789\n")
     }
@@ -170,7 +170,7 @@ import Testing
         let old = mount.path + "/nodes/old/data", kept = mount.path + "/nodes/kept/data"
 
         #expect(try setfattr(old, "user.darkdisk.expiration", "-1").status == 0)
-        await #expect(try manager.storedFile(NodeID("old"))?.expiration == -1)
+        await #expect(try manager.files.storedFile(NodeID("old"))?.expiration == -1)
         #expect(try getfattr(old, "user.darkdisk.expiration") == "-1")
         #expect(try setfattr(old, "user.darkdisk.expiration", "86400\n").status == 0, "one trailing newline is fine")
         #expect(try getfattr(old, "user.darkdisk.expiration") == "86400")
@@ -180,12 +180,12 @@ import Testing
         // A persistent file keeps its value (it matters once it is a cache file again) and does not expire.
         try? await Task.sleep(nanoseconds: UInt64((1.2) * 1e9))
         #expect(try setfattr(kept, "user.darkdisk.expiration", "1").status == 0)
-        await #expect(try manager.storedFile(NodeID("kept"))?.expiration == 1)
+        await #expect(try manager.files.storedFile(NodeID("kept"))?.expiration == 1)
         #expect(try getfattr(kept, "user.darkdisk.expiration") == "1")
         // A cache file modified more than a second ago, told to expire after one second, goes at once.
         #expect(try setfattr(old, "user.darkdisk.expiration", "1").status == 0)
-        await #expect(try manager.storedFile(NodeID("old")) == nil)
-        await #expect(try manager.storedFile(NodeID("kept")) != nil)
+        await #expect(try manager.files.storedFile(NodeID("old")) == nil)
+        await #expect(try manager.files.storedFile(NodeID("kept")) != nil)
     }
 
     @Test func badValuesAreInvalidArguments() async throws {
@@ -194,7 +194,7 @@ import Testing
         let mount = try Mount(store)
         let manager = try store.manager()
         let file = mount.path + "/nodes/n/data"
-        let before = try manager.settings(for: .data)
+        let before = try manager.files.settings(for: .data)
         // setfattr decodes `-v 0x…` as hex: the bytes arrive exactly as written, NULs included.
         let bad: [(String, String, String)] = [
             (file, "user.darkdisk.persistent", "2"), (file, "user.darkdisk.persistent", "-1"),
@@ -219,17 +219,17 @@ import Testing
             let run = try setfattr(path, name, value)
             #expect(run.status != 0 && run.stderr.contains("Invalid argument"), "\(name) = \(value.prefix(40)): \(run.stderr)")
         }
-        await #expect(try manager.storedFile(NodeID("n"))?.mode == .cache)
-        await #expect(try manager.storedFile(NodeID("n"))?.expiration == 0)
-        #expect(try manager.settings(for: .data) == before)
+        await #expect(try manager.files.storedFile(NodeID("n"))?.mode == .cache)
+        await #expect(try manager.files.storedFile(NodeID("n"))?.expiration == 0)
+        #expect(try manager.files.settings(for: .data) == before)
         // No value at all (`setfattr -n NAME`) is an empty value.
         let empty = try await Shell.run("/usr/bin/setfattr", ["-n", "user.darkdisk.persistent", file])
         #expect(empty.stderr.contains("Invalid argument"), "\(empty.stderr)")
         // The largest allowed numbers are accepted.
         #expect(try setfattr(mount.path, "user.darkdisk.pool.data.max_size", "9223372036854775807").status == 0)
-        #expect(try manager.settings(for: .data).maxSize == UInt64(Int64.max))
+        #expect(try manager.files.settings(for: .data).maxSize == UInt64(Int64.max))
         #expect(try setfattr(file, "user.darkdisk.persistent", "0x310a").status == 0, "1 and a newline")
-        await #expect(try manager.storedFile(NodeID("n"))?.mode == .persistent)
+        await #expect(try manager.files.storedFile(NodeID("n"))?.mode == .persistent)
     }
 
     @Test func unknownReadOnlyAndRemovedNames() async throws {
@@ -333,10 +333,10 @@ import Testing
             """
         let pid = try Shell.spawn("/bin/sh", ["-c", script], stdout: store.directory + "/out", stderr: store.directory + "/err")
         await #expect(eventually(within: 20) { FileManager.default.fileExists(atPath: deleted) })
-        var partial = try await manager.beginPartialDownload(NodeID("half"), etag: "e1", size: 10_000)
+        var partial = try await manager.files.beginPartialDownload(NodeID("half"), etag: "e1", size: 10_000)
         #expect(FileManager.default.createFile(atPath: partial.path, contents: Data(count: 4096)))
         partial.add(0..<4096)
-        try await manager.savePartialDownload(partial)
+        try await manager.files.savePartialDownload(partial)
         #expect(FileManager.default.createFile(atPath: recorded, contents: nil))
         await #expect(Shell.wait(pid, seconds: 30) == 0)
 
@@ -345,7 +345,7 @@ import Testing
         let err = try String(contentsOfFile: store.directory + "/err", encoding: .utf8)
         #expect(err == "setfattr: /proc/\(pid)/fd/3: Object is remote\nsetfattr: /proc/\(pid)/fd/4: Object is remote\n", "\(err)")
         await #expect(eventually(within: 10) { mount.log.contains("node gone data is not stored here") }, "log: \(mount.log)")
-        await #expect(try manager.storedFile(NodeID("gone")) == nil)
+        await #expect(try manager.files.storedFile(NodeID("gone")) == nil)
     }
 
     @Test func writesAreRefusedAsOnAReadOnlyFileSystem() async throws {

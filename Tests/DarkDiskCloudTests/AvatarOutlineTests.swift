@@ -25,25 +25,25 @@ import Testing
         #expect(listed.map(\.identityID) == [work], "only identities with an avatar are listed")
         #expect(listed.first?.plaintextSize == 40_000, "the image size, known before any download")
         #expect(try await setup.b.outlineVersion() > clock, "a mount watching the outline clock notices")
-        await #expect(try setup.b.storedAvatars(alice).isEmpty, "pull downloads no avatar")
+        await #expect(try setup.b.files.storedAvatars(alice).isEmpty, "pull downloads no avatar")
 
         // A local copy of the listed avatar, and one imported here only (another user, not in the cloud).
         _ = try await DownloadManager(manager: setup.b, remote: setup.remote).downloadUserAvatar(alice, identityID: work).value
-        #expect(try setup.b.storedAvatar(alice, identityID: work) != nil)
+        #expect(try setup.b.files.storedAvatar(alice, identityID: work) != nil)
         let carol = try UserID("carol")
         _ = try await setup.b.importUserAvatar(DiskImport(cleartextData: CloudTests.bytes(1_000, seed: 52)), userID: carol, identityID: work)
 
         // Pulling again with nothing changed keeps the copy.
         let unchanged = try await setup.b.outlineVersion()
         _ = try await pulling.pull()
-        #expect(try setup.b.storedAvatar(alice, identityID: work) != nil)
+        #expect(try setup.b.files.storedAvatar(alice, identityID: work) != nil)
         #expect(try await setup.b.outlineVersion() == unchanged, "an unchanged listing does not move the clock")
 
         // The avatar is replaced in the cloud: the stale local copy goes, the new size is listed.
         let replacement = CloudTests.bytes(12_345, seed: 53)
         try await sync.pushUserIdentity(alice, identityID: work, avatar: replacement)
         _ = try await pulling.pull()
-        #expect(try setup.b.storedAvatar(alice, identityID: work) == nil, "the replaced avatar's copy is stale")
+        #expect(try setup.b.files.storedAvatar(alice, identityID: work) == nil, "the replaced avatar's copy is stale")
         #expect(try setup.b.avatarOutlineEntry(alice, identityID: work)?.plaintextSize == 12_345)
         let fetched = try await DownloadManager(manager: setup.b, remote: setup.remote).downloadUserAvatar(alice, identityID: work).value
         #expect(fetched.image == replacement)
@@ -52,8 +52,8 @@ import Testing
         try await setup.remote.delete(CloudLayout.user(alice, with: setup.a))
         _ = try await pulling.pull()
         await #expect(try setup.b.avatarOutline(alice).isEmpty)
-        #expect(try setup.b.storedAvatar(alice, identityID: work) == nil)
-        #expect(try setup.b.storedAvatar(carol, identityID: work) != nil, "an avatar only imported here is not the cloud's to delete")
+        #expect(try setup.b.files.storedAvatar(alice, identityID: work) == nil)
+        #expect(try setup.b.files.storedAvatar(carol, identityID: work) != nil, "an avatar only imported here is not the cloud's to delete")
     }
 
     /// Records written before `plaintextSize` existed: the size comes from the avatar's authenticated header.

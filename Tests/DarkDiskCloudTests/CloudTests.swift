@@ -90,13 +90,13 @@ import Testing
         #expect(result.added == 1)
         let outline = try #require(try await setup.b.outlineEntry(NodeID("n1")))
         #expect(outline.name == "photo.jpg" && outline.dataSize == 3_000_000)
-        await #expect(try setup.b.nodeFile(NodeID("n1")) == nil, "pull downloads no data")
+        await #expect(try setup.b.files.nodeFile(NodeID("n1")) == nil, "pull downloads no data")
 
         let downloads = DownloadManager(manager: setup.b, remote: setup.remote, partSize: 256 * 1024)
         let export = try await downloads.nodeData(NodeID("n1"))
         #expect(try plaintext(export) == data)
         #expect(export.mode == .cache)
-        await #expect(try setup.b.partialDownload(NodeID("n1")) == nil)
+        await #expect(try setup.b.files.partialDownload(NodeID("n1")) == nil)
     }
 
     @Test func resumeTransfersOnlyTheMissingBytes() async throws {
@@ -111,7 +111,7 @@ import Testing
         await #expect(throws: RemoteError.self) {
             _ = try await DownloadManager(manager: setup.b, remote: flaky, partSize: partSize, parallelParts: 1).nodeData(NodeID("big"))
         }
-        let partial = try await #require(try setup.b.partialDownload(NodeID("big")))
+        let partial = try await #require(try setup.b.files.partialDownload(NodeID("big")))
         #expect(partial.receivedBytes == 6 * partSize, "the parts that arrived are recorded")
 
         let counting = FaultyRemote(setup.remote)
@@ -154,8 +154,8 @@ import Testing
         } catch let error as RemoteError {
             #expect(error.message.contains("not the version its record names"), "\(error)")
         }
-        await #expect(try setup.b.nodeFile(id) == nil)
-        await #expect(try setup.b.partialDownload(id) == nil)
+        await #expect(try setup.b.files.nodeFile(id) == nil)
+        await #expect(try setup.b.files.partialDownload(id) == nil)
     }
 
     @Test func truncatedBodiesAreRefused() async throws {
@@ -170,7 +170,7 @@ import Testing
         } catch let error as RemoteError {
             #expect(error.code == .invalidResponse)
         }
-        await #expect(try setup.b.nodeFile(NodeID("t")) == nil)
+        await #expect(try setup.b.files.nodeFile(NodeID("t")) == nil)
     }
 
     @Test func concurrentRequestsShareOneTransfer() async throws {
@@ -197,14 +197,14 @@ import Testing
         try await syncA.push(dataFile: setup.file("2", Data("two".utf8)), nodeID: NodeID("gone"))
         _ = try await syncB.pull()
         _ = try await DownloadManager(manager: setup.b, remote: setup.remote).nodeData(NodeID("keep"))
-        await #expect(try setup.b.nodeFile(NodeID("keep")) != nil)
+        await #expect(try setup.b.files.nodeFile(NodeID("keep")) != nil)
 
         // A new version of "keep" invalidates B's local copy; the next read gets the new bytes.
         try await syncA.push(dataFile: setup.file("1b", Data("one, changed".utf8)), nodeID: NodeID("keep"))
         try await syncA.deleteNode(NodeID("gone"))
         let result = try await syncB.pull()
         #expect(result.changed == 1 && result.deleted == 1)
-        await #expect(try setup.b.nodeFile(NodeID("keep")) == nil, "the stale copy is gone")
+        await #expect(try setup.b.files.nodeFile(NodeID("keep")) == nil, "the stale copy is gone")
         #expect(try await setup.b.outlineEntry(NodeID("gone")) == nil)
         let fresh = try await DownloadManager(manager: setup.b, remote: setup.remote).nodeData(NodeID("keep"))
         #expect(try plaintext(fresh) == Data("one, changed".utf8))

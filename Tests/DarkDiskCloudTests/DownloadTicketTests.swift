@@ -22,11 +22,11 @@ import Testing
         let path = try #require(download?.cryptoFile.path)
         #expect(download?.export == nil, "the seeds' default for data: not cached")
         #expect(try cloudPlaintext(download!.cryptoFile) == data)
-        await #expect(try setup.b.nodeFile(id) == nil, "nothing entered the store")
+        await #expect(try setup.b.files.nodeFile(id) == nil, "nothing entered the store")
         #expect(FileManager.default.fileExists(atPath: path))
         download = nil
         #expect(!FileManager.default.fileExists(atPath: path), "released with its last holder")
-        await #expect(try setup.b.partialDownload(id) == nil)
+        await #expect(try setup.b.files.partialDownload(id) == nil)
     }
 
     @Test func cachedDataEntersTheCachePoolAndLaterRequestsAreLocal() async throws {
@@ -122,7 +122,7 @@ import Testing
         // Wait for the abandoned transfer's task to record what it received and let go of its lock.
         var partial: PartialDownload?
         for _ in 0..<500 {
-            partial = try await setup.b.partialDownload(id)
+            partial = try await setup.b.files.partialDownload(id)
             if let partial, partial.receivedBytes > 0, !FileManager.default.fileExists(atPath: setup.b.location.cacheDirectory + "/partial/abandoned.lock") { break }
             try await Task.sleep(nanoseconds: 20_000_000)
         }
@@ -146,7 +146,7 @@ import Testing
         flaky.failAfterBytes.store(1_300_000, ordering: .relaxed)
         let downloads = DownloadManager(manager: setup.b, remote: flaky, partSize: 1 << 20, parallelParts: 1, checkpointBytes: 64 * 1024)
         await #expect(throws: RemoteError.self) { _ = try await downloads.nodeData(id) }
-        let partial = try await #require(try setup.b.partialDownload(id))
+        let partial = try await #require(try setup.b.files.partialDownload(id))
         #expect(partial.receivedBytes == 1_300_000, "everything before the cut is kept, not just whole parts")
         let counting = FaultyRemote(setup.remote)
         _ = try await DownloadManager(manager: setup.b, remote: counting, partSize: 1 << 20).nodeData(id)

@@ -14,10 +14,10 @@ import Testing
         try bytes.withUnsafeBytes { try content.write(offset: 0, bytes: $0) }
         try setup.a.commitDriveFile(node.id, content: content)
 
-        let stored = try await #require(try setup.a.storedFile(node.id, kind: .data))
+        let stored = try await #require(try setup.a.files.storedFile(node.id, kind: .data))
         #expect(stored.format == .cloudFile)
         #expect(!stored.isRemoteVersion(of: try await setup.a.outlineEntry(node.id)), "not uploaded yet: a version of its own")
-        let export = try #require(try await setup.a.nodeFile(node.id, kind: .data))
+        let export = try #require(try await setup.a.files.nodeFile(node.id, kind: .data))
         let header = try export.reader().header
         let storedBytes = try Data(contentsOf: URL(fileURLWithPath: export.cryptoFile.path))
         #expect(UInt64(storedBytes.count) == header.fileLength)
@@ -28,7 +28,7 @@ import Testing
         #expect(object.count > storedBytes.count, "padded")
         #expect(object.prefix(storedBytes.count) == storedBytes, "the object is the stored file, byte for byte, then its padding")
         #expect(outline.cloudFileID == header.fileID, "the record names the stored file's own file ID")
-        let after = try await #require(try setup.a.storedFile(node.id, kind: .data))
+        let after = try await #require(try setup.a.files.storedFile(node.id, kind: .data))
         #expect(after.isRemoteVersion(of: outline), "uploaded: the stored file is the remote's version")
 
         // Another machine reads what went up.
@@ -52,12 +52,12 @@ import Testing
         let downloads = DownloadManager(manager: setup.b, remote: setup.remote)
         _ = try await downloads.nodeData(id)
         let outline = try #require(try await setup.b.outlineEntry(id))
-        await #expect(try #require(try setup.b.storedFile(id, kind: .data)).isRemoteVersion(of: outline), "downloaded: the remote's version")
+        await #expect(try #require(try setup.b.files.storedFile(id, kind: .data)).isRemoteVersion(of: outline), "downloaded: the remote's version")
 
-        let content = try setup.b.stagedContent(for: id, base: try await setup.b.nodeFile(id, kind: .data))
+        let content = try setup.b.stagedContent(for: id, base: try await setup.b.files.nodeFile(id, kind: .data))
         try Data("new".utf8).withUnsafeBytes { try content.write(offset: 0, bytes: $0) }
         try setup.b.commitDriveFile(id, content: content)
-        let rewritten = try await #require(try setup.b.storedFile(id, kind: .data))
+        let rewritten = try await #require(try setup.b.files.storedFile(id, kind: .data))
         #expect(rewritten.format == .cloudFile)
         #expect(!rewritten.isRemoteVersion(of: try await setup.b.outlineEntry(id)), "written here: its own version")
         let meta = try await downloads.downloadNodeMeta(id, components: [.thumbnail]).value

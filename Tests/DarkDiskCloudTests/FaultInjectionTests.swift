@@ -102,7 +102,7 @@ import Testing
         let second = try await rig.downloads(partSize: 256 << 10, parallelParts: 3).nodeData(NodeID("three"))
         #expect(try rig.plaintext(second) == three)
         #expect(try rig.proxy.stats().cuts == 3)
-        await #expect(try rig.setup.b.partialDownload(NodeID("three")) == nil)
+        await #expect(try rig.setup.b.files.partialDownload(NodeID("three")) == nil)
     }
 
     @Test func connectionsThatKeepBeingCutAreAClearErrorThenTheDownloadResumes() async throws {
@@ -122,7 +122,7 @@ import Testing
         try rig.proxy.control(["cut": ["after": 0, "count": 1_000, "path": "/nodes/" + CloudLayout.nodeName(try NodeID("cut"), with: rig.setup.a)]])
         let error = await failure { try await rig.downloads(parallelParts: 2).nodeData(NodeID("cut")) }
         #expect(error?.code == .unreachable, "\(String(describing: error))")
-        await #expect(try rig.setup.b.nodeFile(NodeID("cut")) == nil, "no file from a failed download")
+        await #expect(try rig.setup.b.files.nodeFile(NodeID("cut")) == nil, "no file from a failed download")
         #expect(try await rig.setup.b.outlineEntry(NodeID("cut")) != nil, "a lost connection is not a deletion")
 
         try rig.proxy.control(["clear": true])
@@ -174,7 +174,7 @@ import Testing
         }
         #expect(try await rig.setup.b.outlineEntry(NodeID("other")) != nil, "an outage deleted a node from the outline")
         #expect(try await rig.setup.b.outlineEntry(NodeID("kept")) != nil, "an outage deleted a node from the outline")
-        await #expect(try rig.setup.b.nodeFile(NodeID("kept")) != nil, "an outage deleted a local copy")
+        await #expect(try rig.setup.b.files.nodeFile(NodeID("kept")) != nil, "an outage deleted a local copy")
 
         try rig.proxy.control(["clear": true])
         #expect(try rig.plaintext(try await downloads.nodeData(NodeID("other"))) == other)
@@ -195,7 +195,7 @@ import Testing
         let stats = try rig.proxy.stats()
         #expect(stats.replacements == 1)
         #expect(stats.requests.contains { $0.status == 412 }, "If-Match caught the change: \(stats.requests.map(\.status))")
-        await #expect(try rig.setup.b.partialDownload(NodeID("changing")) == nil)
+        await #expect(try rig.setup.b.files.partialDownload(NodeID("changing")) == nil)
     }
 
     /// Another version put in the place of the one the record names, between parts: the restart reads its
@@ -210,8 +210,8 @@ import Testing
                                            "sources": [replacement], "after": 2]])
         let error = await failure { try await rig.downloads(partSize: 256 << 10, parallelParts: 2).nodeData(NodeID("changing")) }
         #expect(error?.code == .invalidResponse && error?.message.contains("not the version its record names") == true, "\(String(describing: error))")
-        await #expect(try rig.setup.b.nodeFile(NodeID("changing")) == nil)
-        await #expect(try rig.setup.b.partialDownload(NodeID("changing")) == nil)
+        await #expect(try rig.setup.b.files.nodeFile(NodeID("changing")) == nil)
+        await #expect(try rig.setup.b.files.partialDownload(NodeID("changing")) == nil)
     }
 
     @Test func aCloudFileThatKeepsChangingIsAClearChangedError() async throws {
@@ -225,7 +225,7 @@ import Testing
                                            "sources": [first, second], "after": 1, "every": 2]])
         let error = await failure { try await rig.downloads(partSize: 256 << 10, parallelParts: 1).nodeData(NodeID("flapping")) }
         #expect(error?.code == .changed, "\(String(describing: error))")
-        await #expect(try rig.setup.b.nodeFile(NodeID("flapping")) == nil)
+        await #expect(try rig.setup.b.files.nodeFile(NodeID("flapping")) == nil)
         #expect(try rig.proxy.stats().replacements >= 3, "restarted from zero each time")
     }
 

@@ -53,11 +53,11 @@ import Testing
         #expect(reads() == afterDownloads, "stored copies answer a request that may not download")
 
         // Refresh: the remote is asked although copies are stored, and they are replaced; kept ones stay kept.
-        try await setup.b.makeNodeFilePersistent(true, nodeID: node, kind: .thumbnail)
-        try await setup.b.makeNodeFilePersistent(true, nodeID: node, kind: .data)
-        let oldThumbnail = try await #require(try setup.b.storedFile(node, kind: .thumbnail))
-        let oldData = try await #require(try setup.b.storedFile(node, kind: .data))
-        let oldAvatar = try #require(try setup.b.storedAvatar(user, identityID: identity))
+        try await setup.b.files.makeNodeFilePersistent(true, nodeID: node, kind: .thumbnail)
+        try await setup.b.files.makeNodeFilePersistent(true, nodeID: node, kind: .data)
+        let oldThumbnail = try await #require(try setup.b.files.storedFile(node, kind: .thumbnail))
+        let oldData = try await #require(try setup.b.files.storedFile(node, kind: .data))
+        let oldAvatar = try #require(try setup.b.files.storedAvatar(user, identityID: identity))
         let refreshed = try await downloads.downloadNodeMeta(node, components: .thumbnail, options: DownloadOptions.nodeMeta.with(.remote)).value
         #expect(refreshed.thumbnail == thumbnail)
         let dataTicket = downloads.downloadNodeData(node, options: DownloadOptions(cacheToDiskManager: true, policy: .remote))
@@ -65,9 +65,9 @@ import Testing
         let refreshedData = try #require(try await dataTicket.value.export)
         #expect(try await downloads.downloadUserAvatar(user, identityID: identity, options: DownloadOptions.userAvatar.with(.remote)).value.image == picture)
         #expect(reads() >= afterDownloads + 4, "the refreshes asked the remote (\(reads() - afterDownloads) reads)")
-        let newThumbnail = try await #require(try setup.b.storedFile(node, kind: .thumbnail))
-        let newData = try await #require(try setup.b.storedFile(node, kind: .data))
-        let newAvatar = try #require(try setup.b.storedAvatar(user, identityID: identity))
+        let newThumbnail = try await #require(try setup.b.files.storedFile(node, kind: .thumbnail))
+        let newData = try await #require(try setup.b.files.storedFile(node, kind: .data))
+        let newAvatar = try #require(try setup.b.files.storedAvatar(user, identityID: identity))
         #expect(newThumbnail.fileID != oldThumbnail.fileID && newData.fileID != oldData.fileID && newAvatar.fileID != oldAvatar.fileID,
                 "the stored copies were replaced by the remote's")
         #expect(newThumbnail.mode == .persistent && newData.mode == .persistent, "a refresh keeps a persistent file persistent")

@@ -26,11 +26,11 @@ import Testing
         #expect(counting.reads.load(ordering: .relaxed) == 3, "header, metadata, thumbnail: one range request each")
         let expected = CryptoFormat.headerSize + Int(header.ciphertextLength(ofSection: 0) + header.ciphertextLength(ofSection: 1))
         #expect(counting.bytesRead.load(ordering: .relaxed) == expected)
-        await #expect(try setup.b.nodeFile(id, kind: .data) == nil, "no data downloaded")
+        await #expect(try setup.b.files.nodeFile(id, kind: .data) == nil, "no data downloaded")
 
         // Cached by default: the next request is local.
-        await #expect(try setup.b.nodeFile(id, kind: .thumbnail)?.pool == .thumbnails)
-        await #expect(try setup.b.nodeFile(id, kind: .metadata) != nil)
+        await #expect(try setup.b.files.nodeFile(id, kind: .thumbnail)?.pool == .thumbnails)
+        await #expect(try setup.b.files.nodeFile(id, kind: .metadata) != nil)
         let again = try await downloads.downloadNodeMeta(id, components: [.metadata, .thumbnail]).value
         #expect(again.thumbnail == thumbnail && again.metadata == metadata)
         #expect(counting.reads.load(ordering: .relaxed) == 3)
@@ -53,7 +53,7 @@ import Testing
             .downloadNodeMeta(id, components: [.metadata, .thumbnail], options: DownloadOptions(cacheToDiskManager: false)).value
         #expect(meta.thumbnail == nil && meta.metadata == Data("{}".utf8) && meta.header == nil)
         #expect(counting.reads.load(ordering: .relaxed) == 2, "no request for an empty section")
-        await #expect(try setup.b.nodeFile(id, kind: .metadata) == nil, "not cached when asked not to")
+        await #expect(try setup.b.files.nodeFile(id, kind: .metadata) == nil, "not cached when asked not to")
     }
 
     @Test func damagedOrForeignMetaIsAnError() async throws {
@@ -69,7 +69,7 @@ import Testing
         await #expect(throws: CryptoError.self) {
             _ = try await DownloadManager(manager: setup.b, remote: rotten).downloadNodeMeta(one, components: .thumbnail).value
         }
-        await #expect(try setup.b.nodeFile(one, kind: .thumbnail) == nil)
+        await #expect(try setup.b.files.nodeFile(one, kind: .thumbnail) == nil)
         // Node two's cloud file swapped in for node one's: another node's key, refused at the header.
         let twoFile = try #require(try await setup.remote.readAll(try setup.cloudKey(two)))
         _ = try await setup.remote.write(try setup.cloudKey(one), data: twoFile)
@@ -92,7 +92,7 @@ import Testing
         let downloads = DownloadManager(manager: setup.b, remote: counting)
         let shown = try await downloads.downloadUserAvatar(user).value
         #expect(shown.identityID == work && shown.image == picture, "the display identity by default")
-        #expect(try setup.b.storedAvatar(user, identityID: work)?.mode == .cache, "cached in the avatars pool")
+        #expect(try setup.b.files.storedAvatar(user, identityID: work)?.mode == .cache, "cached in the avatars pool")
         let local = downloads.downloadUserAvatar(user, identityID: work)
         #expect(local.isFinished)
         #expect(try await local.value.image == picture)

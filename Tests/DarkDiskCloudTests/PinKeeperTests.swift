@@ -39,12 +39,12 @@ import Testing
         clock.advance(by: 4)
         await keeper.runOnce()
         #expect(downloads.activeTransfers == 0 && down.reads.load(ordering: .relaxed) == readsAfterFailure, "tried again before its backoff")
-        await #expect(try setup.b.storedFile(id, kind: .data) == nil)
+        await #expect(try setup.b.files.storedFile(id, kind: .data) == nil)
 
         down.failAfterReads.store(Int.max, ordering: .relaxed)  // the remote answers again
         clock.advance(by: 2)
         await keeper.runOnce()
-        #expect(await eventually(within: 60) { (try? setup.b.storedFile(id, kind: .data)) != nil }, "tried again once its backoff passed")
-        await #expect(try setup.b.storedFile(id, kind: .data)?.mode == .persistent)
+        #expect(await eventually(within: 60) { (try? setup.b.files.storedFile(id, kind: .data)) != nil }, "tried again once its backoff passed")
+        await #expect(try setup.b.files.storedFile(id, kind: .data)?.mode == .persistent)
     }
 }

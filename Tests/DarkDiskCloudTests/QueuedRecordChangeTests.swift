@@ -19,7 +19,7 @@ import Testing
         let syncA = CloudSync(manager: setup.a, remote: setup.remote), syncB = CloudSync(manager: setup.b, remote: setup.remote)
         let before = try Self.versions(setup, id)
         let etag = try #require(try await setup.a.outlineEntry(id)).cloudETag
-        await #expect(try setup.b.storedFile(id) == nil, "B holds nothing of the node")
+        await #expect(try setup.b.files.storedFile(id) == nil, "B holds nothing of the node")
 
         // B renames and moves it and changes its mode, without its data.
         let attributes = NodeAttributes(kind: .file, mode: 0o600, modifiedSeconds: 1_700_000_000)
@@ -30,7 +30,7 @@ import Testing
         #expect(drained.uploaded == [id] && drained.failed.isEmpty && drained.conflicts.isEmpty, "\(drained)")
         #expect(try await setup.b.uploadQueue.all().isEmpty)
         #expect(try Self.versions(setup, id) == before, "no new cloud file version: the record alone was written")
-        await #expect(try setup.b.storedFile(id) == nil, "still nothing downloaded")
+        await #expect(try setup.b.files.storedFile(id) == nil, "still nothing downloaded")
         #expect(try await setup.b.records.generation(of: id) == 2)
 
         let pulled = try await syncA.pull()

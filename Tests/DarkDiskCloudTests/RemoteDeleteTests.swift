@@ -85,7 +85,7 @@ import Testing
 
         let pulled = try await bucket.sync(b).pull()
         #expect(pulled.deleted == 0)
-        await #expect(try b.storedFiles(id).contains { $0.kind == .data })
+        await #expect(try b.files.storedFiles(id).contains { $0.kind == .data })
         let drained = try await bucket.sync(b).drainQueue()
         #expect(drained.uploaded == [id], "\(drained)")
         _ = try await bucket.sync(a).pull()

@@ -26,14 +26,14 @@ import Glibc
         try FileManager.default.removeItem(atPath: path)
         #expect(try await setup.a.uploadQueue.all().map(\.nodeID) == [id])
         #expect(try await setup.a.uploadQueue.change(of: id)?.state == .pending)
-        await #expect(try setup.a.storedFiles(id).first { $0.kind == .data }?.mode == .persistent)
+        await #expect(try setup.a.files.storedFiles(id).first { $0.kind == .data }?.mode == .persistent)
         #expect(try await setup.remote.list(prefix: "records/").isEmpty)
 
         let result = try await sync.drainQueue()
         #expect(result.uploaded == [id] && result.failed.isEmpty && result.conflicts.isEmpty)
         #expect(try await setup.a.uploadQueue.all().isEmpty)
         // Uploaded: the new content became a cache file (nothing is kept twice), the record names it.
-        await #expect(try setup.a.storedFiles(id).first { $0.kind == .data }?.mode == .cache)
+        await #expect(try setup.a.files.storedFiles(id).first { $0.kind == .data }?.mode == .cache)
         _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         let entry = try #require(try await setup.b.outlineEntry(id))
         #expect(entry.name == "movie.mkv" && entry.parentID == "folder" && entry.dataSize == 2_500_000 && entry.thumbnailSize == 5)
@@ -65,18 +65,18 @@ import Glibc
         let id = try NodeID("only-copy")
         try await setup.a.importNodeFile(DiskImport(cleartextData: bytes(300_000, 2)), nodeID: id)
         try await setup.a.uploadQueue.add(id, name: "only.bin")
-        try setup.a.setMaxSize(0, for: .data)
-        try await setup.a.enforceLimits(of: .data)
-        try setup.a.setDefaultExpiration(0.001, for: .data)
+        try setup.a.files.setMaxSize(0, for: .data)
+        try await setup.a.files.enforceLimits(of: .data)
+        try setup.a.files.setDefaultExpiration(0.001, for: .data)
         try await Task.sleep(for: .milliseconds(20))
-        _ = try setup.a.expireFiles()
-        await #expect(try setup.a.storedFiles(id).count == 1, "a queued file was evicted or expired")
+        _ = try setup.a.files.expireFiles()
+        await #expect(try setup.a.files.storedFiles(id).count == 1, "a queued file was evicted or expired")
 
         // Once uploaded it is a cache file like any other.
         try await CloudSync(manager: setup.a, remote: setup.remote).uploadQueued(id)
-        _ = try setup.a.expireFiles()
-        try await setup.a.enforceLimits(of: .data)
-        await #expect(try setup.a.storedFiles(id).isEmpty)
+        _ = try setup.a.files.expireFiles()
+        try await setup.a.files.enforceLimits(of: .data)
+        await #expect(try setup.a.files.storedFiles(id).isEmpty)
     }
 
     @Test func aFailedUploadStaysQueuedWithItsErrorAndIsRetried() async throws {
@@ -92,7 +92,7 @@ import Glibc
         let failed = try #require(try await setup.a.uploadQueue.change(of: id))
         #expect(failed.state == .failed && failed.attempts == 1)
         #expect(failed.lastError?.contains(blocker) == true, "\(failed.lastError ?? "")")
-        await #expect(try setup.a.storedFiles(id).count == 1)
+        await #expect(try setup.a.files.storedFiles(id).count == 1)
 
         let retried = try await CloudSync(manager: setup.a, remote: setup.remote).drainQueue()
         #expect(retried.uploaded == [id])

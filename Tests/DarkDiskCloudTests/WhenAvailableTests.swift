@@ -78,7 +78,7 @@ import Testing
         let other = DownloadManager(manager: setup.b, remote: slow, partSize: 256 * 1024, parallelParts: 2, checkpointBytes: 64 * 1024)
         let theirs = other.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
         var waited = 0
-        while await (try setup.b.partialDownload(id)?.ranges.isEmpty ?? true) && waited < 1000 {
+        while await (try setup.b.files.partialDownload(id)?.ranges.isEmpty ?? true) && waited < 1000 {
             try await Task.sleep(nanoseconds: 5_000_000)
             waited += 1
         }
@@ -135,7 +135,7 @@ import Testing
     /// of several downloads are each answered with the bytes, never by the timeout.
     @Test func aReaderArrivingAsTheDownloadEndsIsAnsweredAtOnce() async throws {
         let setup = try CloudTests.Setup()
-        try setup.b.setMaxSize(100_000, for: .data)  // each node lands as a temporary file its ticket keeps
+        try setup.b.files.setMaxSize(100_000, for: .data)  // each node lands as a temporary file its ticket keeps
         for round in 0..<8 {
             let data = CloudTests.bytes(400_000, seed: 90 + UInt64(round))
             let id = try await setup.pushedAndPulled(data, as: "ending-\(round)")

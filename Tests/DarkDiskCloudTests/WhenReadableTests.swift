@@ -57,7 +57,7 @@ import Testing
         let data = CloudTests.bytes(1_000_000, seed: 73)
         let id = try await setup.pushedAndPulled(data, as: "plain-big")
         let key = try setup.b.keys.unwrap(try #require(try await setup.b.outlineEntry(id)).wrappedKey, for: .node(id))
-        try setup.b.setMaxSize(100_000, for: .data)
+        try setup.b.files.setMaxSize(100_000, for: .data)
         let counting = FaultyRemote(setup.remote)
         let downloads = DownloadManager(manager: setup.b, remote: counting, partSize: 256 * 1024)
         let ticket = downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))
@@ -69,7 +69,7 @@ import Testing
         let source = try await readable(downloads, id, key: key, range, ticket: ticket).get()
         #expect(try plaintext(source, range) == data[500_000..<600_000])
         #expect(counting.bytesRead.load(ordering: .relaxed) == sent, "no second download")
-        await #expect(try setup.b.partialDownload(id) == nil, "and no partial one left behind")
+        await #expect(try setup.b.files.partialDownload(id) == nil, "and no partial one left behind")
     }
 
     @Test func aWrongKeyIsRefusedAtTheHeader() async throws {

@@ -40,7 +40,7 @@ import Testing
 
         /// The plaintext of node `id`'s stored data, as a reader of `/nodes/<id>/data` gets it.
         func text(of id: NodeID) throws -> String? {
-            guard let export = try drive.currentStore().nodeFile(id, kind: .data) else { return nil }
+            guard let export = try drive.currentStore().files.nodeFile(id, kind: .data) else { return nil }
             let reader = try export.reader()
             let bytes = try reader.read(section: reader.dataSection, offset: 0, count: Int(reader.plaintextSize(ofSection: reader.dataSection)))
             return String(decoding: bytes, as: UTF8.self)

@@ -36,7 +36,7 @@ import Testing
         #expect(!onCaller, "processing runs off the caller's thread")
         #expect(post.onCallbackQueue, "postFetch runs on the callback queue")
         #expect(post.error == nil && post.image?.width == 64 && post.image?.height == 48)
-        await #expect(try setup.b.nodeFile(node, kind: .thumbnail) != nil, "the download was cached in the DiskManager")
+        await #expect(try setup.b.files.nodeFile(node, kind: .thumbnail) != nil, "the download was cached in the DiskManager")
         let readsAfterFirst = setup.counting.reads.load(ordering: .relaxed)
 
         // A memory hit: preFetch gets the image at once and nothing else happens.
@@ -77,7 +77,7 @@ import Testing
         #expect(ticket.progress.totalBytes > 0 && ticket.progress.completedBytes == ticket.progress.totalBytes)
         #expect(try await joined.value.thumbnail == thumbnail)
         #expect(setup.counting.reads.load(ordering: .relaxed) - readsBefore == 2, "one transfer: the header and the thumbnail section")
-        await #expect(try setup.b.nodeFile(node, kind: .thumbnail) != nil)
+        await #expect(try setup.b.files.nodeFile(node, kind: .thumbnail) != nil)
 
         // A memory hit needs no download.
         var hit = false
@@ -223,7 +223,7 @@ import Testing
         _ = try await setup.b.importNodeFile(DiskImport(cleartextData: Data("data".utf8)), nodeID: node)
         try await Task.sleep(nanoseconds: 200_000_000)
         #expect(images.nodeThumbnailsCache.contains(key), "an import of another section leaves the thumbnail")
-        await #expect(try setup.b.deleteNodeFile(node, kind: .thumbnail))
+        await #expect(try setup.b.files.deleteNodeFile(node, kind: .thumbnail))
         #expect(await eventually(within: 60) { !images.nodeThumbnailsCache.contains(key) })
         #expect(try await images.nodeThumbnail(node, processor: resize64) == nil)
 
@@ -366,7 +366,7 @@ import Testing
         #expect(shown.format == .png && shown.width == 40)
         #expect(try await images.userAvatar(user)?.width == 256, "the display identity by default")
         #expect(try await images.userAvatar(user, identityID: home)?.format == .png)
-        #expect(try setup.b.storedAvatar(user, identityID: work) != nil && setup.b.storedAvatar(user, identityID: home) != nil)
+        #expect(try setup.b.files.storedAvatar(user, identityID: work) != nil && setup.b.files.storedAvatar(user, identityID: home) != nil)
         #expect(images.userAvatarsCache.count == 3)
 
         images.flushUserAvatarsCache(processorID: "circle-40")

@@ -18,16 +18,16 @@ import Glibc
         #expect(try poolStatus(manager, .data).cachedSize > 0)
         try FileManager.default.removeItem(atPath: store.location.cacheDirectory)
 
-        #expect(try !manager.hasNodeFile(NodeID("c0")))
+        #expect(try !manager.files.hasNodeFile(NodeID("c0")))
         for i in 0..<3 {
-            #expect(try manager.nodeFile(NodeID("c\(i)")) == nil, "a purged cache file is not local")
-            #expect(try manager.storedFile(NodeID("c\(i)")) == nil, "and its index row is dropped")
+            #expect(try manager.files.nodeFile(NodeID("c\(i)")) == nil, "a purged cache file is not local")
+            #expect(try manager.files.storedFile(NodeID("c\(i)")) == nil, "and its index row is dropped")
         }
-        #expect(try manager.nodeFile(NodeID("c0"), kind: .thumbnail) == nil)
+        #expect(try manager.files.nodeFile(NodeID("c0"), kind: .thumbnail) == nil)
         #expect(try poolStatus(manager, .data).cachedSize == 0)
         #expect(try poolStatus(manager, .thumbnails).cachedSize == 0)
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("p")))) == contents("p"), "persistent files are untouched")
-        #expect(try manager.storedNodeIDs().map(\.rawValue) == ["p"])
+        #expect(try decrypt(try #require(try manager.files.nodeFile(NodeID("p")))) == contents("p"), "persistent files are untouched")
+        #expect(try manager.files.storedNodeIDs().map(\.rawValue) == ["p"])
     }
 
     @Test func purgedCacheFolderDoesNotBreakEvictionOrMigration() throws {
@@ -35,15 +35,15 @@ import Glibc
         let manager = try store.create()
         for i in 0..<4 { try importFile(manager, "c\(i)", size: 20_000) }
         try FileManager.default.removeItem(atPath: store.location.cacheDirectory)
-        try manager.makeNodeFilePersistent(true, nodeID: NodeID("c0"))
-        #expect(try manager.nodeFile(NodeID("c0")) == nil, "there was nothing left to migrate")
-        try manager.setMaxSize(0, for: .data)
+        try manager.files.makeNodeFilePersistent(true, nodeID: NodeID("c0"))
+        #expect(try manager.files.nodeFile(NodeID("c0")) == nil, "there was nothing left to migrate")
+        try manager.files.setMaxSize(0, for: .data)
         #expect(try poolStatus(manager, .data).cachedSize == 0, "eviction drops rows of files that are gone")
-        #expect(try manager.storedNodeIDs().isEmpty)
+        #expect(try manager.files.storedNodeIDs().isEmpty)
         // The pool works again afterwards.
-        try manager.setMaxSize(1 << 20, for: .data)
+        try manager.files.setMaxSize(1 << 20, for: .data)
         try importFile(manager, "again")
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("again")))) == contents("again"))
+        #expect(try decrypt(try #require(try manager.files.nodeFile(NodeID("again")))) == contents("again"))
     }
 
     @Test func orphanFilesAreRemovedWhenTheStoreOpens() async throws {
@@ -71,8 +71,8 @@ import Glibc
         #expect(swept, "files no index row knows are removed by the start-up sweep")
         #expect(fileExists(lockedOrphan), "a locked file is not an orphan")
         #expect(fileExists(lockedStaging), "a locked staging file is not removed")
-        await #expect(try decrypt(try #require(try manager.nodeFile(NodeID("cached")))) == contents("cached"))
-        await #expect(try decrypt(try #require(try manager.nodeFile(NodeID("kept")))) == contents("kept"))
+        await #expect(try decrypt(try #require(try manager.files.nodeFile(NodeID("cached")))) == contents("cached"))
+        await #expect(try decrypt(try #require(try manager.files.nodeFile(NodeID("kept")))) == contents("kept"))
     }
 
     @Test(.enabled(if: TmpfsMount.isAvailable, "needs root to mount a tmpfs (mount -t tmpfs)"))
@@ -90,31 +90,31 @@ import Glibc
         }
         #expect(regularFiles(under: store.location.cacheFiles).isEmpty, "no partial file is left in files/")
         #expect(regularFiles(under: store.location.cacheStaging).isEmpty, "no partial file is left in tmp/")
-        #expect(try manager.storedFile(id) == nil, "the index has no row for the failed import")
-        #expect(try manager.nodeFile(id) == nil)
+        #expect(try manager.files.storedFile(id) == nil, "the index has no row for the failed import")
+        #expect(try manager.files.nodeFile(id) == nil)
         #expect(try poolStatus(manager, .data).cachedSize == 0)
         #expect(freeFraction(of: store.mount.path) > 0.9, "the space is given back")
 
         try importFile(manager, "small", size: 100_000)
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("small")))) == contents("small", size: 100_000))
+        #expect(try decrypt(try #require(try manager.files.nodeFile(NodeID("small")))) == contents("small", size: 100_000))
     }
 
     @Test(.enabled(if: TmpfsMount.isAvailable, "needs root to mount a tmpfs (mount -t tmpfs)"))
     func freeSpaceFloorEvictsLeastRecentlyAccessedFiles() throws {
         let store = try TmpfsStore(cacheMiB: 8)
         let manager = try store.create()
-        try manager.setMaxSize(1 << 30, for: .data) // the pool limit is not what evicts here
-        try manager.setMinimumFreeFraction(0) // fill first, then turn the floor on
+        try manager.files.setMaxSize(1 << 30, for: .data) // the pool limit is not what evicts here
+        try manager.files.setMinimumFreeFraction(0) // fill first, then turn the floor on
         var paths: [String] = []
         while freeFraction(of: store.mount.path) >= 0.03 && paths.count < 60 {
             paths.append(try importFile(manager, "f\(paths.count)", size: 200_000).path)
         }
         #expect(freeFraction(of: store.mount.path) < 0.10)
-        #expect(try manager.enforceFreeSpace() == 0, "a floor of 0 evicts nothing")
+        #expect(try manager.files.enforceFreeSpace() == 0, "a floor of 0 evicts nothing")
         #expect(paths.allSatisfy(fileExists))
         try touch(manager, "f0")
 
-        try manager.setMinimumFreeFraction(0.10)
+        try manager.files.setMinimumFreeFraction(0.10)
         #expect(freeFraction(of: store.mount.path) >= 0.10, "free space is back above the floor")
         #expect(fileExists(paths[0]), "the touched file is the most recently accessed and stays")
         #expect(!fileExists(paths[1]), "the least recently accessed goes first")
@@ -129,13 +129,13 @@ import Glibc
     func enforceFreeSpaceBringsFreeSpaceAboveTheFloor() throws {
         let store = try TmpfsStore(cacheMiB: 8)
         let manager = try store.create()
-        try manager.setMaxSize(1 << 30, for: .data)
-        #expect(try manager.minimumFreeFraction() == 0.10)
+        try manager.files.setMaxSize(1 << 30, for: .data)
+        #expect(try manager.files.minimumFreeFraction() == 0.10)
         var paths: [String] = []
         while freeFraction(of: store.mount.path) >= 0.05 && paths.count < 60 {
             paths.append(try importFile(manager, "f\(paths.count)", size: 300_000).path)
         }
-        try manager.enforceFreeSpace()
+        try manager.files.enforceFreeSpace()
         #expect(freeFraction(of: store.mount.path) >= 0.10, "enforceFreeSpace frees space down to the floor")
         #expect(!fileExists(paths[0]), "the least recently accessed file went")
         #expect(fileExists(paths[paths.count - 1]), "the most recent file stayed")
@@ -151,16 +151,16 @@ import Glibc
         let manager = try store.create()
         let id = try NodeID("x")
         let persistentPath = try importFile(manager, "x", size: 60_000, persistent: true).path
-        try manager.makeNodeFilePersistent(false, nodeID: id)
-        let cached = try #require(try manager.nodeFile(id))
+        try manager.files.makeNodeFilePersistent(false, nodeID: id)
+        let cached = try #require(try manager.files.nodeFile(id))
         #expect(cached.cryptoFile.path.hasPrefix(store.location.cacheFiles + "/"))
         #expect(try decrypt(cached) == contents("x", size: 60_000))
         #expect(!fileExists(persistentPath), "the persistent original is deleted when the migration returns")
         _ = consume cached
 
-        let cachePath = try #require(try manager.nodeFile(id)).cryptoFile.path
-        try manager.makeNodeFilePersistent(true, nodeID: id)
-        #expect(try decrypt(try #require(try manager.nodeFile(id))) == contents("x", size: 60_000))
+        let cachePath = try #require(try manager.files.nodeFile(id)).cryptoFile.path
+        try manager.files.makeNodeFilePersistent(true, nodeID: id)
+        #expect(try decrypt(try #require(try manager.files.nodeFile(id))) == contents("x", size: 60_000))
         #expect(!fileExists(cachePath), "the cache original is deleted when the migration returns")
     }
 

@@ -35,7 +35,7 @@ import Glibc
         #expect(try manager.database.write { try Int.fetchOne($0, sql: "PRAGMA temp_store") } == 2)
         #expect(try manager.database.read { try Int.fetchOne($0, sql: "PRAGMA temp_store") } == 2)
         #expect(try manager.driveNode(prepared.node.id)?.name == "a.bin")
-        #expect(try decrypt(try #require(try manager.nodeFile(prepared.node.id, kind: .data))) == bytes)
+        #expect(try decrypt(try #require(try manager.files.nodeFile(prepared.node.id, kind: .data))) == bytes)
         #expect(try manager.uploadQueue.all().map(\.nodeID).contains(prepared.node.id))
         #expect(try waitFor { fileSize(manager.driveJournalPath) == 0 })
 
@@ -79,7 +79,7 @@ import Glibc
     /// A journal for `manager` whose batches gather for ten minutes (only a full batch or a drain writes
     /// one), made its drive journal; `batch` hears each batch's size before it is written.
     static func journalGatheringForever(_ manager: DiskManager, batch: @escaping @Sendable (Int) -> Void = { _ in }) throws -> DriveCommitJournal {
-        manager.maintenanceQueue.sync {}
+        manager.files.maintenanceQueue.sync {}
         let fd = open(manager.driveJournalPath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         try #require(fd >= 0)
         try #require(try SystemCall.tryLock(fd, .exclusive))
@@ -120,11 +120,11 @@ import Glibc
         }
         #expect(open.isEmpty, "descriptors still open on the waiting version: \(open)")
         let other = try store.open()
-        #expect(other.removeOrphan(stored) != .removed)
+        #expect(other.files.removeOrphan(stored) != .removed)
         #expect(FileManager.default.fileExists(atPath: stored))
         manager.drainDriveCommits()
-        #expect(other.removeOrphan(stored) == .notOrphan)
-        #expect(try decrypt(try #require(try other.nodeFile(id, kind: .data))) == bytes)
+        #expect(other.files.removeOrphan(stored) == .notOrphan)
+        #expect(try decrypt(try #require(try other.files.nodeFile(id, kind: .data))) == bytes)
     }
 
     @Test func whatAKilledDaemonJournaledReachesTheIndexAtTheNextOpening() throws {
@@ -137,8 +137,8 @@ import Glibc
         let node = try #require(try reopened.driveNode(first.id))
         #expect(node.name == "first.txt")
         #expect(node.attributes.mode == 0o640)
-        #expect(try decrypt(try #require(try reopened.nodeFile(first.id, kind: .data))) == first.latest)
-        #expect(try decrypt(try #require(try reopened.nodeFile(second.id, kind: .data))) == second.latest)
+        #expect(try decrypt(try #require(try reopened.files.nodeFile(first.id, kind: .data))) == first.latest)
+        #expect(try decrypt(try #require(try reopened.files.nodeFile(second.id, kind: .data))) == second.latest)
         #expect(Set(try reopened.uploadQueue.all().map(\.nodeID)).isSuperset(of: [first.id, second.id]))
         #expect(fileSize(reopened.driveJournalPath) == 0)
         // The first version of the rewritten file went with its replacement.
@@ -150,7 +150,7 @@ import Glibc
         let store = try TemporaryStore()
         let (first, _, journalBytes) = try journalWithoutIndex(store)
         let replayed = try store.open()
-        #expect(try decrypt(try #require(try replayed.nodeFile(first.id, kind: .data))) == first.latest)
+        #expect(try decrypt(try #require(try replayed.files.nodeFile(first.id, kind: .data))) == first.latest)
 
         // A newer version committed the ordinary way; the old records put back in the journal (as if its
         // emptying had not happened) are not written again over it.
@@ -161,7 +161,7 @@ import Glibc
         try Data(journalBytes).write(to: URL(fileURLWithPath: replayed.driveJournalPath))
 
         let again = try store.open()
-        #expect(try decrypt(try #require(try again.nodeFile(first.id, kind: .data))) == newest)
+        #expect(try decrypt(try #require(try again.files.nodeFile(first.id, kind: .data))) == newest)
         #expect(fileSize(again.driveJournalPath) == 0)
         #expect(try again.check().problems.isEmpty)
     }
@@ -175,7 +175,7 @@ import Glibc
         try Data(torn).write(to: URL(fileURLWithPath: store.location.dataDirectory + "/drive-commits.journal"))
 
         let reopened = try store.open()
-        #expect(try decrypt(try #require(try reopened.nodeFile(first.id, kind: .data))) == first.latest)
+        #expect(try decrypt(try #require(try reopened.files.nodeFile(first.id, kind: .data))) == first.latest)
         #expect(try reopened.driveNode(second.id) == nil)
         #expect(fileSize(reopened.driveJournalPath) == 0)
         #expect(try reopened.check().problems.isEmpty)
@@ -212,15 +212,15 @@ import Glibc
         let earlier = try store.create()
         let (first, second, _) = try journalWithoutIndex(store, keepingFilesLocked: true) { written in
             // While the daemon lives, its versions are locked: not orphans to remove.
-            #expect(earlier.removeOrphan(written.storedPath) == .locked)
+            #expect(earlier.files.removeOrphan(written.storedPath) == .locked)
         }
         // The daemon is gone (its journal and locks with it): the check replays the journal, so the versions
         // are not removed, and the next check finds them in the index.
-        #expect(earlier.removeOrphan(first.storedPath) != .removed)
-        #expect(earlier.removeOrphan(second.storedPath) == .notOrphan)
-        #expect(earlier.removeOrphan(first.storedPath) == .notOrphan)
-        #expect(try decrypt(try #require(try earlier.nodeFile(first.id, kind: .data))) == first.latest)
-        #expect(try decrypt(try #require(try earlier.nodeFile(second.id, kind: .data))) == second.latest)
+        #expect(earlier.files.removeOrphan(first.storedPath) != .removed)
+        #expect(earlier.files.removeOrphan(second.storedPath) == .notOrphan)
+        #expect(earlier.files.removeOrphan(first.storedPath) == .notOrphan)
+        #expect(try decrypt(try #require(try earlier.files.nodeFile(first.id, kind: .data))) == first.latest)
+        #expect(try decrypt(try #require(try earlier.files.nodeFile(second.id, kind: .data))) == second.latest)
     }
 
     /// A new folder or link waits for the journal only when a waiting record makes its name in its folder:
@@ -330,7 +330,7 @@ import Glibc
         #expect(outcomes.indexed == 2)
         #expect(outcomes.dropped == 1)
         for (id, bytes) in [first, third] {
-            #expect(try decrypt(try #require(try manager.nodeFile(id, kind: .data))) == bytes)
+            #expect(try decrypt(try #require(try manager.files.nodeFile(id, kind: .data))) == bytes)
         }
         #expect(try manager.driveNode(doomed.id) == nil)
         #expect(!FileManager.default.fileExists(atPath: doomedVersion.retainToken.path))
@@ -436,7 +436,7 @@ import Glibc
         let manager = DiskManager.exists(at: store.location) ? try store.open() : try store.create()
         // The opening's orphan sweep (on the maintenance queue) ends first: later, on a loaded machine, it
         // found the files below unknown and unlocked once the journal stopped, and replayed the journal itself.
-        manager.maintenanceQueue.sync {}
+        manager.files.maintenanceQueue.sync {}
         let path = manager.driveJournalPath
         let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         try #require(fd >= 0)

@@ -71,7 +71,7 @@ import Testing
         let plaintext = TemporaryStore.bytes(10_000, seed: 3)
         let id = try NodeID("stored")
         try manager.importNodeFile(DiskImport(cleartextData: plaintext), nodeID: id)
-        let export = try #require(try manager.nodeFile(id))
+        let export = try #require(try manager.files.nodeFile(id))
         #expect(export.plaintextSize == 10_000)
         #expect(Data(try export.reader().read(section: 0, offset: 0, count: 10_000)) == plaintext)
         #expect(manager.withLookupConnection { _ in true } == true)
@@ -83,13 +83,13 @@ import Testing
         #expect(viaLookup.id == viaPool.id && viaLookup.name == viaPool.name && viaLookup.wrappedKey == viaPool.wrappedKey)
         #expect(viaLookup.pool == viaPool.pool && viaLookup.mode == viaPool.mode && viaLookup.format == viaPool.format)
         #expect(viaLookup.storedSize == viaPool.storedSize && viaLookup.lastAccess == viaPool.lastAccess)
-        #expect(columns.defaultExpiration == (try manager.settings(for: .data)).defaultExpiration)
-        #expect(try manager.nodeFile(NodeID("none")) == nil)
+        #expect(columns.defaultExpiration == (try manager.files.settings(for: .data)).defaultExpiration)
+        #expect(try manager.files.nodeFile(NodeID("none")) == nil)
 
         // The pool's default expiration comes with the row: one second, and the file is older than that.
-        try manager.setDefaultExpiration(1, for: .data)
+        try manager.files.setDefaultExpiration(1, for: .data)
         try manager.database.write { db in try db.execute(sql: "UPDATE file SET modified = modified - 10") }
-        #expect(try manager.nodeFile(id) == nil, "expired by its pool's default")
+        #expect(try manager.files.nodeFile(id) == nil, "expired by its pool's default")
     }
 
     /// A file row the index cannot hold (an unknown storage mode) is the index's corruption, said as such,
@@ -100,7 +100,7 @@ import Testing
         let id = try NodeID("odd")
         try manager.importNodeFile(DiskImport(cleartextData: TemporaryStore.bytes(100)), nodeID: id)
         try manager.database.write { db in try db.execute(sql: "UPDATE file SET mode = 'sideways'") }
-        #expect { try manager.nodeFile(id) } throws: { ($0 as? DarkDiskError)?.code == .corrupt && "\($0)".contains("sideways") }
+        #expect { try manager.files.nodeFile(id) } throws: { ($0 as? DarkDiskError)?.code == .corrupt && "\($0)".contains("sideways") }
         #expect(manager.withLookupConnection { _ in true } == true, "a bad row is not the connection's failure")
     }
 
@@ -147,7 +147,7 @@ import Testing
         let doomed = try DriveLookupConnection(path: copy)
         #expect(try doomed.children(of: folder.id.rawValue, named: "a.txt").count == 1)
         try DatabaseQueue(path: copy).writeWithoutTransaction { db in try db.execute(sql: "DROP TABLE node") }
-        manager.lookupConnection.withLock { $0 = .open(doomed) }
+        manager.index.lookupConnection.withLock { $0 = .open(doomed) }
 
         #expect(try manager.driveChildren(of: folder.id, named: "a.txt").map(\.id) == [file.id])
         #expect(manager.withLookupConnection { _ in true } == nil, "the failed connection was used again")
@@ -155,6 +155,6 @@ import Testing
         #expect(try manager.driveChildren(of: folder.id, named: "missing").isEmpty)
         #expect(try manager.driveListedNode(file.id)?.data?.plaintextSize == 5)
         #expect(try manager.driveListedChildren(of: folder.id, named: "a.txt").map(\.node.id) == [file.id])
-        #expect(try manager.nodeFile(file.id)?.plaintextSize == 5, "an open reads through the pool")
+        #expect(try manager.files.nodeFile(file.id)?.plaintextSize == 5, "an open reads through the pool")
     }
 }

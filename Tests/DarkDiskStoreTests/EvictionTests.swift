@@ -12,7 +12,7 @@ import Glibc
     /// Lets the eviction that each released token queues on the maintenance queue run before the next step:
     /// two evictions running at once over-evict (see ConcurrentEvictionTests), which is not what these test.
     private func settle(_ manager: DiskManager) {
-        manager.waitForMaintenance()
+        manager.files.waitForMaintenance()
     }
 
     /// The stored size of every 10,000-byte file (all same-size cleartext imports have the same stored size).
@@ -40,7 +40,7 @@ import Glibc
         let manager = try store.create()
         let unit = try unitSize(manager)
         let max = unit * 11 / 2 // room for 5.5 files
-        try manager.setMaxSize(max, for: .data)
+        try manager.files.setMaxSize(max, for: .data)
 
         var paths: [String: String] = [:]
         for i in 0..<5 { paths["a\(i)"] = try importFile(manager, "a\(i)").path }
@@ -54,7 +54,7 @@ import Glibc
         #expect(!fileExists(paths["a1"]!), "the evicted file is removed from disk")
         let evicted = try expectEvictedInLRUOrder(manager, ["a1", "a2", "a3", "a4", "a0", "a5"])
         #expect(evicted <= 2, "no more than the low-water mark asks for is evicted")
-        await #expect(try decrypt(try #require(try manager.nodeFile(NodeID("a0")))) == contents("a0"),
+        await #expect(try decrypt(try #require(try manager.files.nodeFile(NodeID("a0")))) == contents("a0"),
                 "the touched file survives with its contents")
         #expect(try isStored(manager, "a5"))
         let cached = try poolStatus(manager, .data).cachedSize
@@ -71,7 +71,7 @@ import Glibc
         #expect(try manager.startDriveJournal())
         defer { manager.stopDriveJournal(timeout: 5) }
         let unit = try unitSize(manager)
-        try manager.setMaxSize(unit * 11 / 2, for: .data)
+        try manager.files.setMaxSize(unit * 11 / 2, for: .data)
         for i in 0..<5 { _ = try importFile(manager, "a\(i)") }
         settle(manager)
         try touch(manager, "a0")
@@ -80,11 +80,11 @@ import Glibc
         #expect(try isStored(manager, "a0"), "the file opened just before the eviction stays")
         try expectEvictedInLRUOrder(manager, ["a1", "a2", "a3", "a4", "a0", "a5"])
         // Written without an eviction too, a moment later.
-        let before = try await #require(try manager.storedFile(NodeID("a2"), kind: .data)).lastAccess
+        let before = try await #require(try manager.files.storedFile(NodeID("a2"), kind: .data)).lastAccess
         try touch(manager, "a2")
         try await Task.sleep(nanoseconds: UInt64(AccessTimes.delay * 4 * 1e9))
         settle(manager)
-        await #expect(try #require(try manager.storedFile(NodeID("a2"), kind: .data)).lastAccess > before)
+        await #expect(try #require(try manager.files.storedFile(NodeID("a2"), kind: .data)).lastAccess > before)
     }
 
     @Test func loweringTheMaxEvictsDownToTheLowWaterMark() async throws {
@@ -97,7 +97,7 @@ import Glibc
         settle(manager)
         // LRU order is now f2, f3, ..., f9, f1, f0.
         let max = unit * 11 / 2
-        try manager.setMaxSize(max, for: .data)
+        try manager.files.setMaxSize(max, for: .data)
 
         // 10 units down to <= 99 % of 5.5 units (5.445): 5 files go. (Stopping at the max would keep 5 too;
         // evicting to 90 % would take a sixth.)
@@ -116,11 +116,11 @@ import Glibc
         var persistentBytes: UInt64 = 0
         for i in 0..<3 { persistentBytes += try importFile(manager, "p\(i)", size: 50_000, persistent: true).storedSize }
         for i in 0..<3 { try importFile(manager, "c\(i)", size: 50_000) }
-        try manager.setMaxSize(0, for: .data)
+        try manager.files.setMaxSize(0, for: .data)
 
         for i in 0..<3 {
             #expect(try !isStored(manager, "c\(i)"), "a pool with max 0 keeps no cache files")
-            let export = try #require(try manager.nodeFile(NodeID("p\(i)")), "persistent p\(i) must not be evicted")
+            let export = try #require(try manager.files.nodeFile(NodeID("p\(i)")), "persistent p\(i) must not be evicted")
             #expect(try decrypt(export) == contents("p\(i)", size: 50_000))
         }
         let status = try poolStatus(manager, .data)
@@ -134,7 +134,7 @@ import Glibc
     @Test func aCacheImportLargerThanThePoolIsRefusedAndTheOthersStay() throws {
         let store = try TemporaryStore()
         let manager = try store.create()
-        try manager.setMaxSize(100_000, for: .data)
+        try manager.files.setMaxSize(100_000, for: .data)
         for i in 0..<4 { try importFile(manager, "small\(i)", size: 10_000) }
         #expect {
             try manager.importNodeFile(DiskImport(cleartextData: TemporaryStore.bytes(300_000, seed: 7)), nodeID: NodeID("big"))
@@ -158,7 +158,7 @@ import Glibc
         for i in 0..<4 { try importFile(manager, "small\(i)", size: 10_000) }
         do {
             let big = try manager.importNodeFile(DiskImport(cleartextData: TemporaryStore.bytes(300_000, seed: 7)), nodeID: NodeID("big"))
-            try manager.setMaxSize(100_000, for: .data)
+            try manager.files.setMaxSize(100_000, for: .data)
             settle(manager)
             #expect(try isStored(manager, "big"), "retained: it stays while held")
             withExtendedLifetime(big) {}
@@ -174,7 +174,7 @@ import Glibc
         let manager = try store.create()
         try importFile(manager, "n", size: 20_000)
         try importFile(manager, "n", size: 5_000, kind: .thumbnail)
-        try manager.setMaxSize(0, for: .thumbnails)
+        try manager.files.setMaxSize(0, for: .thumbnails)
         #expect(try !isStored(manager, "n", kind: .thumbnail))
         #expect(try isStored(manager, "n", kind: .data), "a full thumbnails pool does not evict node data")
         #expect(try poolStatus(manager, .thumbnails).cachedSize == 0)
@@ -184,7 +184,7 @@ import Glibc
         let store = try TemporaryStore()
         let manager = try store.create()
         let max: UInt64 = 200_000
-        try manager.setMaxSize(max, for: .data)
+        try manager.files.setMaxSize(max, for: .data)
         for i in 0..<40 {
             try importFile(manager, "n\(i)", size: 7_000 + 1_000 * (i % 5))
             if i % 3 == 0 { try touch(manager, "n\(i / 2)") }
@@ -205,14 +205,14 @@ import Glibc
         do {
             let manager = try store.create()
             unit = try unitSize(manager)
-            try manager.setMaxSize(unit * 11 / 2, for: .data)
+            try manager.files.setMaxSize(unit * 11 / 2, for: .data)
             for i in 0..<5 { try importFile(manager, "a\(i)") }
             try touch(manager, "a0")
             settle(manager)
         }
         let reopened = try store.open()
-        let a0 = try await #require(try reopened.storedFile(NodeID("a0")))
-        let a4 = try await #require(try reopened.storedFile(NodeID("a4")))
+        let a0 = try await #require(try reopened.files.storedFile(NodeID("a0")))
+        let a4 = try await #require(try reopened.files.storedFile(NodeID("a4")))
         #expect(a0.lastAccess > a4.lastAccess, "the read of a0 is remembered by a new DiskManager")
         try importFile(reopened, "a5")
         #expect(try isStored(reopened, "a0"), "the touched file survives after a restart")
@@ -229,20 +229,20 @@ import Glibc
         let manager = try store.create(clock: clock)
         try importFile(manager, "p", persistent: true)
         try importFile(manager, "c")
-        let made = try await #require(try manager.storedFile(NodeID("p"))).lastAccess
+        let made = try await #require(try manager.files.storedFile(NodeID("p"))).lastAccess
 
         // (Times, not commits, are compared: the store's own maintenance may commit meanwhile.)
         clock.advance(by: 10)
-        _ = try await manager.nodeFile(NodeID("p"))
-        await #expect(try manager.storedFile(NodeID("p"))?.lastAccess == made, "a persistent file read 10 s after its access")
-        _ = try await manager.nodeFile(NodeID("c"))
+        _ = try await manager.files.nodeFile(NodeID("p"))
+        await #expect(try manager.files.storedFile(NodeID("p"))?.lastAccess == made, "a persistent file read 10 s after its access")
+        _ = try await manager.files.nodeFile(NodeID("c"))
         // (Within a millisecond: the index keeps seconds since 1970 as a double, `Date` since 2001.)
-        let cacheRead = try await #require(try manager.storedFile(NodeID("c"))).lastAccess
+        let cacheRead = try await #require(try manager.files.storedFile(NodeID("c"))).lastAccess
         #expect(abs(cacheRead.timeIntervalSince(clock.now)) < 0.001, "a cache file's read is recorded")
 
         clock.advance(by: 60)
-        _ = try await manager.nodeFile(NodeID("p"))
-        let persistentRead = try await #require(try manager.storedFile(NodeID("p"))).lastAccess
+        _ = try await manager.files.nodeFile(NodeID("p"))
+        let persistentRead = try await #require(try manager.files.storedFile(NodeID("p"))).lastAccess
         #expect(abs(persistentRead.timeIntervalSince(clock.now)) < 0.001, "a minute later it is recorded")
     }
 
@@ -259,7 +259,7 @@ import Glibc
         let locks = paths.compactMap(lockShared)
         #expect(locks.count == 6)
         let max = unit * 11 / 4 // 2.75 files; low water 2.475
-        try second!.setMaxSize(max, for: .data)
+        try second!.files.setMaxSize(max, for: .data)
         #expect(try poolStatus(second!, .data).cachedSize == 6 * unit, "held files are skipped")
         first = nil
         second = nil
@@ -296,11 +296,11 @@ import Glibc
             let locks = paths.compactMap(lockShared)
             #expect(locks.count == 60)
             let max = unit * 30
-            try first.setMaxSize(max, for: .data)
+            try first.files.setMaxSize(max, for: .data)
             #expect(try poolStatus(first, .data).cachedSize == 60 * unit)
             for fd in locks { close(fd) }
             // ...and then two instances (two processes) trim it at the same moment, twice each.
-            await onThreads([first, second, first, second].map { manager in { _ = try? manager.enforceLimits(of: .data) } })
+            await onThreads([first, second, first, second].map { manager in { _ = try? manager.files.enforceLimits(of: .data) } })
             let cached = try poolStatus(first, .data).cachedSize
             #expect(cached <= max)
             #expect(cached >= max / 2, "round \(round): concurrent evictions left \(cached / unit) of 60 files under a max of 30")
@@ -325,7 +325,7 @@ import Glibc
         }
         let locks = paths.compactMap(lockShared)
         let max = unit * 10
-        try first.setMaxSize(max, for: .data)
+        try first.files.setMaxSize(max, for: .data)
         #expect(try poolStatus(first, .data).cachedSize == 20 * unit, "over the max, nothing evicted yet")
 
         // The flag file says the lock is held (sqlite3 buffers its own output until it exits).
@@ -338,7 +338,7 @@ import Glibc
         #expect(await eventually(within: 60) { fileExists(flag) }, "sqlite3 took the write lock")
         // Only now let the files go, so that no maintenance timer trims the pool before the race is set up.
         for fd in locks { close(fd) }
-        await onThreads([first, second].map { manager in { _ = try? manager.enforceLimits(of: .data) } })
+        await onThreads([first, second].map { manager in { _ = try? manager.files.enforceLimits(of: .data) } })
         writer.waitUntilExit()
         let cached = try poolStatus(first, .data).cachedSize
         #expect(cached <= max)

@@ -13,8 +13,8 @@ import Testing
         let imported = try manager.importNodeFile(DiskImport(cleartextData: plaintext), nodeID: id)
         #expect(imported.plaintextSize == UInt64(size))
         #expect(imported.mode == .cache)
-        #expect(try manager.hasNodeFile(id))
-        let export = try #require(try manager.nodeFile(id))
+        #expect(try manager.files.hasNodeFile(id))
+        let export = try #require(try manager.files.nodeFile(id))
         #expect(try decrypt(export) == plaintext)
         // The store never keeps plaintext: the stored bytes do not contain it.
         if size >= 64 {
@@ -49,11 +49,11 @@ import Testing
         try manager.importNodeFile(DiskImport(.cleartextStream(fileDescriptor: fds[0])), nodeID: NodeID("stream"))
         close(fds[0])
 
-        let fileExport = try #require(try manager.nodeFile(NodeID("file")))
+        let fileExport = try #require(try manager.files.nodeFile(NodeID("file")))
         #expect(fileExport.isStoredPersistently)
         #expect(fileExport.cryptoFile.path.hasPrefix(store.location.persistentFiles))
         #expect(try decrypt(fileExport) == plaintext)
-        let streamExport = try #require(try manager.nodeFile(NodeID("stream")))
+        let streamExport = try #require(try manager.files.nodeFile(NodeID("stream")))
         #expect(streamExport.cryptoFile.path.hasPrefix(store.location.cacheFiles))
         #expect(try decrypt(streamExport) == plaintext)
     }
@@ -68,7 +68,7 @@ import Testing
         let imported = try manager.importNodeFile(DiskImport(cryptoFile: CryptoFile(path: outside, format: .cacheFile, key: key)), nodeID: NodeID("moved"))
         #expect(!FileManager.default.fileExists(atPath: outside), "a CryptoFile is moved, not copied")
         #expect(imported.cryptoFile.key == key)
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("moved")))) == plaintext)
+        #expect(try decrypt(try #require(try manager.files.nodeFile(NodeID("moved")))) == plaintext)
     }
 
     /// The seeds' flow (download without caching, then import persistently) with the
@@ -92,7 +92,7 @@ import Testing
         let imported = try manager.importNodeFile(importing, nodeID: NodeID("across"))
         #expect(!FileManager.default.fileExists(atPath: outside), "the source is gone after the move")
         #expect(imported.cryptoFile.path.hasPrefix(persistent ? store.location.persistentFiles : store.location.cacheFiles))
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("across")))) == plaintext)
+        #expect(try decrypt(try #require(try manager.files.nodeFile(NodeID("across")))) == plaintext)
         let check = try manager.check()
         #expect(check.isHealthy && check.orphans == 0 && check.stagingFiles == 0, "the index and the disk agree: \(check.problems)")
     }
@@ -107,7 +107,7 @@ import Testing
             try manager.importNodeFile(DiskImport(cryptoFile: CryptoFile(path: outside, format: .cacheFile, key: SymmetricKey.random())), nodeID: NodeID("bad"))
         }
         #expect(FileManager.default.fileExists(atPath: outside))
-        #expect(try manager.nodeFile(NodeID("bad")) == nil)
+        #expect(try manager.files.nodeFile(NodeID("bad")) == nil)
     }
 
     @Test func reimportReplacesAndDeletesTheOldFile() throws {
@@ -116,13 +116,13 @@ import Testing
         let id = try NodeID("n")
         let first = try manager.importNodeFile(DiskImport(cleartextData: Data("one".utf8)), nodeID: id)
         let firstPath = first.cryptoFile.path
-        let firstID = try #require(try manager.storedFile(id)).fileID
+        let firstID = try #require(try manager.files.storedFile(id)).fileID
         // While the first export is alive its file stays, even though it was replaced.
         try manager.importNodeFile(DiskImport(cleartextData: Data("two".utf8)), nodeID: id)
         #expect(FileManager.default.fileExists(atPath: firstPath))
         #expect(try decrypt(first) == Data("one".utf8))
-        #expect(try decrypt(try #require(try manager.nodeFile(id))) == Data("two".utf8))
-        #expect(try #require(try manager.storedFile(id)).fileID != firstID)
+        #expect(try decrypt(try #require(try manager.files.nodeFile(id))) == Data("two".utf8))
+        #expect(try #require(try manager.files.storedFile(id)).fileID != firstID)
         _ = consume first
         #expect(!FileManager.default.fileExists(atPath: firstPath))
     }
@@ -134,9 +134,9 @@ import Testing
         try manager.importNodeFile(DiskImport(cleartextData: Data("data".utf8)), nodeID: id, kind: .data)
         try manager.importNodeFile(DiskImport(cleartextData: Data("{\"a\":1}".utf8)), nodeID: id, kind: .metadata)
         try manager.importNodeFile(DiskImport(cleartextData: Data("png".utf8)), nodeID: id, kind: .thumbnail)
-        #expect(try decrypt(try #require(try manager.nodeFile(id, kind: .metadata))) == Data("{\"a\":1}".utf8))
-        #expect(try decrypt(try #require(try manager.nodeFile(id, kind: .thumbnail))) == Data("png".utf8))
-        #expect(try manager.storedFiles(id).map(\.kind).sorted { $0.rawValue < $1.rawValue } == [.data, .metadata, .thumbnail])
+        #expect(try decrypt(try #require(try manager.files.nodeFile(id, kind: .metadata))) == Data("{\"a\":1}".utf8))
+        #expect(try decrypt(try #require(try manager.files.nodeFile(id, kind: .thumbnail))) == Data("png".utf8))
+        #expect(try manager.files.storedFiles(id).map(\.kind).sorted { $0.rawValue < $1.rawValue } == [.data, .metadata, .thumbnail])
         #expect(throws: DarkDiskError.self) { try manager.importNodeFile(DiskImport(cleartextData: Data()), nodeID: id, kind: .avatar) }
     }
 
@@ -146,10 +146,10 @@ import Testing
         let user = try UserID("u1")
         try manager.importUserAvatar(DiskImport(cleartextData: Data("a".utf8)), userID: user, identityID: IdentityID("google|123"))
         try manager.importUserAvatar(DiskImport(cleartextData: Data("b".utf8)), userID: user, identityID: IdentityID("me@example.com"))
-        #expect(try manager.storedAvatars(user).map(\.identityID) == ["google|123", "me@example.com"])
-        #expect(try decrypt(try #require(try manager.userAvatar(user, identityID: IdentityID("google|123")))) == Data("a".utf8))
-        #expect(try manager.storedNodeIDs().isEmpty, "avatars are not nodes")
-        try manager.deleteUserAvatars(user)
-        #expect(try manager.storedAvatars(user).isEmpty)
+        #expect(try manager.files.storedAvatars(user).map(\.identityID) == ["google|123", "me@example.com"])
+        #expect(try decrypt(try #require(try manager.files.userAvatar(user, identityID: IdentityID("google|123")))) == Data("a".utf8))
+        #expect(try manager.files.storedNodeIDs().isEmpty, "avatars are not nodes")
+        try manager.files.deleteUserAvatars(user)
+        #expect(try manager.files.storedAvatars(user).isEmpty)
     }
 }

@@ -24,7 +24,7 @@ import Testing
 
         // A pull learns of new versions of both.
         try manager.updateOutline([outline(manager, kept, etag: "v2"), outline(manager, cached, etag: "v2")])
-        #expect(try manager.storedFile(kept) == nil && manager.storedFile(cached) == nil, "stale copies go")
+        #expect(try manager.files.storedFile(kept) == nil && manager.files.storedFile(cached) == nil, "stale copies go")
         #expect(try FileConversion.decryptIntoMemory(path: held.cryptoFile.path, key: held.cryptoFile.key) == Data("old kept".utf8),
                 "a holder of the old version keeps reading it")
         #expect(try manager.keptVersionsToReplace().map(\.nodeID) == [kept])
@@ -32,16 +32,16 @@ import Testing
         // The new versions arrive as plain cache imports (a read on the mount, a fetch): the kept one is kept.
         try manager.importNodeFile(DiskImport(cleartextData: Data("new kept".utf8)), nodeID: kept)
         try manager.importNodeFile(DiskImport(cleartextData: Data("new cached".utf8)), nodeID: cached)
-        #expect(try manager.storedFile(kept)?.mode == .persistent)
-        #expect(try manager.storedFile(cached)?.mode == .cache)
+        #expect(try manager.files.storedFile(kept)?.mode == .persistent)
+        #expect(try manager.files.storedFile(cached)?.mode == .cache)
         #expect(try manager.keptVersionsToReplace().isEmpty)
 
         // Unkeeping it, or deleting the node's local files, forgets the wish.
         try manager.updateOutline(outline(manager, kept, etag: "v3"))
         #expect(try manager.keptVersionsToReplace().count == 1)
-        try manager.makeNodeFilePersistent(false, nodeID: kept)
+        try manager.files.makeNodeFilePersistent(false, nodeID: kept)
         #expect(try manager.keptVersionsToReplace().isEmpty)
         try manager.importNodeFile(DiskImport(cleartextData: Data("v3".utf8)), nodeID: kept)
-        #expect(try manager.storedFile(kept)?.mode == .cache)
+        #expect(try manager.files.storedFile(kept)?.mode == .cache)
     }
 }

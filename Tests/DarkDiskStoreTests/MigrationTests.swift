@@ -14,11 +14,11 @@ import Testing
         let cached = try importFile(manager, "n", size: size)
         #expect(cached.path.hasPrefix(store.location.cacheFiles + "/"))
 
-        #expect(try manager.makeNodeFilePersistent(true, nodeID: id))
-        let persistent = try #require(try manager.nodeFile(id))
+        #expect(try manager.files.makeNodeFilePersistent(true, nodeID: id))
+        let persistent = try #require(try manager.files.nodeFile(id))
         #expect(persistent.cryptoFile.path.hasPrefix(store.location.persistentFiles + "/"))
         #expect(persistent.mode == .persistent && persistent.isStoredPersistently)
-        #expect(try manager.storedFile(id)?.mode == .persistent)
+        #expect(try manager.files.storedFile(id)?.mode == .persistent)
         #expect(try decrypt(persistent) == contents("n", size: size))
         #expect(!fileExists(cached.path), "the cache copy is gone")
         var status = try poolStatus(manager, .data)
@@ -26,8 +26,8 @@ import Testing
         let persistentPath = persistent.cryptoFile.path
         _ = consume persistent
 
-        #expect(try manager.makeNodeFilePersistent(false, nodeID: id))
-        let back = try #require(try manager.nodeFile(id))
+        #expect(try manager.files.makeNodeFilePersistent(false, nodeID: id))
+        let back = try #require(try manager.files.nodeFile(id))
         #expect(back.cryptoFile.path.hasPrefix(store.location.cacheFiles + "/"))
         #expect(back.mode == .cache)
         #expect(try decrypt(back) == contents("n", size: size))
@@ -41,10 +41,10 @@ import Testing
         do {
             let manager = try store.create()
             try importFile(manager, "n")
-            try manager.makeNodeFilePersistent(true, nodeID: NodeID("n"))
+            try manager.files.makeNodeFilePersistent(true, nodeID: NodeID("n"))
         }
         let reopened = try store.open()
-        let export = try #require(try reopened.nodeFile(NodeID("n")))
+        let export = try #require(try reopened.files.nodeFile(NodeID("n")))
         #expect(export.isStoredPersistently)
         #expect(try decrypt(export) == contents("n"))
     }
@@ -53,9 +53,9 @@ import Testing
         let store = try TemporaryStore()
         let manager = try store.create()
         try importFile(manager, "n")
-        #expect(try !manager.makeNodeFilePersistent(true, nodeID: NodeID("other")))
-        #expect(try !manager.makeNodeFilePersistent(true, nodeID: NodeID("n"), kind: .thumbnail))
-        #expect(try manager.storedFile(NodeID("n"))?.mode == .cache)
+        #expect(try !manager.files.makeNodeFilePersistent(true, nodeID: NodeID("other")))
+        #expect(try !manager.files.makeNodeFilePersistent(true, nodeID: NodeID("n"), kind: .thumbnail))
+        #expect(try manager.files.storedFile(NodeID("n"))?.mode == .cache)
     }
 
     @Test func onlyTheGivenKindMigrates() throws {
@@ -63,9 +63,9 @@ import Testing
         let manager = try store.create()
         try importFile(manager, "n")
         try importFile(manager, "n", size: 2_000, kind: .thumbnail)
-        try manager.makeNodeFilePersistent(true, nodeID: NodeID("n"), kind: .thumbnail)
-        #expect(try manager.storedFile(NodeID("n"), kind: .thumbnail)?.mode == .persistent)
-        #expect(try manager.storedFile(NodeID("n"), kind: .data)?.mode == .cache)
+        try manager.files.makeNodeFilePersistent(true, nodeID: NodeID("n"), kind: .thumbnail)
+        #expect(try manager.files.storedFile(NodeID("n"), kind: .thumbnail)?.mode == .persistent)
+        #expect(try manager.files.storedFile(NodeID("n"), kind: .data)?.mode == .cache)
         #expect(try poolStatus(manager, .thumbnails).persistentSize > 0)
     }
 
@@ -79,9 +79,9 @@ import Testing
         let original = held!.cryptoFile.path
         #expect(original.hasPrefix(store.location.persistentFiles + "/"))
 
-        try manager.makeNodeFilePersistent(false, nodeID: id)
+        try manager.files.makeNodeFilePersistent(false, nodeID: id)
         do {
-            let moved = try #require(try manager.nodeFile(id))
+            let moved = try #require(try manager.files.nodeFile(id))
             #expect(moved.cryptoFile.path.hasPrefix(store.location.cacheFiles + "/"))
             #expect(try decrypt(moved) == contents("r", size: 80_000))
         }
@@ -99,10 +99,10 @@ import Testing
         let manager = try store.create()
         let id = try NodeID("r")
         try importFile(manager, "r", size: 50_000)
-        var held: DiskExport? = try await manager.nodeFile(id)
+        var held: DiskExport? = try await manager.files.nodeFile(id)
         let original = held!.cryptoFile.path
-        try await manager.makeNodeFilePersistent(true, nodeID: id)
-        var migrated: DiskExport? = try await manager.nodeFile(id)
+        try await manager.files.makeNodeFilePersistent(true, nodeID: id)
+        var migrated: DiskExport? = try await manager.files.nodeFile(id)
         #expect(migrated?.cryptoFile.path.hasPrefix(store.location.persistentFiles + "/") == true)
         #expect(try decrypt(held!) == contents("r", size: 50_000))
         held = nil
@@ -125,18 +125,18 @@ import Testing
         }
         try manager.importUserAvatar(DiskImport(cleartextData: Data("other".utf8)), userID: other, identityID: identities[0])
 
-        try manager.makeUserAvatarsPersistent(true, userID: user)
+        try manager.files.makeUserAvatarsPersistent(true, userID: user)
         for (i, identity) in identities.enumerated() {
-            let export = try #require(try manager.userAvatar(user, identityID: identity))
+            let export = try #require(try manager.files.userAvatar(user, identityID: identity))
             #expect(export.cryptoFile.path.hasPrefix(store.location.persistentFiles + "/"))
             #expect(try decrypt(export) == Data("avatar \(i)".utf8))
         }
-        #expect(try manager.storedAvatars(user).allSatisfy { $0.mode == .persistent })
-        #expect(try manager.storedAvatars(other).allSatisfy { $0.mode == .cache }, "another user's avatars stay put")
+        #expect(try manager.files.storedAvatars(user).allSatisfy { $0.mode == .persistent })
+        #expect(try manager.files.storedAvatars(other).allSatisfy { $0.mode == .cache }, "another user's avatars stay put")
 
-        try manager.makeUserAvatarsPersistent(false, userID: user)
+        try manager.files.makeUserAvatarsPersistent(false, userID: user)
         for (i, identity) in identities.enumerated() {
-            let export = try #require(try manager.userAvatar(user, identityID: identity))
+            let export = try #require(try manager.files.userAvatar(user, identityID: identity))
             #expect(export.cryptoFile.path.hasPrefix(store.location.cacheFiles + "/"))
             #expect(try decrypt(export) == Data("avatar \(i)".utf8))
         }
@@ -153,30 +153,30 @@ import Testing
         let imported = try manager.importNodeFile(diskImport, nodeID: id)
         #expect(imported.isStoredPersistently, "persistent until uploaded")
         _ = consume imported
-        try manager.setMaxSize(1, for: .data)
-        #expect(try manager.hasNodeFile(id), "a file waiting for its upload is not evicted")
-        try manager.setMaxSize(Pool.data.defaultMaxSize, for: .data)
+        try manager.files.setMaxSize(1, for: .data)
+        #expect(try manager.files.hasNodeFile(id), "a file waiting for its upload is not evicted")
+        try manager.files.setMaxSize(Pool.data.defaultMaxSize, for: .data)
 
-        try manager.didUploadNodeFile(id)
-        let export = try #require(try manager.nodeFile(id))
+        try manager.files.didUploadNodeFile(id)
+        let export = try #require(try manager.files.nodeFile(id))
         #expect(export.mode == .cache, "after the upload it is a cache file")
         #expect(export.cryptoFile.path.hasPrefix(store.location.cacheFiles + "/"))
         #expect(try decrypt(export) == contents("up", size: 40_000))
         _ = consume export
         // A second upload report changes nothing, and the file is now evictable.
-        try manager.didUploadNodeFile(id)
-        #expect(try manager.storedFile(id)?.mode == .cache)
-        try manager.setMaxSize(0, for: .data)
-        #expect(try !manager.hasNodeFile(id))
+        try manager.files.didUploadNodeFile(id)
+        #expect(try manager.files.storedFile(id)?.mode == .cache)
+        try manager.files.setMaxSize(0, for: .data)
+        #expect(try !manager.files.hasNodeFile(id))
     }
 
     @Test func plainPersistentFileStaysPersistentAfterUpload() throws {
         let store = try TemporaryStore()
         let manager = try store.create()
         try importFile(manager, "p", persistent: true)
-        try manager.didUploadNodeFile(NodeID("p"))
-        #expect(try manager.storedFile(NodeID("p"))?.mode == .persistent)
-        try manager.didUploadNodeFile(NodeID("nothing-here"))
+        try manager.files.didUploadNodeFile(NodeID("p"))
+        #expect(try manager.files.storedFile(NodeID("p"))?.mode == .persistent)
+        try manager.files.didUploadNodeFile(NodeID("nothing-here"))
     }
 
     @Test func deleteAfterUpload() throws {
@@ -188,10 +188,10 @@ import Testing
         diskImport.deleteAfterUpload = true
         let path = try manager.importNodeFile(diskImport, nodeID: id).cryptoFile.path
         try importFile(manager, "once", size: 500, kind: .thumbnail)
-        #expect(try manager.hasNodeFile(id))
-        try manager.didUploadNodeFile(id)
-        #expect(try manager.nodeFile(id) == nil, "deleted once uploaded")
+        #expect(try manager.files.hasNodeFile(id))
+        try manager.files.didUploadNodeFile(id)
+        #expect(try manager.files.nodeFile(id) == nil, "deleted once uploaded")
         #expect(!fileExists(path))
-        #expect(try manager.hasNodeFile(id, kind: .thumbnail), "only the uploaded kind is deleted")
+        #expect(try manager.files.hasNodeFile(id, kind: .thumbnail), "only the uploaded kind is deleted")
     }
 }

@@ -15,13 +15,13 @@ import Testing
         try manager.deleteNode(id)
 
         for kind in [FileKind.data, .metadata, .thumbnail] {
-            #expect(try !manager.hasNodeFile(id, kind: kind), "\(kind) is gone")
-            #expect(try manager.nodeFile(id, kind: kind) == nil)
+            #expect(try !manager.files.hasNodeFile(id, kind: kind), "\(kind) is gone")
+            #expect(try manager.files.nodeFile(id, kind: kind) == nil)
         }
         for path in paths { #expect(!fileExists(path), "\(path) is removed from disk") }
-        #expect(try manager.storedFiles(id).isEmpty)
-        #expect(try manager.storedNodeIDs().map(\.rawValue) == ["other"])
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("other")))) == contents("other"))
+        #expect(try manager.files.storedFiles(id).isEmpty)
+        #expect(try manager.files.storedNodeIDs().map(\.rawValue) == ["other"])
+        #expect(try decrypt(try #require(try manager.files.nodeFile(NodeID("other")))) == contents("other"))
         #expect(try poolStatus(manager, .thumbnails).size == 0)
         #expect(try poolStatus(manager, .data).persistentSize == 0)
     }
@@ -34,8 +34,8 @@ import Testing
             try importFile(manager, name, size: 500, kind: .thumbnail)
         }
         try manager.deleteNodes([NodeID("a"), NodeID("b")])
-        #expect(try manager.storedNodeIDs().map(\.rawValue) == ["c"])
-        #expect(try manager.hasNodeFile(NodeID("c")) && manager.hasNodeFile(NodeID("c"), kind: .thumbnail))
+        #expect(try manager.files.storedNodeIDs().map(\.rawValue) == ["c"])
+        #expect(try manager.files.hasNodeFile(NodeID("c")) && manager.files.hasNodeFile(NodeID("c"), kind: .thumbnail))
         #expect(regularFiles(under: store.location.cacheFiles).count == 2)
     }
 
@@ -47,15 +47,15 @@ import Testing
             try importFile(manager, name)
             thumbnails.append(try importFile(manager, name, size: 500, kind: .thumbnail).path)
         }
-        #expect(try manager.deleteNodeFiles([NodeID("a"), NodeID("b"), NodeID("none")], kind: .thumbnail) == 2)
-        #expect(try !manager.hasNodeFile(NodeID("a"), kind: .thumbnail))
-        #expect(try !manager.hasNodeFile(NodeID("b"), kind: .thumbnail))
+        #expect(try manager.files.deleteNodeFiles([NodeID("a"), NodeID("b"), NodeID("none")], kind: .thumbnail) == 2)
+        #expect(try !manager.files.hasNodeFile(NodeID("a"), kind: .thumbnail))
+        #expect(try !manager.files.hasNodeFile(NodeID("b"), kind: .thumbnail))
         #expect(!fileExists(thumbnails[0]) && !fileExists(thumbnails[1]))
-        #expect(try manager.hasNodeFile(NodeID("c"), kind: .thumbnail))
-        for name in ["a", "b", "c"] { #expect(try manager.hasNodeFile(NodeID(name), kind: .data), "data of \(name) stays") }
-        #expect(try manager.deleteNodeFile(NodeID("c"), kind: .thumbnail))
-        #expect(try !manager.deleteNodeFile(NodeID("c"), kind: .thumbnail), "nothing left to delete")
-        #expect(try manager.deleteNodeFiles([NodeID("a")], kind: .metadata) == 0)
+        #expect(try manager.files.hasNodeFile(NodeID("c"), kind: .thumbnail))
+        for name in ["a", "b", "c"] { #expect(try manager.files.hasNodeFile(NodeID(name), kind: .data), "data of \(name) stays") }
+        #expect(try manager.files.deleteNodeFile(NodeID("c"), kind: .thumbnail))
+        #expect(try !manager.files.deleteNodeFile(NodeID("c"), kind: .thumbnail), "nothing left to delete")
+        #expect(try manager.files.deleteNodeFiles([NodeID("a")], kind: .metadata) == 0)
     }
 
     @Test func deleteOneAvatarOfAUser() throws {
@@ -66,13 +66,13 @@ import Testing
         let path = try manager.importUserAvatar(DiskImport(cleartextData: Data("one".utf8)), userID: user, identityID: first).cryptoFile.path
         try manager.importUserAvatar(DiskImport(cleartextData: Data("two".utf8)), userID: user, identityID: second)
 
-        #expect(try manager.deleteUserAvatar(user, identityID: first))
+        #expect(try manager.files.deleteUserAvatar(user, identityID: first))
         #expect(!fileExists(path))
-        #expect(try !manager.hasUserAvatar(user, identityID: first))
-        #expect(try manager.userAvatar(user, identityID: first) == nil)
-        #expect(try manager.hasUserAvatar(user, identityID: second))
-        #expect(try manager.hasUserAvatar(user), "the user still has an avatar")
-        #expect(try !manager.deleteUserAvatar(user, identityID: first), "nothing left to delete")
+        #expect(try !manager.files.hasUserAvatar(user, identityID: first))
+        #expect(try manager.files.userAvatar(user, identityID: first) == nil)
+        #expect(try manager.files.hasUserAvatar(user, identityID: second))
+        #expect(try manager.files.hasUserAvatar(user), "the user still has an avatar")
+        #expect(try !manager.files.deleteUserAvatar(user, identityID: first), "nothing left to delete")
     }
 
     @Test func deleteUserAvatarsForUsers() throws {
@@ -83,11 +83,11 @@ import Testing
                 try manager.importUserAvatar(DiskImport(cleartextData: Data("\(name)-\(identity)".utf8)), userID: UserID(name), identityID: IdentityID(identity))
             }
         }
-        try manager.deleteUserAvatars(forUsers: [UserID("u1"), UserID("u3")])
-        #expect(try manager.storedAvatarUsers().map(\.rawValue) == ["u2"])
-        #expect(try !manager.hasUserAvatar(UserID("u1")))
-        #expect(try !manager.hasUserAvatar(UserID("u3")))
-        #expect(try manager.hasUserAvatar(UserID("u2")))
+        try manager.files.deleteUserAvatars(forUsers: [UserID("u1"), UserID("u3")])
+        #expect(try manager.files.storedAvatarUsers().map(\.rawValue) == ["u2"])
+        #expect(try !manager.files.hasUserAvatar(UserID("u1")))
+        #expect(try !manager.files.hasUserAvatar(UserID("u3")))
+        #expect(try manager.files.hasUserAvatar(UserID("u2")))
         #expect(try poolStatus(manager, .avatars).fileCount == 2)
         #expect(regularFiles(under: store.location.cacheFiles).count == 2)
     }
@@ -98,30 +98,30 @@ import Testing
         try importFile(manager, "same")
         try manager.importUserAvatar(DiskImport(cleartextData: Data("face".utf8)), userID: UserID("same"), identityID: IdentityID("i"))
         try manager.deleteNode(NodeID("same"))
-        #expect(try manager.hasUserAvatar(UserID("same")), "deleting a node keeps the user's avatar of the same ID")
+        #expect(try manager.files.hasUserAvatar(UserID("same")), "deleting a node keeps the user's avatar of the same ID")
         try importFile(manager, "same")
-        try manager.deleteUserAvatars(forUsers: [UserID("same")])
-        #expect(try manager.hasNodeFile(NodeID("same")), "deleting avatars keeps the node of the same ID")
+        try manager.files.deleteUserAvatars(forUsers: [UserID("same")])
+        #expect(try manager.files.hasNodeFile(NodeID("same")), "deleting avatars keeps the node of the same ID")
     }
 
     @Test func userAvatarWithoutIdentityReturnsSomeAvatar() throws {
         let store = try TemporaryStore()
         let manager = try store.create()
         let user = try UserID("u")
-        #expect(try manager.userAvatar(user) == nil)
-        #expect(try !manager.hasUserAvatar(user))
+        #expect(try manager.files.userAvatar(user) == nil)
+        #expect(try !manager.files.hasUserAvatar(user))
         try manager.importUserAvatar(DiskImport(cleartextData: Data("older".utf8)), userID: user, identityID: IdentityID("z-first"))
         try manager.importUserAvatar(DiskImport(cleartextData: Data("newer".utf8)), userID: user, identityID: IdentityID("a-second"))
-        #expect(try manager.hasUserAvatar(user))
-        #expect(try manager.hasUserAvatar(user, identityID: nil))
-        #expect(try !manager.hasUserAvatar(user, identityID: IdentityID("unknown")))
-        let any = try #require(try manager.userAvatar(user, identityID: nil))
+        #expect(try manager.files.hasUserAvatar(user))
+        #expect(try manager.files.hasUserAvatar(user, identityID: nil))
+        #expect(try !manager.files.hasUserAvatar(user, identityID: IdentityID("unknown")))
+        let any = try #require(try manager.files.userAvatar(user, identityID: nil))
         #expect(try decrypt(any) == Data("newer".utf8), "the most recently modified avatar")
         #expect(any.pool == .avatars)
 
         // With the newest one gone from disk, another one is returned.
-        try manager.deleteUserAvatar(user, identityID: IdentityID("a-second"))
-        #expect(try decrypt(try #require(try manager.userAvatar(user))) == Data("older".utf8))
+        try manager.files.deleteUserAvatar(user, identityID: IdentityID("a-second"))
+        #expect(try decrypt(try #require(try manager.files.userAvatar(user))) == Data("older".utf8))
     }
 
     @Test func deleteFileIfUnmanagedDeletesOnlyOutsideFiles() throws {
@@ -129,23 +129,23 @@ import Testing
         let manager = try store.create()
         let outside = store.directory + "/download.tmp"
         try Data("temp".utf8).write(to: URL(fileURLWithPath: outside))
-        manager.deleteFileIfUnmanaged(outside)
+        manager.files.deleteFileIfUnmanaged(outside)
         #expect(!fileExists(outside), "a file the store does not manage is deleted")
 
         let cached = try importFile(manager, "c").path
         let persistent = try importFile(manager, "p", persistent: true).path
-        manager.deleteFileIfUnmanaged(cached)
-        manager.deleteFileIfUnmanaged(persistent)
+        manager.files.deleteFileIfUnmanaged(cached)
+        manager.files.deleteFileIfUnmanaged(persistent)
         #expect(fileExists(cached) && fileExists(persistent), "managed files are left alone")
         // Also when the path takes a detour through another folder.
         try FileManager.default.createDirectory(atPath: store.directory + "/elsewhere", withIntermediateDirectories: true)
         let detour = store.directory + "/elsewhere/../store/" + String(cached.dropFirst((store.directory + "/store/").count))
         #expect(FileManager.default.fileExists(atPath: detour), "the detour names the managed file")
-        manager.deleteFileIfUnmanaged(detour)
+        manager.files.deleteFileIfUnmanaged(detour)
         #expect(fileExists(cached), "a managed file reached through '..' is left alone")
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("c")))) == contents("c"))
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("p")))) == contents("p"))
-        manager.deleteFileIfUnmanaged(store.directory + "/never-existed")
+        #expect(try decrypt(try #require(try manager.files.nodeFile(NodeID("c")))) == contents("c"))
+        #expect(try decrypt(try #require(try manager.files.nodeFile(NodeID("p")))) == contents("p"))
+        manager.files.deleteFileIfUnmanaged(store.directory + "/never-existed")
     }
 
     /// The store's own files are never deleted, whatever path names them; a download the
@@ -162,23 +162,23 @@ import Testing
         let own = [location.indexPath, location.indexPath + "-wal", location.keyPath, location.logPath, partial]
         for path in own {
             #expect(FileManager.default.fileExists(atPath: path), "\(path) exists to begin with")
-            #expect(!manager.deleteFileIfUnmanaged(path))
+            #expect(!manager.files.deleteFileIfUnmanaged(path))
             // By a detour and through a symbolic link from outside.
             let detour = location.temporaryDownloads + "/../" + String(path.dropFirst(store.directory.count + 1)).replacingOccurrences(of: "cache/", with: "")
-            _ = manager.deleteFileIfUnmanaged(detour)
+            _ = manager.files.deleteFileIfUnmanaged(detour)
             let link = store.directory + "/link-\(UUID().uuidString)"
             try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: path)
-            #expect(!manager.deleteFileIfUnmanaged(link))
+            #expect(!manager.files.deleteFileIfUnmanaged(link))
             #expect(FileManager.default.fileExists(atPath: path), "\(path) is the store's own: kept")
         }
-        #expect(!manager.deleteFileIfUnmanaged(location.dataDirectory) && !manager.deleteFileIfUnmanaged(location.configDirectory))
+        #expect(!manager.files.deleteFileIfUnmanaged(location.dataDirectory) && !manager.files.deleteFileIfUnmanaged(location.configDirectory))
         let reopened = try DiskManager(location: location)
-        #expect(try decrypt(try #require(try reopened.nodeFile(NodeID("c")))) == contents("c"), "the store still opens and reads")
+        #expect(try decrypt(try #require(try reopened.files.nodeFile(NodeID("c")))) == contents("c"), "the store still opens and reads")
         // A download handed to the caller is theirs to delete.
         try FileManager.default.createDirectory(atPath: location.temporaryDownloads, withIntermediateDirectories: true)
         let download = location.temporaryDownloads + "/handed-out.ddc"
         try Data("download".utf8).write(to: URL(fileURLWithPath: download))
-        #expect(manager.deleteFileIfUnmanaged(download))
+        #expect(manager.files.deleteFileIfUnmanaged(download))
         #expect(!FileManager.default.fileExists(atPath: download))
     }
 }

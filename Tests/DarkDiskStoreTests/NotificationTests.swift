@@ -16,18 +16,18 @@ import Testing
         let store = try TemporaryStore()
         let clock = ManualClock()
         let manager = try store.create(clock: clock)
-        let data = manager.changes(in: .data)
-        let thumbnails = manager.changes(in: .thumbnails)
+        let data = manager.files.changes(in: .data)
+        let thumbnails = manager.files.changes(in: .thumbnails)
 
         try importFile(manager, "imp")
         try await manager.deleteNode(NodeID("imp"))
         try importFile(manager, "exp", expiration: 0.2)
         try importFile(manager, "mig", persistent: true)
-        try await manager.makeNodeFilePersistent(false, nodeID: NodeID("mig"))
+        try await manager.files.makeNodeFilePersistent(false, nodeID: NodeID("mig"))
         try importFile(manager, "ev")
         clock.advance(by: 0.3)
-        try manager.expireFiles() // (unless the maintenance timer was first: the change is reported either way)
-        try manager.setMaxSize(0, for: .data) // evicts "ev" and the now-cached "mig"
+        try manager.files.expireFiles() // (unless the maintenance timer was first: the change is reported either way)
+        try manager.files.setMaxSize(0, for: .data) // evicts "ev" and the now-cached "mig"
         try importFile(manager, "t", size: 500, kind: .thumbnail)
 
         let expected: Set<Event> = [
@@ -58,9 +58,9 @@ import Testing
     @Test func avatarChangesCarryUserAndIdentity() async throws {
         let store = try TemporaryStore()
         let manager = try store.create()
-        let all = manager.changes()
+        let all = manager.files.changes()
         try await manager.importUserAvatar(DiskImport(cleartextData: Data("a".utf8)), userID: UserID("u"), identityID: IdentityID("google|1"))
-        try manager.deleteUserAvatars(forUsers: [UserID("u")])
+        try manager.files.deleteUserAvatars(forUsers: [UserID("u")])
         let changes = try #require(try await collectChanges(all) { $0.count >= 2 }, "timed out waiting for avatar changes")
         #expect(changes.map(\.reason) == [.imported, .deleted])
         #expect(changes.allSatisfy { $0.pool == .avatars && $0.kind == .avatar && $0.ownerID == "u" && $0.identityID == "google|1" })
@@ -69,12 +69,12 @@ import Testing
     @Test func timerExpiryAndPurgedFilesAreReported() async throws {
         let store = try TemporaryStore()
         let manager = try store.create()
-        let data = manager.changes(in: .data)
+        let data = manager.files.changes(in: .data)
         try importFile(manager, "timed", expiration: 1)
         try importFile(manager, "purged")
         try FileManager.default.removeItem(atPath: store.location.cacheDirectory + "/files")
         try importFile(manager, "timed", expiration: 1) // re-import after the purge, expires by the timer
-        await #expect(try manager.nodeFile(NodeID("purged")) == nil)
+        await #expect(try manager.files.nodeFile(NodeID("purged")) == nil)
         // Both, in whichever order they are delivered.
         let seen = try await collectChanges(data, timeout: 30) { changes in
             changes.contains { $0.reason == .expired && $0.ownerID == "timed" } && changes.contains { $0.reason == .vanished && $0.ownerID == "purged" }

@@ -72,15 +72,15 @@ import Testing
         let keep = try manager.pinnedNodesToKeep()
         #expect(keep.first { $0.nodeID.rawValue == "a" }?.stored == true, "a cached file is there, to be made persistent")
         #expect(keep.filter { !$0.stored }.map(\.size) == [10, 10], "b and c are to download")
-        try manager.makeNodeFilePersistent(true, nodeID: NodeID("a"))
+        try manager.files.makeNodeFilePersistent(true, nodeID: NodeID("a"))
         #expect(try toKeep(manager) == ["b", "c"])
 
         // Evicting a pinned file is refused; unpinning moves it to the cache pool, then it can go.
         #expect(throws: DarkDiskError(.busy, "node a is pinned; unpin it first")) { try manager.evictNodeData(NodeID("a")) }
         try manager.setPin(false, on: NodeID("top"))
-        #expect(try manager.storedFile(NodeID("a"))?.mode == .cache)
+        #expect(try manager.files.storedFile(NodeID("a"))?.mode == .cache)
         #expect(try manager.evictNodeData(NodeID("a")))
-        #expect(try manager.storedFile(NodeID("a")) == nil)
+        #expect(try manager.files.storedFile(NodeID("a")) == nil)
         #expect(try manager.outlineEntry(NodeID("a")) != nil, "still in the outline: only the local copy went")
     }
 
@@ -94,6 +94,6 @@ import Testing
         #expect(throws: DarkDiskError(.busy, "node \(node.id) has a change that is not uploaded yet; it stays")) {
             try manager.evictNodeData(node.id)
         }
-        #expect(try manager.storedFile(node.id) != nil)
+        #expect(try manager.files.storedFile(node.id) != nil)
     }
 }

@@ -33,7 +33,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: orphan), "the sweep ran and removed the real orphan")
         Thread.sleep(forTimeInterval: 0.5)  // the sweep may visit the linked shard after the real one
         #expect(FileManager.default.fileExists(atPath: victim), "the file behind the planted link is untouched")
-        #expect(try reopened.nodeFile(NodeID("kept")) != nil)
+        #expect(try reopened.files.nodeFile(NodeID("kept")) != nil)
     }
 
     @Test func aLinkedStagingFolderIsRefusedWithAClearError() throws {
@@ -64,7 +64,7 @@ import Testing
         try FileManager.default.removeItem(atPath: path)
         try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: victim + ".copy")
         do {
-            _ = try manager.nodeFile(id)
+            _ = try manager.files.nodeFile(id)
             Issue.record("a link in place of a stored file was opened")
         } catch {
             #expect(error.message.contains("symbolic links") && !error.message.contains("\n"), "\(error.message)")
@@ -79,7 +79,7 @@ import Testing
         let store = try TemporaryStore()
         let manager = try store.create()
         do {
-            _ = try manager.cacheSubfolder(name)
+            _ = try manager.files.cacheSubfolder(name)
             Issue.record("cache folder name \(name.debugDescription) was accepted")
         } catch {
             #expect(error.code == .invalidArgument && !error.message.contains("\n"))

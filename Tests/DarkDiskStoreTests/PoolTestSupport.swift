@@ -27,7 +27,7 @@ func regularFiles(under directory: String) -> [String] {
 
 /// The status line of one pool.
 func poolStatus(_ manager: DiskManager, _ pool: Pool) throws -> PoolStatus {
-    guard let status = try manager.status().first(where: { $0.pool == pool }) else {
+    guard let status = try manager.files.status().first(where: { $0.pool == pool }) else {
         throw DarkDiskError(.notFound, "no status for pool \(pool.rawValue)")
     }
     return status
@@ -46,7 +46,7 @@ func importFile(_ manager: DiskManager, _ id: String, size: Int = 10_000, kind: 
         return (export.cryptoFile.path, export.storedSize)
     }()
     // The eviction the import kicked (and the release of its export) runs on the store's maintenance queue.
-    manager.waitForMaintenance()
+    manager.files.waitForMaintenance()
     return stored
 }
 
@@ -61,12 +61,12 @@ private func seed(_ id: String) -> UInt64 {
 
 /// "Reads" a node file (export, then drop the export), which makes it the most recently accessed.
 func touch(_ manager: DiskManager, _ id: String, kind: FileKind = .data) throws {
-    _ = try manager.nodeFile(NodeID(id), kind: kind)
+    _ = try manager.files.nodeFile(NodeID(id), kind: kind)
 }
 
 /// Whether the store still has the node's file, in the index and on disk.
 func isStored(_ manager: DiskManager, _ id: String, kind: FileKind = .data) throws -> Bool {
-    try manager.storedFile(NodeID(id), kind: kind) != nil && manager.hasNodeFile(NodeID(id), kind: kind)
+    try manager.files.storedFile(NodeID(id), kind: kind) != nil && manager.files.hasNodeFile(NodeID(id), kind: kind)
 }
 
 /// Opens `path` and takes a shared `flock` on it, as another process's retain token would.

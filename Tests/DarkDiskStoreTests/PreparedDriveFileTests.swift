@@ -65,7 +65,7 @@ import Testing
         let twoSteps = try manager.prepareDriveFile(named: "a.txt", in: folder.id, attributes: NodeAttributes(kind: .file, mode: 0o600))
         try bytes.withUnsafeBytes { try twoSteps.content.write(offset: 0, bytes: $0) }
         // (Counted on the maintenance queue, so that no round of the store's own upkeep commits meanwhile.)
-        let twoCommits = try manager.maintenanceQueue.sync { () throws -> Int in
+        let twoCommits = try manager.files.maintenanceQueue.sync { () throws -> Int in
             let before = manager.indexStatistics
             try manager.insertDriveFile(twoSteps)
             try manager.commitDriveFile(twoSteps.node.id, content: twoSteps.content)
@@ -75,7 +75,7 @@ import Testing
 
         let oneStep = try manager.prepareDriveFile(named: "b.txt", in: folder.id, attributes: NodeAttributes(kind: .file, mode: 0o640))
         try bytes.withUnsafeBytes { try oneStep.content.write(offset: 0, bytes: $0) }
-        let oneCommit = try manager.maintenanceQueue.sync { () throws -> Int in
+        let oneCommit = try manager.files.maintenanceQueue.sync { () throws -> Int in
             let before = manager.indexStatistics
             try manager.commitDriveFile(oneStep.node.id, content: oneStep.content, inserting: oneStep)
             return (manager.indexStatistics - before).commits
@@ -87,7 +87,7 @@ import Testing
         #expect(inserted.attributes.mode == 0o640)
         #expect(try manager.driveListing(of: folder.id).map(\.data?.plaintextSize) == [5_000, 5_000])
         #expect(try manager.uploadQueue.all().contains { $0.nodeID == oneStep.node.id })
-        let export = try #require(try manager.nodeFile(oneStep.node.id))
+        let export = try #require(try manager.files.nodeFile(oneStep.node.id))
         let reader = try export.reader()
         #expect(try Data(reader.read(section: reader.dataSection, offset: 0, count: 10_000)) == bytes)
     }
@@ -104,7 +104,7 @@ import Testing
         let error = #expect(throws: DarkDiskError.self) { try manager.commitDriveFile(orphan.node.id, content: orphan.content, inserting: orphan) }
         #expect(error?.code == .notFound)
         #expect(try manager.driveNode(orphan.node.id) == nil)
-        #expect(try manager.nodeFile(orphan.node.id) == nil)
+        #expect(try manager.files.nodeFile(orphan.node.id) == nil)
         #expect(try manager.uploadQueue.all().count == queued)
 
         // Another node's prepared file is refused before anything is written.

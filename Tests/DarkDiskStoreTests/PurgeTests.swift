@@ -6,7 +6,7 @@ import Testing
 /// xattrs) stop counting the files that went, at start-up and on the maintenance timer, without `check`.
 @Suite struct PurgeTests {
     private func cacheStatus(_ manager: DiskManager) throws -> (files: Int, bytes: UInt64) {
-        let data = try #require(try manager.status().first { $0.pool == .data })
+        let data = try #require(try manager.files.status().first { $0.pool == .data })
         return (data.fileCount, data.cachedSize)
     }
 
@@ -19,7 +19,7 @@ import Testing
         var persistent = DiskImport(cleartextData: TemporaryStore.bytes(5_000))
         persistent.storePersistently = true
         try await manager.importNodeFile(persistent, nodeID: NodeID("p"))
-        manager.waitForMaintenance()
+        manager.files.waitForMaintenance()
         #expect(try cacheStatus(manager).files == 4 && cacheStatus(manager).bytes > 30_000)
 
         // Purged while the store is open: the maintenance timer notices.
@@ -36,10 +36,10 @@ import Testing
 
         // Purged while no process has it open: the next start-up notices.
         try await manager.importNodeFile(DiskImport(cleartextData: TemporaryStore.bytes(10_000)), nodeID: NodeID("again"))
-        manager.waitForMaintenance()
+        manager.files.waitForMaintenance()
         try FileManager.default.removeItem(atPath: store.location.cacheDirectory + "/files")
         let next = try store.open()
-        next.waitForMaintenance()
+        next.files.waitForMaintenance()
         let afterRestart = try cacheStatus(next)
         #expect(afterRestart.bytes == 0 && afterRestart.files == 1, "\(afterRestart)")
         withExtendedLifetime(manager) {}

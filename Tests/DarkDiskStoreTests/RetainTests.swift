@@ -46,22 +46,22 @@ import Glibc
         var persistent = DiskImport(cleartextData: contents("p"))
         persistent.storePersistently = true
         var held: DiskExport? = try await manager.importNodeFile(persistent, nodeID: NodeID("p"))
-        manager.waitForMaintenance()
+        manager.files.waitForMaintenance()
         // Released on the maintenance queue, the due evictions are seen before any can run (or the timer's).
-        let afterPersistent = manager.maintenanceQueue.sync { () -> Set<Pool> in
+        let afterPersistent = manager.files.maintenanceQueue.sync { () -> Set<Pool> in
             held = nil
-            return manager.evictionsDue.withLock { $0.pools }
+            return manager.files.evictionsDue.withLock { $0.pools }
         }
         #expect(afterPersistent.isEmpty, "a persistent file's release")
 
         held = try await manager.importNodeFile(DiskImport(cleartextData: contents("c")), nodeID: NodeID("c"))
-        manager.waitForMaintenance()
-        let afterCache = manager.maintenanceQueue.sync { () -> Set<Pool> in
+        manager.files.waitForMaintenance()
+        let afterCache = manager.files.maintenanceQueue.sync { () -> Set<Pool> in
             held = nil
-            return manager.evictionsDue.withLock { $0.pools }
+            return manager.files.evictionsDue.withLock { $0.pools }
         }
         #expect(afterCache == [.data], "a cache file's release")
-        manager.waitForMaintenance()
+        manager.files.waitForMaintenance()
         _ = held
     }
 
@@ -73,7 +73,7 @@ import Glibc
         var held: DiskExport? = try await manager.importNodeFile(DiskImport(cleartextData: contents("a0")), nodeID: NodeID("a0"))
         let heldPath = held!.cryptoFile.path
         let unit = held!.storedSize
-        try manager.setMaxSize(unit * 7 / 2, for: .data) // 3.5 files
+        try manager.files.setMaxSize(unit * 7 / 2, for: .data) // 3.5 files
         try importFile(manager, "a1")
         try importFile(manager, "a2")
         try importFile(manager, "a3")
@@ -82,22 +82,22 @@ import Glibc
         #expect(try isStored(manager, "a1") && isStored(manager, "a2") && isStored(manager, "a3"), "no newer file goes in the held one's place")
         #expect(try poolStatus(manager, .data).cachedSize == 4 * unit, "over the max while the file is held")
 
-        try manager.setMaxSize(0, for: .data)
+        try manager.files.setMaxSize(0, for: .data)
         #expect(try !isStored(manager, "a1") && !isStored(manager, "a2") && !isStored(manager, "a3"))
         #expect(fileExists(heldPath))
         #expect(try poolStatus(manager, .data).cachedSize == unit, "the held file still counts while held")
         #expect(try decrypt(held!) == contents("a0"), "the token's descriptor stays readable")
 
-        try manager.setMaxSize(unit * 7 / 2, for: .data)
+        try manager.files.setMaxSize(unit * 7 / 2, for: .data)
         held = nil
         // The release kicked an eviction on the store's maintenance queue; once that has run, the file is gone
         // if the pool is over its max. Here it is not: a0 stays.
-        manager.waitForMaintenance()
+        manager.files.waitForMaintenance()
         #expect(try isStored(manager, "a0"), "released under the max: kept")
-        try manager.setMaxSize(0, for: .data)
+        try manager.files.setMaxSize(0, for: .data)
         #expect(try poolStatus(manager, .data).cachedSize == 0)
         #expect(!fileExists(heldPath), "unheld, it is evicted from disk")
-        await #expect(try manager.storedFile(NodeID("a0")) == nil)
+        await #expect(try manager.files.storedFile(NodeID("a0")) == nil)
     }
 
     /// A cache file that cannot be opened (replaced by a symbolic link behind the store's back) is not
@@ -110,7 +110,7 @@ import Glibc
         try importFile(manager, "p2")
         try FileManager.default.removeItem(atPath: planted.path)
         try FileManager.default.createSymbolicLink(atPath: planted.path, withDestinationPath: "/etc/hostname")
-        try manager.setMaxSize(planted.storedSize * 5 / 2, for: .data)  // 2.5 files
+        try manager.files.setMaxSize(planted.storedSize * 5 / 2, for: .data)  // 2.5 files
         #expect(try !isStored(manager, "p1"), "the next file goes in the unopenable one's place")
         #expect(try isStored(manager, "p2"))
     }
@@ -127,14 +127,14 @@ import Glibc
                 exports.append(try await manager.importNodeFile(DiskImport(cleartextData: contents("h\(i)")), nodeID: NodeID("h\(i)")))
             }
             let unit = exports[0].storedSize
-            try manager.setMaxSize(unit * 8, for: .data)
+            try manager.files.setMaxSize(unit * 8, for: .data)
             for i in 0..<5 { try importFile(manager, "n\(i)") }
             // 10 files for 8: h0, h1 and h2 (low water 7.92 files) are next but held; nothing else goes.
             for i in 0..<5 { #expect(try isStored(manager, "n\(i)"), "round \(round): n\(i) went in a held file's place") }
             #expect(try poolStatus(manager, .data).cachedSize == 10 * unit)
 
             exports = []
-            manager.waitForMaintenance()
+            manager.files.waitForMaintenance()
             let order = (0..<5).map { "h\($0)" } + (0..<5).map { "n\($0)" }
             let stored = try order.map { try isStored(manager, $0) }
             // h0 and h1 go, and h2 as well if one pass saw all three released (it evicts down to the low water
@@ -155,9 +155,9 @@ import Glibc
         var held: DiskExport? = try await manager.importNodeFile(diskImport, nodeID: NodeID("e"))
         let path = held!.cryptoFile.path
         clock.advance(by: 1.2)
-        _ = try manager.expireFiles()
-        await #expect(try manager.nodeFile(NodeID("e")) == nil, "an expired file is not handed out")
-        #expect(try !manager.hasNodeFile(NodeID("e")))
+        _ = try manager.files.expireFiles()
+        await #expect(try manager.files.nodeFile(NodeID("e")) == nil, "an expired file is not handed out")
+        #expect(try !manager.files.hasNodeFile(NodeID("e")))
         #expect(fileExists(path), "an expired but retained file stays on disk")
         #expect(try decrypt(held!) == contents("e"))
         held = nil
@@ -169,11 +169,11 @@ import Glibc
         let manager = try store.create()
         let id = try NodeID("d")
         try importFile(manager, "d", size: 100_000)
-        var first: DiskExport? = try manager.nodeFile(id)
-        var second: DiskExport? = try manager.nodeFile(id)
+        var first: DiskExport? = try manager.files.nodeFile(id)
+        var second: DiskExport? = try manager.files.nodeFile(id)
         let path = try #require(first).cryptoFile.path
         try manager.deleteNode(id)
-        #expect(try manager.nodeFile(id) == nil)
+        #expect(try manager.files.nodeFile(id) == nil)
         #expect(try poolStatus(manager, .data).cachedSize == 0, "a deleted file no longer counts in the pool")
         #expect(try decrypt(first!) == contents("d", size: 100_000))
         first = nil
@@ -188,11 +188,11 @@ import Glibc
         let manager = try store.create()
         let id = try NodeID("m")
         try importFile(manager, "m", size: 30_000)
-        var held: DiskExport? = try manager.nodeFile(id)
+        var held: DiskExport? = try manager.files.nodeFile(id)
         let oldPath = held!.cryptoFile.path
-        #expect(try manager.makeNodeFilePersistent(true, nodeID: id))
+        #expect(try manager.files.makeNodeFilePersistent(true, nodeID: id))
         do {
-            let moved = try #require(try manager.nodeFile(id))
+            let moved = try #require(try manager.files.nodeFile(id))
             #expect(moved.cryptoFile.path != oldPath)
             #expect(moved.cryptoFile.path.hasPrefix(store.location.persistentFiles + "/"))
             #expect(try decrypt(moved) == contents("m", size: 30_000))
@@ -201,7 +201,7 @@ import Glibc
         #expect(try decrypt(held!) == contents("m", size: 30_000))
         held = nil
         #expect(!fileExists(oldPath), "the original is deleted when its token is released")
-        #expect(try decrypt(try #require(try manager.nodeFile(id))) == contents("m", size: 30_000))
+        #expect(try decrypt(try #require(try manager.files.nodeFile(id))) == contents("m", size: 30_000))
     }
 
     @Test func tokenDescriptorReadsAfterTheFileIsGoneFromItsFolder() throws {
@@ -209,7 +209,7 @@ import Glibc
         let manager = try store.create()
         let held = try manager.importNodeFile(DiskImport(cleartextData: contents("x", size: 70_000)), nodeID: NodeID("x"))
         try FileManager.default.removeItem(atPath: store.location.cacheDirectory)
-        #expect(try manager.nodeFile(NodeID("x")) == nil)
+        #expect(try manager.files.nodeFile(NodeID("x")) == nil)
         var st = stat()
         #expect(fstat(held.retainToken.fileDescriptor, &st) == 0)
         #expect(try decrypt(held) == contents("x", size: 70_000), "an open token keeps reading even after a purge")

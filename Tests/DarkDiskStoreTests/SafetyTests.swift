@@ -28,16 +28,16 @@ import Testing
         let manager = try store.create()
         let id = try NodeID("held")
         try manager.importNodeFile(DiskImport(cleartextData: TemporaryStore.bytes(50_000)), nodeID: id)
-        var export: DiskExport? = try manager.nodeFile(id)
+        var export: DiskExport? = try manager.files.nodeFile(id)
         #expect(export != nil)
         let path = export!.cryptoFile.path
         try manager.deleteNode(id)
-        #expect(try manager.nodeFile(id) == nil, "a deleted file is no longer handed out")
+        #expect(try manager.files.nodeFile(id) == nil, "a deleted file is no longer handed out")
         #expect(FileManager.default.fileExists(atPath: path), "a retained file stays on disk")
         #expect(try decrypt(export!) == TemporaryStore.bytes(50_000))
         export = nil
         #expect(!FileManager.default.fileExists(atPath: path), "the last release completes the delete")
-        #expect(try manager.storedNodeIDs().isEmpty)
+        #expect(try manager.files.storedNodeIDs().isEmpty)
     }
 
     @Test func retainTokensWorkAcrossStoreInstances() throws {
@@ -47,7 +47,7 @@ import Testing
         let second = try store.open()
         let id = try NodeID("shared")
         try first.importNodeFile(DiskImport(cleartextData: Data("x".utf8)), nodeID: id)
-        var held: DiskExport? = try first.nodeFile(id)
+        var held: DiskExport? = try first.files.nodeFile(id)
         #expect(held != nil)
         let path = held!.cryptoFile.path
         try second.deleteNode(id)
@@ -64,12 +64,12 @@ import Testing
         persistent.storePersistently = true
         try manager.importNodeFile(persistent, nodeID: NodeID("p"))
         try FileManager.default.removeItem(atPath: store.location.cacheDirectory)
-        #expect(try !manager.hasNodeFile(NodeID("c")))
-        #expect(try manager.nodeFile(NodeID("c")) == nil)
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("p")))) == Data("kept".utf8))
+        #expect(try !manager.files.hasNodeFile(NodeID("c")))
+        #expect(try manager.files.nodeFile(NodeID("c")) == nil)
+        #expect(try decrypt(try #require(try manager.files.nodeFile(NodeID("p")))) == Data("kept".utf8))
         // The pool still works after the purge.
         try manager.importNodeFile(DiskImport(cleartextData: Data("again".utf8)), nodeID: NodeID("c"))
-        #expect(try decrypt(try #require(try manager.nodeFile(NodeID("c")))) == Data("again".utf8))
+        #expect(try decrypt(try #require(try manager.files.nodeFile(NodeID("c")))) == Data("again".utf8))
     }
 
     @Test func expiredCacheFileIsNotExported() throws {
@@ -82,10 +82,10 @@ import Testing
         var never = DiskImport(cleartextData: Data("forever".utf8))
         never.expiration = -1
         try manager.importNodeFile(never, nodeID: NodeID("f"))
-        #expect(try manager.nodeFile(NodeID("e")) != nil)
+        #expect(try manager.files.nodeFile(NodeID("e")) != nil)
         clock.advance(by: 1.2)
-        #expect(try manager.nodeFile(NodeID("e")) == nil)
-        #expect(try manager.nodeFile(NodeID("f")) != nil)
+        #expect(try manager.files.nodeFile(NodeID("e")) == nil)
+        #expect(try manager.files.nodeFile(NodeID("f")) != nil)
     }
 
     @Test func statusCountsPools() throws {
@@ -96,7 +96,7 @@ import Testing
         let p = try manager.importNodeFile(persistent, nodeID: NodeID("p"))
         let c = try manager.importNodeFile(DiskImport(cleartextData: TemporaryStore.bytes(20_000)), nodeID: NodeID("c"))
         let t = try manager.importNodeFile(DiskImport(cleartextData: TemporaryStore.bytes(300)), nodeID: NodeID("c"), kind: .thumbnail)
-        let status = Dictionary(uniqueKeysWithValues: try manager.status().map { ($0.pool, $0) })
+        let status = Dictionary(uniqueKeysWithValues: try manager.files.status().map { ($0.pool, $0) })
         let data = try #require(status[.data])
         #expect(data.persistentSize == p.storedSize)
         #expect(data.cachedSize == c.storedSize)

@@ -27,7 +27,7 @@ import Testing
     }
 
     static func stored(_ manager: DiskManager, _ id: NodeID) throws -> Data {
-        try decrypt(try #require(try manager.nodeFile(id, kind: .data)))
+        try decrypt(try #require(try manager.files.nodeFile(id, kind: .data)))
     }
 
     @Test(arguments: [0, 1, chunk - 1, chunk, chunk + 1, 5 * chunk + 12_345])
@@ -116,7 +116,7 @@ import Testing
         try Self.write(content, TemporaryStore.bytes(200_000, seed: 21), at: 0)
         try manager.commitDriveFile(id, content: content)
         // Opened again with O_TRUNC, as `cp` over an existing file does.
-        let again = try manager.stagedContent(for: id, base: try manager.nodeFile(id, kind: .data))
+        let again = try manager.stagedContent(for: id, base: try manager.files.nodeFile(id, kind: .data))
         #expect(again.size == 200_000)
         try again.truncate(to: 0)
         let fresh = TemporaryStore.bytes(90_000, seed: 22)
@@ -151,7 +151,7 @@ import Testing
         #expect(try manager.commitDriveFile(id, content: content) == nil)
         #expect(try Self.read(content, 0, bytes.count) == bytes)
         #expect(content.isDirty)
-        #expect(try manager.nodeFile(id, kind: .data) == nil)
+        #expect(try manager.files.nodeFile(id, kind: .data) == nil)
         let files = FileManager.default.enumerator(atPath: store.location.persistentFiles)?.allObjects.compactMap { $0 as? String } ?? []
         #expect(files.allSatisfy { !$0.hasSuffix(".ddf") }, "no stored file was left: \(files)")
     }

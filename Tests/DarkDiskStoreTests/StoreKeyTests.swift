@@ -11,7 +11,7 @@ import Testing
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
 
         let reopened = try store.open()
-        let export = try #require(try reopened.nodeFile(NodeID("n1")))
+        let export = try #require(try reopened.files.nodeFile(NodeID("n1")))
         #expect(try decrypt(export) == Data("hello".utf8))
     }
 
@@ -72,7 +72,7 @@ import Testing
             #expect(error.code == .wrongPassphrase)
         }
         let reopened = try store.open(passphrase: "correct horse")
-        #expect(try decrypt(try #require(try reopened.nodeFile(NodeID("n")))) == Data("secret".utf8))
+        #expect(try decrypt(try #require(try reopened.files.nodeFile(NodeID("n")))) == Data("secret".utf8))
     }
 
     @Test func corruptKeyFileIsAClearError() throws {

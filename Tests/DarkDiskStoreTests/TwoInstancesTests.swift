@@ -11,10 +11,10 @@ import Testing
         let holder = try store.create()
         let other = try store.open()
         for i in 0..<3 { try importFile(holder, "n\(i)") }
-        var held: DiskExport? = try await holder.nodeFile(NodeID("n1"))
+        var held: DiskExport? = try await holder.files.nodeFile(NodeID("n1"))
         let path = held!.cryptoFile.path
 
-        try other.setMaxSize(0, for: .data)
+        try other.files.setMaxSize(0, for: .data)
         #expect(try !isStored(other, "n0") && !isStored(other, "n2"))
         #expect(try isStored(other, "n1"), "the other instance skips the held file")
         #expect(fileExists(path))
@@ -31,10 +31,10 @@ import Testing
         let holder = try store.create()
         let other = try store.open()
         try importFile(holder, "d", size: 40_000, persistent: true)
-        var held: DiskExport? = try holder.nodeFile(NodeID("d"))
+        var held: DiskExport? = try holder.files.nodeFile(NodeID("d"))
         let path = held!.cryptoFile.path
         try other.deleteNodes([NodeID("d")])
-        #expect(try holder.nodeFile(NodeID("d")) == nil, "the delete is seen by both instances")
+        #expect(try holder.files.nodeFile(NodeID("d")) == nil, "the delete is seen by both instances")
         #expect(fileExists(path), "the file waits for the other instance's token")
         #expect(try decrypt(held!) == contents("d", size: 40_000))
         held = nil
@@ -51,8 +51,8 @@ import Testing
         var held: DiskExport? = try await holder.importNodeFile(diskImport, nodeID: NodeID("e"))
         let path = held!.cryptoFile.path
         clock.advance(by: 1.2)
-        try other.expireFiles() // (or a maintenance timer did it already)
-        await #expect(try other.nodeFile(NodeID("e")) == nil)
+        try other.files.expireFiles() // (or a maintenance timer did it already)
+        await #expect(try other.files.nodeFile(NodeID("e")) == nil)
         #expect(fileExists(path))
         #expect(try decrypt(held!) == contents("e"))
         held = nil
@@ -64,12 +64,12 @@ import Testing
         let holder = try store.create()
         let other = try store.open()
         try importFile(holder, "m", size: 25_000)
-        var held: DiskExport? = try holder.nodeFile(NodeID("m"))
+        var held: DiskExport? = try holder.files.nodeFile(NodeID("m"))
         let path = held!.cryptoFile.path
-        try other.makeNodeFilePersistent(true, nodeID: NodeID("m"))
+        try other.files.makeNodeFilePersistent(true, nodeID: NodeID("m"))
         #expect(fileExists(path), "the held original stays")
         do {
-            let migrated = try #require(try holder.nodeFile(NodeID("m")), "the holder sees the migrated file")
+            let migrated = try #require(try holder.files.nodeFile(NodeID("m")), "the holder sees the migrated file")
             #expect(migrated.isStoredPersistently)
             #expect(try decrypt(migrated) == contents("m", size: 25_000))
         }
@@ -94,7 +94,7 @@ import Testing
         if let fd = foreignLock { close(fd) } // the holder dies
         let reopened = try store.open()
         #expect(!fileExists(path), "opening the store finishes the delete nobody was left to finish")
-        #expect(try reopened.storedNodeIDs().isEmpty)
+        #expect(try reopened.files.storedNodeIDs().isEmpty)
     }
 
     @Test func importByOneIsSeenByTheOtherAndCountsInItsPool() throws {
@@ -103,8 +103,8 @@ import Testing
         let second = try store.open()
         let stored = try importFile(first, "shared", size: 12_345)
         #expect(try poolStatus(second, .data).cachedSize == stored.storedSize)
-        #expect(try decrypt(try #require(try second.nodeFile(NodeID("shared")))) == contents("shared", size: 12_345))
-        try second.setMaxSize(500_000, for: .data)
-        #expect(try first.settings(for: .data).maxSize == 500_000, "settings are shared through the index")
+        #expect(try decrypt(try #require(try second.files.nodeFile(NodeID("shared")))) == contents("shared", size: 12_345))
+        try second.files.setMaxSize(500_000, for: .data)
+        #expect(try first.files.settings(for: .data).maxSize == 500_000, "settings are shared through the index")
     }
 }

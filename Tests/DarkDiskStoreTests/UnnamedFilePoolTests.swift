@@ -53,7 +53,7 @@ import Glibc
         _ = try manager.commitDriveFile(prepared.node.id, content: prepared.content, inserting: prepared) { _ in }
         #expect(!poolIsFull(pool))
         manager.drainDriveCommits()
-        let export = try #require(try manager.nodeFile(prepared.node.id, kind: .data))
+        let export = try #require(try manager.files.nodeFile(prepared.node.id, kind: .data))
         #expect(try decrypt(export) == bytes)
         #expect(manager.stopDriveJournal(timeout: 5))
         #expect(manager.unnamedFiles.withLock { $0 } == nil)

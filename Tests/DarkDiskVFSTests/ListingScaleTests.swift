@@ -31,7 +31,7 @@ import Testing
 
         // The store's own maintenance rounds (about 15 statements every 2 s) wait while the work is counted:
         // under a sanitizer the listing takes minutes, and their statements outnumbered the listing's.
-        try manager.maintenanceQueue.sync { () throws -> Void in
+        try manager.files.maintenanceQueue.sync { () throws -> Void in
             // `ls /nodes`: one listing of all of them, O(n) in all.
             let started = Date()
             var before = manager.indexStatistics

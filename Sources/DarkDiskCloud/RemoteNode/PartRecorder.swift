@@ -99,7 +99,7 @@ final class PartRecorder: Sendable {
             do { try file.fdatasync() } catch {
                 throw RemoteError(.io, "cannot flush the partial download: \(error)")
             }
-            do { try manager.savePartialDownload(snapshot) } catch {
+            do { try manager.files.savePartialDownload(snapshot) } catch {
                 throw RemoteError(.io, "cannot record the partial download: \(error.message)")
             }
         } catch {

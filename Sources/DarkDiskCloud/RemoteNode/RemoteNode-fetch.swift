@@ -19,7 +19,7 @@ extension RemoteNode {
         var lock: DownloadLock?
         while true {
             let attempt = try await downloads.blocking { () throws -> LockAttempt in
-                if !refresh, let local = try manager.nodeFile(nodeID, kind: .data) { return .stored(local) }
+                if !refresh, let local = try manager.files.nodeFile(nodeID, kind: .data) { return .stored(local) }
                 guard let lock = try DownloadLock.tryAcquire(try self.downloads.downloadLockPath(nodeID)) else { return .busy }
                 return .acquired(lock)
             }
@@ -47,7 +47,7 @@ extension RemoteNode {
     /// While another process holds the node's download lock: serves the node's readers from its partial
     /// file, as far as its index row records it. Blocking.
     private func mirrorOtherDownloader() {
-        guard let download = try? downloads.manager.partialDownload(nodeID), !download.ranges.isEmpty else { return }
+        guard let download = try? downloads.manager.files.partialDownload(nodeID), !download.ranges.isEmpty else { return }
         mirror(path: download.path, ranges: download.ranges)
     }
 
@@ -73,16 +73,16 @@ extension RemoteNode {
             let size = CloudFilePadding.fileLength(sectionSizes: sizes)
                 .flatMap { CloudFilePadding.accepts(objectSize: info.size, fileLength: $0) ? $0 : nil } ?? info.size
             let download = try await downloads.blocking { () throws -> PartialDownload in
-                if let download = try manager.partialDownload(nodeID), download.etag == info.etag, download.size == size {
+                if let download = try manager.files.partialDownload(nodeID), download.etag == info.etag, download.size == size {
                     return download
                 }
-                return try manager.beginPartialDownload(nodeID, etag: info.etag, size: size)
+                return try manager.files.beginPartialDownload(nodeID, etag: info.etag, size: size)
             }
             do {
                 try await fetchMissing(download, key: objectKey, objectSize: info.size, nodeKey: key, record: entry, transfer: transfer)
             } catch let error as RemoteError where error.code == .changed && attempt < 2 {
                 // The cloud file was replaced mid-download: its parts do not go together. Start over.
-                try await downloads.blocking { try manager.removePartialDownload(nodeID) }
+                try await downloads.blocking { try manager.files.removePartialDownload(nodeID) }
                 continue
             }
             return try await downloads.blocking { try self.finish(download, key: key, transfer: transfer) }
@@ -104,7 +104,7 @@ extension RemoteNode {
             _ = try DownloadManager.cutPadding(download.path, key: key, name: download.path)
             _ = try CryptoFileReader(path: download.path, key: key)
         } catch {
-            try manager.removePartialDownload(nodeID)
+            try manager.files.removePartialDownload(nodeID)
             throw RemoteError(.invalidResponse, "the cloud file of node '\(nodeID)' does not authenticate: \(error)")
         }
         let file = CryptoFile(path: download.path, format: .cloudFile, key: key)
@@ -112,10 +112,10 @@ extension RemoteNode {
             do throws(DarkDiskError) {
                 var importing = DiskImport(cryptoFile: file)
                 // A refresh of a node kept persistently keeps it persistently.
-                let keptPersistently = try manager.storedFile(nodeID, kind: .data)?.mode == .persistent
+                let keptPersistently = try manager.files.storedFile(nodeID, kind: .data)?.mode == .persistent
                 importing.storePersistently = transfer.persistenceWanted || keptPersistently
                 let export = try manager.importNodeFile(importing, nodeID: nodeID, kind: .data)
-                try manager.removePartialDownload(nodeID)
+                try manager.files.removePartialDownload(nodeID)
                 return NodeDataDownload(export: export)
             } catch {
                 // Larger than the whole cache pool: the store cannot keep it, its readers still get it (below).
@@ -127,7 +127,7 @@ extension RemoteNode {
         do { owner = try TemporaryDownload(moving: download.path, to: path) } catch {
             throw RemoteError(.io, "cannot keep the download of node '\(nodeID)': \(error.message)")
         }
-        try manager.removePartialDownload(nodeID)
+        try manager.files.removePartialDownload(nodeID)
         return NodeDataDownload(temporary: CryptoFile(path: path, format: .cloudFile, key: key, retainToken: owner))
     }
 
@@ -212,7 +212,7 @@ extension RemoteNode {
                 // Nothing of this file is this node's: drop what arrived rather than resume from it (after
                 // any checkpoint in flight, which would record it again).
                 await recorder.settle()
-                try? await downloads.blocking { try manager.removePartialDownload(download.nodeID) }
+                try? await downloads.blocking { try manager.files.removePartialDownload(download.nodeID) }
             } else {
                 try? await recorder.flush()
             }

@@ -94,7 +94,7 @@ extension DownloadManager {
                                handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) -> DownloadTicket<NodeDataDownload>? {
         let answer = ReadAnswer(dispatch: dispatch, handler: handler)
         do {
-            if let stored = try manager.nodeFile(nodeID, kind: .data) {
+            if let stored = try manager.files.nodeFile(nodeID, kind: .data) {
                 answer(.success(.stored(stored)))
                 return nil
             }

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-extension DiskManager {
+extension StoreFiles {
     /// Sets a node file's own expiration in seconds after its last modification (0: its pool's default,
     /// less than 0: never), then expires what is now past it, as `setDefaultExpiration` does. Only cache files
     /// expire; a persistent file keeps the value for when it goes back to its pool. Returns whether the node

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-extension DiskManager {
+extension StoreFiles {
     /// The recorded state of an interrupted download of a node's cloud file, if any (and its file still exists).
     /// A row whose file is gone (the cache folder was purged) is forgotten, unless a downloader holds the node:
     /// its row is written a moment before its file.

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-extension DiskManager {
+extension StoreFiles {
     /// Bytes of `pool`'s files on disk: all of them (partial downloads included), or only persistent or only
     /// cache files.
     public func storageSize(of pool: Pool, mode: StorageMode? = nil) throws(DarkDiskError) -> UInt64 {

@@ -5,7 +5,7 @@ import GRDB
 import Glibc
 #endif
 
-extension DiskManager {
+extension StoreFiles {
     /// One round of upkeep, run at start-up and by the timer: finish pending deletes, notice a purge of the
     /// cache folder, expire cache files, bring every pool under its limit and the cache file system above its
     /// free-space floor.
@@ -37,7 +37,7 @@ extension DiskManager {
             if round % 30 == 0 {
                 try database.write { db in
                     try ChangeLog.prune(db, now: Date().timeIntervalSince1970)
-                    try Self.pruneEntryChanges(db, now: Date().timeIntervalSince1970)
+                    try DiskManager.pruneEntryChanges(db, now: Date().timeIntervalSince1970)
                 }
             }
         } catch {
@@ -391,10 +391,7 @@ extension DiskManager {
             // A version a daemon journaled but the index does not have yet: its record names it (read before the
             // index: the journal is emptied only once the index has every record); a stopped daemon's journal
             // is replayed first.
-            if mode == .persistent {
-                do { try replayDriveJournal() } catch { logger.error("the drive's commit journal: \(error)") }
-                if isJournaled(name) { return false }
-            }
+            if mode == .persistent, let journaled = journaled.withLock({ $0 }), journaled(name) { return false }
             return !known()
         }) ? .removed : .locked
     }

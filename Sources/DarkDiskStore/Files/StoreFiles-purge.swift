@@ -6,7 +6,7 @@ import Glibc
 
 /// An outside purge of the cache folder (`rm -rf ~/.cache/*`, a cleaner): the cache folder may be deleted
 /// at any time, and the pools' totals must not keep counting what went with it.
-extension DiskManager {
+extension StoreFiles {
     /// Which folder the cache files are in: its device and inode ("none" when it is missing). A purge
     /// removes it (`rm -rf ~/.cache/*`), and the next import makes a new one: either way this changes.
     private var cacheFilesIdentity: String {
@@ -21,7 +21,7 @@ extension DiskManager {
     @discardableResult
     func reconcilePurge() throws(DarkDiskError) -> Int {
         let seen = cacheFilesIdentity
-        if seen == (try text("cacheFilesIdentity")) {
+        if seen == (try index.text("cacheFilesIdentity")) {
             // Also gone again after a new folder came and went between two looks: no folder, yet cache rows.
             guard seen == "none", try read({ db in try Bool.fetchOne(db, sql: "SELECT 1 FROM file WHERE mode = 'cache' LIMIT 1") }) != nil else {
                 return 0
@@ -44,7 +44,7 @@ extension DiskManager {
                 forgotten += vanished.count
             }
         }
-        try setText(seen, for: "cacheFilesIdentity")
+        try index.setText(seen, for: "cacheFilesIdentity")
         if forgotten > 0 { logger.info("the cache folder was purged: forgot \(forgotten) cache files that went with it") }
         return forgotten
     }

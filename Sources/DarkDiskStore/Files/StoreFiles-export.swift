@@ -6,7 +6,7 @@ import GRDB
 import Glibc
 #endif
 
-extension DiskManager {
+extension StoreFiles {
     /// The stored `kind` file of a node, retained, or nil if it is not on local disk (never stored, deleted,
     /// expired, or removed from the cache folder behind our back).
     @available(*, noasync)
@@ -84,7 +84,7 @@ extension DiskManager {
             // order until it moves to the cache: its time is kept to the minute (the upload that reads each
             // drive file seconds after its commit then costs no write transaction).
             if record.mode == .cache || now - record.lastAccess >= Self.persistentAccessResolution, let id = record.id {
-                if driveJournal.withLock({ $0 }) != nil {
+                if batchesAccessTimes.withLock({ $0 }) {
                     // The mount: written with the other opens of the moment (`AccessTimes`).
                     if accessTimes.note(id, at: now) {
                         maintenanceQueue.asyncAfter(deadline: .now() + AccessTimes.delay) { [weak self] in self?.writeAccessTimes() }
@@ -103,7 +103,7 @@ extension DiskManager {
     /// The stored file of `kind`, `owner` and `identity`, with its pool's default expiration when it uses it
     /// (a cache file of expiration 0).
     private func storedFileRecord(kind: FileKind, owner: String, identity: String) throws(DarkDiskError) -> (FileRecord, defaultExpiration: Double?)? {
-        let found = withLookupConnection { connection throws(DriveLookupConnection.Failure) in
+        let found = index.withLookupConnection { connection throws(DriveLookupConnection.Failure) in
             try connection.storedFile(kind: kind.rawValue, owner: owner, identity: identity)
         }
         guard let found else {

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 
 /// Settings: each pool's max size and default expiration, and the cache disk's free-space floor.
-extension DiskManager {
+extension StoreFiles {
     /// The limits of `pool`.
     public func settings(for pool: Pool) throws(DarkDiskError) -> PoolSettings {
         try quickRead { db in try Self.settings(db, pool: pool) }

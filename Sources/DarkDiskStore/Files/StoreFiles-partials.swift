@@ -5,7 +5,7 @@ import GRDB
 /// Partial downloads as part of the data pool: counted in its size, evicted least recently
 /// touched first when the pool or the disk needs room (never while a downloader holds one), dropped with
 /// their node, and swept when no index row knows them.
-extension DiskManager {
+extension StoreFiles {
     /// Bytes and count of the partial downloads on disk (they belong to the data pool).
     public func partialDownloadUsage() throws(DarkDiskError) -> (bytes: UInt64, files: Int) {
         try read { db in try Self.partialUsage(db) }
@@ -56,7 +56,7 @@ extension DiskManager {
         for candidate in candidates {
             guard try excess(freed) > 0 else { break }
             // A pinned node's download resumes where it stopped: never evicted.
-            guard let id = try? NodeID(candidate.nodeID), (try? isPinned(id)) != true, removeIdlePartialDownload(id) else { continue }
+            guard let id = try? NodeID(candidate.nodeID), (try? read { db in try DiskManager.isPinned(db, id) }) != true, removeIdlePartialDownload(id) else { continue }
             freed += candidate.bytes
             evicted += 1
         }

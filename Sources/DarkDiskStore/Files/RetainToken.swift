@@ -19,9 +19,9 @@ public final class RetainToken: Sendable {
     /// persistent file is never evicted; one moved to the cache while held (a hard link, so it counts as held
     /// too) is taken by the maintenance timer's next pass (at most 2 s later).
     let mode: StorageMode
-    private let manager: DiskManager
+    private let manager: StoreFiles
 
-    init(file: OwnedDescriptor, path: String, pool: Pool, mode: StorageMode, manager: DiskManager) {
+    init(file: OwnedDescriptor, path: String, pool: Pool, mode: StorageMode, manager: StoreFiles) {
         self.file = file
         self.path = path
         self.pool = pool

@@ -6,7 +6,7 @@ import GRDB
 import Glibc
 #endif
 
-extension DiskManager {
+extension StoreFiles {
     /// Moves a node's `kind` file between persistent storage and the cache pool. An unretained file is moved
     /// (hard link, then the old name goes); a retained file is copied and the original deleted when its last
     /// token is released (as in ZeroDark.cloud's framework). Returns whether the node has such a file.
@@ -41,7 +41,7 @@ extension DiskManager {
         } else if record.migrateToCacheAfterUpload {
             let pinned = try write { db in
                 try db.execute(sql: "UPDATE file SET migrateToCacheAfterUpload = 0 WHERE id = ?", arguments: [record.id])
-                return kind == .data ? try Self.isPinned(db, nodeID) : false
+                return kind == .data ? try DiskManager.isPinned(db, nodeID) : false
             }
             // A pinned file stays persistent.
             guard !pinned else { return }
