@@ -12,7 +12,7 @@ final class FileDeleter: Sendable {
     let database: DatabasePool
     /// Paths this process marked pending (through any store instance) and has not seen deleted: a release
     /// looks up only these in the index (one read per `close` of every file was the cost before). A path
-    /// another process marked goes at the next sweep of a process that has the store open (`DiskManager.maintenanceInterval`).
+    /// another process marked goes at the next sweep of a process that has the store open (`StoreFiles.maintenanceInterval`).
     private static let markedHere = Locked<Set<String>>([])
 
     init(database: DatabasePool) {

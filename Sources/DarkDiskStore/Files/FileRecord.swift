@@ -13,7 +13,7 @@ struct FileRecord: Codable, FetchableRecord, MutablePersistableRecord, Sendable 
     var pool: Pool
     var mode: StorageMode
     var format: CryptoFileFormat
-    /// Random file name; the folder follows from `mode` (see `DiskManager.path(of:)`).
+    /// Random file name; the folder follows from `mode` (see `StoreFiles.path(of:)`).
     var name: String
     var wrappedKey: Data
     var storedSize: Int64
