@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-/// Changes made by other processes (the CLI, a mount daemon, a `pull`), delivered by `DiskManager.changes()`
+/// Changes made by other processes (the CLI, a mount daemon, a `pull`), delivered by `StoreFiles.changes(in:)`
 /// like this process' own. The writer connection of each process logs every insert, delete and move of a
 /// file row, tagged with the process' origin, through TEMP triggers (they exist on that connection only,
 /// so a foreign tool's connection never needs them); every maintenance round reads what others logged

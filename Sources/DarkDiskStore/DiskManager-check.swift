@@ -80,7 +80,7 @@ extension DiskManager {
 
     /// What is wrong with the stored file of `record`, if anything (`full`: every chunk authenticated).
     private func checkFile(_ record: FileRecord, full: Bool, _ result: inout StoreCheck) -> String? {
-        let path = path(of: record)
+        let path = files.path(of: record)
         let what = "\(record.kind.rawValue) of '\(record.ownerID)'\(record.identityID.isEmpty ? "" : " / '\(record.identityID)'") (\(record.mode.rawValue))"
         var st = stat()
         guard lstat(path, &st) == 0 else {

@@ -146,7 +146,7 @@ extension DiskManager {
             let finalPath = files.path(name: pending.record.fileName, mode: .persistent)
             switch result.outcome {
             case .indexed:
-                if let old = result.replaced { deleter.tryDelete(old) }
+                if let old = result.replaced { files.deleter.tryDelete(old) }
                 if let record = result.inserted { files.notify(record, .imported) }
             case .dropped(let error):
                 if let error { logger.error("drive file (node \(pending.record.nodeID)): its version could not enter the index: \(error)") }
@@ -253,8 +253,8 @@ extension DiskManager {
         let old = record.newNode == nil ? try FileRecord.find(db, kind: .data, owner: record.nodeID) : nil
         var oldPath: String?
         if let old {
-            oldPath = manager.path(of: old)
-            try manager.deleter.markPending(db, paths: [oldPath!])
+            oldPath = manager.files.path(of: old)
+            try manager.files.deleter.markPending(db, paths: [oldPath!])
             _ = try old.delete(db)
         }
         try fileRecord.insertRow(db)

@@ -38,8 +38,11 @@ extension DiskManager {
         return result
     }
 
+}
+
+extension EntryChange {
     /// Removes change rows older than an hour (every watcher has long read them).
-    static func pruneEntryChanges(_ db: Database, now: Double) throws {
+    static func prune(_ db: Database, now: Double) throws {
         try IndexDatabase.pruneLog("entryChange", db, before: now - 3600)
     }
 }

@@ -13,21 +13,7 @@ extension DiskManager {
 
     /// Whether `nodeID` is pinned now: its own setting, or the nearest one above it, or the top's.
     public func isPinned(_ nodeID: NodeID) throws(DarkDiskError) -> Bool {
-        try read { db in try Self.isPinned(db, nodeID) }
-    }
-
-    static func isPinned(_ db: Database, _ nodeID: NodeID) throws -> Bool {
-        // Up the folders (at most 4096 deep: a loop of parents, which no outline should have, ends there).
-        let inherited = try Bool.fetchOne(db.cachedStatement(sql: """
-            WITH RECURSIVE up(id, depth) AS (
-              SELECT ?, 0
-              UNION ALL
-              SELECT node.parentID, up.depth + 1 FROM up JOIN node ON node.id = up.id
-                WHERE node.parentID IS NOT NULL AND up.depth < 4096)
-            SELECT pin.pinned FROM up JOIN pin ON pin.nodeID = up.id ORDER BY up.depth LIMIT 1
-            """), arguments: [nodeID.rawValue])
-        if let inherited { return inherited }
-        return try Bool.fetchOne(db.cachedStatement(sql: "SELECT pinned FROM pin WHERE nodeID = ''")) ?? false
+        try read { db in try PinSettings.isPinned(db, nodeID) }
     }
 
     /// Sets `nodeID`'s own pin (nil: the top's), or clears it (`pinned` nil: inherit). `clearingBelow`: every
@@ -78,7 +64,7 @@ extension DiskManager {
                 WHERE below.id NOT IN (SELECT nodeID FROM uploadQueue)
                 """, arguments: nodeID.map { [$0.rawValue] } ?? [])
             .compactMap { try? NodeID($0) }
-            .filter { try !Self.isPinned(db, $0) }
+            .filter { try !PinSettings.isPinned(db, $0) }
         }
         for id in candidates { try files.makeNodeFilePersistent(false, nodeID: id, kind: .data) }
     }
@@ -151,7 +137,7 @@ extension DiskManager {
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM node WHERE id = ? AND cloudETag IS NOT NULL", arguments: [nodeID.rawValue]) == true else {
                 throw DarkDiskError(.busy, "node \(nodeID) is not in the remote yet; it stays")
             }
-            if try Self.isPinned(db, nodeID) { throw DarkDiskError(.busy, "node \(nodeID) is pinned; unpin it first") }
+            if try PinSettings.isPinned(db, nodeID) { throw DarkDiskError(.busy, "node \(nodeID) is pinned; unpin it first") }
         }
         let hadPartial = try files.partialDownload(nodeID) != nil
         let deleted = try files.deleteNodeFiles([nodeID], kind: .data) > 0

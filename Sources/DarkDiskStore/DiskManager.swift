@@ -19,9 +19,6 @@ public final class DiskManager: Sendable {
     public let uploadQueue: UploadQueue
     /// What the store keeps of the bucket's records: generations applied, the fingerprint, remote garbage.
     public let records: RecordLedger
-    /// The shared lock on the store's index this process holds while it has the store open (nil on a
-    /// read-only file system): `IndexCipher` encrypts a plaintext index only when nobody else holds one.
-    let openLock: IndexCipher.OpenLock?
     /// Seals the drive's commit journal as the index is encrypted (a store with a passphrase); nil: in the clear.
     let journalKey: SymmetricKey?
     let indexCounter = IndexStatistics.Counter()
@@ -29,10 +26,7 @@ public final class DiskManager: Sendable {
     public let keys: StoreKeys
     /// The stored files: imports, exports, deletes, migration, expiry, pools and eviction.
     public let files: StoreFiles
-    var deleter: FileDeleter { files.deleter }
     let logger: Logger
-    /// Checkpoints the index off every writer's path (nil: read-only, or SQLite's own checkpoints).
-    let checkpointer: IndexCheckpointer?
     /// The drive's commit journal, in the instance that writes it (`startDriveJournal`: the mount daemon).
     let driveJournal = Locked<DriveCommitJournal?>(nil)
     /// The change rows the drive journal wrote for this process's own commits (its watcher skips them).
@@ -41,8 +35,6 @@ public final class DiskManager: Sendable {
     let scratchFiles = ScratchFilePool()
     /// New persistent stored files made ahead of need while the drive journals (the mount daemon).
     let unnamedFiles = Locked<UnnamedFilePool?>(nil)
-    /// How often the timer enforces expiry, pool limits and the free-space floor.
-    public static var maintenanceInterval: Double { StoreFiles.maintenanceInterval }
 
     /// Whether a store has been created at `location` (its key file exists).
     public static func exists(at location: StoreLocation) -> Bool {
@@ -144,7 +136,7 @@ public final class DiskManager: Sendable {
         do { journalKey = try cipher.map { [keys] _ in try keys.journalKey() } } catch {
             throw DarkDiskError(.corrupt, "cannot derive the drive journal's key: \(error)")
         }
-        openLock = readOnly ? nil : try IndexCipher.OpenLock(indexPath: location.indexPath)
+        let openLock = readOnly ? nil : try IndexCipher.OpenLock(indexPath: location.indexPath)
         if let cipher, let openLock {
             do {
                 if try cipher.encryptIfAlone(location.indexPath, lock: openLock) { logger.notice("the store's index is encrypted at rest now") }
@@ -152,12 +144,12 @@ public final class DiskManager: Sendable {
                 logger.warning("the store's index stays in the clear for now (tried again at the next opening): \(error)")
             }
         }
-        index = StoreIndex(pool: try Self.openIndex(location, readOnly: readOnly, counter: indexCounter, trigger: trigger, cipher: cipher),
-                           location: location, logger: logger, lookups: !readOnly)
+        let pool = try Self.openIndex(location, readOnly: readOnly, counter: indexCounter, trigger: trigger, cipher: cipher)
+        index = StoreIndex(pool: pool, location: location, logger: logger, lookups: !readOnly, openLock: openLock,
+                           checkpointer: trigger.flatMap { Self.startCheckpointer(location.indexPath, $0, logger: logger) })
         uploadQueue = UploadQueue(index: index, clock: clock)
         records = RecordLedger(index: index, keys: keys, clock: clock)
         files = StoreFiles(location: location, clock: clock, index: index, keys: keys, logger: logger)
-        checkpointer = trigger.flatMap { Self.startCheckpointer(location.indexPath, $0, logger: logger) }
         if !readOnly { SpaceReserve.ensure(in: location.dataDirectory) }
         // Start-up enforcement: finish interrupted deletes, expire, evict. All index-driven, so fast at any size;
         // the directory scan for orphans runs in the background.
@@ -188,15 +180,6 @@ public final class DiskManager: Sendable {
             logger.warning("index checkpoints stay in the writers' commits: \(error)")
             return nil
         }
-    }
-
-    deinit {
-        checkpointer?.stop()
-    }
-
-    /// Where the file of `record` lives (`StoreFiles.path(of:)`).
-    func path(of record: FileRecord) -> String {
-        files.path(of: record)
     }
 
     /// Flushes the index's last commits to the disk (`StoreIndex.sync`): an `fsync` of a drive folder.

@@ -234,7 +234,7 @@ enum IndexDatabase {
         }
         migrator.registerMigration("v9: change log") { db in
             // What each process changed among the stored files, so the others report it too
-            // (`DiskManager.changes()`); written by the writer connection's TEMP triggers (`ChangeLog`).
+            // (`StoreFiles.changes(in:)`); written by the writer connection's TEMP triggers (`ChangeLog`).
             try db.execute(sql: """
                 CREATE TABLE changeLog (seq INTEGER PRIMARY KEY AUTOINCREMENT, origin TEXT NOT NULL, at REAL NOT NULL,
                   pool TEXT NOT NULL, kind TEXT NOT NULL, ownerID TEXT NOT NULL, identityID TEXT NOT NULL, reason TEXT NOT NULL);

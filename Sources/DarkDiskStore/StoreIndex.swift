@@ -22,11 +22,26 @@ package final class StoreIndex: Sendable {
         case unusable
     }
 
-    init(pool: DatabasePool, location: StoreLocation, logger: Logger, lookups: Bool) {
+    /// The shared lock on the index this process holds while its pool is open (nil on a read-only file
+    /// system): `IndexCipher` encrypts a plaintext index only when nobody else holds one.
+    private let openLock: IndexCipher.OpenLock?
+    /// Checkpoints the index off every writer's path (nil: read-only, or SQLite's own checkpoints).
+    private let checkpointer: IndexCheckpointer?
+
+    /// The lock and the checkpointer live as long as the pool: components that outlive the facade (a
+    /// retained export keeps the files' part) keep the index as it was opened.
+    init(pool: DatabasePool, location: StoreLocation, logger: Logger, lookups: Bool, openLock: IndexCipher.OpenLock?,
+         checkpointer: IndexCheckpointer?) {
         self.pool = pool
         self.location = location
         self.logger = logger
+        self.openLock = openLock
+        self.checkpointer = checkpointer
         lookupConnection = Locked(lookups ? .unopened : .unusable)
+    }
+
+    deinit {
+        checkpointer?.stop()
     }
 
     /// Runs `body` on the drive's lookup connection (`DriveLookupConnection`), opened at the first call; nil

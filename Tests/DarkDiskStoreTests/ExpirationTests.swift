@@ -45,7 +45,7 @@ import Testing
     @Test func maintenanceTimerDeletesExpiredFilesWithoutAnyCall() async throws {
         let store = try TemporaryStore()
         let manager = try store.create()
-        #expect(DiskManager.maintenanceInterval == 2)
+        #expect(StoreFiles.maintenanceInterval == 2)
         let expiring = try importFile(manager, "gone", expiration: 1).path
         let staying = try importFile(manager, "kept", expiration: -1).path
         // Only look at the disk: no store call may trigger the expiry.

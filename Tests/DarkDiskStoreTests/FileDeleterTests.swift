@@ -10,7 +10,7 @@ import Testing
     @Test func aMarkingThatRollsBackIsForgottenAndOneThatCommitsIsKept() throws {
         let store = try TemporaryStore()
         let manager = try store.create()
-        let deleter = manager.deleter
+        let deleter = manager.files.deleter
         let rolledBack = store.directory + "/rolled-back", kept = store.directory + "/kept"
         #expect(throws: (any Error).self) {
             try deleter.database.write { db in

@@ -37,7 +37,7 @@ extension StoreFiles {
             if round % 30 == 0 {
                 try database.write { db in
                     try ChangeLog.prune(db, now: Date().timeIntervalSince1970)
-                    try DiskManager.pruneEntryChanges(db, now: Date().timeIntervalSince1970)
+                    try EntryChange.prune(db, now: Date().timeIntervalSince1970)
                 }
             }
         } catch {

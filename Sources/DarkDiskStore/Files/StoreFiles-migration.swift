@@ -41,7 +41,7 @@ extension StoreFiles {
         } else if record.migrateToCacheAfterUpload {
             let pinned = try write { db in
                 try db.execute(sql: "UPDATE file SET migrateToCacheAfterUpload = 0 WHERE id = ?", arguments: [record.id])
-                return kind == .data ? try DiskManager.isPinned(db, nodeID) : false
+                return kind == .data ? try PinSettings.isPinned(db, nodeID) : false
             }
             // A pinned file stays persistent.
             guard !pinned else { return }

@@ -56,7 +56,7 @@ extension StoreFiles {
         for candidate in candidates {
             guard try excess(freed) > 0 else { break }
             // A pinned node's download resumes where it stopped: never evicted.
-            guard let id = try? NodeID(candidate.nodeID), (try? read { db in try DiskManager.isPinned(db, id) }) != true, removeIdlePartialDownload(id) else { continue }
+            guard let id = try? NodeID(candidate.nodeID), (try? read { db in try PinSettings.isPinned(db, id) }) != true, removeIdlePartialDownload(id) else { continue }
             freed += candidate.bytes
             evicted += 1
         }
