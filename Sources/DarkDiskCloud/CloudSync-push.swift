@@ -30,7 +30,7 @@ extension CloudSync {
         let stale = try await staleLocalKinds(of: nodeID, content)
         switch try await upload(content, nodeID: nodeID, name: name, parentID: parentID, ownPlacement: name != nil || parentID != nil) {
         case .pushed(let entry):
-            try await manager.invalidateLocalFiles(of: nodeID, kinds: stale)
+            try await manager.outline.invalidateLocalFiles(of: nodeID, kinds: stale)
             try await didUpload(nodeID)
             return PushResult(entry: entry, conflict: nil)
         case .conflict(let remoteRecord):
@@ -116,7 +116,7 @@ extension CloudSync {
                 attributes: NodeAttributes? = nil, basedOn: String? = nil,
                 beforeRecord: (String) throws -> Void = { _ in }) async throws -> UploadOutcome {
         var name = name, parentID = parentID
-        let key = try manager.contentKey(for: nodeID).key
+        let key = try manager.outline.contentKey(for: nodeID).key
         // Bound to the node: a wrapped key moved to another node's record does not unwrap there.
         let wrapped = manager.keys.wrap(key, for: .node(nodeID))
         // Composed in the store's staging folder: an interrupted push leaves it to the orphan sweep.
@@ -176,7 +176,7 @@ extension CloudSync {
                 // Newer than what this store saw: another machine's change came first. Its content is the one
                 // this change was made on when its cloud file is the one this store knows: merged.
                 if record.generation ?? 0 > applied {
-                    guard let known = try await manager.outlineEntry(nodeID), let version = record.cloudVersion,
+                    guard let known = try await manager.outline.entry(nodeID), let version = record.cloudVersion,
                           known.cloudVersion == version, known.cloudETag == record.cloudETag else {
                         try? await remote.delete(cloudKey)
                         return .conflict(record)
@@ -199,7 +199,7 @@ extension CloudSync {
             condition = .absent
         }
         let recordAttributes: NodeAttributes
-        if let attributes { recordAttributes = attributes } else { recordAttributes = try await manager.nodeAttributes(of: nodeID) }
+        if let attributes { recordAttributes = attributes } else { recordAttributes = try await manager.outline.attributes(of: nodeID) }
         let record = NodeRecord(nodeID: nodeID.rawValue, name: name, parentID: parentID,
                                 metadataSize: header.sectionSizes[CloudFileSection.metadata.rawValue],
                                 thumbnailSize: header.sectionSizes[CloudFileSection.thumbnail.rawValue],
@@ -234,9 +234,9 @@ extension CloudSync {
         try await manager.records.note([nodeID: generation])
         try await deleteReplacedRecordByID(of: nodeID, keyedGeneration: generation)
         let entry = try record.outlineEntry()
-        try await manager.updateOutline(entry, invalidatingLocalFiles: false, keepingLocalPlacement: true)
+        try await manager.outline.update(entry, invalidatingLocalFiles: false, keepingLocalPlacement: true)
         // A merged rename or move from elsewhere is this store's placement too (unless the node went here).
-        if merged, try await manager.hasNode(nodeID) { try await manager.updateOutline(entry, invalidatingLocalFiles: false) }
+        if merged, try await manager.outline.hasNode(nodeID) { try await manager.outline.update(entry, invalidatingLocalFiles: false) }
         return .pushed(entry)
     }
 
@@ -330,7 +330,7 @@ extension CloudSync {
     func apply(_ record: NodeRecord, invalidatingLocalFiles: Bool = true) async throws {
         guard let generation = record.generation, let id = try? NodeID(record.nodeID) else { return }
         guard try await generation >= manager.records.generation(of: id) else { return }
-        try await manager.updateOutline(try record.outlineEntry(), invalidatingLocalFiles: invalidatingLocalFiles)
+        try await manager.outline.update(try record.outlineEntry(), invalidatingLocalFiles: invalidatingLocalFiles)
         try await manager.records.note([id: generation])
     }
 }

@@ -139,7 +139,7 @@ extension CloudSync {
         } catch {
             // A node deleted here while its upload ran (a temporary file's short life) has nothing left to
             // upload: not a failure.
-            if queued.operation == .content, (try? await manager.hasNode(nodeID)) == false {
+            if queued.operation == .content, (try? await manager.outline.hasNode(nodeID)) == false {
                 try? await manager.uploadQueue.remove(nodeID)
                 return nil
             }
@@ -167,7 +167,7 @@ extension CloudSync {
         guard let data = try await manager.files.nodeFile(nodeID, kind: .data) else {
             throw RemoteError(.io, "node '\(nodeID)' has no data stored locally to upload")
         }
-        let placement = try await manager.nodePlacement(nodeID)
+        let placement = try await manager.outline.placement(nodeID)
         let name = queued.name ?? placement.name
         let parentID = queued.parentID ?? placement.parentID
         // A crash after the record landed and before the queue heard of it: the record names our version.
@@ -177,7 +177,7 @@ extension CloudSync {
         if let version = queued.version, let current = try await currentRecord(of: nodeID),
            let record = current.state?.record, record.cloudVersion == version {
             try await manager.records.note([nodeID: record.generation ?? 0])
-            try await manager.updateOutline(try record.outlineEntry(), invalidatingLocalFiles: false, keepingLocalPlacement: true)
+            try await manager.outline.update(try record.outlineEntry(), invalidatingLocalFiles: false, keepingLocalPlacement: true)
             basedOn = version
         }
         let thumbnail = try await manager.files.nodeFile(nodeID, kind: .thumbnail)
@@ -190,7 +190,7 @@ extension CloudSync {
         }
         switch outcome {
         case .pushed(let entry):
-            if try await !manager.hasNode(nodeID) {
+            if try await !manager.outline.hasNode(nodeID) {
                 // Deleted here while it uploaded (a temporary file's short life): the record just written
                 // must not bring it back on other machines.
                 try await deleteNode(nodeID)
@@ -205,7 +205,7 @@ extension CloudSync {
             // not the copy's: it stays, queued, made on what this store had (`basedOn`), so its upload is a
             // conflict copy too.
             if let remoteRecord { try await apply(remoteRecord, invalidatingLocalFiles: false) }
-            try await manager.invalidateLocalFiles(of: nodeID, kinds: [.data, .metadata, .thumbnail], whileDataFileIs: data.fileID)
+            try await manager.outline.invalidateLocalFiles(of: nodeID, kinds: [.data, .metadata, .thumbnail], whileDataFileIs: data.fileID)
             return (copy, false)
         }
     }
@@ -218,7 +218,7 @@ extension CloudSync {
     /// is dropped (one error line) and the node goes here too.
     private func uploadRecordChange(_ queued: QueuedUpload) async throws -> PushResult {
         let nodeID = queued.nodeID
-        let placement = try await manager.nodePlacement(nodeID)
+        let placement = try await manager.outline.placement(nodeID)
         let name = queued.name ?? placement.name
         let parentID = queued.parentID ?? placement.parentID
         for _ in 0..<5 {
@@ -236,12 +236,12 @@ extension CloudSync {
             }
             let applied = try await manager.records.generation(of: nodeID)
             let changedElsewhere = base.generation ?? 0 > applied
-            let attributes = changedElsewhere ? (base.attributes ?? NodeAttributes()) : try await manager.nodeAttributes(of: nodeID)
+            let attributes = changedElsewhere ? (base.attributes ?? NodeAttributes()) : try await manager.outline.attributes(of: nodeID)
             let generation = max(applied, base.generation ?? 0) + 1
             // The file ID the content's record named; a record from before file IDs takes the one this store
             // bound to that version (at its push, or when it first pulled it).
             var fileID = base.fileID.flatMap(Hex.decode)
-            if fileID == nil { fileID = OutlineEntry.boundFileID(of: base.cloudVersion, known: try await manager.outlineEntry(nodeID)) }
+            if fileID == nil { fileID = OutlineEntry.boundFileID(of: base.cloudVersion, known: try await manager.outline.entry(nodeID)) }
             // The node's key as the record carried it, bound to the node (a record from before binding is
             // rewritten with a bound wrap).
             guard let baseKey = Hex.decode(base.wrappedKey) else { throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' has a malformed key") }
@@ -270,7 +270,7 @@ extension CloudSync {
     private func tookOwnRecord(_ record: NodeRecord, replacingContent: Bool) throws -> PushResult {
         let entry = try record.outlineEntry()
         try manager.records.note([entry.nodeID: record.generation ?? 0])
-        try manager.updateOutline(entry, invalidatingLocalFiles: replacingContent, keepingLocalPlacement: !replacingContent)
+        try manager.outline.update(entry, invalidatingLocalFiles: replacingContent, keepingLocalPlacement: !replacingContent)
         return PushResult(entry: entry, conflict: nil)
     }
 
@@ -278,7 +278,7 @@ extension CloudSync {
     /// node changed elsewhere meanwhile is not deleted: the change is dropped (one error line) and the
     /// node's newer version comes back with the next pull; nothing is lost.
     private func uploadDelete(_ queued: QueuedUpload) async throws -> PushResult {
-        let known = try await manager.outlineEntry(queued.nodeID)
+        let known = try await manager.outline.entry(queued.nodeID)
         do {
             try await deleteNode(queued.nodeID)
         } catch {
@@ -299,14 +299,14 @@ extension CloudSync {
         let copyID = NodeID.random()
         let copyName = ConflictName.make(original: name ?? nodeID.rawValue, host: host, date: now)
         // (With the original's attributes as they are here: the local change's modification time and mode.)
-        let attributes = try await manager.hasNode(nodeID) ? try manager.nodeAttributes(of: nodeID) : nil
+        let attributes = try await manager.outline.hasNode(nodeID) ? try manager.outline.attributes(of: nodeID) : nil
         guard case .pushed(let entry) = try await upload(content, nodeID: copyID, name: copyName, parentID: parentID, attributes: attributes) else {
             throw RemoteError(.preconditionFailed, "\(remote.url): the conflict copy of node '\(nodeID)' (a new node, '\(copyID)') met a record already there")
         }
         // A new node here too, beside the original (the upload takes its own record only for nodes it has).
-        try await manager.updateOutline(entry, invalidatingLocalFiles: false)
+        try await manager.outline.update(entry, invalidatingLocalFiles: false)
         let copy = ConflictCopy(nodeID: copyID, originalID: nodeID, name: copyName, createdAt: now)
-        try await manager.noteConflictCopy(copy)
+        try await manager.outline.noteConflictCopy(copy)
         return PushResult(entry: entry, conflict: copy)
     }
 

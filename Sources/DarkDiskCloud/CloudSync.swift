@@ -98,7 +98,7 @@ public struct CloudSync: Sendable {
         if expected == nil { expected = try await manager.text(Self.expectedFingerprintSetting) }
         // What this store knows is read before the listing: a node this store (its mount) uploads for the
         // first time after the listing was taken is not "gone from the bucket" (it was not listed yet).
-        let known = Dictionary(uniqueKeysWithValues: try await manager.outline().map { ($0.nodeID, $0) })
+        let known = Dictionary(uniqueKeysWithValues: try await manager.outline.entries().map { ($0.nodeID, $0) })
         let appliedGenerations = try await manager.records.generations()
         let objects = try await remote.list(prefix: CloudLayout.recordsPrefix)
         var result = PullResult()
@@ -201,7 +201,7 @@ public struct CloudSync: Sendable {
         // queued meanwhile); the others' (unchanged records, tombstones) are noted here.
         let updated = Set(updates.map(\.nodeID))
         let pulled = generations.filter { updated.contains($0.key) }
-        try await manager.updateOutline(updates, pulledGenerations: pulled)
+        try await manager.outline.update(updates, pulledGenerations: pulled)
         try await manager.records.note(generations.filter { pulled[$0.key] == nil })
         // A node with a change still queued here keeps it: the upload brings the node back (a local change
         // is never dropped by a remote delete).
@@ -271,7 +271,7 @@ public struct CloudSync: Sendable {
         var skipped: [String] = []
         // The users whose avatars the outline lists, by their records' names: a record of one that is refused
         // keeps what the store had, as a refused node record does.
-        let known = await Dictionary(Set(try manager.avatarOutline().map(\.userID)).map { (CloudLayout.userName($0, with: manager), $0) },
+        let known = await Dictionary(Set(try manager.outline.avatars().map(\.userID)).map { (CloudLayout.userName($0, with: manager), $0) },
                                uniquingKeysWith: { first, _ in first })
         for object in objects {
             guard let name = CloudLayout.userRecordName(ofKey: object.key) else { continue }
@@ -309,10 +309,10 @@ public struct CloudSync: Sendable {
                 skipped.append(error.message)
                 continue
             }
-            try await manager.updateAvatarOutline(userID, entries: entries)
+            try await manager.outline.updateAvatars(userID, entries: entries)
         }
-        for userID in await Set(try manager.avatarOutline().map(\.userID)) where !seen.contains(userID) {
-            try await manager.updateAvatarOutline(userID, entries: [])
+        for userID in await Set(try manager.outline.avatars().map(\.userID)) where !seen.contains(userID) {
+            try await manager.outline.updateAvatars(userID, entries: [])
         }
         return skipped
     }

@@ -31,7 +31,7 @@ extension DownloadManager {
         let local = try await blocking { [wanted] () throws -> (NodeMetaDownload, [CloudFileSection], complete: Bool) in
             var result = NodeMetaDownload()
             var wanted = wanted
-            if policy == .storedOnly, let outline = try manager.outlineEntry(nodeID) {
+            if policy == .storedOnly, let outline = try manager.outline.entry(nodeID) {
                 // Known from the outline to be absent: nothing to download for them.
                 wanted.removeAll { ($0 == .metadata ? outline.metadataSize : outline.thumbnailSize) == 0 }
             }
@@ -42,7 +42,7 @@ extension DownloadManager {
                 }
             }
             guard !wanted.isEmpty || needsHeader, let local = try manager.files.nodeFile(nodeID, kind: .data),
-                  local.isRemoteVersion(of: try manager.outlineEntry(nodeID)) else {
+                  local.isRemoteVersion(of: try manager.outline.entry(nodeID)) else {
                 return (result, wanted, false)
             }
             // The whole cloud file is here: every section and the header come from it.
@@ -88,7 +88,7 @@ extension DownloadManager {
                            transfer: Transfer<NodeMetaDownload>) async throws -> NodeMetaDownload {
         let manager = self.manager
         let (entry, key) = try await blocking { () throws -> (OutlineEntry, SymmetricKey) in
-            guard let entry = try manager.outlineEntry(nodeID) else {
+            guard let entry = try manager.outline.entry(nodeID) else {
                 throw RemoteError(.unknownNode, "node '\(nodeID)' is not stored locally and the remote's outline does not have it")
             }
             return (entry, try manager.keys.unwrap(entry.wrappedKey, for: .node(entry.nodeID)))

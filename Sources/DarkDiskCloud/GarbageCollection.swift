@@ -42,7 +42,7 @@ extension CloudSync {
         // Node folders (`CloudLayout.nodeName`) whose record could not be read: none of their files is touched.
         var kept = Set<String>()
         let objects = try await remote.list(prefix: CloudLayout.recordsPrefix)
-        let known = Set(try await manager.outline().map(\.nodeID)).union(try await manager.records.generations().keys)
+        let known = Set(try await manager.outline.entries().map(\.nodeID)).union(try await manager.records.generations().keys)
         let listing = try await RecordListing.read(objects, knownNodes: known, with: manager) { object throws(RemoteError) in
             try await remote.readAll(object.key)
         }

@@ -44,7 +44,7 @@ public final class PinKeeper: Sendable {
                 // download ended (which kicks) or a failed one is due again; else the store is left alone.
                 // (Index reads and writes: on the blocking pool, never on a thread of the cooperative one.)
                 let (clock, change) = try await BlockingPool.shared.run { () throws(DarkDiskError) in
-                    (try manager.pinClock(), try manager.newestEntryChange())
+                    (try manager.outline.pinClock(), try manager.newestEntryChange())
                 }
                 let last = seen.withLock { $0 }
                 let changed = clock != last.clock || change != last.change || kicked || self.retryDue()
@@ -98,14 +98,14 @@ public final class PinKeeper: Sendable {
     /// One look: every pinned node that is not kept persistently gets what it needs, and so does every
     /// download a command handed over (`fetch --background`).
     private func keepPinned() throws(DarkDiskError) {
-        let nodes = try manager.pinnedNodesToKeep()
+        let nodes = try manager.outline.pinnedNodesToKeep()
         var missing = nodes.filter { !$0.stored }
-        for wanted in try manager.wantedDownloads() {
+        for wanted in try manager.outline.wantedDownloads() {
             let stored = try manager.files.storedFile(wanted.nodeID, kind: .data)
             if let stored, !wanted.persistent || stored.mode == .persistent {
-                try manager.forgetWantedDownload(wanted.nodeID)
+                try manager.outline.forgetWantedDownload(wanted.nodeID)
             } else if !missing.contains(where: { $0.nodeID == wanted.nodeID }) {
-                missing.append(DiskManager.PinnedNode(nodeID: wanted.nodeID, stored: false, size: 0, persistent: wanted.persistent))
+                missing.append(StoreOutline.PinnedNode(nodeID: wanted.nodeID, stored: false, size: 0, persistent: wanted.persistent))
             }
         }
         state.withLock {
@@ -133,7 +133,7 @@ public final class PinKeeper: Sendable {
         if let firstError { throw firstError }
     }
 
-    private func download(_ node: DiskManager.PinnedNode) {
+    private func download(_ node: StoreOutline.PinnedNode) {
         let ticket = downloads.downloadNodeData(node.nodeID, options: DownloadOptions(cacheToDiskManager: true, storePersistently: node.persistent))
         ticket.onCompletion { [self] result in
             let failure: String? = switch result {
@@ -153,7 +153,7 @@ public final class PinKeeper: Sendable {
             }
             if case .failure(let error) = result { health?.noteFailure(error) } else { health?.noteSuccess() }
             // A handed download is done (a pinned node has no request; forgetting none is harmless).
-            if failure == nil || (try? manager.outlineEntry(node.nodeID)) == nil { try? manager.forgetWantedDownload(node.nodeID) }
+            if failure == nil || (try? manager.outline.entry(node.nodeID)) == nil { try? manager.outline.forgetWantedDownload(node.nodeID) }
             if let failure {
                 if firstFailure { logger.warning("pin: node \(node.nodeID) could not be downloaded (tried again with backoff): \(failure)") }
             } else {

@@ -41,7 +41,7 @@ extension CloudSync {
         let appliedGenerations = try await manager.records.generations()
         // What to read: each node's cloud file with its record's key and ETag, each avatar with its key.
         var toRead: [(key: String, fileKey: SymmetricKey, record: OutlineEntry?)] = []
-        let known = Set(try await manager.outline().map(\.nodeID)).union(appliedGenerations.keys)
+        let known = Set(try await manager.outline.entries().map(\.nodeID)).union(appliedGenerations.keys)
         let listing = try await RecordListing.read(records, knownNodes: known, with: manager) { object throws(RemoteError) in
             try await remote.readAll(object.key)
         }
@@ -65,7 +65,7 @@ extension CloudSync {
                 entry = try record.outlineEntry()
                 // A record from before file IDs: the one this store bound to that version, if it did.
                 if entry.cloudFileID == nil {
-                    entry.cloudFileID = OutlineEntry.boundFileID(of: entry.cloudVersion, known: try await manager.outlineEntry(nodeID))
+                    entry.cloudFileID = OutlineEntry.boundFileID(of: entry.cloudVersion, known: try await manager.outline.entry(nodeID))
                 }
                 key = try manager.keys.unwrap(entry.wrappedKey, for: .node(entry.nodeID))
             } catch let error as any DarkDiskFailure {
@@ -89,7 +89,7 @@ extension CloudSync {
         let replaced = records.map(\.key).filter { !chosen.contains($0) && !shadowing.contains($0) && CloudLayout.recordName(ofKey: $0) != nil }
         // A sealed record this store applied that is simply gone: a delete would have left a tombstone.
         let listed = Set(listing.entries.compactMap(\.nodeID))
-        for entry in try await manager.outline() where !listed.contains(entry.nodeID) {
+        for entry in try await manager.outline.entries() where !listed.contains(entry.nodeID) {
             let applied = appliedGenerations[entry.nodeID] ?? 0
             if applied > 0 {
                 result.problems.append("the record of node '\(entry.nodeID)' is gone from \(remote.url) without a tombstone (this store applied generation \(applied))")

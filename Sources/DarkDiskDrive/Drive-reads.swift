@@ -162,7 +162,7 @@ extension Drive {
 
     /// The `user.*` extended attributes kept with node `id`.
     package func extendedAttributes(of id: NodeID) throws(DarkDiskError) -> [String: [UInt8]] {
-        try currentStore().nodeAttributes(of: id).extendedAttributes
+        try currentStore().outline.attributes(of: id).extendedAttributes
     }
 
     /// Where the current version of drive file `id` is, for a handle reading it to change over to: the
@@ -171,7 +171,7 @@ extension Drive {
         // (Its stored version is the index's: a commit of it still in the journal lands first.)
         try settle(id)
         if let export = try store.files.nodeFile(id, kind: .data) { return .stored(export) }
-        if let outline = try store.outlineEntry(id) { return .remote(outline) }
+        if let outline = try store.outline.entry(id) { return .remote(outline) }
         return .none
     }
 }

@@ -152,7 +152,7 @@ extension Drive {
         try settle(id)
         if truncated { return try store.stagedContent(for: id, base: nil, isNew: true) }
         if let export = try store.files.nodeFile(id, kind: .data) { return try store.stagedContent(for: id, base: export) }
-        if let outline = try store.outlineEntry(id), outline.dataSize > 0 {
+        if let outline = try store.outline.entry(id), outline.dataSize > 0 {
             throw DataNotLocal(message: "drive file (node \(id)) is only in the remote, and no remote is set to fetch it from")
         }
         return try store.stagedContent(for: id, base: nil)

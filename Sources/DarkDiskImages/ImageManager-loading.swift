@@ -56,8 +56,8 @@ extension ImageManager {
             case .thumbnail(let node):
                 if try diskManager.files.storedFile(node, kind: .thumbnail) != nil { return false }
                 if let data = try diskManager.files.storedFile(node, kind: .data),
-                   data.isRemoteVersion(of: try diskManager.outlineEntry(node)) { return false }
-                guard let outline = try diskManager.outlineEntry(node) else { return false }
+                   data.isRemoteVersion(of: try diskManager.outline.entry(node)) { return false }
+                guard let outline = try diskManager.outline.entry(node) else { return false }
                 return outline.thumbnailSize != 0
             case .avatar(let user, let identity):
                 // Without an identity, the user's record in the remote says which one is displayed.
@@ -93,11 +93,11 @@ extension ImageManager {
             if let own = try diskManager.files.nodeFile(node, kind: .thumbnail) {
                 return LoadedImage(bytes: try Self.plaintext(of: own, section: nil), sourceFileID: own.fileID)
             }
-            if let whole = try diskManager.files.nodeFile(node, kind: .data), whole.isRemoteVersion(of: try diskManager.outlineEntry(node)) {
+            if let whole = try diskManager.files.nodeFile(node, kind: .data), whole.isRemoteVersion(of: try diskManager.outline.entry(node)) {
                 let bytes = try Self.plaintext(of: whole, section: CloudFileSection.thumbnail.rawValue)
                 return LoadedImage(bytes: bytes.isEmpty ? nil : bytes, sourceFileID: nil)
             }
-            if let outline = try diskManager.outlineEntry(node) {
+            if let outline = try diskManager.outline.entry(node) {
                 return outline.thumbnailSize == 0 ? LoadedImage(bytes: nil) : nil
             }
             if try !diskManager.files.storedFiles(node).isEmpty { return LoadedImage(bytes: nil) }

@@ -194,7 +194,7 @@ extension DiskManager {
 
     /// A row's extended attributes; a column that does not decode is the index's failure, said as a read's.
     private static func decodedExtendedAttributes(_ column: Data?) throws(DarkDiskError) -> [String: [UInt8]] {
-        do { return try extendedAttributes(fromColumn: column) } catch {
+        do { return try StoreOutline.extendedAttributes(fromColumn: column) } catch {
             throw DarkDiskError(.database, "index read failed: \(error)")
         }
     }

@@ -76,7 +76,7 @@ extension DiskManager {
         if let problem = attributes.problem { throw DarkDiskError(.invalidArgument, "'\(name)': \(problem)") }
         let id = NodeID.random()
         let extended: Data?
-        do { extended = try Self.extendedAttributesColumn(attributes) } catch {
+        do { extended = try StoreOutline.extendedAttributesColumn(attributes) } catch {
             throw DarkDiskError(.invalidArgument, "'\(name)': cannot encode its extended attributes")
         }
         let node = DriveNode(id: id, name: name, parentID: parentID, created: clock.now.timeIntervalSince1970, attributes: attributes)
@@ -247,9 +247,9 @@ extension DiskManager {
         if hasPendingDriveCommit(nodeID) { drainDriveCommits() }
         let now = clock.now.timeIntervalSince1970
         return try write { db in
-            var attributes = try Self.nodeAttributes(db, nodeID)
+            var attributes = try StoreOutline.attributes(db, nodeID)
             try change(&attributes)
-            guard try Self.setNodeAttributes(db, attributes, of: nodeID) else { throw DarkDiskError(.notFound, "node \(nodeID) is not in the drive") }
+            guard try StoreOutline.setAttributes(db, attributes, of: nodeID) else { throw DarkDiskError(.notFound, "node \(nodeID) is not in the drive") }
             try Self.queueDriveRecordChange(db, nodeID, now: now)
             return attributes
         }
@@ -258,7 +258,7 @@ extension DiskManager {
     /// The rest of a delete once the node has left the tree: its files go, and so does its record in the
     /// remote (a tombstone through the queue); a node the remote never had is forgotten at once.
     private func finishDriveDelete(_ nodeID: NodeID) throws(DarkDiskError) {
-        if try outlineEntry(nodeID) != nil {
+        if try outline.entry(nodeID) != nil {
             try files.deleteNodeFiles([nodeID], kind: .data)
             try files.deleteNodeFiles([nodeID], kind: .metadata)
             try files.deleteNodeFiles([nodeID], kind: .thumbnail)

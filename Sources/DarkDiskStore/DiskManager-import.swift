@@ -15,19 +15,19 @@ extension DiskManager {
         guard kind != .avatar else {
             throw DarkDiskError(.invalidArgument, "avatars belong to users: use importUserAvatar")
         }
-        return try files.store(diskImport, kind: kind, owner: nodeID.rawValue, identity: "", contentKey: nodeKey(nodeID))
+        return try files.store(diskImport, kind: kind, owner: nodeID.rawValue, identity: "", contentKey: outline.nodeKey(nodeID))
     }
 
     /// `importNodeFile`, with `also` run in the transaction that records the new file (the drive's commit
     /// queues its upload there: a pull never sees the new version unqueued).
     func importNodeFile(_ diskImport: DiskImport, nodeID: NodeID, also: @escaping (Database) throws -> Void) throws(DarkDiskError) -> DiskExport {
-        try files.store(diskImport, kind: .data, owner: nodeID.rawValue, identity: "", contentKey: nodeKey(nodeID), also: also)
+        try files.store(diskImport, kind: .data, owner: nodeID.rawValue, identity: "", contentKey: outline.nodeKey(nodeID), also: also)
     }
 
     /// Stores an avatar for one identity of a user.
     @available(*, noasync)
     @discardableResult
     public func importUserAvatar(_ diskImport: DiskImport, userID: UserID, identityID: IdentityID) throws(DarkDiskError) -> DiskExport {
-        try files.store(diskImport, kind: .avatar, owner: userID.rawValue, identity: identityID.rawValue, contentKey: userKey(userID))
+        try files.store(diskImport, kind: .avatar, owner: userID.rawValue, identity: identityID.rawValue, contentKey: outline.userKey(userID))
     }
 }

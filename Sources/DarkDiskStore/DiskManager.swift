@@ -26,6 +26,8 @@ public final class DiskManager: Sendable {
     public let keys: StoreKeys
     /// The stored files: imports, exports, deletes, migration, expiry, pools and eviction.
     public let files: StoreFiles
+    /// What the index knows of nodes and avatars besides their content: entries, attributes, keys, pins.
+    public let outline: StoreOutline
     let logger: Logger
     /// The drive's commit journal, in the instance that writes it (`startDriveJournal`: the mount daemon).
     let driveJournal = Locked<DriveCommitJournal?>(nil)
@@ -150,6 +152,7 @@ public final class DiskManager: Sendable {
         uploadQueue = UploadQueue(index: index, clock: clock)
         records = RecordLedger(index: index, keys: keys, clock: clock)
         files = StoreFiles(location: location, clock: clock, index: index, keys: keys, logger: logger)
+        outline = StoreOutline(index: index, keys: keys, clock: clock, files: files)
         if !readOnly { SpaceReserve.ensure(in: location.dataDirectory) }
         // Start-up enforcement: finish interrupted deletes, expire, evict. All index-driven, so fast at any size;
         // the directory scan for orphans runs in the background.
@@ -160,6 +163,8 @@ public final class DiskManager: Sendable {
         do { try replayDriveJournal() } catch {
             logger.error("the drive's commit journal could not be written into the index (tried again at the next opening): \(error)")
         }
+        // A pull sees the local changes waiting in the drive's journal (their queued uploads keep them).
+        outline.beforeUpdate.withLock { $0 = { [weak self] in _ = self?.drainDriveCommits() } }
         files.journaled.withLock { journaled in
             journaled = { [weak self] name in
                 // (The store closed while a holder keeps its files: a file it cannot look up stays.)
@@ -217,34 +222,21 @@ public final class DiskManager: Sendable {
         }
     }
 
-    /// The content key of a node, created (random) the first time the node is stored.
-    func nodeKey(_ nodeID: NodeID) throws(DarkDiskError) -> SymmetricKey {
-        try ownerKey(table: "node", id: nodeID.rawValue, owner: .node(nodeID), extraColumns: ", created", extraValues: [clock.now.timeIntervalSince1970])
+    /// A text setting of the store (e.g. its remote URL).
+    @available(*, noasync)
+    public func text(_ key: String) throws(DarkDiskError) -> String? {
+        try index.text(key)
     }
 
-    /// The content key for a user's avatars.
-    func userKey(_ userID: UserID) throws(DarkDiskError) -> SymmetricKey {
-        try ownerKey(table: "user", id: userID.rawValue, owner: nil, extraColumns: "", extraValues: [])
+    @available(*, noasync)
+    public func setText(_ value: String, for key: String) throws(DarkDiskError) {
+        try index.setText(value, for: key)
     }
 
-    /// `owner`: what a key the bucket gave (a node's, from its record) is bound to.
-    private func ownerKey(table: String, id: String, owner: KeyOwner?, extraColumns: String,
-                          extraValues: [any DatabaseValueConvertible]) throws(DarkDiskError) -> SymmetricKey {
-        // Usually the key exists: a read, not a write (every drive file opened for writing asks).
-        if let existing = try read({ db in
-            try Data.fetchOne(db.cachedStatement(sql: "SELECT wrappedKey FROM \(table) WHERE id = ?"), arguments: [id])
-        }) {
-            return try unwrap(existing, owner: owner)
-        }
-        let fresh = SymmetricKey.random()
-        let wrapped = Data(wrapLocally(fresh))
-        let stored: Data = try write { db in
-            let placeholders = Array(repeating: ", ?", count: extraValues.count).joined()
-            try db.execute(sql: "INSERT OR IGNORE INTO \(table) (id, wrappedKey\(extraColumns)) VALUES (?, ?\(placeholders))",
-                           arguments: StatementArguments([id, wrapped] + extraValues))
-            return try Data.fetchOne(db, sql: "SELECT wrappedKey FROM \(table) WHERE id = ?", arguments: [id])!
-        }
-        return try unwrap(stored, owner: owner)
+    /// Forgets a text setting.
+    @available(*, noasync)
+    public func removeText(_ key: String) throws(DarkDiskError) {
+        try write { db in try db.execute(sql: "DELETE FROM storeText WHERE key = ?", arguments: [key]) }
     }
 
     /// `StoreKeys.unwrap(_:owner:)`.

@@ -427,7 +427,7 @@ extension DiskManager {
     /// key into files on the store's disk. `isNew`: a change to commit even if nothing is written (see
     /// `StagedContent`).
     public func stagedContent(for nodeID: NodeID, base: DiskExport?, isNew: Bool = false) throws(DarkDiskError) -> StagedContent {
-        try stagedContent(key: nodeKey(nodeID), base: base, isNew: isNew)
+        try stagedContent(key: outline.nodeKey(nodeID), base: base, isNew: isNew)
     }
 
     func stagedContent(key: SymmetricKey, base: DiskExport?, isNew: Bool) throws(DarkDiskError) -> StagedContent {

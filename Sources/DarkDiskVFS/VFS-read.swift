@@ -51,7 +51,7 @@ extension VFS {
                 openWhenFetched(entry: entry, ino: ino, size: size, answer: answer) { then in ticket.onCompletion(on: self.replies) { then($0.map { _ in }) } }
                 return
             }
-            guard let (id, kind) = entry.nodeSection, let outline = try manager.outlineEntry(id), key.version == .remote(outline.cloudETag) else {
+            guard let (id, kind) = entry.nodeSection, let outline = try manager.outline.entry(id), key.version == .remote(outline.cloudETag) else {
                 answer(.failure(Errno(rawValue: ESTALE)))
                 return
             }
@@ -179,7 +179,7 @@ extension VFS {
     /// open downloads it again; persistent files and nodes only this store has are left for the user.
     private func dropDamagedCopy(_ file: OpenFile) {
         guard case .stored(let export, _) = file.source, export.mode == .cache, let (id, kind) = file.entry.nodeSection,
-              (try? manager.outlineEntry(id)) != nil else { return }
+              (try? manager.outline.entry(id)) != nil else { return }
         do {
             if try manager.files.deleteNodeFile(id, kind: kind) {
                 logger.error("\(file.entry.logName): dropped the damaged cache copy; the next open downloads it again")

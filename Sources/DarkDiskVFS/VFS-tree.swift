@@ -117,7 +117,7 @@ extension VFS {
         if case .nodes = entry {
             // Up to millions of folders without attributes of their own: straight from the index's cursor into
             // the listing (an array of children first doubled the daemon's peak memory).
-            try manager.forEachListedNodeID { id in
+            try manager.outline.forEachListedNodeID { id in
                 let child = inodes.withLock { $0.inode(for: .nodeDirectory(id)) }
                 listing.append(DirectoryEntry(name: id.rawValue, ino: child, file: nil))
             }
@@ -191,7 +191,7 @@ extension VFS {
         case .files, .driveFolder:
             return try drive.lookup(name, in: parent.driveNode).map { Self.driveEntry($0.node) }
         case .nodes:
-            guard let id = try? NodeID(name), try manager.nodeState(id).exists else { return nil }
+            guard let id = try? NodeID(name), try manager.outline.nodeState(id).exists else { return nil }
             return .nodeDirectory(id)
         case .nodeDirectory(let id):
             guard let kind = FileKind(rawValue: name), kind != .avatar else { return nil }
@@ -201,7 +201,7 @@ extension VFS {
             return .thumb(id)
         case .avatars:
             guard let user = try? UserID(name) else { return nil }
-            if try manager.files.storedAvatars(user).isEmpty, try manager.avatarOutline(user).isEmpty { return nil }
+            if try manager.files.storedAvatars(user).isEmpty, try manager.outline.avatars(user).isEmpty { return nil }
             return .avatarDirectory(user)
         case .avatarDirectory(let user):
             guard let identity = try? IdentityID(name) else { return nil }
@@ -217,14 +217,14 @@ extension VFS {
     func listedChildren(of entry: FSEntry) throws(DarkDiskError) -> [(name: String, entry: FSEntry, attributes: FileAttributes?, version: InodeTable.Version?)] {
         switch entry {
         case .nodeDirectory(let id):
-            let state = try manager.nodeState(id)
+            let state = try manager.outline.nodeState(id)
             return state.kinds.compactMap { kind in
                 guard let now = current(section: kind, of: state) else { return nil }
                 return (kind.rawValue, .nodeFile(id, kind), FileAttributes(now.stat), now.version)
             }
         case .nodes:
             // Folders only, and up to millions of them: no attributes of their own, and no detour through `children`.
-            return try manager.listedNodeIDs().map { ($0.rawValue, .nodeDirectory($0), nil, nil) }
+            return try manager.outline.listedNodeIDs().map { ($0.rawValue, .nodeDirectory($0), nil, nil) }
         case .files:
             return try listedDriveChildren(of: nil)
         case .driveFolder(let id):
@@ -257,17 +257,17 @@ extension VFS {
         case .files, .driveFolder:
             return try drive.children(of: entry.driveNode).map { ($0.name, Self.driveEntry($0.node)) }
         case .nodes:
-            return try manager.listedNodeIDs().map { ($0.rawValue, .nodeDirectory($0)) }
+            return try manager.outline.listedNodeIDs().map { ($0.rawValue, .nodeDirectory($0)) }
         case .nodeDirectory(let id):
-            return try manager.nodeState(id).kinds.map { ($0.rawValue, .nodeFile(id, $0)) }
+            return try manager.outline.nodeState(id).kinds.map { ($0.rawValue, .nodeFile(id, $0)) }
         case .thumbs:
-            return try manager.listedNodeIDs(having: .thumbnail).map { ($0.rawValue, .thumb($0)) }
+            return try manager.outline.listedNodeIDs(having: .thumbnail).map { ($0.rawValue, .thumb($0)) }
         case .avatars:
-            let users = Set(try manager.files.storedAvatarUsers()).union(try manager.avatarOutline().map(\.userID))
+            let users = Set(try manager.files.storedAvatarUsers()).union(try manager.outline.avatars().map(\.userID))
             return users.sorted().map { ($0.rawValue, .avatarDirectory($0)) }
         case .avatarDirectory(let user):
             var identities = Set(try manager.files.storedAvatars(user).compactMap { try? IdentityID($0.identityID) })
-            identities.formUnion(try manager.avatarOutline(user).map(\.identityID))
+            identities.formUnion(try manager.outline.avatars(user).map(\.identityID))
             return identities.sorted().map { ($0.rawValue, .avatarFile(user, $0)) }
         case .nodeFile, .thumb, .avatarFile, .driveFile, .driveLink:
             return []
@@ -289,11 +289,11 @@ extension VFS {
         // Stored, or only in the remote (its size from the outline, no blocks on this disk).
         if case .avatarFile(let user, let identity) = entry {
             if let file = try manager.files.storedAvatar(user, identityID: identity) { return (attributes(of: file), .stored(file.fileID)) }
-            guard let listed = try manager.avatarOutlineEntry(user, identityID: identity) else { return nil }
+            guard let listed = try manager.outline.avatar(user, identityID: identity) else { return nil }
             return (baseStat(mode: S_IFREG | 0o644, links: 1, size: listed.plaintextSize), .listed(listed.wrappedKey))
         }
         guard let (id, kind) = entry.nodeSection else { return nil }
-        return current(section: kind, of: try manager.nodeState(id))
+        return current(section: kind, of: try manager.outline.nodeState(id))
     }
 
     /// What one section of a node is now, from the node's state as one index read gave it.
@@ -332,7 +332,7 @@ extension VFS {
                  plaintextSize: UInt64) throws(DarkDiskError) -> InodeTable.Version {
         guard let (id, kind) = entry.nodeSection else { return .stored(fileID) }
         return version(ofStored: kind, fileID: fileID, format: format, cloudFileID: cloudFileID, plaintextSize: plaintextSize,
-                       outline: try manager.outlineEntry(id))
+                       outline: try manager.outline.entry(id))
     }
 
     private func version(ofStored kind: FileKind, fileID: Int64, format: CryptoFileFormat, cloudFileID: [UInt8]?, plaintextSize: UInt64,

@@ -98,7 +98,7 @@ extension VFS {
         let (entry, attribute) = try resolve(ino, name)
         // A pin removed: the entry inherits again.
         if attribute == .pin, let target = Self.pinTarget(entry) {
-            try manager.setPin(nil, on: target)
+            try manager.outline.setPin(nil, on: target)
             pins?.kick()
             logger.info("\(entry == .root ? "mount root" : entry.logName): removed \(attribute.name)")
             return
@@ -159,15 +159,15 @@ extension VFS {
             let received = max(downloads?.receivedBytes(ofRunningDownload: id) ?? 0, partial?.receivedBytes ?? 0)
             guard received > 0 else { return .locality(.absent) }
             var size = partial?.size ?? 0
-            if size == 0 { size = try manager.outlineEntry(id)?.dataSize ?? 0 }
+            if size == 0 { size = try manager.outline.entry(id)?.dataSize ?? 0 }
             guard size > 0 else { return .locality(.partial) }
             // All of it arrived, yet it is not stored: a finished download whose file went (evicted).
             guard received < size else { return .locality(.absent) }
             return .partial(percent: Int(received * 100 / size))
         case .pin:
             switch Self.pinTarget(entry) {
-            case .some(nil): return .flag(try manager.pinSetting(nil) ?? false)
-            case .some(let id?): return .flag(try manager.isPinned(id))
+            case .some(nil): return .flag(try manager.outline.pinSetting(nil) ?? false)
+            case .some(let id?): return .flag(try manager.outline.isPinned(id))
             case nil: throw DarkDiskError(.notFound, "\(entry.logName) cannot be pinned")
             }
         case .sync:
@@ -183,8 +183,8 @@ extension VFS {
                 case .failed: return .sync(.failed)
                 }
             }
-            if try manager.conflictCopies().contains(where: { $0.nodeID == id }) { return .sync(.conflict) }
-            return .sync(try manager.outlineEntry(id) == nil ? .local : .synced)
+            if try manager.outline.conflictCopies().contains(where: { $0.nodeID == id }) { return .sync(.conflict) }
+            return .sync(try manager.outline.entry(id) == nil ? .local : .synced)
         case .node:
             // (`resolve` gives it on drive entries only.)
             switch entry {
@@ -229,10 +229,10 @@ extension VFS {
             try manager.files.setDefaultExpiration(Double(seconds), for: pool)
         case (.pin(let on), _):
             guard let target = Self.pinTarget(entry) else { throw ExtendedAttribute.Failure(.noSuchAttribute, "no such attribute") }
-            try manager.setPin(on, on: target)
+            try manager.outline.setPin(on, on: target)
             pins?.kick()
         case (.evict, .nodeFile(let id, .data)):
-            try manager.evictNodeData(id)
+            try manager.outline.evictNodeData(id)
             return
         default:
             // `resolve` only pairs file attributes with files and pool attributes with the root.

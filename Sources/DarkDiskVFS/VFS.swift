@@ -21,7 +21,7 @@ package typealias Inode = UInt64
 /// from the blocking pool, when its bytes have arrived (`read(handle:offset:size:answer:)`).
 ///
 /// Locks, in the order they nest (each a `Locked`, none held while calling the store or the drive):
-/// `inodes` (the inode table, also taken inside an index cursor's walk: `DiskManager-listing.swift`),
+/// `inodes` (the inode table, also taken inside an index cursor's walk: `StoreOutline-listing.swift`),
 /// `handles`, `directoryListings`, `listingsByFolder`, `driveNames`: leaves.
 package final class VFS: Sendable {
     let manager: DiskManager

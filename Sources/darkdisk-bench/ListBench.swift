@@ -20,7 +20,7 @@ enum ListBench {
             } else {
                 let key = SymmetricKey.random()
                 for batch in stride(from: 0, to: count, by: 10_000) {
-                    try manager.updateOutline((batch..<min(batch + 10_000, count)).map { index in
+                    try manager.outline.update((batch..<min(batch + 10_000, count)).map { index in
                         let id = try NodeID(String(format: "o%07d", index))
                         return OutlineEntry(nodeID: id, name: nil, parentID: nil, metadataSize: 0, thumbnailSize: 0, dataSize: 1024,
                                             wrappedKey: manager.keys.wrap(key, for: .node(id)), cloudETag: "\"e\(index)\"")

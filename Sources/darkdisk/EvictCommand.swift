@@ -35,7 +35,7 @@ struct EvictCommand: ParsableCommand {
         if !node.isEmpty {
             let manager = try storeOptions.open()
             for id in try node.map(NodeID.init) {
-                do { try manager.evictNodeData(id) } catch { kept.append(error.message + (error.code == .busy ? " (darkdisk push uploads now; darkdisk unpin frees a pin)" : "")) }
+                do { try manager.outline.evictNodeData(id) } catch { kept.append(error.message + (error.code == .busy ? " (darkdisk push uploads now; darkdisk unpin frees a pin)" : "")) }
             }
         }
         for line in kept.dropLast() { FileHandle.standardError.write(Data("darkdisk: \(line)\n".utf8)) }

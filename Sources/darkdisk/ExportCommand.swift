@@ -51,10 +51,10 @@ struct ExportCommand: AsyncParsableCommand {
         }
         let section: CloudFileSection = kind == .metadata ? .metadata : kind == .thumbnail ? .thumbnail : .data
         if let own = try await manager.files.nodeFile(id, kind: kind) { return try open(own) }
-        if kind != .data, let whole = try await manager.files.nodeFile(id, kind: .data), whole.isRemoteVersion(of: try await manager.outlineEntry(id)) {
+        if kind != .data, let whole = try await manager.files.nodeFile(id, kind: .data), whole.isRemoteVersion(of: try await manager.outline.entry(id)) {
             return try open(whole, section: section.rawValue)
         }
-        guard try await manager.outlineEntry(id) != nil else {
+        guard try await manager.outline.entry(id) != nil else {
             throw CLIError("node '\(id)' has no \(kind.rawValue) stored locally, and the remote's outline does not have it (try 'darkdisk pull')")
         }
         let downloads = DownloadManager(manager: manager, remote: try StoreRemote.remote(for: manager))

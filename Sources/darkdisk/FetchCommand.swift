@@ -45,7 +45,7 @@ struct FetchCommand: AsyncParsableCommand {
             guard RemoteHealth.recorded(in: manager) != nil else {
                 throw CLIError("no mount of this store is running to hand the download to; mount it, or fetch without --background")
             }
-            try manager.requestDownload(id, persistent: persistent)
+            try manager.outline.requestDownload(id, persistent: persistent)
             FileHandle.standardError.write(Data("handed node '\(id)' to the running mount; darkdisk status shows its progress\n".utf8))
             return
         }
@@ -105,11 +105,11 @@ struct FetchCommand: AsyncParsableCommand {
         let damage: (any Error)?
         do { try export.reader().authenticateAll(); damage = nil } catch { damage = error }
         guard let damage else { return }
-        guard try manager.uploadQueue.change(of: id) == nil, try manager.outlineEntry(id)?.cloudVersion != nil else {
+        guard try manager.uploadQueue.change(of: id) == nil, try manager.outline.entry(id)?.cloudVersion != nil else {
             throw CLIError("the local copy of node '\(id)' does not authenticate (\(damage)), and the remote has no copy of it to fetch: it is left as it is")
         }
         FileHandle.standardError.write(Data("darkdisk: the local copy of node '\(id)' does not authenticate (\(damage)); it is downloaded again\n".utf8))
-        try manager.invalidateLocalFiles(of: id, kinds: [.data])
+        try manager.outline.invalidateLocalFiles(of: id, kinds: [.data])
     }
 
     /// The one-line failure of a fetch whose file its pool cannot keep (larger than the pool's max size).

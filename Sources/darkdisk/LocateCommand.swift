@@ -33,7 +33,7 @@ struct LocateCommand: ParsableCommand {
         let manager = try storeOptions.open()
         if let node {
             let id = try NodeID(node)
-            let keyed = try manager.outlineEntry(id)?.keyedNames ?? true
+            let keyed = try manager.outline.entry(id)?.keyedNames ?? true
             let name = CloudLayout.nodeName(id, keyed: keyed, with: manager)
             print("\(CloudLayout.recordsPrefix)\(name).rec")
             print("nodes/\(name)/")
@@ -42,7 +42,7 @@ struct LocateCommand: ParsableCommand {
         guard let key, let name = CloudLayout.recordName(ofKey: key)?.name ?? CloudLayout.nodeName(ofCloudFileKey: key) else {
             throw CLIError("'\(key ?? "")' is neither a record key (records/NAME.rec) nor a cloud-file key (nodes/NAME/VERSION.ddc)")
         }
-        let known = Set(try manager.outline().map(\.nodeID)).union(try manager.records.generations().keys)
+        let known = Set(try manager.outline.entries().map(\.nodeID)).union(try manager.records.generations().keys)
         guard let id = known.first(where: { $0.rawValue == name || CloudLayout.nodeName($0, with: manager) == name }) else {
             throw CLIError("\(key) belongs to no node this store knows (pull first; an object of another store's key names none)")
         }

@@ -25,7 +25,7 @@ struct PinTargets: ParsableArguments {
         }
         guard !node.isEmpty else { return }
         let manager = try storeOptions.open()
-        for id in try node.map(NodeID.init) { try manager.setPin(pinned, on: id, clearingBelow: recursive) }
+        for id in try node.map(NodeID.init) { try manager.outline.setPin(pinned, on: id, clearingBelow: recursive) }
     }
 }
 

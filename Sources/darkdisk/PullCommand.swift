@@ -51,7 +51,7 @@ struct PullCommand: AsyncParsableCommand {
     /// Downloads the new versions of kept files the pull replaced (the store keeps them persistently as
     /// they arrive); returns how many failed, each said in one line.
     private func replaceKeptVersions(_ manager: DiskManager, _ downloads: DownloadManager) async throws -> Int {
-        let kept = try manager.keptVersionsToReplace()
+        let kept = try manager.outline.keptVersionsToReplace()
         guard !kept.isEmpty else { return 0 }
         var failed = 0
         for (id, kind) in kept {

@@ -91,9 +91,9 @@ struct PushCommand: AsyncParsableCommand {
                 // Data of its own (imported here) goes up; a node whose data is only the remote's (not stored,
                 // or a downloaded copy) gets its record rewritten alone: a rename or move, nothing downloaded.
                 let data = try await manager.files.storedFile(id, kind: .data)
-                if let data, try await !data.isRemoteVersion(of: manager.outlineEntry(id)) {
+                if let data, try await !data.isRemoteVersion(of: manager.outline.entry(id)) {
                     try await manager.uploadQueue.add(id, name: name, parentID: parent)
-                } else if try await manager.outlineEntry(id) != nil {
+                } else if try await manager.outline.entry(id) != nil {
                     try await manager.uploadQueue.addRecordChange(id, name: name, parentID: parent)
                 } else {
                     throw CLIError("node '\(id)' has no data stored locally to upload (give FILE, or 'darkdisk fetch' it first)")

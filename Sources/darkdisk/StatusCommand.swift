@@ -28,9 +28,9 @@ struct StatusCommand: ParsableCommand {
         let pools = try manager.files.status()
         let remote = try StoreRemote.url(for: manager)
         let boards = TransferBoard.read(manager.location)
-        let conflicts = try manager.conflictCopies()
+        let conflicts = try manager.outline.conflictCopies()
         // Pinned files not here yet: the running mount downloads them.
-        let pinnedMissing = try manager.pinnedNodesToKeep().filter { !$0.stored }
+        let pinnedMissing = try manager.outline.pinnedNodesToKeep().filter { !$0.stored }
         let pinnedBytes = pinnedMissing.reduce(UInt64(0)) { $0 + $1.size }
         let mount = MountLock.state(manager.location)
         if json {

@@ -99,7 +99,7 @@ import Glibc
         let manager = try DiskManager(location: StoreLocation(directory: setup.b.storePath), passphrase: Array("mount tests".utf8))
         await #expect(try manager.files.storedFile(NodeID("doc"))?.mode == .persistent, "the new version is kept")
         #expect(try setup.darkdiskB(["export", "--node", "doc"]).stdout == v2)
-        #expect(try manager.keptVersionsToReplace().isEmpty)
+        #expect(try manager.outline.keptVersionsToReplace().isEmpty)
     }
 
     /// An interrupted push leaves nothing in /tmp; a killed one leaves its encrypted

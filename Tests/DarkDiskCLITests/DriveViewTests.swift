@@ -14,7 +14,7 @@ import Testing
         if let parent { arguments += ["--parent", parent] }
         try RemoteBucket.check(try setup.a.darkdisk(arguments), "push \(id)")
         let manager = try DiskManager(location: StoreLocation(directory: setup.a.storePath), passphrase: Array("mount tests".utf8))
-        #expect(try manager.setNodeAttributes(attributes, of: NodeID(id)))
+        #expect(try manager.outline.setAttributes(attributes, of: NodeID(id)))
         try RemoteBucket.check(try setup.a.darkdisk(["push", "--node", id, "--name", name] + (parent.map { ["--parent", $0] } ?? [])
                                                     + ["--passphrase-file", setup.passphrase]), "push \(id) again")
     }

@@ -25,7 +25,7 @@ import Testing
 
         try RemoteBucket.check(try await setup.a.darkdisk(["pull", "--passphrase-file", setup.passphrase]), "pull on A")
         let manager = try DiskManager(location: StoreLocation(directory: setup.a.storePath), passphrase: Array("mount tests".utf8))
-        let entry = try #require(try await manager.outlineEntry(NodeID("doc")))
+        let entry = try #require(try await manager.outline.entry(NodeID("doc")))
         #expect(entry.name == "final.txt" && entry.parentID == "reports")
         let exported = try setup.darkdiskB(["export", "--node", "doc", "-o", setup.b.directory + "/out"])
         #expect(exported.status == 0, "readable on demand")

@@ -19,12 +19,12 @@ import Testing
         try await sync.pushUserIdentity(alice, identityID: work, avatar: picture)
 
         let pulling = CloudSync(manager: setup.b, remote: setup.remote)
-        let clock = try await setup.b.outlineVersion()
+        let clock = try await setup.b.outline.version()
         _ = try await pulling.pull()
-        let listed = try await setup.b.avatarOutline()
+        let listed = try await setup.b.outline.avatars()
         #expect(listed.map(\.identityID) == [work], "only identities with an avatar are listed")
         #expect(listed.first?.plaintextSize == 40_000, "the image size, known before any download")
-        #expect(try await setup.b.outlineVersion() > clock, "a mount watching the outline clock notices")
+        #expect(try await setup.b.outline.version() > clock, "a mount watching the outline clock notices")
         await #expect(try setup.b.files.storedAvatars(alice).isEmpty, "pull downloads no avatar")
 
         // A local copy of the listed avatar, and one imported here only (another user, not in the cloud).
@@ -34,24 +34,24 @@ import Testing
         _ = try await setup.b.importUserAvatar(DiskImport(cleartextData: CloudTests.bytes(1_000, seed: 52)), userID: carol, identityID: work)
 
         // Pulling again with nothing changed keeps the copy.
-        let unchanged = try await setup.b.outlineVersion()
+        let unchanged = try await setup.b.outline.version()
         _ = try await pulling.pull()
         #expect(try setup.b.files.storedAvatar(alice, identityID: work) != nil)
-        #expect(try await setup.b.outlineVersion() == unchanged, "an unchanged listing does not move the clock")
+        #expect(try await setup.b.outline.version() == unchanged, "an unchanged listing does not move the clock")
 
         // The avatar is replaced in the cloud: the stale local copy goes, the new size is listed.
         let replacement = CloudTests.bytes(12_345, seed: 53)
         try await sync.pushUserIdentity(alice, identityID: work, avatar: replacement)
         _ = try await pulling.pull()
         #expect(try setup.b.files.storedAvatar(alice, identityID: work) == nil, "the replaced avatar's copy is stale")
-        #expect(try setup.b.avatarOutlineEntry(alice, identityID: work)?.plaintextSize == 12_345)
+        #expect(try setup.b.outline.avatar(alice, identityID: work)?.plaintextSize == 12_345)
         let fetched = try await DownloadManager(manager: setup.b, remote: setup.remote).downloadUserAvatar(alice, identityID: work).value
         #expect(fetched.image == replacement)
 
         // The user's record goes: so do the listing and the local copy; carol's local-only avatar stays.
         try await setup.remote.delete(CloudLayout.user(alice, with: setup.a))
         _ = try await pulling.pull()
-        await #expect(try setup.b.avatarOutline(alice).isEmpty)
+        await #expect(try setup.b.outline.avatars(alice).isEmpty)
         #expect(try setup.b.files.storedAvatar(alice, identityID: work) == nil)
         #expect(try setup.b.files.storedAvatar(carol, identityID: work) != nil, "an avatar only imported here is not the cloud's to delete")
     }
@@ -68,7 +68,7 @@ import Testing
         #expect(!json.contains("plaintextSize"), "an older record, as it was written")
         _ = try await setup.remote.write(CloudLayout.user(bob, with: setup.a), data: try record.sealed(with: setup.a))
         _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
-        #expect(try setup.b.avatarOutlineEntry(bob, identityID: identity)?.plaintextSize == 70_001)
+        #expect(try setup.b.outline.avatar(bob, identityID: identity)?.plaintextSize == 70_001)
     }
 
     /// Bob's avatar never shows as alice's. The bucket's owner copying bob's sealed record and picture to
@@ -93,8 +93,8 @@ import Testing
         _ = try await setup.remote.write(aliceKey, data: try #require(try await setup.remote.readAll(CloudLayout.user(bob, with: setup.a))))
         var pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("does not authenticate"), "\(pulled.skipped)")
-        #expect(try setup.b.avatarOutlineEntry(alice, identityID: identity) == nil)
-        #expect(try setup.b.avatarOutlineEntry(bob, identityID: identity) != nil)
+        #expect(try setup.b.outline.avatar(alice, identityID: identity) == nil)
+        #expect(try setup.b.outline.avatar(bob, identityID: identity) != nil)
         #expect(await served() == nil, "bob's record opened as alice's")
 
         var forged = try UserRecord.open(sealedAlice, name: CloudLayout.userName(alice, with: setup.a), expected: alice, with: setup.a)
@@ -102,7 +102,7 @@ import Testing
         _ = try await setup.remote.write(aliceKey, data: try forged.sealed(with: setup.a))
         pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("does not unwrap"), "\(pulled.skipped)")
-        #expect(try setup.b.avatarOutlineEntry(alice, identityID: identity) == nil)
+        #expect(try setup.b.outline.avatar(alice, identityID: identity) == nil)
         #expect(await served() != bobs, "bob's picture served as alice's")
     }
 
@@ -116,8 +116,8 @@ import Testing
         _ = try await setup.remote.write(CloudLayout.user(UserID("mallory"), with: setup.a), data: sealed)
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("does not authenticate"), "\(pulled.skipped)")
-        await #expect(try setup.b.avatarOutline(UserID("mallory")).isEmpty, "a record describing another user was accepted")
-        await #expect(try setup.b.avatarOutline(UserID("alice")).count == 1, "the good record is pulled")
+        await #expect(try setup.b.outline.avatars(UserID("mallory")).isEmpty, "a record describing another user was accepted")
+        await #expect(try setup.b.outline.avatars(UserID("alice")).count == 1, "the good record is pulled")
     }
 
     /// An outline entry of another user, or under a key of another master key, is refused and changes nothing.
@@ -127,11 +127,11 @@ import Testing
         let identity = try IdentityID("mail|x")
         let wrapped = setup.b.keys.wrap(SymmetricKey.random(), for: .avatar(bob, identity))
         #expect(throws: DarkDiskError.self) {
-            try setup.b.updateAvatarOutline(alice, entries: [AvatarOutlineEntry(userID: bob, identityID: identity, plaintextSize: 1, wrappedKey: wrapped)])
+            try setup.b.outline.updateAvatars(alice, entries: [AvatarOutlineEntry(userID: bob, identityID: identity, plaintextSize: 1, wrappedKey: wrapped)])
         }
         #expect(throws: DarkDiskError.self) {
-            try setup.b.updateAvatarOutline(alice, entries: [AvatarOutlineEntry(userID: alice, identityID: identity, plaintextSize: 1, wrappedKey: Array(repeating: 7, count: 60))])
+            try setup.b.outline.updateAvatars(alice, entries: [AvatarOutlineEntry(userID: alice, identityID: identity, plaintextSize: 1, wrappedKey: Array(repeating: 7, count: 60))])
         }
-        await #expect(try setup.b.avatarOutline().isEmpty)
+        await #expect(try setup.b.outline.avatars().isEmpty)
     }
 }

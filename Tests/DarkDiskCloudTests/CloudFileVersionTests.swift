@@ -81,7 +81,7 @@ import Testing
         let sync = CloudSync(manager: store, remote: setup.remote)
         let node = try NodeID("n")
         try await sync.push(dataFile: setup.file("1", Data("one".utf8)), nodeID: node)
-        let old = CloudLayout.cloudFile(of: try #require(try await store.outlineEntry(node)), with: store)
+        let old = CloudLayout.cloudFile(of: try #require(try await store.outline.entry(node)), with: store)
         try await sync.push(dataFile: setup.file("2", Data("two".utf8)), nodeID: node)
         #expect(try await sync.collectGarbage(grace: 60).waiting == 1)
         clock.advance(by: 59)

@@ -37,7 +37,7 @@ import Testing
 
         /// The key of the cloud file version node `id`'s record names now, as store A (which pushed it) knows it.
         func cloudKey(_ id: NodeID) throws -> String {
-            CloudLayout.cloudFile(of: try #require(try a.outlineEntry(id)), with: a)
+            CloudLayout.cloudFile(of: try #require(try a.outline.entry(id)), with: a)
         }
 
         /// The length of the node's cloud file, without its padding: what a download moves.
@@ -47,7 +47,7 @@ import Testing
 
         /// The node's content key, as store B's outline gives it.
         func key(of id: NodeID) throws -> SymmetricKey {
-            try b.keys.unwrap(try #require(try b.outlineEntry(id)).wrappedKey, for: .node(id))
+            try b.keys.unwrap(try #require(try b.outline.entry(id)).wrappedKey, for: .node(id))
         }
 
         /// The size of the node's cloud file in the remote.
@@ -88,7 +88,7 @@ import Testing
 
         let result = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(result.added == 1)
-        let outline = try #require(try await setup.b.outlineEntry(NodeID("n1")))
+        let outline = try #require(try await setup.b.outline.entry(NodeID("n1")))
         #expect(outline.name == "photo.jpg" && outline.dataSize == 3_000_000)
         await #expect(try setup.b.files.nodeFile(NodeID("n1")) == nil, "pull downloads no data")
 
@@ -140,7 +140,7 @@ import Testing
         try await CloudSync(manager: setup.a, remote: setup.remote).push(dataFile: setup.file("old", old), nodeID: id)
         _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         // Prepare the replacement cloud file (same node key, new content) and swap it in after two parts.
-        let key = try setup.a.contentKey(for: id).key
+        let key = try setup.a.outline.contentKey(for: id).key
         let replacement = setup.directory + "/replacement.ddc"
         _ = try FileConversion.encryptCloudFile(metadata: nil, thumbnail: nil, dataFileAt: setup.file("new", new), key: key, to: replacement)
         let proxy = FaultyRemote(setup.remote)
@@ -205,14 +205,14 @@ import Testing
         let result = try await syncB.pull()
         #expect(result.changed == 1 && result.deleted == 1)
         await #expect(try setup.b.files.nodeFile(NodeID("keep")) == nil, "the stale copy is gone")
-        #expect(try await setup.b.outlineEntry(NodeID("gone")) == nil)
+        #expect(try await setup.b.outline.entry(NodeID("gone")) == nil)
         let fresh = try await DownloadManager(manager: setup.b, remote: setup.remote).nodeData(NodeID("keep"))
         #expect(try plaintext(fresh) == Data("one, changed".utf8))
 
         // An unreachable remote fails the pull and deletes nothing.
         let vanished = FileRemote(root: setup.directory + "/no-such-remote")
         await #expect(throws: RemoteError.self) { _ = try await CloudSync(manager: setup.b, remote: vanished).pull() }
-        #expect(try await setup.b.outlineEntry(NodeID("keep")) != nil)
+        #expect(try await setup.b.outline.entry(NodeID("keep")) != nil)
         // Writes and deletes to a remote folder that is gone (an unmounted share) are unreachable too, and
         // make no new, empty folder in its place.
         for attempt in 0..<2 {
@@ -239,8 +239,8 @@ import Testing
         #expect(pulled.skipped == ["the record \(impostorKey) does not authenticate (altered, moved from another node, or sealed under another key)"],
                 "\(pulled.skipped)")
         #expect(pulled.added == 1)
-        #expect(try await setup.b.outlineEntry(NodeID("real")) != nil)
-        #expect(try await setup.b.outlineEntry(NodeID("impostor")) == nil, "a record for another node was accepted")
+        #expect(try await setup.b.outline.entry(NodeID("real")) != nil)
+        #expect(try await setup.b.outline.entry(NodeID("impostor")) == nil, "a record for another node was accepted")
         try await setup.remote.delete(CloudLayout.record(NodeID("impostor"), with: setup.a))
         // Opened or sealed: a parent that is not a node ID, and a name no file system would take.
         let real = try NodeRecord.open(record, expected: NodeID("real"), with: setup.b)
@@ -263,7 +263,7 @@ import Testing
         _ = try await setup.remote.write(CloudLayout.legacyRecord(NodeID("garbage")), data: Data("<xml/>".utf8))
         let again = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(again.skipped.count == 1 && again.skipped[0].contains("node 'garbage' is unsealed (plain JSON") && again.unchanged == 1, "\(again.skipped)")
-        #expect(try await setup.b.outlineEntry(NodeID("real")) != nil, "a skipped record deletes nothing")
+        #expect(try await setup.b.outline.entry(NodeID("real")) != nil, "a skipped record deletes nothing")
         // Keys that escape the bucket are refused by the remote itself.
         await #expect(throws: RemoteError.self) { _ = try await setup.remote.info("../outside") }
         await #expect(throws: RemoteError.self) { _ = try await setup.remote.info("/etc/passwd") }

@@ -79,7 +79,7 @@ import Testing
         let then = try await bucket.sync(a, host: "machine-a").drainQueue()
         #expect(then.conflicts.count == 1 && then.uploaded.isEmpty, "the newer edit is a conflict copy too: \(then)")
         #expect(try await bucket.content(id, on: a) == Data("b1".utf8), "B's version stays the node's")
-        let copies = try a.conflictCopies()
+        let copies = try a.outline.conflictCopies()
         var contents = Set<Data>()
         for copy in copies { contents.insert(try await bucket.content(copy.nodeID, on: a)) }
         #expect(contents == [Data("a1".utf8), Data("a2".utf8)], "each of A's edits is in a conflict copy")
@@ -153,14 +153,14 @@ import Testing
         #expect(copy.name.hasPrefix("report (conflict machine-b "), "\(copy.name)")
         #expect(copy.name.range(of: #"\(conflict machine-b \d{4}-\d{2}-\d{2} \d{6}\)\.txt$"#, options: .regularExpression) != nil, "\(copy.name)")
         #expect(result.entry.nodeID == copy.nodeID && result.entry.parentID == folder && result.entry.name == copy.name)
-        #expect(try b.conflictCopies() == [copy])
+        #expect(try b.outline.conflictCopies() == [copy])
 
         // Nothing lost: the node is A's version 2 everywhere, the copy is B's version 3.
         _ = try await bucket.sync(a).pull()
         #expect(try await bucket.content(id, on: a) == Data("version 2 from A".utf8))
         #expect(try await bucket.content(copy.nodeID, on: a) == Data("version 3 from B".utf8))
-        #expect(try await a.outlineEntry(copy.nodeID)?.name == copy.name)
-        #expect(try await b.outlineEntry(id)?.cloudETag == a.outlineEntry(id)?.cloudETag)
+        #expect(try await a.outline.entry(copy.nodeID)?.name == copy.name)
+        #expect(try await b.outline.entry(id)?.cloudETag == a.outline.entry(id)?.cloudETag)
         #expect(try await bucket.content(id, on: b) == Data("version 2 from A".utf8))
 
         // B now knows version 2, so its next change lands on the node.
@@ -171,7 +171,7 @@ import Testing
 
         // A conflict copy is listed until its node is deleted.
         try await b.deleteNode(copy.nodeID)
-        #expect(try b.conflictCopies().isEmpty)
+        #expect(try b.outline.conflictCopies().isEmpty)
     }
 
     /// A push to a node this store never saw, which the bucket has: not a silent overwrite.

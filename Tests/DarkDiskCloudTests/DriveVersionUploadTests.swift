@@ -16,14 +16,14 @@ import Testing
 
         let stored = try await #require(try setup.a.files.storedFile(node.id, kind: .data))
         #expect(stored.format == .cloudFile)
-        #expect(!stored.isRemoteVersion(of: try await setup.a.outlineEntry(node.id)), "not uploaded yet: a version of its own")
+        #expect(!stored.isRemoteVersion(of: try await setup.a.outline.entry(node.id)), "not uploaded yet: a version of its own")
         let export = try #require(try await setup.a.files.nodeFile(node.id, kind: .data))
         let header = try export.reader().header
         let storedBytes = try Data(contentsOf: URL(fileURLWithPath: export.cryptoFile.path))
         #expect(UInt64(storedBytes.count) == header.fileLength)
 
         _ = try await CloudSync(manager: setup.a, remote: setup.remote).uploadQueued(node.id)
-        let outline = try #require(try await setup.a.outlineEntry(node.id))
+        let outline = try #require(try await setup.a.outline.entry(node.id))
         let object = try Data(contentsOf: URL(fileURLWithPath: setup.remote.root + "/" + CloudLayout.cloudFile(of: outline, with: setup.a)))
         #expect(object.count > storedBytes.count, "padded")
         #expect(object.prefix(storedBytes.count) == storedBytes, "the object is the stored file, byte for byte, then its padding")
@@ -36,7 +36,7 @@ import Testing
         let downloaded = try await DownloadManager(manager: setup.b, remote: setup.remote).nodeData(node.id)
         let reader = try downloaded.reader()
         #expect(Data(try reader.read(section: reader.dataSection, offset: 0, count: bytes.count + 1)) == bytes)
-        #expect(downloaded.isRemoteVersion(of: try await setup.b.outlineEntry(node.id)))
+        #expect(downloaded.isRemoteVersion(of: try await setup.b.outline.entry(node.id)))
     }
 
     /// A node pushed with a thumbnail, then rewritten through the drive: the new version is a cloud file with an
@@ -51,7 +51,7 @@ import Testing
         _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         let downloads = DownloadManager(manager: setup.b, remote: setup.remote)
         _ = try await downloads.nodeData(id)
-        let outline = try #require(try await setup.b.outlineEntry(id))
+        let outline = try #require(try await setup.b.outline.entry(id))
         await #expect(try #require(try setup.b.files.storedFile(id, kind: .data)).isRemoteVersion(of: outline), "downloaded: the remote's version")
 
         let content = try setup.b.stagedContent(for: id, base: try await setup.b.files.nodeFile(id, kind: .data))
@@ -59,7 +59,7 @@ import Testing
         try setup.b.commitDriveFile(id, content: content)
         let rewritten = try await #require(try setup.b.files.storedFile(id, kind: .data))
         #expect(rewritten.format == .cloudFile)
-        #expect(!rewritten.isRemoteVersion(of: try await setup.b.outlineEntry(id)), "written here: its own version")
+        #expect(!rewritten.isRemoteVersion(of: try await setup.b.outline.entry(id)), "written here: its own version")
         let meta = try await downloads.downloadNodeMeta(id, components: [.thumbnail]).value
         #expect(meta.thumbnail == thumbnail, "the thumbnail is still the remote's")
     }

@@ -60,7 +60,7 @@ import Testing
         }
 
         func replacement(for id: String, data: Data, name: String) throws -> String {
-            let key = try setup.a.contentKey(for: NodeID(id)).key
+            let key = try setup.a.outline.contentKey(for: NodeID(id)).key
             let path = setup.directory + "/" + name + ".ddc"
             _ = try FileConversion.encryptCloudFile(metadata: nil, thumbnail: nil, dataFileAt: setup.file(name, data), key: key, to: path)
             return path
@@ -123,7 +123,7 @@ import Testing
         let error = await failure { try await rig.downloads(parallelParts: 2).nodeData(NodeID("cut")) }
         #expect(error?.code == .unreachable, "\(String(describing: error))")
         await #expect(try rig.setup.b.files.nodeFile(NodeID("cut")) == nil, "no file from a failed download")
-        #expect(try await rig.setup.b.outlineEntry(NodeID("cut")) != nil, "a lost connection is not a deletion")
+        #expect(try await rig.setup.b.outline.entry(NodeID("cut")) != nil, "a lost connection is not a deletion")
 
         try rig.proxy.control(["clear": true])
         let export = try await rig.downloads(parallelParts: 2).nodeData(NodeID("cut"))
@@ -172,8 +172,8 @@ import Testing
         } catch let error as RemoteError {
             #expect(error.code == .unreachable)
         }
-        #expect(try await rig.setup.b.outlineEntry(NodeID("other")) != nil, "an outage deleted a node from the outline")
-        #expect(try await rig.setup.b.outlineEntry(NodeID("kept")) != nil, "an outage deleted a node from the outline")
+        #expect(try await rig.setup.b.outline.entry(NodeID("other")) != nil, "an outage deleted a node from the outline")
+        #expect(try await rig.setup.b.outline.entry(NodeID("kept")) != nil, "an outage deleted a node from the outline")
         await #expect(try rig.setup.b.files.nodeFile(NodeID("kept")) != nil, "an outage deleted a local copy")
 
         try rig.proxy.control(["clear": true])

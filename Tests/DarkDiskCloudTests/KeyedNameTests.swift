@@ -99,8 +99,8 @@ final class BeforeFirstNewRecord: Remote, Sendable {
         _ = try await setup.remote.write(recordKey, data: Data(try setup.a.keys.sealRecord(Array(record.encoded()), context: context)))
         let refused = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(refused.skipped == ["the record of node '\(node)' is not under its node's name"], "\(refused)")
-        #expect(try await setup.b.outlineEntry(node) != nil)
-        #expect(try await setup.b.outlineEntry(NodeID("another")) == nil)
+        #expect(try await setup.b.outline.entry(node) != nil)
+        #expect(try await setup.b.outline.entry(NodeID("another")) == nil)
     }
 
     /// A bucket as a darkdisk before keyed names left it: records and cloud files under node IDs. Every node
@@ -118,7 +118,7 @@ final class BeforeFirstNewRecord: Remote, Sendable {
         let pulled = try await syncB.pull()
         #expect(pulled.added == 3 && pulled.skipped.isEmpty, "\(pulled)")
         for id in [moved, kept, gone] {
-            #expect(try await setup.b.outlineEntry(id)?.keyedNames == false)
+            #expect(try await setup.b.outline.entry(id)?.keyedNames == false)
             #expect(try await Self.content(id, on: setup.b, remote: setup.remote) == Data("\(id) v1".utf8))
         }
 
@@ -132,12 +132,12 @@ final class BeforeFirstNewRecord: Remote, Sendable {
         let movedName = CloudLayout.nodeName(moved, with: setup.a)
         let records = try Set(Self.keys(setup).filter { $0.hasPrefix("records/") })
         #expect(records == ["records/\(movedName).rec", "records/kept.rec", "records/gone.rec"], "\(records)")
-        #expect(try await setup.b.outlineEntry(moved)?.keyedNames == true)
+        #expect(try await setup.b.outline.entry(moved)?.keyedNames == true)
 
         let again = try await syncA.pull()
         #expect(again.skipped.isEmpty && again.deleted == 1, "\(again)")
-        #expect(try await setup.a.outlineEntry(kept)?.name == "kept, renamed.txt")
-        #expect(try await setup.a.outlineEntry(gone) == nil)
+        #expect(try await setup.a.outline.entry(kept)?.name == "kept, renamed.txt")
+        #expect(try await setup.a.outline.entry(gone) == nil)
         #expect(try await Self.content(moved, on: setup.a, remote: setup.remote) == Data("moved v2".utf8))
         #expect(try await syncA.checkRemote().problems.isEmpty)
 
@@ -170,7 +170,7 @@ final class BeforeFirstNewRecord: Remote, Sendable {
         #expect(records.contains("records/raced.rec") && !records.contains("records/\(CloudLayout.nodeName(node, with: setup.a)).rec"), "\(records)")
         let pulled = try await syncA.pull()
         #expect(pulled.skipped.isEmpty && pulled.added == 1, "the conflict copy: \(pulled)")
-        #expect(try await setup.a.outlineEntry(node)?.name == "renamed by A.txt")
+        #expect(try await setup.a.outline.entry(node)?.name == "renamed by A.txt")
         #expect(try await Self.content(node, on: setup.a, remote: setup.remote) == Data("one".utf8))
         let copy = try #require(result.conflict)
         #expect(try await Self.content(copy.nodeID, on: setup.a, remote: setup.remote) == Data("two".utf8))
@@ -211,7 +211,7 @@ final class BeforeFirstNewRecord: Remote, Sendable {
         _ = try await setup.remote.write(CloudLayout.recordByID(node), data: try note.sealed(with: setup.a))
         let withheld = try await syncC.pull()
         #expect(withheld.deleted == 0 && withheld.skipped.count == 1 && withheld.skipped[0].contains("moved to its keyed name"), "\(withheld)")
-        #expect(try await joining.outlineEntry(node) != nil)
+        #expect(try await joining.outline.entry(node) != nil)
         let collected = try await syncC.collectGarbage(grace: 0)
         #expect(collected.deleted.isEmpty && collected.skippedNodes == ["left"], "none of its files goes: \(collected)")
         _ = try await setup.remote.write(keyed, data: keyedRecord)

@@ -65,10 +65,10 @@ import Testing
         let attributes = NodeAttributes(kind: .file, mode: 0o600, modifiedSeconds: 1_700_000_123, modifiedNanoseconds: 456_789_012,
                                         extendedAttributes: ["user.comment": Array("secret note".utf8), "user.bin": [0, 255, 10]])
         try await syncA.push(dataFile: setup.file("v1", Data("content".utf8)), nodeID: id, name: "n.txt")
-        var entry = try #require(try await setup.a.outlineEntry(id))
+        var entry = try #require(try await setup.a.outline.entry(id))
         entry.attributes = attributes
-        try await setup.a.updateOutline(entry, invalidatingLocalFiles: false)
-        #expect(try await setup.a.nodeAttributes(of: id) == attributes)
+        try await setup.a.outline.update(entry, invalidatingLocalFiles: false)
+        #expect(try await setup.a.outline.attributes(of: id) == attributes)
         try await syncA.push(dataFile: setup.file("v2", Data("content 2".utf8)), nodeID: id, name: "n.txt")
 
         // Sealed: the bucket holds neither an attribute's name nor its value.
@@ -76,7 +76,7 @@ import Testing
         for needle in ["secret note", "user.comment", "mtime"] { #expect(record.range(of: Data(needle.utf8)) == nil) }
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(pulled.added == 1)
-        #expect(try await setup.b.outlineEntry(id)?.attributes == attributes)
-        #expect(try await setup.b.nodeAttributes(of: id) == attributes)
+        #expect(try await setup.b.outline.entry(id)?.attributes == attributes)
+        #expect(try await setup.b.outline.attributes(of: id) == attributes)
     }
 }

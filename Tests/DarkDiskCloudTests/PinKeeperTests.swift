@@ -26,7 +26,7 @@ import Testing
         let keeper = PinKeeper(manager: setup.b, downloads: downloads,
                                logger: Logger(label: "test") { _ in LogRecorder(records: records) }, manual: true)
         defer { keeper.stop() }
-        try setup.b.setPin(true, on: id)
+        try setup.b.outline.setPin(true, on: id)
         await keeper.runOnce()
         // The failure is noted (its backoff set) before it is logged.
         #expect(await eventually(within: 60) { records.withLock { $0.contains { $0.text.contains("could not be downloaded") } } },

@@ -18,12 +18,12 @@ import Testing
         let id = try await setup.pushedAndPulled(Data("the content".utf8), as: "n1")
         let syncA = CloudSync(manager: setup.a, remote: setup.remote), syncB = CloudSync(manager: setup.b, remote: setup.remote)
         let before = try Self.versions(setup, id)
-        let etag = try #require(try await setup.a.outlineEntry(id)).cloudETag
+        let etag = try #require(try await setup.a.outline.entry(id)).cloudETag
         await #expect(try setup.b.files.storedFile(id) == nil, "B holds nothing of the node")
 
         // B renames and moves it and changes its mode, without its data.
         let attributes = NodeAttributes(kind: .file, mode: 0o600, modifiedSeconds: 1_700_000_000)
-        #expect(try setup.b.setNodeAttributes(attributes, of: id))
+        #expect(try setup.b.outline.setAttributes(attributes, of: id))
         try await setup.b.uploadQueue.addRecordChange(id, name: "renamed.txt", parentID: "folder-2")
         #expect(try await setup.b.uploadQueue.change(of: id)?.operation == .record)
         let drained = try await syncB.drainQueue()
@@ -35,7 +35,7 @@ import Testing
 
         let pulled = try await syncA.pull()
         #expect(pulled.skipped.isEmpty)
-        let entry = try #require(try await setup.a.outlineEntry(id))
+        let entry = try #require(try await setup.a.outline.entry(id))
         #expect(entry.name == "renamed.txt" && entry.parentID == "folder-2" && entry.attributes == attributes)
         #expect(entry.cloudETag == etag, "the same version of the content")
     }
@@ -45,17 +45,17 @@ import Testing
         let id = try await setup.pushedAndPulled(Data("version 1".utf8), as: "n2")
         let syncA = CloudSync(manager: setup.a, remote: setup.remote), syncB = CloudSync(manager: setup.b, remote: setup.remote)
         try await syncA.push(dataFile: setup.file("v2", Data("version 2".utf8)), nodeID: id, name: "a's name")
-        let v2 = try #require(try await setup.a.outlineEntry(id))
+        let v2 = try #require(try await setup.a.outline.entry(id))
 
         try await setup.b.uploadQueue.addRecordChange(id, name: "b's name")
         let drained = try await syncB.drainQueue()
         #expect(drained.uploaded == [id] && drained.conflicts.isEmpty, "\(drained)")
-        let merged = try #require(try await setup.b.outlineEntry(id))
+        let merged = try #require(try await setup.b.outline.entry(id))
         #expect(merged.name == "b's name" && merged.cloudETag == v2.cloudETag, "A's content, B's name")
         #expect(try await setup.b.records.generation(of: id) == 3)
         _ = try await syncA.pull()
-        #expect(try await setup.a.outlineEntry(id)?.name == "b's name")
-        #expect(try setup.b.conflictCopies().isEmpty)
+        #expect(try await setup.a.outline.entry(id)?.name == "b's name")
+        #expect(try setup.b.outline.conflictCopies().isEmpty)
     }
 
     @Test func aRenameOfANodeDeletedElsewhereIsDropped() async throws {
@@ -67,7 +67,7 @@ import Testing
         #expect(drained.uploaded.isEmpty && drained.failed.map(\.error) == ["node 'n3' was deleted in \(setup.remote.url); its rename was dropped and it is deleted here too"],
                 "\(drained)")
         #expect(try await setup.b.uploadQueue.all().isEmpty, "not retried forever")
-        #expect(try await setup.b.outlineEntry(id) == nil)
+        #expect(try await setup.b.outline.entry(id) == nil)
     }
 
     @Test func aQueuedDeleteWritesATombstoneUnlessTheNodeChangedMeanwhile() async throws {
@@ -83,14 +83,14 @@ import Testing
         #expect(drained.uploaded == [gone], "\(drained)")
         #expect(drained.failed.map(\.error) == ["node 'n5' changed in \(setup.remote.url) before its delete reached it: it is kept, and the next pull brings its new version back"])
         #expect(try await setup.b.uploadQueue.all().isEmpty)
-        #expect(try await setup.b.outlineEntry(gone) == nil)
+        #expect(try await setup.b.outline.entry(gone) == nil)
 
         let pulledA = try await syncA.pull()
         #expect(pulledA.deleted == 1, "the tombstone reached A")
-        #expect(try await setup.a.outlineEntry(gone) == nil)
+        #expect(try await setup.a.outline.entry(gone) == nil)
         _ = try await syncB.pull()
-        let newer = try await setup.a.outlineEntry(kept)?.cloudETag
-        #expect(try await setup.b.outlineEntry(kept)?.cloudETag == newer, "B has A's newer version")
+        let newer = try await setup.a.outline.entry(kept)?.cloudETag
+        #expect(try await setup.b.outline.entry(kept)?.cloudETag == newer, "B has A's newer version")
     }
 
     /// How queued changes combine: a content change writes the record too, so a rename queued on top of it

@@ -53,10 +53,10 @@ import Testing
         #expect(tombstone.generation == 2)
         let raw = try #require(try await bucket.remote.readAll(CloudLayout.record(gone, with: a)))
         #expect(raw.range(of: Data("gone".utf8)) == nil && raw.range(of: Data("tombstone".utf8)) == nil)
-        #expect(try await b.outlineEntry(gone) == nil)
+        #expect(try await b.outline.entry(gone) == nil)
         let pulled = try await bucket.sync(a).pull()
         #expect(pulled.deleted == 1)
-        #expect(try await a.outlineEntry(gone) == nil)
+        #expect(try await a.outline.entry(gone) == nil)
 
         // A changed `kept` after B last saw it: B's delete is refused and deletes nothing.
         try await bucket.sync(a).push(dataFile: bucket.setup.file("kept2", Data("second".utf8)), nodeID: kept)
@@ -67,7 +67,7 @@ import Testing
             #expect(error.code == .preconditionFailed && error.message.contains("changed"), "\(error)")
         }
         #expect(try await bucket.remote.info(CloudLayout.record(kept, with: a)) != nil)
-        #expect(try await b.outlineEntry(kept) != nil)
+        #expect(try await b.outline.entry(kept) != nil)
     }
 
     /// B has a change of a node queued when A deletes the node: B's pull keeps the node, and B's upload
@@ -90,7 +90,7 @@ import Testing
         #expect(drained.uploaded == [id], "\(drained)")
         _ = try await bucket.sync(a).pull()
         #expect(try await bucket.content(id, on: a) == Data("B's edit".utf8))
-        #expect(try await a.outlineEntry(id)?.name == "edited.txt")
+        #expect(try await a.outline.entry(id)?.name == "edited.txt")
     }
 
     /// The other store deletes a node between this store's read of the record and its write of the
@@ -115,7 +115,7 @@ import Testing
         }
         #expect(racing.raced)
         #expect(try await Self.recordObject(id, in: bucket, with: a)?.record?.generation == 2)
-        #expect(try await b.outlineEntry(id) != nil, "nothing was deleted here either")
+        #expect(try await b.outline.entry(id) != nil, "nothing was deleted here either")
         _ = try await bucket.sync(b).pull()
         #expect(try await bucket.content(id, on: b) == Data("two".utf8))
     }
@@ -138,7 +138,7 @@ import Testing
         for store in [a, b] {
             let pulled = try await bucket.sync(store).pull()
             #expect(pulled.added == 0 && pulled.skipped.count == 1 && pulled.skipped[0].contains("rollback"), "\(pulled)")
-            #expect(try await store.outlineEntry(id) == nil)
+            #expect(try await store.outline.entry(id) == nil)
             let check = try await bucket.sync(store).checkRemote()
             #expect(check.problems.count == 1 && check.problems[0].contains("rollback"), "\(check.problems)")
         }

@@ -211,7 +211,7 @@ import Testing
                 handles.remove(at: Int.random(in: 0..<handles.count, using: &random)).cancel()
                 counts["close", default: 0] += 1
             case 65..<72:  // evict a node's stored data (retained readers keep theirs)
-                _ = try? setup.b.evictNodeData(ids[Int.random(in: 0..<ids.count, using: &random)])
+                _ = try? setup.b.outline.evictNodeData(ids[Int.random(in: 0..<ids.count, using: &random)])
                 counts["evict", default: 0] += 1
             case 72..<80:  // another downloader of the same store fetches a node, or refreshes it
                 let node = Int.random(in: 0..<ids.count, using: &random)

@@ -216,7 +216,7 @@ import Testing
 
         let result = try await CloudSync(manager: setup.b, remote: s3).pull()
         #expect(result.added == 2)
-        #expect(try await setup.b.outlineEntry(NodeID("photo"))?.name == "photo.jpg")
+        #expect(try await setup.b.outline.entry(NodeID("photo"))?.name == "photo.jpg")
         let downloads = DownloadManager(manager: setup.b, remote: s3, partSize: 1 << 20)
         #expect(try CloudTests().plaintext(try await downloads.nodeData(NodeID("photo"))) == data)
         #expect(try CloudTests().plaintext(try await downloads.nodeData(NodeID("small"))) == Data("small".utf8))
@@ -231,7 +231,7 @@ import Testing
         } catch let error as RemoteError {
             #expect(error.message.contains("signature does not match"), "\(error)")
         }
-        #expect(try await setup.b.outline().count == 2)
+        #expect(try await setup.b.outline.entries().count == 2)
     }
 
     @Test(arguments: S3TestServer.kinds) func badBucketsAndCredentialsFailClearly(_ kind: ConditionalWriteTests.Kind) async throws {

@@ -43,7 +43,7 @@ import Glibc
         #expect(sealedInfo != nil && legacyInfo == nil, "a push writes the sealed record only")
         var pulled = try await syncB.pull()
         #expect(pulled.added == 2 && pulled.skipped.isEmpty)
-        let entry = try #require(try await setup.b.outlineEntry(secret))
+        let entry = try #require(try await setup.b.outline.entry(secret))
         #expect(entry.name == name && entry.parentID == "folder7", "B reads what A sealed")
         #expect(try await setup.b.records.generation(of: secret) == 1)
 
@@ -54,8 +54,8 @@ import Glibc
         _ = try await setup.remote.write(CloudLayout.record(other, with: setup.a), data: secretRecord)
         pulled = try await syncB.pull()
         #expect(pulled.skipped.count == 2 && pulled.skipped.allSatisfy { $0.contains("does not authenticate") }, "\(pulled.skipped)")
-        #expect(try await setup.b.outlineEntry(secret) == entry)
-        #expect(try await setup.b.outlineEntry(other)?.name == "holiday.jpg")
+        #expect(try await setup.b.outline.entry(secret) == entry)
+        #expect(try await setup.b.outline.entry(other)?.name == "holiday.jpg")
 
         // Altered: one byte flipped anywhere (here, in the middle) is refused the same way.
         var altered = secretRecord
@@ -64,21 +64,21 @@ import Glibc
         _ = try await setup.remote.write(CloudLayout.record(other, with: setup.a), data: otherRecord)
         pulled = try await syncB.pull()
         #expect(pulled.skipped == ["the record of node 'n1' does not authenticate (altered, moved from another node, or sealed under another key)"])
-        #expect(try await setup.b.outlineEntry(secret) == entry)
+        #expect(try await setup.b.outline.entry(secret) == entry)
 
         // Replayed: A writes generation 2, B applies it; the old record put back is a rollback, refused.
         _ = try await setup.remote.write(CloudLayout.record(secret, with: setup.a), data: secretRecord)
         try await syncA.push(dataFile: setup.file("v2", Data("second version".utf8)), nodeID: secret, name: name, parentID: "folder7")
         pulled = try await syncB.pull()
         #expect(pulled.changed == 1 && pulled.skipped.isEmpty)
-        let second = try #require(try await setup.b.outlineEntry(secret))
+        let second = try #require(try await setup.b.outline.entry(secret))
         let generation = try await setup.b.records.generation(of: secret)
         #expect(second.cloudETag != entry.cloudETag && generation == 2)
         _ = try await setup.remote.write(CloudLayout.record(secret, with: setup.a), data: secretRecord)
         pulled = try await syncB.pull()
         #expect(pulled.skipped == ["the record of node 'n1' is older (generation 1) than the one this store has applied (generation 2): a rollback, refused"],
                 "\(pulled.skipped)")
-        #expect(try await setup.b.outlineEntry(secret) == second, "a rollback is never applied")
+        #expect(try await setup.b.outline.entry(secret) == second, "a rollback is never applied")
 
         // An unsealed record in its place is refused too (anyone could have written it).
         try await setup.remote.delete(CloudLayout.record(secret, with: setup.a))
@@ -88,23 +88,23 @@ import Glibc
         _ = try await setup.remote.write(CloudLayout.legacyRecord(secret), data: legacy.encoded())
         pulled = try await syncB.pull()
         #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("is unsealed (plain JSON"), "\(pulled.skipped)")
-        #expect(try await setup.b.outlineEntry(secret) == second)
+        #expect(try await setup.b.outline.entry(secret) == second)
 
         // Deleted from the bucket by its writer (no tombstone): refused too, the node is kept.
         try await setup.remote.delete(CloudLayout.legacyRecord(secret))
         pulled = try await syncB.pull()
         #expect(pulled.deleted == 0 && pulled.skipped.count == 1 && pulled.skipped[0].contains("without a tombstone"), "\(pulled)")
-        #expect(try await setup.b.outlineEntry(secret) == second)
+        #expect(try await setup.b.outline.entry(secret) == second)
 
         // Deleted with a tombstone (what a delete writes), then replayed: the store remembers the generation.
         _ = try await setup.remote.write(CloudLayout.record(secret, with: setup.a), data: try NodeTombstone(nodeID: secret, generation: 3, deletedAt: Date()).sealed(with: setup.a))
         pulled = try await syncB.pull()
         #expect(pulled.deleted == 1 && pulled.skipped.isEmpty, "\(pulled)")
-        #expect(try await setup.b.outlineEntry(secret) == nil)
+        #expect(try await setup.b.outline.entry(secret) == nil)
         _ = try await setup.remote.write(CloudLayout.record(secret, with: setup.a), data: secretRecord)
         pulled = try await syncB.pull()
         #expect(pulled.skipped.count == 1 && pulled.skipped[0].contains("rollback"), "\(pulled.skipped)")
-        #expect(try await setup.b.outlineEntry(secret) == nil, "a replay after a delete is a rollback too")
+        #expect(try await setup.b.outline.entry(secret) == nil, "a replay after a delete is a rollback too")
     }
 
     /// A pull that read a node's record just before this store wrote a newer one (a mount's uploads landing
@@ -123,7 +123,7 @@ import Glibc
         })
         let pulled = try await CloudSync(manager: store, remote: racing).pull()
         #expect(racing.recordWasRead && pulled.skipped.isEmpty, "\(pulled)")
-        let entry = try #require(try await store.outlineEntry(id))
+        let entry = try #require(try await store.outline.entry(id))
         let generation = try await store.records.generation(of: id)
         #expect(entry.dataSize == 14 && generation == 3, "rolled back to \(entry.dataSize) bytes")
         let export = try await DownloadManager(manager: store, remote: remote).nodeData(id)
@@ -162,11 +162,11 @@ import Glibc
         let node = try NodeID("bound")
         let syncA = CloudSync(manager: setup.a, remote: setup.remote)
         try await syncA.push(dataFile: setup.file("v1", Data("version one!".utf8)), nodeID: node, name: "v.txt")
-        let first = try #require(try await setup.a.outlineEntry(node))
+        let first = try #require(try await setup.a.outline.entry(node))
         let olderKey = CloudLayout.cloudFile(of: first, with: setup.a)
         let older = try #require(try await setup.remote.readAll(olderKey))
         try await syncA.push(dataFile: setup.file("v2", Data("version two!".utf8)), nodeID: node, name: "v.txt")
-        let second = try #require(try await setup.a.outlineEntry(node))
+        let second = try #require(try await setup.a.outline.entry(node))
         #expect(second.cloudFileID != nil && second.cloudFileID != first.cloudFileID, "each version has its own file ID")
 
         // The record as an older darkdisk wrote it: version 2, no file ID, under the node's ID.
@@ -174,7 +174,7 @@ import Glibc
         #expect(record.fileID == nil)
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(pulled.added == 1 && pulled.skipped.isEmpty, "\(pulled)")
-        #expect(try await setup.b.outlineEntry(node)?.cloudFileID == second.cloudFileID, "bound to the header it found")
+        #expect(try await setup.b.outline.entry(node)?.cloudFileID == second.cloudFileID, "bound to the header it found")
 
         // The older version written in place, its time put back: the ETag the remote reports stays.
         let path = setup.directory + "/remote/" + CloudLayout.cloudFile(node, version: second.cloudVersion, keyed: false, with: setup.a)
@@ -203,8 +203,8 @@ import Glibc
 
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(pulled.added == 1 && pulled.skipped.count == 1 && pulled.skipped[0].contains("node 'bad'"), "\(pulled)")
-        #expect(try await setup.b.outlineEntry(good)?.name == "good.txt")
-        #expect(try await setup.b.outlineEntry(bad) == nil)
+        #expect(try await setup.b.outline.entry(good)?.name == "good.txt")
+        #expect(try await setup.b.outline.entry(bad) == nil)
     }
 
     /// The bucket cannot inject entries: unsealed (plain JSON) records, such as anyone with access to the
@@ -241,7 +241,7 @@ import Glibc
         let pulled = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
         #expect(pulled.added == 1 && pulled.skipped.count == 4, "\(pulled)")
         #expect(pulled.skipped.allSatisfy { $0.contains("is unsealed (plain JSON") }, "\(pulled.skipped)")
-        #expect(try await setup.b.outline().map(\.nodeID) == [folder], "only the sealed folder")
+        #expect(try await setup.b.outline.entries().map(\.nodeID) == [folder], "only the sealed folder")
 
         // A's push seals the node again (and removes the plain one); B then reads it.
         try await syncA.push(dataFile: setup.file("again", data), nodeID: node, name: "old.bin")

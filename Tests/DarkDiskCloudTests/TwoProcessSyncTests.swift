@@ -142,7 +142,7 @@ import Testing
         var outlines: [String: [OutlineEntry]] = [:]
         for store in ["a", "b"] {
             let manager = try DiskManager(location: StoreLocation.resolve(store: machines.store(store)), passphrase: Array(machines.passphrase.utf8))
-            outlines[store] = try await manager.outline().sorted { $0.nodeID.rawValue < $1.nodeID.rawValue }
+            outlines[store] = try await manager.outline.entries().sorted { $0.nodeID.rawValue < $1.nodeID.rawValue }
         }
         let nodesA = outlines["a"]!.map(\.nodeID.rawValue), nodesB = outlines["b"]!.map(\.nodeID.rawValue)
         #expect(nodesA == nodesB, "the two stores list different nodes")

@@ -67,7 +67,7 @@ import Testing
                     } else {
                         landed += 1
                         // Unless the other store deleted the node after this write landed (then refused), it reads as this.
-                        if try await stores[0].outlineEntry(node) != nil {
+                        if try await stores[0].outline.entry(node) != nil {
                             #expect(try await bucket.content(node, on: stores[0]) == version, "round \(round): \(node) does not read as the version that landed")
                         }
                     }
@@ -79,7 +79,7 @@ import Testing
         for sync in syncs { _ = try await sync.drainQueue(); _ = try await sync.pull() }
         let check = try await syncs[0].checkRemote()
         #expect(check.problems.isEmpty, "\(check.problems)")
-        let outlineA = try await stores[0].outline().map(\.nodeID), outlineB = try await stores[1].outline().map(\.nodeID)
+        let outlineA = try await stores[0].outline.entries().map(\.nodeID), outlineB = try await stores[1].outline.entries().map(\.nodeID)
         #expect(outlineA == outlineB)
         for id in outlineA {
             #expect(try await bucket.content(id, on: stores[0]) == bucket.content(id, on: stores[1]), "\(id) reads differently on the two stores")

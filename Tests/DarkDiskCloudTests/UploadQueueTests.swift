@@ -35,7 +35,7 @@ import Glibc
         // Uploaded: the new content became a cache file (nothing is kept twice), the record names it.
         await #expect(try setup.a.files.storedFiles(id).first { $0.kind == .data }?.mode == .cache)
         _ = try await CloudSync(manager: setup.b, remote: setup.remote).pull()
-        let entry = try #require(try await setup.b.outlineEntry(id))
+        let entry = try #require(try await setup.b.outline.entry(id))
         #expect(entry.name == "movie.mkv" && entry.parentID == "folder" && entry.dataSize == 2_500_000 && entry.thumbnailSize == 5)
         let downloads = DownloadManager(manager: setup.b, remote: setup.remote)
         #expect(try CloudTests().plaintext(try await downloads.nodeData(id)) == data)

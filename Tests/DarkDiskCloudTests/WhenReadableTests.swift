@@ -56,7 +56,7 @@ import Testing
         let setup = try CloudTests.Setup()
         let data = CloudTests.bytes(1_000_000, seed: 73)
         let id = try await setup.pushedAndPulled(data, as: "plain-big")
-        let key = try setup.b.keys.unwrap(try #require(try await setup.b.outlineEntry(id)).wrappedKey, for: .node(id))
+        let key = try setup.b.keys.unwrap(try #require(try await setup.b.outline.entry(id)).wrappedKey, for: .node(id))
         try setup.b.files.setMaxSize(100_000, for: .data)
         let counting = FaultyRemote(setup.remote)
         let downloads = DownloadManager(manager: setup.b, remote: counting, partSize: 256 * 1024)

@@ -20,7 +20,7 @@ import Testing
 
         // A node only the remote has (a pull listed it), in the folder; another whose folder is unknown.
         let remoteOnly = try NodeID("remote-only"), stray = try NodeID("stray")
-        try manager.updateOutline([
+        try manager.outline.update([
             OutlineEntry(nodeID: remoteOnly, name: "remote.bin", parentID: folder.id.rawValue, metadataSize: 0, thumbnailSize: 0,
                          dataSize: 123_456, wrappedKey: manager.keys.wrap(SymmetricKey.random(), for: .node(remoteOnly)), cloudETag: "e1"),
             OutlineEntry(nodeID: stray, name: "stray.bin", parentID: "no-such-folder", metadataSize: 0, thumbnailSize: 0,

@@ -24,7 +24,7 @@ import Testing
         try manager.insertDriveFile(twin, allowingDuplicate: true)
         // (From the outline, as a pull brings them: a node only the remote has, and one in a file.)
         let remoteOnly = try NodeID("remote-only"), inFile = try NodeID("in-a-file")
-        try manager.updateOutline([
+        try manager.outline.update([
             OutlineEntry(nodeID: remoteOnly, name: "remote.bin", parentID: folder.id.rawValue, metadataSize: 0, thumbnailSize: 0,
                          dataSize: 123_456, wrappedKey: manager.keys.wrap(SymmetricKey.random(), for: .node(remoteOnly)), cloudETag: "e1"),
             OutlineEntry(nodeID: inFile, name: "inside", parentID: file.id.rawValue, metadataSize: 0, thumbnailSize: 0,

@@ -17,7 +17,7 @@ import Testing
 
     /// top/ { a, sub/ { b, deep/ { c } } }, and d at the top.
     private func tree(_ manager: DiskManager) throws {
-        try manager.updateOutline([
+        try manager.outline.update([
             try entry(manager, "top", in: nil, folder: true), try entry(manager, "a", in: "top"),
             try entry(manager, "sub", in: "top", folder: true), try entry(manager, "b", in: "sub"),
             try entry(manager, "deep", in: "sub", folder: true), try entry(manager, "c", in: "deep"),
@@ -26,7 +26,7 @@ import Testing
     }
 
     private func toKeep(_ manager: DiskManager) throws -> [String] {
-        try manager.pinnedNodesToKeep().map(\.nodeID.rawValue).sorted()
+        try manager.outline.pinnedNodesToKeep().map(\.nodeID.rawValue).sorted()
     }
 
     @Test func aPinCoversWhatIsBelowItUntilAnotherSettingSaysOtherwise() throws {
@@ -34,33 +34,33 @@ import Testing
         let manager = try store.create()
         try tree(manager)
         #expect(try toKeep(manager) == [], "nothing is pinned unless asked")
-        let clock = try manager.pinClock()
+        let clock = try manager.outline.pinClock()
 
-        try manager.setPin(true, on: NodeID("top"))
-        #expect(try manager.pinClock() != clock, "a pin moves the clock a mount watches")
+        try manager.outline.setPin(true, on: NodeID("top"))
+        #expect(try manager.outline.pinClock() != clock, "a pin moves the clock a mount watches")
         #expect(try toKeep(manager) == ["a", "b", "c"])
-        #expect(try manager.isPinned(NodeID("c")) && !manager.isPinned(NodeID("d")))
-        #expect(try manager.pinSetting(NodeID("c")) == nil, "c inherits: it has no setting of its own")
+        #expect(try manager.outline.isPinned(NodeID("c")) && !manager.outline.isPinned(NodeID("d")))
+        #expect(try manager.outline.pinSetting(NodeID("c")) == nil, "c inherits: it has no setting of its own")
 
         // An unpinned folder inside stops the pin; a pin below that starts it again.
-        try manager.setPin(false, on: NodeID("sub"))
+        try manager.outline.setPin(false, on: NodeID("sub"))
         #expect(try toKeep(manager) == ["a"])
-        try manager.setPin(true, on: NodeID("deep"))
+        try manager.outline.setPin(true, on: NodeID("deep"))
         #expect(try toKeep(manager) == ["a", "c"])
-        #expect(try !manager.isPinned(NodeID("b")) && manager.isPinned(NodeID("c")))
+        #expect(try !manager.outline.isPinned(NodeID("b")) && manager.outline.isPinned(NodeID("c")))
 
         // Clearing below the top folder makes everything follow it again; the top's own setting covers the rest.
-        try manager.setPin(true, on: NodeID("top"), clearingBelow: true)
+        try manager.outline.setPin(true, on: NodeID("top"), clearingBelow: true)
         #expect(try toKeep(manager) == ["a", "b", "c"])
-        try manager.setPin(true, on: nil)
+        try manager.outline.setPin(true, on: nil)
         #expect(try toKeep(manager) == ["a", "b", "c", "d"])
-        #expect(try manager.isPinned(NodeID("d")))
-        try manager.setPin(nil, on: nil)
-        #expect(try !manager.isPinned(NodeID("d")))
+        #expect(try manager.outline.isPinned(NodeID("d")))
+        try manager.outline.setPin(nil, on: nil)
+        #expect(try !manager.outline.isPinned(NodeID("d")))
         // A file that arrives in a pinned folder is pinned.
-        try manager.updateOutline(try entry(manager, "e", in: "deep"))
+        try manager.outline.update(try entry(manager, "e", in: "deep"))
         #expect(try toKeep(manager) == ["a", "b", "c", "e"])
-        #expect(throws: DarkDiskError.self) { try manager.setPin(true, on: NodeID("nowhere")) }
+        #expect(throws: DarkDiskError.self) { try manager.outline.setPin(true, on: NodeID("nowhere")) }
     }
 
     @Test func storedFilesAreKeptWhilePinnedAndFreedWhenUnpinned() throws {
@@ -68,20 +68,20 @@ import Testing
         let manager = try store.create()
         try tree(manager)
         try manager.importNodeFile(DiskImport(cleartextData: Data("a's data".utf8)), nodeID: NodeID("a"))
-        try manager.setPin(true, on: NodeID("top"))
-        let keep = try manager.pinnedNodesToKeep()
+        try manager.outline.setPin(true, on: NodeID("top"))
+        let keep = try manager.outline.pinnedNodesToKeep()
         #expect(keep.first { $0.nodeID.rawValue == "a" }?.stored == true, "a cached file is there, to be made persistent")
         #expect(keep.filter { !$0.stored }.map(\.size) == [10, 10], "b and c are to download")
         try manager.files.makeNodeFilePersistent(true, nodeID: NodeID("a"))
         #expect(try toKeep(manager) == ["b", "c"])
 
         // Evicting a pinned file is refused; unpinning moves it to the cache pool, then it can go.
-        #expect(throws: DarkDiskError(.busy, "node a is pinned; unpin it first")) { try manager.evictNodeData(NodeID("a")) }
-        try manager.setPin(false, on: NodeID("top"))
+        #expect(throws: DarkDiskError(.busy, "node a is pinned; unpin it first")) { try manager.outline.evictNodeData(NodeID("a")) }
+        try manager.outline.setPin(false, on: NodeID("top"))
         #expect(try manager.files.storedFile(NodeID("a"))?.mode == .cache)
-        #expect(try manager.evictNodeData(NodeID("a")))
+        #expect(try manager.outline.evictNodeData(NodeID("a")))
         #expect(try manager.files.storedFile(NodeID("a")) == nil)
-        #expect(try manager.outlineEntry(NodeID("a")) != nil, "still in the outline: only the local copy went")
+        #expect(try manager.outline.entry(NodeID("a")) != nil, "still in the outline: only the local copy went")
     }
 
     @Test func evictionNeverDropsWhatIsNotInTheRemote() throws {
@@ -92,7 +92,7 @@ import Testing
         try Data("not uploaded".utf8).withUnsafeBytes { try content.write(offset: 0, bytes: $0) }
         try manager.commitDriveFile(node.id, content: content)
         #expect(throws: DarkDiskError(.busy, "node \(node.id) has a change that is not uploaded yet; it stays")) {
-            try manager.evictNodeData(node.id)
+            try manager.outline.evictNodeData(node.id)
         }
         #expect(try manager.files.storedFile(node.id) != nil)
     }

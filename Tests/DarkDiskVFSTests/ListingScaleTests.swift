@@ -22,7 +22,7 @@ import Testing
             try manager.importNodeFile(DiskImport(cleartextData: Data([UInt8(index & 0xFF)])), nodeID: NodeID("s\(index)"))
         }
         let key = SymmetricKey.random()
-        try manager.updateOutline((0..<listed).map { index in
+        try manager.outline.update((0..<listed).map { index in
             let id = try! NodeID("r\(index)")
             return OutlineEntry(nodeID: id, name: nil, parentID: nil, metadataSize: 0, thumbnailSize: 0,
                                 dataSize: 1000, wrappedKey: manager.keys.wrap(key, for: .node(id)), cloudETag: "e\(index)")

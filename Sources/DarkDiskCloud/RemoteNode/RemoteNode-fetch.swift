@@ -56,7 +56,7 @@ extension RemoteNode {
         let remote = downloads.remote
         let nodeID = self.nodeID
         let (entry, key) = try await downloads.blocking { () throws -> (OutlineEntry, SymmetricKey) in
-            guard let entry = try manager.outlineEntry(nodeID) else {
+            guard let entry = try manager.outline.entry(nodeID) else {
                 throw RemoteError(.unknownNode, "node '\(nodeID)' is not stored locally and the remote's outline does not have it")
             }
             return (entry, try manager.keys.unwrap(entry.wrappedKey, for: .node(entry.nodeID)))

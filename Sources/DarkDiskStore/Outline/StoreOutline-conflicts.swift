@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 
 /// The conflict copies this store made: listed by `status` until the copy's node is deleted.
-extension DiskManager {
+extension StoreOutline {
     /// Remembers a conflict copy a push made.
     @available(*, noasync)
     public func noteConflictCopy(_ copy: ConflictCopy) throws(DarkDiskError) {

@@ -5,7 +5,7 @@ import GRDB
 /// nearest folder's above it, else the top's (unpinned unless set). A pinned file's data is kept local and
 /// persistent: the mount's `PinKeeper` downloads what is missing, again when the remote copy changes, and
 /// resumes after a restart; unpinning moves the files back to the cache pool.
-extension DiskManager {
+extension StoreOutline {
     /// The pin set on `nodeID` itself (nil: the top of the tree); nil when it has none and inherits.
     public func pinSetting(_ nodeID: NodeID?) throws(DarkDiskError) -> Bool? {
         try read { db in try Bool.fetchOne(db, sql: "SELECT pinned FROM pin WHERE nodeID = ?", arguments: [nodeID?.rawValue ?? ""]) }

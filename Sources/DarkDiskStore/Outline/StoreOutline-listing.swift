@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-extension DiskManager {
+extension StoreOutline {
     /// Every node a mount lists: stored here or in the remote's outline, sorted by ID, in one query that
     /// reads IDs only (a listing of 1,000,000 outline nodes loads no keys, names or sizes). With `kind`,
     /// only the nodes that have that section, stored or in the outline (`/thumbs`).

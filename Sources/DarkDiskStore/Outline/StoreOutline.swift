@@ -1,51 +1,79 @@
 import DarkDiskCrypto
+import DarkDiskSync
 import Foundation
 import GRDB
 
-/// The outline: what the index knows of nodes besides their content. Its reads have a synchronous form,
-/// unavailable from async code, and an async one that blocks no thread of Swift's pool.
-extension DiskManager {
+/// The outline: what the index knows of nodes and avatars besides their content. A node's row (from a
+/// pull, or made here by an import or the drive) holds its key, name, folder, attributes, section sizes and
+/// the cloud file it names; beside them are the pins, the downloads handed to the mount and the conflict
+/// copies made here. Reads have a synchronous form, unavailable from async code, and an async one that
+/// blocks no thread of Swift's pool. It drops a node's stored files through `StoreFiles` when a pull
+/// finds a new version.
+public final class StoreOutline: Sendable {
+    let index: StoreIndex
+    let keys: StoreKeys
+    let clock: any StoreClock
+    let files: StoreFiles
+    /// Called before a pull's entries are written: local changes still on their way into the index (the
+    /// drive's commit journal) go in first, so the queued uploads that keep them are seen. Set by the store.
+    let beforeUpdate = Locked<(@Sendable () -> Void)?>(nil)
+
+    init(index: StoreIndex, keys: StoreKeys, clock: any StoreClock, files: StoreFiles) {
+        self.index = index
+        self.keys = keys
+        self.clock = clock
+        self.files = files
+    }
+
+    func read<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {
+        try index.read(body)
+    }
+
+    func write<T>(_ body: (Database) throws -> T) throws(DarkDiskError) -> T {
+        try index.write(body)
+    }
+
     /// The outline entry of a node, if the remote has told us about it.
     @available(*, noasync)
-    public func outlineEntry(_ nodeID: NodeID) throws(DarkDiskError) -> OutlineEntry? {
-        try read { db in try Self.outlineEntry(db, nodeID) }
+    public func entry(_ nodeID: NodeID) throws(DarkDiskError) -> OutlineEntry? {
+        try read { db in try Self.entry(db, nodeID) }
     }
 
-    public func outlineEntry(_ nodeID: NodeID) async throws(DarkDiskError) -> OutlineEntry? {
-        try await index.read { db in try Self.outlineEntry(db, nodeID) }
+    public func entry(_ nodeID: NodeID) async throws(DarkDiskError) -> OutlineEntry? {
+        try await index.read { db in try Self.entry(db, nodeID) }
     }
 
-    static func outlineEntry(_ db: Database, _ nodeID: NodeID) throws -> OutlineEntry? {
+    static func entry(_ db: Database, _ nodeID: NodeID) throws -> OutlineEntry? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM node WHERE id = ? AND cloudETag IS NOT NULL"), arguments: [nodeID.rawValue])
             .map(Self.entry(from:))
     }
 
     /// A number that changes whenever the outline changes, in any process (a cheap check for watchers).
     @available(*, noasync)
-    public func outlineVersion() throws(DarkDiskError) -> Int64 {
-        try read(Self.outlineVersion)
+    public func version() throws(DarkDiskError) -> Int64 {
+        try read(Self.version)
     }
 
-    public func outlineVersion() async throws(DarkDiskError) -> Int64 {
-        try await index.read(Self.outlineVersion)
+    public func version() async throws(DarkDiskError) -> Int64 {
+        try await index.read(Self.version)
     }
 
-    private static func outlineVersion(_ db: Database) throws -> Int64 {
+    private static func version(_ db: Database) throws -> Int64 {
         try Int64.fetchOne(db, sql: "SELECT version FROM outlineClock WHERE id = 1") ?? 0
     }
 
     /// What the index knows of a node besides its content (from a pull, or set through the drive); a file
     /// with the defaults when it knows nothing. A push writes them into the node's record.
     @available(*, noasync)
-    public func nodeAttributes(of nodeID: NodeID) throws(DarkDiskError) -> NodeAttributes {
-        try read { db in try Self.nodeAttributes(db, nodeID) }
+    public func attributes(of nodeID: NodeID) throws(DarkDiskError) -> NodeAttributes {
+        try read { db in try Self.attributes(db, nodeID) }
     }
 
-    public func nodeAttributes(of nodeID: NodeID) async throws(DarkDiskError) -> NodeAttributes {
-        try await index.read { db in try Self.nodeAttributes(db, nodeID) }
+    public func attributes(of nodeID: NodeID) async throws(DarkDiskError) -> NodeAttributes {
+        try await index.read { db in try Self.attributes(db, nodeID) }
     }
 
-    static func nodeAttributes(_ db: Database, _ nodeID: NodeID) throws -> NodeAttributes {
+    static func attributes(_ db: Database, _ nodeID: NodeID) throws -> NodeAttributes {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT type, mode, mtime, mtimeNsec, target, xattrs FROM node WHERE id = ?"), arguments: [nodeID.rawValue])
             .map(Self.attributes(from:)) ?? NodeAttributes()
     }
@@ -53,12 +81,12 @@ extension DiskManager {
     /// Sets what the drive shows of a node besides its content (the next push writes it into the node's
     /// record). Returns false when the index has no such node. Refuses attributes that cannot describe a node.
     @discardableResult
-    public func setNodeAttributes(_ attributes: NodeAttributes, of nodeID: NodeID) throws(DarkDiskError) -> Bool {
-        try write { db in try Self.setNodeAttributes(db, attributes, of: nodeID) }
+    public func setAttributes(_ attributes: NodeAttributes, of nodeID: NodeID) throws(DarkDiskError) -> Bool {
+        try write { db in try Self.setAttributes(db, attributes, of: nodeID) }
     }
 
-    /// `setNodeAttributes(_:of:)` within a transaction.
-    static func setNodeAttributes(_ db: Database, _ attributes: NodeAttributes, of nodeID: NodeID) throws -> Bool {
+    /// `setAttributes(_:of:)` within a transaction.
+    static func setAttributes(_ db: Database, _ attributes: NodeAttributes, of nodeID: NodeID) throws -> Bool {
         if let problem = attributes.problem { throw DarkDiskError(.invalidArgument, "node '\(nodeID)': \(problem)") }
         let extended: Data?
         do { extended = try Self.extendedAttributesColumn(attributes) } catch {
@@ -72,15 +100,15 @@ extension DiskManager {
 
     /// The name and folder the index gives a node (from a pull, or set through the drive before any upload).
     @available(*, noasync)
-    public func nodePlacement(_ nodeID: NodeID) throws(DarkDiskError) -> (name: String?, parentID: String?) {
-        try read { db in try Self.nodePlacement(db, nodeID) }
+    public func placement(_ nodeID: NodeID) throws(DarkDiskError) -> (name: String?, parentID: String?) {
+        try read { db in try Self.placement(db, nodeID) }
     }
 
-    public func nodePlacement(_ nodeID: NodeID) async throws(DarkDiskError) -> (name: String?, parentID: String?) {
-        try await index.read { db in try Self.nodePlacement(db, nodeID) }
+    public func placement(_ nodeID: NodeID) async throws(DarkDiskError) -> (name: String?, parentID: String?) {
+        try await index.read { db in try Self.placement(db, nodeID) }
     }
 
-    private static func nodePlacement(_ db: Database, _ nodeID: NodeID) throws -> (name: String?, parentID: String?) {
+    private static func placement(_ db: Database, _ nodeID: NodeID) throws -> (name: String?, parentID: String?) {
         let row = try Row.fetchOne(db, sql: "SELECT name, parentID FROM node WHERE id = ?", arguments: [nodeID.rawValue])
         return (row?["name"], row?["parentID"])
     }
@@ -101,15 +129,15 @@ extension DiskManager {
 
     /// Every node the remote has told us about.
     @available(*, noasync)
-    public func outline() throws(DarkDiskError) -> [OutlineEntry] {
-        try read(Self.outline)
+    public func entries() throws(DarkDiskError) -> [OutlineEntry] {
+        try read(Self.entries)
     }
 
-    public func outline() async throws(DarkDiskError) -> [OutlineEntry] {
-        try await index.read(Self.outline)
+    public func entries() async throws(DarkDiskError) -> [OutlineEntry] {
+        try await index.read(Self.entries)
     }
 
-    private static func outline(_ db: Database) throws -> [OutlineEntry] {
+    private static func entries(_ db: Database) throws -> [OutlineEntry] {
         try Row.fetchAll(db, sql: "SELECT * FROM node WHERE cloudETag IS NOT NULL ORDER BY id").map(entry(from:))
     }
 
@@ -123,13 +151,12 @@ extension DiskManager {
     /// no longer has (deleted while it uploaded) is not brought back.
     @available(*, noasync)
     @discardableResult
-    public func updateOutline(_ entry: OutlineEntry, invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false) throws(DarkDiskError) -> Bool {
-        try !updateOutline([entry], invalidatingLocalFiles: invalidatingLocalFiles, keepingLocalPlacement: keepingLocalPlacement).isEmpty
+    public func update(_ entry: OutlineEntry, invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false) throws(DarkDiskError) -> Bool {
+        try !update([entry], invalidatingLocalFiles: invalidatingLocalFiles, keepingLocalPlacement: keepingLocalPlacement).isEmpty
     }
 
-    /// `updateOutline(_:invalidatingLocalFiles:)` for many nodes in one transaction (a pull of a whole
+    /// `update(_:invalidatingLocalFiles:)` for many nodes in one transaction (a pull of a whole
     /// bucket commits once, not once per node). Returns the nodes whose ETag changed.
-    @discardableResult
     ///
     /// `pulledGenerations`: a pull's entries, by the generations of their records. A node with a change
     /// queued here when the transaction runs is left as it is: its upload meets the remote's change (and
@@ -138,14 +165,14 @@ extension DiskManager {
     /// landed meanwhile): what the pull read is older. The generation of each entry applied is noted in the
     /// same transaction.
     @available(*, noasync)
-    public func updateOutline(_ entries: [OutlineEntry], invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false,
+    @discardableResult
+    public func update(_ entries: [OutlineEntry], invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false,
                               pulledGenerations: [NodeID: UInt64] = [:]) throws(DarkDiskError) -> Set<NodeID> {
         let placement = keepingLocalPlacement ? "" : ", name = excluded.name, parentID = excluded.parentID, type = excluded.type, mode = excluded.mode, "
             + "mtime = excluded.mtime, mtimeNsec = excluded.mtimeNsec, target = excluded.target, xattrs = excluded.xattrs"
         for entry in entries { _ = try keys.unwrap(entry.wrappedKey, for: .node(entry.nodeID)) }
         let created = clock.now.timeIntervalSince1970
-        // A pull sees the local changes waiting in the drive's journal (their queued uploads keep them).
-        drainDriveCommits()
+        beforeUpdate.withLock { $0 }?()
         // One transaction: the version compared is the one replaced, even with a pull in another process.
         let (changed, stale) = try write { db -> (Set<NodeID>, [FileRecord]) in
             var changed = Set<NodeID>()
@@ -244,23 +271,6 @@ extension DiskManager {
                 return (id, kind)
             }
         }
-    }
-
-    /// A text setting of the store (e.g. its remote URL).
-    @available(*, noasync)
-    public func text(_ key: String) throws(DarkDiskError) -> String? {
-        try index.text(key)
-    }
-
-    @available(*, noasync)
-    public func setText(_ value: String, for key: String) throws(DarkDiskError) {
-        try index.setText(value, for: key)
-    }
-
-    /// Forgets a text setting.
-    @available(*, noasync)
-    public func removeText(_ key: String) throws(DarkDiskError) {
-        try write { db in try db.execute(sql: "DELETE FROM storeText WHERE key = ?", arguments: [key]) }
     }
 
     static func entry(from row: Row) throws -> OutlineEntry {

@@ -1,10 +1,11 @@
 import Foundation
 import GRDB
 
-extension DiskManager {
+/// The avatars the remote's user records list.
+extension StoreOutline {
     /// Every avatar the remote's user records list (what `pull` learned), by user then identity.
     @available(*, noasync)
-    public func avatarOutline() throws(DarkDiskError) -> [AvatarOutlineEntry] {
+    public func avatars() throws(DarkDiskError) -> [AvatarOutlineEntry] {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM avatarOutline ORDER BY userID, identityID").map(Self.avatarEntry(from:))
         }
@@ -12,7 +13,7 @@ extension DiskManager {
 
     /// The avatars the remote lists for one user.
     @available(*, noasync)
-    public func avatarOutline(_ userID: UserID) throws(DarkDiskError) -> [AvatarOutlineEntry] {
+    public func avatars(_ userID: UserID) throws(DarkDiskError) -> [AvatarOutlineEntry] {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM avatarOutline WHERE userID = ? ORDER BY identityID", arguments: [userID.rawValue])
                 .map(Self.avatarEntry(from:))
@@ -20,7 +21,7 @@ extension DiskManager {
     }
 
     /// The avatar the remote lists for one identity of a user, if any.
-    public func avatarOutlineEntry(_ userID: UserID, identityID: IdentityID) throws(DarkDiskError) -> AvatarOutlineEntry? {
+    public func avatar(_ userID: UserID, identityID: IdentityID) throws(DarkDiskError) -> AvatarOutlineEntry? {
         try read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM avatarOutline WHERE userID = ? AND identityID = ?",
                              arguments: [userID.rawValue, identityID.rawValue]).map(Self.avatarEntry(from:))
@@ -33,12 +34,12 @@ extension DiskManager {
     /// whether the user's listing changed.
     @available(*, noasync)
     @discardableResult
-    public func updateAvatarOutline(_ userID: UserID, entries: [AvatarOutlineEntry]) throws(DarkDiskError) -> Bool {
+    public func updateAvatars(_ userID: UserID, entries: [AvatarOutlineEntry]) throws(DarkDiskError) -> Bool {
         for entry in entries where entry.userID != userID {
             throw DarkDiskError(.invalidID, "avatar outline entry of user '\(entry.userID)' given for user '\(userID)'")
         }
         for entry in entries { _ = try keys.unwrap(entry.wrappedKey, for: .avatar(entry.userID, entry.identityID)) }
-        let previous = try avatarOutline(userID)
+        let previous = try avatars(userID)
         guard Set(previous) != Set(entries) else { return false }
         let current = Dictionary(entries.map { ($0.identityID, $0) }, uniquingKeysWith: { first, _ in first })
         for old in previous where current[old.identityID]?.wrappedKey != old.wrappedKey {
