@@ -8,8 +8,8 @@ import Foundation
 ///
 /// A loop made `.manual` never runs a round of its own: a test steps it with `runOnce()` (after moving the
 /// store's `ManualClock`, say) instead of sleeping in real time and hoping a round came.
-public final class BackgroundLoop: Sendable {
-    public enum Schedule: Sendable {
+package final class BackgroundLoop: Sendable {
+    package enum Schedule: Sendable {
         /// Rounds run on a task of the loop's own, the first after `firstAfter`.
         case automatic(firstAfter: Duration)
         /// Rounds run only when `runOnce()` is called.
@@ -17,7 +17,7 @@ public final class BackgroundLoop: Sendable {
     }
 
     /// What a round asks of the loop.
-    public enum Next: Sendable {
+    package enum Next: Sendable {
         /// Run again after this rest (or at the next kick).
         case rest(Duration)
         /// Run no more.
@@ -25,13 +25,13 @@ public final class BackgroundLoop: Sendable {
     }
 
     /// One round; `kicked`: whether `kick()` was called since the last round began.
-    public typealias Round = @Sendable (_ kicked: Bool) async -> Next
+    package typealias Round = @Sendable (_ kicked: Bool) async -> Next
 
     private let round: Round
     private let wake = AsyncWakeup()
     private let task = Locked<Task<Void, Never>?>(nil)
 
-    public init(_ schedule: Schedule, round: @escaping Round) {
+    package init(_ schedule: Schedule, round: @escaping Round) {
         self.round = round
         guard case .automatic(let first) = schedule else { return }
         let wake = self.wake
@@ -49,15 +49,15 @@ public final class BackgroundLoop: Sendable {
 
     /// Runs one round now, on the caller's task (a `.manual` loop's only way to run); what it asked for.
     @discardableResult
-    public func runOnce() async -> Next {
+    package func runOnce() async -> Next {
         await round(wake.takeKick())
     }
 
     /// Ends the rest in progress: the next round starts now.
-    public func kick() { wake.kick() }
+    package func kick() { wake.kick() }
 
     /// Runs no more rounds; one in progress ends at its next check of cancellation.
-    public func stop() {
+    package func stop() {
         task.withLock { $0?.cancel() }
         wake.kick()
     }
@@ -65,7 +65,7 @@ public final class BackgroundLoop: Sendable {
     /// `stop()`, then waits up to `timeout` seconds for the round in progress to end; whether it did. (From
     /// a thread outside the cooperative pool: the caller's thread blocks.)
     @discardableResult
-    public func stopAndWait(timeout: Double) -> Bool {
+    package func stopAndWait(timeout: Double) -> Bool {
         let running = task.withLock { $0 }
         stop()
         guard let running else { return true }

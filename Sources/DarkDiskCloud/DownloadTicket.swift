@@ -67,7 +67,7 @@ public final class DownloadTicket<Value: Sendable>: Sendable {
 
     /// Calls `completion` once with the result, as blocking work on `pool`: for a completion that reads
     /// files or decodes (the image manager's).
-    public func onCompletion(on pool: BlockingPool, _ completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+    package func onCompletion(on pool: BlockingPool, _ completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
         whenResolved { result in pool.submit { completion(result) } }
     }
 

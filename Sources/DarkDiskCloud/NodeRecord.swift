@@ -12,40 +12,40 @@ import Foundation
 /// open. It names its cloud file's file ID, so no other version of the node's content is taken for it.
 /// Versions 3 (named and bound by the node ID) and 2 (that, without the file ID) are what stores wrote
 /// before, read until the node's next push; version 1 (plain JSON) is refused. `Docs/FORMAT.md` specifies them.
-public struct NodeRecord: Codable, Sendable, Equatable {
+package struct NodeRecord: Codable, Sendable, Equatable {
     /// 4: a record under its node's keyed name; 3: one under the node ID; 2: that without the file ID.
     /// (1 was the plain-JSON record of stores before sealing, refused now.)
-    public var version: Int = 4
-    public var nodeID: String
-    public var name: String?
-    public var parentID: String?
-    public var metadataSize: UInt64
-    public var thumbnailSize: UInt64
-    public var dataSize: UInt64
+    package var version: Int = 4
+    package var nodeID: String
+    package var name: String?
+    package var parentID: String?
+    package var metadataSize: UInt64
+    package var thumbnailSize: UInt64
+    package var dataSize: UInt64
     /// Hex of the node key wrapped by the master key.
-    public var wrappedKey: String
-    public var cloudETag: String
+    package var wrappedKey: String
+    package var cloudETag: String
     /// Grows by one with every write of the record (sealed records only; nil in a legacy one). A record of
     /// a lower generation than one a store has applied is a rollback.
-    public var generation: UInt64?
+    package var generation: UInt64?
     /// The version of the cloud file the record names (`CloudLayout.cloudFile(_:version:)`); nil in a legacy
     /// record, whose node has the one file `nodes/<id>.ddc`.
-    public var cloudVersion: String?
+    package var cloudVersion: String?
     /// Hex of the 16-byte file ID in that cloud file's authenticated header (version 3).
-    public var fileID: String?
+    package var fileID: String?
     /// "file", "folder" or "symlink" (absent: a file, as in records written before the drive).
-    public var type: String?
+    package var type: String?
     /// Permission bits (absent: the type's default, 0644 for a file).
-    public var mode: UInt32?
+    package var mode: UInt32?
     /// Modification time: seconds since 1970 and nanoseconds (absent: unknown).
-    public var mtime: Int64?
-    public var mtimeNsec: UInt32?
+    package var mtime: Int64?
+    package var mtimeNsec: UInt32?
     /// A symbolic link's target.
-    public var target: String?
+    package var target: String?
     /// `user.*` extended attributes, name to base64 of the value (absent: none).
-    public var xattrs: [String: String]?
+    package var xattrs: [String: String]?
 
-    public init(nodeID: String, name: String?, parentID: String?, metadataSize: UInt64, thumbnailSize: UInt64, dataSize: UInt64,
+    package init(nodeID: String, name: String?, parentID: String?, metadataSize: UInt64, thumbnailSize: UInt64, dataSize: UInt64,
                 wrappedKey: String, cloudETag: String, generation: UInt64?, cloudVersion: String? = nil, fileID: [UInt8]? = nil,
                 attributes: NodeAttributes? = nil) {
         self.cloudVersion = cloudVersion
@@ -97,7 +97,7 @@ public struct NodeRecord: Codable, Sendable, Equatable {
     /// Opens a sealed record fetched from `CloudLayout.record(_:with:)` for `nodeID`, refusing one that does
     /// not authenticate (altered, moved from another node, or sealed under another key), is malformed, or
     /// names another node.
-    public static func open(_ data: Data, expected nodeID: NodeID, with manager: DiskManager) throws(RemoteError) -> NodeRecord {
+    package static func open(_ data: Data, expected nodeID: NodeID, with manager: DiskManager) throws(RemoteError) -> NodeRecord {
         guard let record = try open(data, name: CloudLayout.nodeName(nodeID, with: manager), keyed: true, expected: nodeID, with: manager) else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' does not authenticate (altered, moved from another node, or sealed under another key)")
         }
@@ -106,7 +106,7 @@ public struct NodeRecord: Codable, Sendable, Equatable {
 
     /// Parses an opened record's JSON (version 2, 3 or 4, with a generation) for `nodeID`, refusing one that
     /// is malformed or names another node.
-    public static func parse(_ plaintext: Data, expected nodeID: NodeID) throws(RemoteError) -> NodeRecord {
+    package static func parse(_ plaintext: Data, expected nodeID: NodeID) throws(RemoteError) -> NodeRecord {
         let whose = "the record of node '\(nodeID)'"
         return try parse(plaintext, whose: whose, versions: [2, 3, 4]).validated(for: nodeID, whose: whose)
     }
@@ -123,7 +123,7 @@ public struct NodeRecord: Codable, Sendable, Equatable {
 
     /// The sealed form of this record (version 4, or 2 or 3 as stores named records before), as it goes
     /// into the bucket at `CloudLayout.record(_:with:)` (or, for 2 and 3, `CloudLayout.recordByID`).
-    public func sealed(with manager: DiskManager) throws(RemoteError) -> Data {
+    package func sealed(with manager: DiskManager) throws(RemoteError) -> Data {
         guard let id = try? NodeID(nodeID), let generation, generation > 0, (2...4).contains(version) else {
             throw RemoteError(.invalidResponse, "only a version 2, 3 or 4 record with a generation is sealed")
         }
@@ -138,7 +138,7 @@ public struct NodeRecord: Codable, Sendable, Equatable {
 
     /// What the record says the node is besides its content (`NodeAttributes`); nil when a field is malformed
     /// (an unknown type, a value that is not base64, or attributes that cannot describe a node).
-    public var attributes: NodeAttributes? {
+    package var attributes: NodeAttributes? {
         if case .success(let attributes) = parsedAttributes() { attributes } else { nil }
     }
 
@@ -193,18 +193,18 @@ public struct NodeRecord: Codable, Sendable, Equatable {
 
     /// A node's name: at most 255 bytes of UTF-8 and no NUL, as a file name on Linux (`push --name` checks it
     /// too; a record from the remote with another name is refused).
-    public static func isValidName(_ name: String) -> Bool {
+    package static func isValidName(_ name: String) -> Bool {
         name.utf8.count <= 255 && !name.utf8.contains(0)
     }
 
-    public func encoded() -> Data {
+    package func encoded() -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return (try? encoder.encode(self)) ?? Data()
     }
 
     /// The outline entry this record describes.
-    public func outlineEntry() throws(RemoteError) -> OutlineEntry {
+    package func outlineEntry() throws(RemoteError) -> OutlineEntry {
         guard let id = try? NodeID(nodeID), let key = Hex.decode(wrappedKey) else {
             throw RemoteError(.invalidResponse, "the record of node '\(nodeID)' is malformed")
         }

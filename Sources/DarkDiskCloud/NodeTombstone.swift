@@ -9,19 +9,19 @@ import Foundation
 /// Sealed like a record but under its own context (`Docs/FORMAT.md`, "Node tombstone"), so a reader that
 /// predates tombstones refuses one instead of reading it as a live node: version 2 binds the node's keyed
 /// name, version 1 (what stores wrote before keyed names) its node ID.
-public struct NodeTombstone: Codable, Sendable, Equatable {
+package struct NodeTombstone: Codable, Sendable, Equatable {
     /// The tombstone format: 2 (under the node's keyed name; 1 under its node ID).
-    public var version: Int = 2
-    public var nodeID: String
+    package var version: Int = 2
+    package var nodeID: String
     /// One more than the generation of the record it replaced.
-    public var generation: UInt64
+    package var generation: UInt64
     /// When the node was deleted (seconds since 1970, UTC), for people reading `check --remote`.
-    public var deletedAt: Double
+    package var deletedAt: Double
     /// True in the note a push leaves under a node's ID (version 1) when it moves the node's record to its
     /// keyed name: the node is not deleted, its record is the keyed one (this note is deleted right after).
-    public var moved: Bool?
+    package var moved: Bool?
 
-    public init(nodeID: NodeID, generation: UInt64, deletedAt: Date) {
+    package init(nodeID: NodeID, generation: UInt64, deletedAt: Date) {
         self.nodeID = nodeID.rawValue
         self.generation = generation
         self.deletedAt = deletedAt.timeIntervalSince1970.rounded()
@@ -44,7 +44,7 @@ public struct NodeTombstone: Codable, Sendable, Equatable {
 
     /// The sealed form, as it goes into the bucket at `CloudLayout.record(_:with:)` (version 1: at
     /// `CloudLayout.recordByID`).
-    public func sealed(with manager: DiskManager) throws(RemoteError) -> Data {
+    package func sealed(with manager: DiskManager) throws(RemoteError) -> Data {
         guard let id = try? NodeID(nodeID), generation > 0, version == 1 || version == 2 else {
             throw RemoteError(.invalidResponse, "only a version 1 or 2 tombstone with a generation is sealed")
         }

@@ -10,7 +10,7 @@ import Logging
 /// `interval` seconds, at once when `kick()`ed, and on start, so pins set while no mount ran and
 /// downloads cut by a crash resume. A failing download is tried again with backoff (doubling up to a
 /// minute) and logged once until it succeeds.
-public final class PinKeeper: Sendable {
+package final class PinKeeper: Sendable {
     private let manager: DiskManager
     private let downloads: DownloadManager
     private let logger: Logger
@@ -27,7 +27,7 @@ public final class PinKeeper: Sendable {
 
     /// `health`: while the remote is down nothing is started; when it answers again, every pinned download
     /// starts at once (their backoff forgotten).
-    public init(manager: DiskManager, downloads: DownloadManager, interval: Double = 1, concurrency: Int = 2,
+    package init(manager: DiskManager, downloads: DownloadManager, interval: Double = 1, concurrency: Int = 2,
                 health: RemoteHealth? = nil, logger: Logger, manual: Bool = false) {
         self.manager = manager
         self.downloads = downloads
@@ -86,12 +86,12 @@ public final class PinKeeper: Sendable {
     }
 
     /// Looks at the pins now (a pin was just set through the mount).
-    public func kick() { loop.withLock { $0 }?.kick() }
+    package func kick() { loop.withLock { $0 }?.kick() }
 
     /// Looks at the pins now, on the caller's task (a `manual` keeper's only way to look).
-    public func runOnce() async { await loop.withLock { $0 }?.runOnce() }
+    package func runOnce() async { await loop.withLock { $0 }?.runOnce() }
 
-    public func stop() { loop.withLock { $0 }?.stop() }
+    package func stop() { loop.withLock { $0 }?.stop() }
 
     deinit { loop.withLock { $0 }?.stop() }
 

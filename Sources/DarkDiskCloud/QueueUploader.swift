@@ -16,7 +16,7 @@ import Logging
 /// A drive written without a pause still uploads once a change has waited `longestHold` seconds. The changes
 /// made since the last drain began go first, so an edit made while a backlog uploads waits for one upload,
 /// not for the backlog.
-public final class QueueUploader: Sendable {
+package final class QueueUploader: Sendable {
     private let loop: BackgroundLoop
 
     /// What one round leaves the next.
@@ -34,7 +34,7 @@ public final class QueueUploader: Sendable {
     /// `longestHold`: how long a change may wait behind a busy drive (default: twelve times `writeBack`,
     /// a minute for the mount's default of 5 s).
     /// `manual`: no round of its own; `runOnce()` runs one (tests).
-    public init(sync: CloudSync, checkInterval: Double = 1, writeBack: Double = 0, longestHold: Double? = nil,
+    package init(sync: CloudSync, checkInterval: Double = 1, writeBack: Double = 0, longestHold: Double? = nil,
                 pullAfterUploads: Bool = true, health: RemoteHealth? = nil, logger: Logger, manual: Bool = false) {
         let longestHold = longestHold ?? 12 * writeBack
         let manager = sync.manager
@@ -88,13 +88,13 @@ public final class QueueUploader: Sendable {
     }
 
     /// Runs one round now (a `manual` uploader's only way to upload): a look at the queue and a drain.
-    public func runOnce() async { await loop.runOnce() }
+    package func runOnce() async { await loop.runOnce() }
 
     /// Stops draining and waits up to `timeout` seconds for the round in progress to end (its upload stops at
     /// its next step), so that another drain does not meet this one's claims; whether it ended.
     @discardableResult
-    public func stopAndWait(timeout: Double) -> Bool { loop.stopAndWait(timeout: timeout) }
+    package func stopAndWait(timeout: Double) -> Bool { loop.stopAndWait(timeout: timeout) }
 
     /// Stops draining; an upload in progress stops at its next step and its change stays queued.
-    public func stop() { loop.stop() }
+    package func stop() { loop.stop() }
 }

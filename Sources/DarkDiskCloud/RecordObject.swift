@@ -2,12 +2,12 @@ import DarkDiskStore
 import Foundation
 
 /// What a node's record object in the bucket holds: the node's record, or the tombstone a delete left.
-public enum RecordObject: Sendable, Equatable {
+package enum RecordObject: Sendable, Equatable {
     case record(NodeRecord)
     case tombstone(NodeTombstone)
 
     /// The generation it carries (0 for a legacy record); a store refuses one lower than it has applied.
-    public var generation: UInt64 {
+    package var generation: UInt64 {
         switch self {
         case .record(let record): record.generation ?? 0
         case .tombstone(let tombstone): tombstone.generation
@@ -15,7 +15,7 @@ public enum RecordObject: Sendable, Equatable {
     }
 
     /// The record, if the node is not deleted.
-    public var record: NodeRecord? {
+    package var record: NodeRecord? {
         if case .record(let record) = self { return record }
         return nil
     }
@@ -31,7 +31,7 @@ public enum RecordObject: Sendable, Equatable {
     /// Refused in one line when none opens, when it is malformed, when it holds another node than the name
     /// (or `expected`) says, and when it is unsealed: plain JSON (`records/<id>.json`, what darkdisk wrote
     /// before records were sealed, or what anyone without the key can write), as anybody could have made it.
-    public static func read(_ data: Data, key: String, expected: NodeID? = nil, with manager: DiskManager) throws(RemoteError) -> OpenedRecord {
+    package static func read(_ data: Data, key: String, expected: NodeID? = nil, with manager: DiskManager) throws(RemoteError) -> OpenedRecord {
         guard let name = CloudLayout.recordName(ofKey: key) else {
             throw RemoteError(.invalidResponse, "\(key) is not a record's name")
         }
@@ -57,8 +57,8 @@ public enum RecordObject: Sendable, Equatable {
 
 /// A record object of the bucket, opened: its node, what it holds, and whether it was under the node's
 /// keyed name (else under its ID, as stores named records before).
-public struct OpenedRecord: Sendable, Equatable {
-    public let nodeID: NodeID
-    public let object: RecordObject
-    public let keyedNames: Bool
+package struct OpenedRecord: Sendable, Equatable {
+    package let nodeID: NodeID
+    package let object: RecordObject
+    package let keyedNames: Bool
 }

@@ -5,8 +5,8 @@ import Foundation
 /// or the attributes it holds: at least 1 KiB, and above that Padmé's sizes (a size of E significant bits
 /// keeps its top ⌊log₂ E⌋ + 1 bits; at most 12 % larger, and a size reveals O(log log n) bits). The
 /// padding is spaces after the JSON, which JSON readers skip.
-public enum RecordPadding {
-    public static let minimum = 1024
+package enum RecordPadding {
+    package static let minimum = 1024
 
     /// `json` followed by spaces up to its padded size.
     static func padded(_ json: Data) -> [UInt8] {
@@ -14,7 +14,7 @@ public enum RecordPadding {
     }
 
     /// The padded size of `length` bytes.
-    public static func size(for length: Int) -> Int {
+    package static func size(for length: Int) -> Int {
         Int(Padme.size(for: UInt64(max(0, length)), minimum: UInt64(minimum)))
     }
 }

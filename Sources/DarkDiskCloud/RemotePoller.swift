@@ -10,7 +10,7 @@ import Logging
 /// no node while the store knows some is refused by the pull, as from the command line. Every
 /// `gcInterval` seconds a round also runs `collectGarbage(grace:)` (as `darkdisk gc` does), so cloud file
 /// versions no record names go without a command.
-public final class RemotePoller: Sendable {
+package final class RemotePoller: Sendable {
     private let loop: BackgroundLoop
 
     /// What one round leaves the next.
@@ -24,7 +24,7 @@ public final class RemotePoller: Sendable {
     /// Starts polling every `interval` seconds (the first round after one interval; `manual`: only when
     /// `runOnce()` is called).
     /// `health`: told whether each round reached the remote.
-    public init(sync: CloudSync, interval: Double, gcInterval: Double = 3600, gcGrace: Double = 3600, health: RemoteHealth? = nil,
+    package init(sync: CloudSync, interval: Double, gcInterval: Double = 3600, gcGrace: Double = 3600, health: RemoteHealth? = nil,
                 logger: Logger, manual: Bool = false) {
         let rest = Duration.milliseconds(Int(interval * 1000))
         let progress = Locked(Progress())
@@ -62,8 +62,8 @@ public final class RemotePoller: Sendable {
     }
 
     /// Runs one round now (a `manual` poller's only way to pull).
-    public func runOnce() async { await loop.runOnce() }
+    package func runOnce() async { await loop.runOnce() }
 
     /// Stops polling (a round in progress finishes its current step).
-    public func stop() { loop.stop() }
+    package func stop() { loop.stop() }
 }

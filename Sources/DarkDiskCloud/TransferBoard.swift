@@ -10,7 +10,7 @@ import Glibc
 /// `StoreLocation.transferBoard/<pid>.json` (by rename, so a reader never sees half a file); when none runs,
 /// or the board stops, the file goes. A reader ignores (and removes) the file of a process that is gone.
 /// The file is named by the process: keep one board per process and store.
-public final class TransferBoard: @unchecked Sendable {
+package final class TransferBoard: @unchecked Sendable {
     // @unchecked: the timer source is only touched through its own thread-safe API; the rest is immutable.
     private let downloads: DownloadManager
     private let path: String
@@ -18,14 +18,14 @@ public final class TransferBoard: @unchecked Sendable {
     private let timer: DispatchSourceTimer
 
     /// One process' transfers as its board last showed them.
-    public struct Entry: Sendable, Codable, Equatable {
-        public let pid: Int32
-        public let updated: Date
-        public let transfers: [TransferStatus]
+    package struct Entry: Sendable, Codable, Equatable {
+        package let pid: Int32
+        package let updated: Date
+        package let transfers: [TransferStatus]
     }
 
     /// Starts publishing every `interval` seconds.
-    public init(downloads: DownloadManager, interval: Double = 0.5) {
+    package init(downloads: DownloadManager, interval: Double = 0.5) {
         self.downloads = downloads
         path = downloads.manager.location.transferBoard + "/\(getpid()).json"
         timer = DispatchSource.makeTimerSource(queue: queue)
@@ -36,7 +36,7 @@ public final class TransferBoard: @unchecked Sendable {
     }
 
     /// Stops the timer and removes this process' file.
-    public func stop() {
+    package func stop() {
         timer.cancel()
         queue.sync { _ = unlink(path) }
     }
@@ -66,7 +66,7 @@ public final class TransferBoard: @unchecked Sendable {
     }
 
     /// What every live process of the store (other than this one) is downloading now, by process.
-    public static func read(_ location: StoreLocation) -> [Entry] {
+    package static func read(_ location: StoreLocation) -> [Entry] {
         let folder = location.transferBoard
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }
         var entries: [Entry] = []

@@ -18,7 +18,7 @@ import DarkDiskSync
 /// libfuse calls the operations on its own worker threads; they run synchronously there (index reads,
 /// one `pread` and decrypt per read) and never touch Swift's cooperative thread pool. Swift state is
 /// reached from the C callbacks through the session's userdata pointer.
-public final class FuseFileSystem: Sendable {
+package final class FuseFileSystem: Sendable {
     let manager: DiskManager
     /// The file system this adapter serves.
     let vfs: VFS
@@ -46,7 +46,7 @@ public final class FuseFileSystem: Sendable {
 
     /// `downloads` nil serves only what is stored. `pins`: the keeper a pin set through the mount wakes.
     /// `health`: whether the remote answers; while it does not, reads of remote-only files fail at once.
-    public init(manager: DiskManager, downloads: DownloadManager? = nil, pins: PinKeeper? = nil, health: RemoteHealth? = nil,
+    package init(manager: DiskManager, downloads: DownloadManager? = nil, pins: PinKeeper? = nil, health: RemoteHealth? = nil,
                 remoteTimeout: Duration = .seconds(30), logger: Logger) {
         self.manager = manager
         self.logger = logger
@@ -56,7 +56,7 @@ public final class FuseFileSystem: Sendable {
     /// Mounts at `mountpoint` and serves requests until unmounted (`fusermount3 -u`, `darkdisk unmount`)
     /// or interrupted (SIGINT, SIGTERM, SIGHUP). `ready` runs once the mount is in place.
     /// - Parameter options: extra `-o` options, e.g. `allow_other`.
-    public func run(mountpoint: String, options: [String] = [], threads: Int = 16, ready: () -> Void) throws(DarkDiskError) {
+    package func run(mountpoint: String, options: [String] = [], threads: Int = 16, ready: () -> Void) throws(DarkDiskError) {
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: mountpoint, isDirectory: &isDirectory) {
             // Like `Scripts/darkdisk mount ~/DarkDisk` on a fresh machine: make the last component, not its parents.

@@ -1,11 +1,11 @@
 /// The `-o` options a user may add to a mount; the rest (fsname, subtype, and default_permissions when
 /// `admitsOthers`) are fixed. The
 /// mount is not `ro` (so `setfattr` reaches the daemon), but every write of data answers EROFS.
-public enum MountOptions {
+package enum MountOptions {
     static let allowed: Set<String> = ["allow_other", "allow_root", "auto_unmount", "noatime", "nodev", "nosuid", "noexec", "dirsync", "sync", "async"]
 
     /// Whether `option` (one `-o` item, `name` or `name=value`) may be passed through.
-    public static func isAllowed(_ option: String) -> Bool {
+    package static func isAllowed(_ option: String) -> Bool {
         let name = option.split(separator: "=", maxSplits: 1).first.map(String.init) ?? option
         if name == "max_read" { return maxRead(option) != nil }
         return allowed.contains(name)
@@ -32,7 +32,7 @@ public enum MountOptions {
     }
 
     /// Splits `-o a,b` values into single options, rejecting unknown ones.
-    public static func parse(_ values: [String]) throws(UnsupportedOption) -> [String] {
+    package static func parse(_ values: [String]) throws(UnsupportedOption) -> [String] {
         var result: [String] = []
         for value in values {
             for item in value.split(separator: ",") where !item.isEmpty {
@@ -51,9 +51,9 @@ public enum MountOptions {
         }
     }
 
-    public struct UnsupportedOption: Error, CustomStringConvertible {
-        public let option: String
-        public var description: String {
+    package struct UnsupportedOption: Error, CustomStringConvertible {
+        package let option: String
+        package var description: String {
             if option.hasPrefix("max_read") { return "mount option '\(option)' needs a number of bytes, e.g. max_read=131072" }
             if option == "allow_other,allow_root" {
                 return "mount options allow_other and allow_root exclude each other (allow_other lets every user in, allow_root only you and root)"

@@ -6,18 +6,18 @@ import Glibc
 
 /// The mounts of this process' mount namespace, from /proc/self/mountinfo (read without a request to any
 /// mount, so it is safe on a mount that is not serving yet).
-public enum MountTable {
-    public struct Entry: Sendable {
+package enum MountTable {
+    package struct Entry: Sendable {
         /// `MAJOR:MINOR`, the name of the mount's backing device under /sys/class/bdi.
-        public let device: String
-        public let fileSystemType: String
+        package let device: String
+        package let fileSystemType: String
         /// `fuse.darkdisk`: the mount sets subtype=darkdisk (and fsname=darkdisk) itself.
-        public var isDarkdisk: Bool { fileSystemType == "fuse.darkdisk" }
+        package var isDarkdisk: Bool { fileSystemType == "fuse.darkdisk" }
     }
 
     /// `path` absolute with symbolic links resolved (as the kernel lists mount points), or only made
     /// absolute when that fails (a missing path, or a dead FUSE mount that answers ENOTCONN).
-    public static func resolve(_ path: String) -> String {
+    package static func resolve(_ path: String) -> String {
         if let resolved = realpath(path, nil) {
             defer { free(resolved) }
             return String(cString: resolved)
@@ -27,7 +27,7 @@ public enum MountTable {
 
     /// The mount that `path` (followed, as `stat` does) lies on, found by its device; nil when no listed
     /// mount has its device. Throws why `path` cannot be looked at.
-    public static func mount(containing path: String) throws(Errno) -> Entry? {
+    package static func mount(containing path: String) throws(Errno) -> Entry? {
         var st = stat()
         guard stat(path, &st) == 0 else { throw Errno.current }
         // (glibc's `major`/`minor` are macros Swift does not see: their bit layout, spelt out.)
@@ -49,7 +49,7 @@ public enum MountTable {
     }
 
     /// The mount on top at `path` (the last one listed there), if `path` is a mount point.
-    public static func top(at path: String) -> Entry? {
+    package static func top(at path: String) -> Entry? {
         guard let bytes = try? SystemCall.readWhole("/proc/self/mountinfo") else { return nil }
         let text = String(decoding: bytes, as: UTF8.self)
         var found: Entry?

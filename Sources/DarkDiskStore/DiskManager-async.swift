@@ -56,12 +56,12 @@ extension DiskManager {
     }
 
     /// A scratch file in the store's staging folder (see the synchronous form).
-    public func makeScratchFile() async throws(DarkDiskError) -> ScratchFile {
+    package func makeScratchFile() async throws(DarkDiskError) -> ScratchFile {
         try await blocking { () throws(DarkDiskError) in try self.makeScratchFile() }
     }
 
     /// The newest row of the entry change table (see the synchronous form).
-    public func newestEntryChange() async throws(DarkDiskError) -> Int64 {
+    package func newestEntryChange() async throws(DarkDiskError) -> Int64 {
         try await blocking { () throws(DarkDiskError) in try self.newestEntryChange() }
     }
 

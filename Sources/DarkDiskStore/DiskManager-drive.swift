@@ -3,31 +3,31 @@ import Foundation
 import GRDB
 
 /// A node as the drive (`/files`) shows it: its place in the tree and what it is.
-public struct DriveNode: Sendable, Equatable {
-    public let id: NodeID
-    public let name: String
+package struct DriveNode: Sendable, Equatable {
+    package let id: NodeID
+    package let name: String
     /// The folder node it is in; nil at the top of the drive.
-    public let parentID: NodeID?
-    public let created: Double
-    public var attributes: NodeAttributes
+    package let parentID: NodeID?
+    package let created: Double
+    package var attributes: NodeAttributes
     /// When the node last changed (content, name, folder, mode, times, extended attributes), in seconds
     /// since 1970: its `ctime`. Nil for a node not yet in the index, or older than the index's column.
-    public var changed: Double? = nil
+    package var changed: Double? = nil
 }
 
 /// A new drive file not yet in the index (`DiskManager.prepareDriveFile`): its node and its content.
-public struct PreparedDriveFile: Sendable {
+package struct PreparedDriveFile: Sendable {
     let row: DiskManager.DriveNodeRow
-    public var node: DriveNode { row.node }
-    public let content: StagedContent
+    package var node: DriveNode { row.node }
+    package let content: StagedContent
 }
 
 /// A drive node as a folder's listing shows it (`DiskManager.driveListing`): with its stored data, if any,
 /// else the size the outline gives its data (nil: the remote does not have the node).
-public struct DriveListedNode: Sendable, Equatable {
-    public let node: DriveNode
-    public let data: StoredFile?
-    public let remoteDataSize: UInt64?
+package struct DriveListedNode: Sendable, Equatable {
+    package let node: DriveNode
+    package let data: StoredFile?
+    package let remoteDataSize: UInt64?
 }
 
 extension DiskManager {
@@ -46,13 +46,13 @@ extension DiskManager {
     static let orphansNamed = "SELECT \(DriveColumns.selected) FROM node AS child WHERE name = ? AND \(orphan)"
 
     /// The drive node `nodeID`, if the outline names it.
-    public func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
+    package func driveNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveNode? {
         try driveListedNode(nodeID)?.node
     }
 
     /// The drive node `nodeID`, if the outline names it, with what a listing shows of its data: one indexed
     /// read (a lookup's, a `stat`'s).
-    public func driveListedNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveListedNode? {
+    package func driveListedNode(_ nodeID: NodeID) throws(DarkDiskError) -> DriveListedNode? {
         // (Nil from the lookup connection: none to use; `.some(nil)`: the outline does not name the node.)
         var found = withLookupConnection { connection throws(DriveLookupConnection.Failure) in try connection.node(nodeID.rawValue) }
         if found == nil {
@@ -68,7 +68,7 @@ extension DiskManager {
 
     /// The drive nodes of `ids` that the outline names, by ID, in one read (the store watcher asks for every
     /// node that changed in the last second at once).
-    public func driveNodes(_ ids: [NodeID]) throws(DarkDiskError) -> [NodeID: DriveNode] {
+    package func driveNodes(_ ids: [NodeID]) throws(DarkDiskError) -> [NodeID: DriveNode] {
         try quickRead { db in
             var nodes: [NodeID: DriveNode] = [:]
             for id in ids { nodes[id] = try Self.namedDriveNode(id, db) }
@@ -86,7 +86,7 @@ extension DiskManager {
     }
 
     /// The drive nodes in folder `parentID` (nil: the top), in one indexed query.
-    public func driveChildren(of parentID: NodeID?) throws(DarkDiskError) -> [DriveNode] {
+    package func driveChildren(of parentID: NodeID?) throws(DarkDiskError) -> [DriveNode] {
         try read { db in
             var nodes = try Row.fetchAll(db, sql: "SELECT \(DriveColumns.selected) FROM node WHERE parentID IS ? AND name IS NOT NULL",
                                          arguments: [parentID?.rawValue]).compactMap { try Self.driveNode(from: DriveColumns($0), in: parentID) }
@@ -102,7 +102,7 @@ extension DiskManager {
     /// The drive nodes in folder `parentID` (nil: the top, with the orphans shown there), each with what a
     /// listing shows of its data: the stored data file, else the size the outline gives it. One indexed query,
     /// read by column position: `ls -l`, `find` and `du` of a folder cost this and nothing per entry.
-    public func driveListing(of parentID: NodeID?) throws(DarkDiskError) -> [DriveListedNode] {
+    package func driveListing(of parentID: NodeID?) throws(DarkDiskError) -> [DriveListedNode] {
         try quickRead { db in
             var listed: [DriveListedNode] = []
             try Self.appendListed(db.cachedStatement(sql: "\(DriveListedColumns.select) WHERE child.parentID IS ? AND child.name IS NOT NULL"),
@@ -117,7 +117,7 @@ extension DiskManager {
 
     /// What a `stat` of drive file `id` shows of its data: the stored data file, else the size the outline
     /// gives it (nil: the remote does not have it); nil when the index has no such named node.
-    public func driveFileData(_ id: NodeID) throws(DarkDiskError) -> (data: StoredFile?, remoteDataSize: UInt64?)? {
+    package func driveFileData(_ id: NodeID) throws(DarkDiskError) -> (data: StoredFile?, remoteDataSize: UInt64?)? {
         try driveListedNode(id).map { ($0.data, $0.remoteDataSize) }
     }
 
@@ -146,7 +146,7 @@ extension DiskManager {
 
     /// The drive nodes named `name` in drive folder `parentID`, with what a listing shows of their data: one
     /// indexed read (a lookup's).
-    public func driveListedChildren(of parentID: NodeID, named name: String) throws(DarkDiskError) -> [DriveListedNode] {
+    package func driveListedChildren(of parentID: NodeID, named name: String) throws(DarkDiskError) -> [DriveListedNode] {
         var rows = withLookupConnection { connection throws(DriveLookupConnection.Failure) in
             try connection.children(of: parentID.rawValue, named: name)
         }
@@ -162,7 +162,7 @@ extension DiskManager {
 
     /// The drive nodes named `name` in folder `parentID` (nil: the top): usually one, more when two machines
     /// gave one name in one folder (`DriveNames`).
-    public func driveChildren(of parentID: NodeID?, named name: String) throws(DarkDiskError) -> [DriveNode] {
+    package func driveChildren(of parentID: NodeID?, named name: String) throws(DarkDiskError) -> [DriveNode] {
         if let parentID { return try driveListedChildren(of: parentID, named: name).map(\.node) }
         return try quickRead { db in
             var nodes = try Row.fetchAll(db.cachedStatement(sql: "SELECT \(DriveColumns.selected) FROM node WHERE parentID IS ? AND name = ?"),

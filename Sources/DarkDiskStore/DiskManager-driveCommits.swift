@@ -15,7 +15,7 @@ extension DiskManager {
     /// Makes this instance the journal's writer (the mount daemon): a drive commit given `whenIndexed` is
     /// then journaled. First writes into the index what a stopped daemon left. False when another process
     /// journals for this store already (this one then commits each file in a transaction of its own).
-    public func startDriveJournal() throws(DarkDiskError) -> Bool {
+    package func startDriveJournal() throws(DarkDiskError) -> Bool {
         if driveJournal.withLock({ $0 }) != nil { return true }
         let path = driveJournalPath
         // (A failure below closes the file, and with it the lock, as the owner goes.)
@@ -53,7 +53,7 @@ extension DiskManager {
     /// journaling (later commits each take a transaction); whether nothing was left waiting. What is left
     /// stays in the journal for the store's next opening.
     @discardableResult
-    public func stopDriveJournal(timeout: Double) -> Bool {
+    package func stopDriveJournal(timeout: Double) -> Bool {
         guard let journal = driveJournal.withLock({ state in defer { state = nil }; return state }) else { return true }
         unnamedFiles.withLock { $0 = nil }
         let done = journal.drain(timeout: timeout)
@@ -66,28 +66,28 @@ extension DiskManager {
     /// How long a request waits for the index to take the drive's journaled commits before it fails (`EIO`
     /// on the mount): an index that cannot be written that long (another process holding its write lock, a
     /// full disk) fails the request rather than hang it, or answer it without the commits.
-    public static let driveCommitWaitLimit: Double = 30
+    package static let driveCommitWaitLimit: Double = 30
 
     /// Waits until the index has every drive commit journaled before the call: what a request reading the
     /// index must see.
     /// At most `timeout` seconds (nil: as long as it takes); whether nothing journaled before the call waits.
     @discardableResult
-    public func drainDriveCommits(timeout: Double? = nil) -> Bool {
+    package func drainDriveCommits(timeout: Double? = nil) -> Bool {
         driveJournal.withLock { $0 }?.drain(timeout: timeout) ?? true
     }
 
     /// Whether no journaled drive commit waits for the index (one atomic load).
-    public var driveCommitsIdle: Bool {
+    package var driveCommitsIdle: Bool {
         driveJournal.withLock { $0 }?.isIdle ?? true
     }
 
     /// Whether a journaled commit of drive node `nodeID` waits for the index.
-    public func hasPendingDriveCommit(_ nodeID: NodeID) -> Bool {
+    package func hasPendingDriveCommit(_ nodeID: NodeID) -> Bool {
         driveJournal.withLock { $0 }?.isPending(node: nodeID.rawValue) ?? false
     }
 
     /// Whether a journaled commit waiting for the index makes a node named `name` in folder `parentID`.
-    public func hasPendingDriveCommit(named name: String, in parentID: NodeID?) -> Bool {
+    package func hasPendingDriveCommit(named name: String, in parentID: NodeID?) -> Bool {
         driveJournal.withLock { $0 }?.isPending(name: name, in: parentID?.rawValue) ?? false
     }
 

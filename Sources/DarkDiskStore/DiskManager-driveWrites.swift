@@ -13,7 +13,7 @@ import Glibc
 extension DiskManager {
     /// Why `name` cannot name a drive entry, if it cannot: empty, `.` or `..`, a `/` or a NUL, or more than
     /// 255 bytes.
-    public static func checkDriveName(_ name: String) throws(DarkDiskError) {
+    package static func checkDriveName(_ name: String) throws(DarkDiskError) {
         guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(UInt8(ascii: "/")), !name.utf8.contains(0) else {
             throw DarkDiskError(.invalidArgument, "'\(name)' cannot name a drive entry")
         }
@@ -22,13 +22,13 @@ extension DiskManager {
 
     /// Makes a drive node named `name` in folder `parentID` (nil: the top). A folder or link is queued for
     /// upload at once (with empty data); a file is queued by its first commit (`commitDriveFile`).
-    public func createDriveNode(named name: String, in parentID: NodeID?, attributes: NodeAttributes) throws(DarkDiskError) -> DriveNode {
+    package func createDriveNode(named name: String, in parentID: NodeID?, attributes: NodeAttributes) throws(DarkDiskError) -> DriveNode {
         try insertDriveNode(named: name, in: parentID, attributes: attributes, key: SymmetricKey.random())
     }
 
     /// Makes drive file `name` in folder `parentID` (nil: the top) and returns it with its content, empty and
     /// due for its first commit (`creat`, then the writes): one transaction, no read of the key just made.
-    public func createDriveFile(named name: String, in parentID: NodeID?, attributes: NodeAttributes) throws(DarkDiskError) -> (DriveNode, StagedContent) {
+    package func createDriveFile(named name: String, in parentID: NodeID?, attributes: NodeAttributes) throws(DarkDiskError) -> (DriveNode, StagedContent) {
         let prepared = try prepareDriveFile(named: name, in: parentID, attributes: attributes)
         try insertDriveFile(prepared)
         return (prepared.node, prepared.content)
@@ -38,7 +38,7 @@ extension DiskManager {
     /// `createDriveFile` checks them but not yet in the index. `insertDriveFile` writes it there; until it
     /// has, nothing else in the index knows the node (the mount answers a `creat` with it at once, and its row
     /// goes in with the file's first commit, `commitDriveFile(inserting:)`, or when a request reads the index).
-    public func prepareDriveFile(named name: String, in parentID: NodeID?, attributes: NodeAttributes) throws(DarkDiskError) -> PreparedDriveFile {
+    package func prepareDriveFile(named name: String, in parentID: NodeID?, attributes: NodeAttributes) throws(DarkDiskError) -> PreparedDriveFile {
         guard attributes.kind == .file else { throw DarkDiskError(.invalidArgument, "'\(name)': not a file") }
         let key = SymmetricKey.random()
         let row = try newDriveNodeRow(named: name, in: parentID, attributes: attributes, key: key)
@@ -47,7 +47,7 @@ extension DiskManager {
 
     /// Writes a prepared drive file's node into the index. `allowingDuplicate`: another node may hold the name
     /// already (made meanwhile by another process; the drive shows both), else that is `.exists`.
-    public func insertDriveFile(_ prepared: PreparedDriveFile, allowingDuplicate: Bool = false) throws(DarkDiskError) {
+    package func insertDriveFile(_ prepared: PreparedDriveFile, allowingDuplicate: Bool = false) throws(DarkDiskError) {
         // (A name refused if taken is looked for after the journal's new files of that name are in.)
         if !allowingDuplicate, hasPendingDriveCommit(named: prepared.node.name, in: prepared.node.parentID) { drainDriveCommits() }
         try insert(prepared.row, allowingDuplicate: allowingDuplicate)
@@ -129,7 +129,7 @@ extension DiskManager {
     /// `whenIndexed` is told what became of them (a node deleted meanwhile stores nothing). Otherwise (and for
     /// a `durable` commit, after what the journal holds) one transaction, as before.
     @discardableResult
-    public func commitDriveFile(_ nodeID: NodeID, content: StagedContent, durable: Bool = false,
+    package func commitDriveFile(_ nodeID: NodeID, content: StagedContent, durable: Bool = false,
                                 inserting prepared: PreparedDriveFile? = nil,
                                 whenIndexed: (@Sendable (DriveCommitOutcome) -> Void)? = nil) throws(DarkDiskError) -> DiskExport? {
         if let prepared, prepared.node.id != nodeID || prepared.content !== content {
@@ -172,7 +172,7 @@ extension DiskManager {
 
     /// Flushes drive file `nodeID`'s stored data, its folder and the index to the disk (an `fsync` of a file
     /// whose last version was committed by a `close`).
-    public func syncNodeData(_ nodeID: NodeID) throws(DarkDiskError) {
+    package func syncNodeData(_ nodeID: NodeID) throws(DarkDiskError) {
         if let export = try files.nodeFile(nodeID, kind: .data) {
             do { try export.retainToken.file.fsync() } catch {
                 throw .posix("cannot flush", path: export.retainToken.path, errno: error.rawValue)
@@ -187,7 +187,7 @@ extension DiskManager {
     /// file, an empty folder by a folder) unless `replacing` is false; the replaced node is deleted
     /// (`deleteDriveNode`). A folder cannot move into itself or below itself. Returns the replaced node, if any.
     @discardableResult
-    public func moveDriveNode(_ nodeID: NodeID, to name: String, in parentID: NodeID?, replacing: Bool = true) throws(DarkDiskError) -> NodeID? {
+    package func moveDriveNode(_ nodeID: NodeID, to name: String, in parentID: NodeID?, replacing: Bool = true) throws(DarkDiskError) -> NodeID? {
         // (After what the drive's journal holds: its commits may make or change this node.)
         drainDriveCommits()
         try Self.checkDriveName(name)
@@ -225,7 +225,7 @@ extension DiskManager {
 
     /// Deletes drive node `nodeID` here and, through the queue, in the remote. A folder must be empty. Its
     /// stored files go when no one holds them any more: an open file keeps working for its holders.
-    public func deleteDriveNode(_ nodeID: NodeID) throws(DarkDiskError) {
+    package func deleteDriveNode(_ nodeID: NodeID) throws(DarkDiskError) {
         // (After what the drive's journal holds: its commits may make or change this node.)
         drainDriveCommits()
         try write { db in
@@ -240,7 +240,7 @@ extension DiskManager {
 
     /// Changes a drive node's attributes (mode, times, extended attributes) and queues the record change.
     @discardableResult
-    public func updateDriveAttributes(_ nodeID: NodeID, _ change: (inout NodeAttributes) throws(DarkDiskError) -> Void) throws(DarkDiskError) -> NodeAttributes {
+    package func updateDriveAttributes(_ nodeID: NodeID, _ change: (inout NodeAttributes) throws(DarkDiskError) -> Void) throws(DarkDiskError) -> NodeAttributes {
         // After this node's commits that the drive's journal holds (they may make it, or set its mode and time);
         // other nodes' records do not touch it. (`tar x` sets each folder's mode and time at its end: waiting
         // for the whole journal made each of those 1 ms.)

@@ -3,7 +3,7 @@ import GRDB
 extension DiskManager {
     /// The newest row of the index's change table: where a watcher starts reading (`entryChanges(after:)`).
     @available(*, noasync)
-    public func newestEntryChange() throws(DarkDiskError) -> Int64 {
+    package func newestEntryChange() throws(DarkDiskError) -> Int64 {
         try read { db in try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM entryChange") ?? 0 }
     }
 
@@ -12,7 +12,7 @@ extension DiskManager {
     /// the nodes whose only changes are this process's drive journal's commits of its own writers come apart,
     /// in `ownCommits` (a mount's watcher: its requests showed those commits to the kernel in `/files`, not
     /// under `/nodes`), and those rows are forgotten once read past.
-    public func entryChanges(after seq: Int64, skippingOwnCommits: Bool = false) throws(DarkDiskError)
+    package func entryChanges(after seq: Int64, skippingOwnCommits: Bool = false) throws(DarkDiskError)
         -> (changes: Set<EntryChange>, ownCommits: Set<NodeID>, newest: Int64) {
         let own = skippingOwnCommits ? ownCommitChanges.withLock { $0 } : OwnCommitChanges()
         let result = try read { db -> (changes: Set<EntryChange>, ownCommits: Set<NodeID>, newest: Int64) in

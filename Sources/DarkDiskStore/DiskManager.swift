@@ -18,12 +18,12 @@ public final class DiskManager: Sendable {
     /// Local changes waiting for the remote.
     public let uploadQueue: UploadQueue
     /// What the store keeps of the bucket's records: generations applied, the fingerprint, remote garbage.
-    public let records: RecordLedger
+    package let records: RecordLedger
     /// Seals the drive's commit journal as the index is encrypted (a store with a passphrase); nil: in the clear.
     let journalKey: SymmetricKey?
     let indexCounter = IndexStatistics.Counter()
     /// The master key and what is derived from it: wrapping, record seals, object names.
-    public let keys: StoreKeys
+    package let keys: StoreKeys
     /// The stored files: imports, exports, deletes, migration, expiry, pools and eviction.
     public let files: StoreFiles
     /// What the index knows of nodes and avatars besides their content: entries, attributes, keys, pins.
@@ -188,7 +188,7 @@ public final class DiskManager: Sendable {
     }
 
     /// Flushes the index's last commits to the disk (`StoreIndex.sync`): an `fsync` of a drive folder.
-    public func syncIndex() {
+    package func syncIndex() {
         index.sync()
     }
 

@@ -280,7 +280,7 @@ final class DriveCommitJournal: Sendable {
 }
 
 /// What became of a drive commit the journal held.
-public enum DriveCommitOutcome: Sendable {
+package enum DriveCommitOutcome: Sendable {
     /// In the index.
     case indexed
     /// Not stored: the node was deleted meanwhile (`nil`), or the index refused the rows (why).

@@ -5,15 +5,15 @@ import Foundation
 /// shows as `NAME (NODEID)`, the suffix before the extension (`report (n7f3).pdf`), so it stays the same
 /// from one listing, mount or machine to the next, and a lookup finds its node again from the name alone.
 /// Pure: no store, no FUSE.
-public enum DriveNames {
+package enum DriveNames {
     /// One child of a folder as the outline has it.
-    public struct Child: Sendable, Equatable {
-        public let id: NodeID
-        public let name: String
+    package struct Child: Sendable, Equatable {
+        package let id: NodeID
+        package let name: String
         /// When the node was made; ties go to the smaller ID.
-        public let created: Double
+        package let created: Double
 
-        public init(id: NodeID, name: String, created: Double) {
+        package init(id: NodeID, name: String, created: Double) {
             self.id = id
             self.name = name
             self.created = created
@@ -24,7 +24,7 @@ public enum DriveNames {
     /// name that another child holds as its own name is suffixed again.
     /// Names are compared as their bytes (`Bytes`), never as Unicode text: `café` in NFC and in NFD are two
     /// names, as on ext4. Sorted by those bytes.
-    public static func shown(_ children: [Child]) -> [(id: NodeID, name: String)] {
+    package static func shown(_ children: [Child]) -> [(id: NodeID, name: String)] {
         var byName: [Bytes: [Child]] = [:]
         for child in children { byName[Bytes(child.name), default: []].append(child) }
         var taken = Set(byName.keys)
@@ -45,24 +45,24 @@ public enum DriveNames {
 
     /// A name as its bytes: equal, hashed and ordered byte for byte. (Swift's `String` takes canonically
     /// equivalent text as equal, so the NFC and NFD spellings of one word, two names on a disk, would be one.)
-    public struct Bytes: Hashable, Sendable {
-        public let name: String
+    package struct Bytes: Hashable, Sendable {
+        package let name: String
 
-        public init(_ name: String) { self.name = name }
+        package init(_ name: String) { self.name = name }
 
-        public static func == (a: Bytes, b: Bytes) -> Bool { a.name.utf8.elementsEqual(b.name.utf8) }
+        package static func == (a: Bytes, b: Bytes) -> Bool { a.name.utf8.elementsEqual(b.name.utf8) }
 
-        public func hash(into hasher: inout Hasher) {
+        package func hash(into hasher: inout Hasher) {
             for byte in name.utf8 { hasher.combine(byte) }
         }
     }
 
     /// Whether two names are the same bytes.
-    public static func same(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
+    package static func same(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
 
     /// `name` with ` (ID)` before its extension, the base shortened (at a character boundary) so the whole
     /// stays within 255 bytes.
-    public static func suffixed(_ name: String, id: NodeID) -> String {
+    package static func suffixed(_ name: String, id: NodeID) -> String {
         let suffix = " (\(id.rawValue))"
         let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
         var base = dot.map { String(name[..<$0]) } ?? name
@@ -74,7 +74,7 @@ public enum DriveNames {
 
     /// The node ID a suffixed name carries (`report (n7f3).pdf` → `n7f3`), for a lookup of a name no child
     /// holds as its own; nil when the name has no such suffix.
-    public static func suffixID(of shownName: String) -> NodeID? {
+    package static func suffixID(of shownName: String) -> NodeID? {
         let dot = shownName.lastIndex(of: ".")
         for end in [dot, shownName.endIndex].compactMap({ $0 }) {
             let head = shownName[..<end]

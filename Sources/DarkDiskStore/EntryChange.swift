@@ -3,7 +3,7 @@
 /// table (`DiskManager.entryChanges(after:)`), which triggers fill inside each writing transaction, so a
 /// mount learns *which* entries to tell the kernel about at a cost that grows with the changes, not with
 /// the store.
-public enum EntryChange: Sendable, Hashable {
+package enum EntryChange: Sendable, Hashable {
     case node(NodeID)
     case avatar(UserID, IdentityID)
 }

@@ -156,7 +156,7 @@ struct IndexCipher: Sendable {
 
 extension DiskManager {
     /// Whether the store's index is encrypted at rest (a store with a passphrase, once opened alone).
-    public var isIndexEncrypted: Bool {
+    package var isIndexEncrypted: Bool {
         FileManager.default.fileExists(atPath: location.indexPath) && !IndexCipher.isPlaintext(location.indexPath)
     }
 }

@@ -6,19 +6,19 @@ import Synchronization
 /// took (a full-table scan costs a step per row, an indexed lookup a few dozen). For checking that an
 /// operation costs what it should at scale (a listing O(n), a lookup O(log n)), in tests and benchmarks;
 /// and the write transactions committed (each costs a lock, its pages in the log and a share of a checkpoint).
-public struct IndexStatistics: Sendable, Equatable {
-    public var statements: Int
-    public var steps: Int
-    public var commits: Int
+package struct IndexStatistics: Sendable, Equatable {
+    package var statements: Int
+    package var steps: Int
+    package var commits: Int
 
-    public init(statements: Int, steps: Int, commits: Int = 0) {
+    package init(statements: Int, steps: Int, commits: Int = 0) {
         self.statements = statements
         self.steps = steps
         self.commits = commits
     }
 
     /// What happened between `earlier` and this.
-    public static func - (later: IndexStatistics, earlier: IndexStatistics) -> IndexStatistics {
+    package static func - (later: IndexStatistics, earlier: IndexStatistics) -> IndexStatistics {
         IndexStatistics(statements: later.statements - earlier.statements, steps: later.steps - earlier.steps,
                         commits: later.commits - earlier.commits)
     }
@@ -52,5 +52,5 @@ public struct IndexStatistics: Sendable, Equatable {
 
 extension DiskManager {
     /// The work this store's index did in this process so far (see `IndexStatistics`).
-    public var indexStatistics: IndexStatistics { indexCounter.totals }
+    package var indexStatistics: IndexStatistics { indexCounter.totals }
 }

@@ -3,7 +3,7 @@ import DarkDiskCrypto
 /// What a content key wrapped by the master key belongs to, as the bucket carries it: a node's key in its
 /// record, an avatar's in its user's record. The wrap is bound to it (`SymmetricKey.wrap(_:boundTo:)`), so
 /// a wrapped key moved to another node or avatar does not unwrap there.
-public enum KeyOwner: Sendable, Hashable {
+package enum KeyOwner: Sendable, Hashable {
     case node(NodeID)
     case avatar(UserID, IdentityID)
 

@@ -6,11 +6,11 @@ import Glibc
 
 /// The store's master key on disk: a random key in a `0600` JSON file, either in the clear (`kdf: none`)
 /// or wrapped by a key derived from a passphrase with scrypt (as gocryptfs keeps `gocryptfs.conf`).
-public enum MasterKeyFile {
+package enum MasterKeyFile {
     /// The fewest characters a new passphrase may have.
-    public static let minimumPassphraseLength = 8
-    public static let scryptR: UInt64 = 8
-    public static let scryptP: UInt64 = 1
+    package static let minimumPassphraseLength = 8
+    package static let scryptR: UInt64 = 8
+    package static let scryptP: UInt64 = 1
 
     struct Contents: Codable {
         var version: Int
@@ -24,7 +24,7 @@ public enum MasterKeyFile {
     }
 
     /// Creates a new random master key at `path` (failing if one exists) and returns it.
-    public static func create(at path: String, passphrase: [UInt8]?, cost: PassphraseCost = .standard) throws(DarkDiskError) -> SymmetricKey {
+    package static func create(at path: String, passphrase: [UInt8]?, cost: PassphraseCost = .standard) throws(DarkDiskError) -> SymmetricKey {
         let key = SymmetricKey.random()
         try FileOperations.writeNewFile(path, contents: try encoded(key, passphrase: passphrase, cost: cost), mode: 0o600)
         return key
@@ -60,7 +60,7 @@ public enum MasterKeyFile {
     }
 
     /// The key inside a passphrase-protected key file made elsewhere (another machine's, from the remote).
-    public static func unwrap(_ contents: Data, passphrase: [UInt8]) throws(DarkDiskError) -> SymmetricKey {
+    package static func unwrap(_ contents: Data, passphrase: [UInt8]) throws(DarkDiskError) -> SymmetricKey {
         guard let parsed = try? JSONDecoder().decode(Contents.self, from: contents), parsed.version == 1, parsed.kdf == "scrypt",
               let n = parsed.n, let r = parsed.r, let p = parsed.p,
               let salt = parsed.salt.flatMap(Hex.decode), let wrapped = parsed.wrappedKey.flatMap(Hex.decode) else {
@@ -76,7 +76,7 @@ public enum MasterKeyFile {
 
     /// Replaces the key file at `path` with `key` wrapped by a new `passphrase` at `cost` (a fresh salt),
     /// atomically: a crash leaves the old file or the new one.
-    public static func rewrap(_ key: SymmetricKey, passphrase: [UInt8], cost: PassphraseCost = .standard, at path: String) throws(DarkDiskError) {
+    package static func rewrap(_ key: SymmetricKey, passphrase: [UInt8], cost: PassphraseCost = .standard, at path: String) throws(DarkDiskError) {
         let contents = try encoded(key, passphrase: passphrase, cost: cost)
         let temporary = path + ".new"
         unlink(temporary)
@@ -90,24 +90,24 @@ public enum MasterKeyFile {
 
     /// Installs a passphrase-protected key file made elsewhere (another machine's, from the remote) at `path`,
     /// after checking that `passphrase` unlocks it; returns the key.
-    public static func adopt(_ contents: Data, at path: String, passphrase: [UInt8]) throws(DarkDiskError) -> SymmetricKey {
+    package static func adopt(_ contents: Data, at path: String, passphrase: [UInt8]) throws(DarkDiskError) -> SymmetricKey {
         let key = try unwrap(contents, passphrase: passphrase)
         try FileOperations.writeNewFile(path, contents: contents, mode: 0o600)
         return key
     }
 
     /// The key file's bytes, to publish a passphrase-protected key to a remote.
-    public static func contents(at path: String) throws(DarkDiskError) -> Data {
+    package static func contents(at path: String) throws(DarkDiskError) -> Data {
         try FileOperations.readPrivateFile(path, what: "key file")
     }
 
     /// Whether the key file at `path` needs a passphrase.
-    public static func needsPassphrase(at path: String) throws(DarkDiskError) -> Bool {
+    package static func needsPassphrase(at path: String) throws(DarkDiskError) -> Bool {
         try read(at: path).kdf != "none"
     }
 
     /// Loads the master key, refusing a key file that group or others can access.
-    public static func load(at path: String, passphrase: [UInt8]?) throws(DarkDiskError) -> SymmetricKey {
+    package static func load(at path: String, passphrase: [UInt8]?) throws(DarkDiskError) -> SymmetricKey {
         let contents = try read(at: path)
         switch contents.kdf {
         case "none":

@@ -1,18 +1,18 @@
 /// A cloud file being downloaded: the version (ETag) and size it is for, where its bytes go, and the byte
 /// ranges already written and flushed, so a fetch after a crash or a lost connection resumes.
-public struct PartialDownload: Sendable, Equatable {
-    public let nodeID: NodeID
-    public let etag: String
-    public let size: UInt64
+package struct PartialDownload: Sendable, Equatable {
+    package let nodeID: NodeID
+    package let etag: String
+    package let size: UInt64
     /// The partial file, in the cache folder's `partial/` (it may vanish with the cache folder).
-    public let path: String
+    package let path: String
     /// Sorted, non-overlapping ranges present in the partial file.
-    public var ranges: [Range<UInt64>]
+    package var ranges: [Range<UInt64>]
 
-    public var receivedBytes: UInt64 { ranges.reduce(0) { $0 + UInt64($1.count) } }
+    package var receivedBytes: UInt64 { ranges.reduce(0) { $0 + UInt64($1.count) } }
 
     /// The parts of `0..<size` still missing, cut at `partSize`.
-    public func missingParts(partSize: UInt64) -> [Range<UInt64>] {
+    package func missingParts(partSize: UInt64) -> [Range<UInt64>] {
         var missing: [Range<UInt64>] = []
         var position: UInt64 = 0
         for range in ranges + [size..<size] {
@@ -36,12 +36,12 @@ public struct PartialDownload: Sendable, Equatable {
     }
 
     /// Adds a received range, merging neighbours.
-    public mutating func add(_ range: Range<UInt64>) {
+    package mutating func add(_ range: Range<UInt64>) {
         ranges = Self.merge(ranges, range)
     }
 
     /// `ranges` (sorted, non-overlapping) with `range` added, neighbours merged.
-    public static func merge(_ ranges: [Range<UInt64>], _ range: Range<UInt64>) -> [Range<UInt64>] {
+    package static func merge(_ ranges: [Range<UInt64>], _ range: Range<UInt64>) -> [Range<UInt64>] {
         var merged: [Range<UInt64>] = []
         for r in (ranges + [range]).sorted(by: { $0.lowerBound < $1.lowerBound }) where !r.isEmpty {
             if let last = merged.last, r.lowerBound <= last.upperBound {

@@ -6,7 +6,7 @@ import GRDB
 /// record of a lower generation is a rollback, refused), the outline's fingerprint made of them, and the
 /// remote objects `gc` found that no record names (deleted after a grace period). Each call has a
 /// synchronous form, unavailable from async code, and an async form that blocks no thread of Swift's pool.
-public final class RecordLedger: Sendable {
+package final class RecordLedger: Sendable {
     private let index: StoreIndex
     private let keys: StoreKeys
     private let clock: any StoreClock
@@ -20,11 +20,11 @@ public final class RecordLedger: Sendable {
     /// The highest generation of node `nodeID`'s record this store has applied (0: none), even if the node
     /// has gone since: a record of a lower generation is a rollback.
     @available(*, noasync)
-    public func generation(of nodeID: NodeID) throws(DarkDiskError) -> UInt64 {
+    package func generation(of nodeID: NodeID) throws(DarkDiskError) -> UInt64 {
         try index.read { db in try Self.generation(db, of: nodeID) }
     }
 
-    public func generation(of nodeID: NodeID) async throws(DarkDiskError) -> UInt64 {
+    package func generation(of nodeID: NodeID) async throws(DarkDiskError) -> UInt64 {
         try await index.read { db in try Self.generation(db, of: nodeID) }
     }
 
@@ -34,11 +34,11 @@ public final class RecordLedger: Sendable {
 
     /// `generation(of:)` of every node that has one, in one read (a pull or a check of a whole bucket).
     @available(*, noasync)
-    public func generations() throws(DarkDiskError) -> [NodeID: UInt64] {
+    package func generations() throws(DarkDiskError) -> [NodeID: UInt64] {
         try index.read(Self.generations)
     }
 
-    public func generations() async throws(DarkDiskError) -> [NodeID: UInt64] {
+    package func generations() async throws(DarkDiskError) -> [NodeID: UInt64] {
         try await index.read(Self.generations)
     }
 
@@ -53,12 +53,12 @@ public final class RecordLedger: Sendable {
 
     /// Remembers that records of these generations were applied (a generation never goes down).
     @available(*, noasync)
-    public func note(_ generations: [NodeID: UInt64]) throws(DarkDiskError) {
+    package func note(_ generations: [NodeID: UInt64]) throws(DarkDiskError) {
         guard !generations.isEmpty else { return }
         try index.write { db in try Self.note(db, generations) }
     }
 
-    public func note(_ generations: [NodeID: UInt64]) async throws(DarkDiskError) {
+    package func note(_ generations: [NodeID: UInt64]) async throws(DarkDiskError) {
         guard !generations.isEmpty else { return }
         try await index.write { db in try Self.note(db, generations) }
     }
@@ -75,11 +75,11 @@ public final class RecordLedger: Sendable {
     /// The fingerprint of the outline as this store last pulled or pushed it (its records' generations), and
     /// how many nodes it covers: what another machine's first pull can be checked against.
     @available(*, noasync)
-    public func fingerprint() throws(DarkDiskError) -> (fingerprint: String, nodes: Int) {
+    package func fingerprint() throws(DarkDiskError) -> (fingerprint: String, nodes: Int) {
         fingerprint(of: try generations())
     }
 
-    public func fingerprint() async throws(DarkDiskError) -> (fingerprint: String, nodes: Int) {
+    package func fingerprint() async throws(DarkDiskError) -> (fingerprint: String, nodes: Int) {
         fingerprint(of: try await generations())
     }
 
@@ -89,7 +89,7 @@ public final class RecordLedger: Sendable {
     }
 
     /// Whether `text` has the form of an outline fingerprint ("dd1-" and 32 hex digits).
-    public static func isFingerprint(_ text: String) -> Bool {
+    package static func isFingerprint(_ text: String) -> Bool {
         let lowered = text.lowercased()
         return lowered.hasPrefix("dd1-") && lowered.count == 36 && Hex.decode(String(lowered.dropFirst(4))) != nil
     }
@@ -97,12 +97,12 @@ public final class RecordLedger: Sendable {
     /// Notes the remote objects `gc` found that no record names, and returns since when each has been seen
     /// so (now, for one seen for the first time); objects no longer among them are forgotten.
     @available(*, noasync)
-    public func garbage(_ unnamed: Set<String>) throws(DarkDiskError) -> [String: Date] {
+    package func garbage(_ unnamed: Set<String>) throws(DarkDiskError) -> [String: Date] {
         let now = clock.now.timeIntervalSince1970
         return try index.write { db in try Self.garbage(db, unnamed, now: now) }
     }
 
-    public func garbage(_ unnamed: Set<String>) async throws(DarkDiskError) -> [String: Date] {
+    package func garbage(_ unnamed: Set<String>) async throws(DarkDiskError) -> [String: Date] {
         let now = clock.now.timeIntervalSince1970
         return try await index.write { db in try Self.garbage(db, unnamed, now: now) }
     }
@@ -126,11 +126,11 @@ public final class RecordLedger: Sendable {
 
     /// Forgets remote objects `gc` deleted.
     @available(*, noasync)
-    public func forgetGarbage(_ keys: [String]) throws(DarkDiskError) {
+    package func forgetGarbage(_ keys: [String]) throws(DarkDiskError) {
         try index.write { db in try Self.forgetGarbage(db, keys) }
     }
 
-    public func forgetGarbage(_ keys: [String]) async throws(DarkDiskError) {
+    package func forgetGarbage(_ keys: [String]) async throws(DarkDiskError) {
         try await index.write { db in try Self.forgetGarbage(db, keys) }
     }
 

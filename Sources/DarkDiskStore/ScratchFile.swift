@@ -8,8 +8,8 @@ import Foundation
 /// away meanwhile (a remote on the same file system took it as an object) is only closed, never emptied. A process
 /// killed while holding one leaves it to the orphan sweep (unlocked and untouched for ten minutes), never to
 /// /tmp.
-public final class ScratchFile: Sendable {
-    public let path: String
+package final class ScratchFile: Sendable {
+    package let path: String
     /// The file, open and holding the shared lock; it goes back to the pool, or is removed, with this.
     private let file: OwnedDescriptor
     private let pool: ScratchFilePool?
@@ -91,13 +91,13 @@ final class ScratchFilePool: Sendable {
 extension DiskManager {
     /// A scratch file in the cache staging folder (see `ScratchFile`), a kept one if there is one.
     @available(*, noasync)
-    public func makeScratchFile() throws(DarkDiskError) -> ScratchFile {
+    package func makeScratchFile() throws(DarkDiskError) -> ScratchFile {
         try ScratchFile(folder: location.cacheStaging, pool: scratchFiles)
     }
 
     /// Removes the scratch files kept for later uploads; call before the process exits (a command's end, the
     /// mount's), since a store that is never released would leave them behind.
-    public func releaseScratchFiles() {
+    package func releaseScratchFiles() {
         scratchFiles.removeAll()
     }
 }

@@ -18,7 +18,7 @@ import Foundation
 /// One lock serializes the file's reads, writes, truncations and its commit (gocryptfs's per-file content
 /// lock): a write can never slip between a commit's copy and its switch to the new version. Nothing else
 /// is locked while it is held but the index (by a commit).
-public final class StagedContent: Sendable {
+package final class StagedContent: Sendable {
     /// A version being written from its start to its end in order. (Its writer is not thread-safe: it is
     /// only ever used under the content's lock.)
     struct SequentialVersion: @unchecked Sendable {
@@ -58,11 +58,11 @@ public final class StagedContent: Sendable {
 
     /// What a commit writes into the node's attributes besides the content: its permission bits, if set
     /// since the last commit, and its modification time (the last change, or the time set after it).
-    public struct AttributeChanges: Sendable {
-        public var mode: UInt32?
-        public var modified: (seconds: Int64, nanoseconds: UInt32)?
+    package struct AttributeChanges: Sendable {
+        package var mode: UInt32?
+        package var modified: (seconds: Int64, nanoseconds: UInt32)?
         /// When the content or the attributes last changed since the last commit, if they did.
-        public var changed: (seconds: Int64, nanoseconds: UInt32)?
+        package var changed: (seconds: Int64, nanoseconds: UInt32)?
     }
 
     /// Plaintext bytes per chunk of the staging file (the versions sealed here take the store's own chunk
@@ -90,17 +90,17 @@ public final class StagedContent: Sendable {
     }
 
     /// The plaintext size now.
-    public var size: UInt64 { state.withLock { $0.size } }
+    package var size: UInt64 { state.withLock { $0.size } }
 
     /// Whether there are changes that no commit has taken yet.
-    public var isDirty: Bool { state.withLock { $0.dirty } }
+    package var isDirty: Bool { state.withLock { $0.dirty } }
 
     /// The attributes the next commit writes (nothing: none since the last commit).
-    public var pendingAttributes: AttributeChanges { state.withLock { Self.attributeChanges($0) } }
+    package var pendingAttributes: AttributeChanges { state.withLock { Self.attributeChanges($0) } }
 
     /// The modification time was set explicitly (`touch -d`, `cp -p`): later commits keep it unless the
     /// content changes again.
-    public func setModified() {
+    package func setModified() {
         let now = Self.now()
         state.withLock {
             $0.lastChange = nil
@@ -112,7 +112,7 @@ public final class StagedContent: Sendable {
     /// Keeps a change of permission bits or modification time for the commit that is due, so that it is
     /// written with the content in one transaction (`tar x` and `cp -p` set both between the writes and the
     /// `close`); false, keeping nothing, when no commit is due (the caller writes them itself).
-    public func deferAttributes(mode: UInt32?, modified: (seconds: Int64, nanoseconds: UInt32)?) -> Bool {
+    package func deferAttributes(mode: UInt32?, modified: (seconds: Int64, nanoseconds: UInt32)?) -> Bool {
         let now = Self.now()
         return state.withLock { state in
             guard state.dirty, state.failure == nil else { return false }
@@ -131,7 +131,7 @@ public final class StagedContent: Sendable {
     }
 
     /// Copies plaintext [offset, offset + count) into `buffer`; returns the bytes copied (fewer at the end).
-    public func read(offset: UInt64, count: Int, into buffer: UnsafeMutableRawPointer) throws(DarkDiskError) -> Int {
+    package func read(offset: UInt64, count: Int, into buffer: UnsafeMutableRawPointer) throws(DarkDiskError) -> Int {
         let chunkSize = UInt64(Self.chunkSize)
         return try state.withLock { (state) throws(DarkDiskError) -> Int in
             try usable(state)
@@ -154,7 +154,7 @@ public final class StagedContent: Sendable {
     }
 
     /// Writes `bytes` at `offset` (past the end: the gap reads as zeros).
-    public func write(offset: UInt64, bytes: UnsafeRawBufferPointer) throws(DarkDiskError) {
+    package func write(offset: UInt64, bytes: UnsafeRawBufferPointer) throws(DarkDiskError) {
         guard !bytes.isEmpty else { return }
         let now = Self.now()
         try state.withLock { (state) throws(DarkDiskError) in try write(bytes, at: offset, now: now, &state) }
@@ -164,7 +164,7 @@ public final class StagedContent: Sendable {
     /// `O_APPEND`, as a local disk appends: the offset the kernel passes comes from a size it may have read
     /// before another process's last append); the offset the bytes went to.
     @discardableResult
-    public func append(_ bytes: UnsafeRawBufferPointer) throws(DarkDiskError) -> UInt64 {
+    package func append(_ bytes: UnsafeRawBufferPointer) throws(DarkDiskError) -> UInt64 {
         let now = Self.now()
         return try state.withLock { (state) throws(DarkDiskError) -> UInt64 in
             let offset = state.size
@@ -207,7 +207,7 @@ public final class StagedContent: Sendable {
     }
 
     /// Sets the size: a shorter file loses its end for good, a longer one reads zeros past the old end.
-    public func truncate(to size: UInt64) throws(DarkDiskError) {
+    package func truncate(to size: UInt64) throws(DarkDiskError) {
         let chunkSize = UInt64(Self.chunkSize)
         let now = Self.now()
         try state.withLock { (state) throws(DarkDiskError) in
@@ -426,7 +426,7 @@ extension DiskManager {
     /// Staged content for writing drive file `nodeID`, starting as `base` (nil: empty), sealed under the node's
     /// key into files on the store's disk. `isNew`: a change to commit even if nothing is written (see
     /// `StagedContent`).
-    public func stagedContent(for nodeID: NodeID, base: DiskExport?, isNew: Bool = false) throws(DarkDiskError) -> StagedContent {
+    package func stagedContent(for nodeID: NodeID, base: DiskExport?, isNew: Bool = false) throws(DarkDiskError) -> StagedContent {
         try stagedContent(key: outline.nodeKey(nodeID), base: base, isNew: isNew)
     }
 

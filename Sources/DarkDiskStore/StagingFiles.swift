@@ -5,7 +5,7 @@ import Glibc
 
 /// The staging files imports are writing in this process. An interrupted command (SIGINT, SIGTERM) removes
 /// them before it exits: a `timeout 10 darkdisk import /dev/zero` left gigabytes of staging behind.
-public enum StagingFiles {
+package enum StagingFiles {
     private static let paths = Locked<Set<String>>([])
 
     static func register(_ path: String) { paths.withLock { _ = $0.insert(path) } }
@@ -13,7 +13,7 @@ public enum StagingFiles {
 
     /// Unlinks every staging file being written now (the import that writes one then fails, or the process
     /// exits). Safe from a signal handler's queue: one lock and `unlink` calls.
-    public static func removeAll() {
+    package static func removeAll() {
         for path in paths.withLock({ $0 }) { unlink(path) }
     }
 }

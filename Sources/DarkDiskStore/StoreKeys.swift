@@ -5,7 +5,7 @@ import Foundation
 /// of key derivation (HKDF for a purpose) and, for keys wrapped before the key-wrapping key existed, of an
 /// unwrap. Everything else the store and the cloud seal with is derived here: the key-wrapping key, the
 /// record key, object names, the outline's fingerprint, the index's and the journal's keys.
-public final class StoreKeys: Sendable {
+package final class StoreKeys: Sendable {
     private let masterKey: SymmetricKey
     /// The key that wraps node, avatar and file keys: derived from the master key for that purpose alone
     /// ("darkdisk key wrap key v1").
@@ -19,14 +19,14 @@ public final class StoreKeys: Sendable {
     }
 
     /// Wraps a key with this store's master key, bound to its owner, as the bucket's records carry keys.
-    public func wrap(_ key: SymmetricKey, for owner: KeyOwner) -> [UInt8] {
+    package func wrap(_ key: SymmetricKey, for owner: KeyOwner) -> [UInt8] {
         keyWrapKey.wrap(key, boundTo: owner.context)
     }
 
     /// Unwraps a key wrapped by this store's master key for `owner` (from a record, or the outline); a key
     /// from another master key, or bound to another owner, fails. An unbound wrap (what stores wrote before
     /// binding; the seal of the record that carried it authenticated it) is read too.
-    public func unwrap(_ wrapped: [UInt8], for owner: KeyOwner) throws(DarkDiskError) -> SymmetricKey {
+    package func unwrap(_ wrapped: [UInt8], for owner: KeyOwner) throws(DarkDiskError) -> SymmetricKey {
         try unwrap(Data(wrapped), owner: owner)
     }
 
@@ -56,12 +56,12 @@ public final class StoreKeys: Sendable {
     /// Seals a remote record (`SealedMessage`) under the record key, which is derived from the master key, so
     /// every machine of the user derives the same and the bucket's owner learns nothing; `context` binds it
     /// to its kind and its node.
-    public func sealRecord(_ plaintext: [UInt8], context: [UInt8]) throws(CryptoError) -> [UInt8] {
+    package func sealRecord(_ plaintext: [UInt8], context: [UInt8]) throws(CryptoError) -> [UInt8] {
         try SealedMessage.seal(plaintext, key: try recordKey(), context: context)
     }
 
     /// Opens a record `sealRecord` made (on any machine with this master key) for the same context.
-    public func openRecord(_ sealed: [UInt8], context: [UInt8]) throws(CryptoError) -> [UInt8] {
+    package func openRecord(_ sealed: [UInt8], context: [UInt8]) throws(CryptoError) -> [UInt8] {
         try SealedMessage.open(sealed, key: try recordKey(), context: context)
     }
 
@@ -72,7 +72,7 @@ public final class StoreKeys: Sendable {
     /// A name for a bucket object that tells the bucket's owner nothing of what it names: 32 hex digits of
     /// HKDF of the master key for "darkdisk object name v1", then the parts, NUL-separated (a user's ID, an
     /// avatar's user and identity). Every machine of the user derives the same name.
-    public func objectName(_ parts: [String]) -> String {
+    package func objectName(_ parts: [String]) -> String {
         let purpose = (["darkdisk object name v1"] + parts).joined(separator: "\u{0}")
         do { return try masterKey.derived(for: purpose).withUnsafeBytes { Hex.encode(Array($0.prefix(16))) } } catch {
             fatalError("cannot derive an object name: \(error)")
@@ -84,7 +84,7 @@ public final class StoreKeys: Sendable {
     /// Two machines with the same key that saw the same records compute the same one; the bucket's owner can
     /// neither compute one nor learn anything from it. What `darkdisk fingerprint` prints and a first pull
     /// checks (`init --remote --expect-fingerprint`).
-    public func outlineFingerprint(of generations: [NodeID: UInt64]) -> String {
+    package func outlineFingerprint(of generations: [NodeID: UInt64]) -> String {
         var message: [UInt8] = []
         for (node, generation) in generations.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where generation > 0 {
             message += Array(node.rawValue.utf8) + [0] + Array(String(generation).utf8) + [0x0A]
@@ -99,7 +99,7 @@ public final class StoreKeys: Sendable {
 
     /// Whether `key` is this store's master key (a remote's passphrase-protected key, unwrapped, is compared
     /// with it before the store attaches to that remote).
-    public func isMasterKey(_ key: SymmetricKey) -> Bool {
+    package func isMasterKey(_ key: SymmetricKey) -> Bool {
         key == masterKey
     }
 

@@ -25,12 +25,12 @@ public final class UploadQueue: Sendable {
     /// Queues the node's stored files for upload, with the name and parent its record gets (nil: as the
     /// outline has them). Queuing a node that is already queued replaces that change with this one.
     @available(*, noasync)
-    public func add(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) throws(DarkDiskError) {
+    package func add(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) throws(DarkDiskError) {
         let now = clock.now.timeIntervalSince1970
         try index.write { db in try Self.add(db, nodeID, .content, name: name, parentID: parentID, now: now) }
     }
 
-    public func add(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) async throws(DarkDiskError) {
+    package func add(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) async throws(DarkDiskError) {
         let now = clock.now.timeIntervalSince1970
         try await index.write { db in try Self.add(db, nodeID, .content, name: name, parentID: parentID, now: now) }
     }
@@ -39,24 +39,24 @@ public final class UploadQueue: Sendable {
     /// gets (nil: as the outline has them) and the attributes the index holds for it when it is uploaded. A
     /// queued content change stays one (it writes the record too), with this name and parent.
     @available(*, noasync)
-    public func addRecordChange(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) throws(DarkDiskError) {
+    package func addRecordChange(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) throws(DarkDiskError) {
         let now = clock.now.timeIntervalSince1970
         try index.write { db in try Self.add(db, nodeID, .record, name: name, parentID: parentID, now: now) }
     }
 
-    public func addRecordChange(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) async throws(DarkDiskError) {
+    package func addRecordChange(_ nodeID: NodeID, name: String? = nil, parentID: String? = nil) async throws(DarkDiskError) {
         let now = clock.now.timeIntervalSince1970
         try await index.write { db in try Self.add(db, nodeID, .record, name: name, parentID: parentID, now: now) }
     }
 
     /// Queues the node's deletion everywhere (`QueuedUpload.Operation.delete`), in place of any change queued.
     @available(*, noasync)
-    public func addDelete(_ nodeID: NodeID) throws(DarkDiskError) {
+    package func addDelete(_ nodeID: NodeID) throws(DarkDiskError) {
         let now = clock.now.timeIntervalSince1970
         try index.write { db in try Self.add(db, nodeID, .delete, name: nil, parentID: nil, now: now) }
     }
 
-    public func addDelete(_ nodeID: NodeID) async throws(DarkDiskError) {
+    package func addDelete(_ nodeID: NodeID) async throws(DarkDiskError) {
         let now = clock.now.timeIntervalSince1970
         try await index.write { db in try Self.add(db, nodeID, .delete, name: nil, parentID: nil, now: now) }
     }
@@ -128,11 +128,11 @@ public final class UploadQueue: Sendable {
     /// running process. The uploader asks this every second; it reads no row it does not need, so a queue of
     /// thousands of changes written a moment ago (a `tar x`) costs a scan, not thousands of decoded rows.
     @available(*, noasync)
-    public func hasChangesToStart(restedSince rested: Date) throws(DarkDiskError) -> Bool {
+    package func hasChangesToStart(restedSince rested: Date) throws(DarkDiskError) -> Bool {
         try index.read { db in try Self.hasChangesToStart(db, restedSince: rested) }
     }
 
-    public func hasChangesToStart(restedSince rested: Date) async throws(DarkDiskError) -> Bool {
+    package func hasChangesToStart(restedSince rested: Date) async throws(DarkDiskError) -> Bool {
         try await index.read { db in try Self.hasChangesToStart(db, restedSince: rested) }
     }
 
@@ -187,11 +187,11 @@ public final class UploadQueue: Sendable {
     /// or failed, or that a process which is no longer running was uploading. Nil if there is none, or
     /// another live process has it.
     @available(*, noasync)
-    public func claim(_ nodeID: NodeID, for me: Int32 = getpid()) throws(DarkDiskError) -> QueuedUpload? {
+    package func claim(_ nodeID: NodeID, for me: Int32 = getpid()) throws(DarkDiskError) -> QueuedUpload? {
         try index.write { db in try Self.claim(db, nodeID, for: me) }
     }
 
-    public func claim(_ nodeID: NodeID, for me: Int32 = getpid()) async throws(DarkDiskError) -> QueuedUpload? {
+    package func claim(_ nodeID: NodeID, for me: Int32 = getpid()) async throws(DarkDiskError) -> QueuedUpload? {
         try await index.write { db in try Self.claim(db, nodeID, for: me) }
     }
 
@@ -206,11 +206,11 @@ public final class UploadQueue: Sendable {
 
     /// Remembers the cloud file version a claimed upload is writing, before it writes its record.
     @available(*, noasync)
-    public func noteVersion(_ nodeID: NodeID, version: String) throws(DarkDiskError) {
+    package func noteVersion(_ nodeID: NodeID, version: String) throws(DarkDiskError) {
         try index.write { db in try Self.noteVersion(db, nodeID, version: version) }
     }
 
-    public func noteVersion(_ nodeID: NodeID, version: String) async throws(DarkDiskError) {
+    package func noteVersion(_ nodeID: NodeID, version: String) async throws(DarkDiskError) {
         try await index.write { db in try Self.noteVersion(db, nodeID, version: version) }
     }
 
@@ -221,11 +221,11 @@ public final class UploadQueue: Sendable {
     /// The change `sequence` reached the remote: its row goes, unless a newer change was queued meanwhile
     /// (that one stays pending).
     @available(*, noasync)
-    public func finish(_ nodeID: NodeID, sequence: Int64) throws(DarkDiskError) {
+    package func finish(_ nodeID: NodeID, sequence: Int64) throws(DarkDiskError) {
         try index.write { db in try Self.finish(db, nodeID, sequence: sequence) }
     }
 
-    public func finish(_ nodeID: NodeID, sequence: Int64) async throws(DarkDiskError) {
+    package func finish(_ nodeID: NodeID, sequence: Int64) async throws(DarkDiskError) {
         try await index.write { db in try Self.finish(db, nodeID, sequence: sequence) }
     }
 
@@ -239,11 +239,11 @@ public final class UploadQueue: Sendable {
     /// An attempt failed: the row is `failed` with the error, for the next drain (or `pending` again if a
     /// newer change was queued meanwhile).
     @available(*, noasync)
-    public func fail(_ nodeID: NodeID, sequence: Int64, error: String) throws(DarkDiskError) {
+    package func fail(_ nodeID: NodeID, sequence: Int64, error: String) throws(DarkDiskError) {
         try index.write { db in try Self.fail(db, nodeID, sequence: sequence, error: error) }
     }
 
-    public func fail(_ nodeID: NodeID, sequence: Int64, error: String) async throws(DarkDiskError) {
+    package func fail(_ nodeID: NodeID, sequence: Int64, error: String) async throws(DarkDiskError) {
         try await index.write { db in try Self.fail(db, nodeID, sequence: sequence, error: error) }
     }
 
@@ -256,11 +256,11 @@ public final class UploadQueue: Sendable {
 
     /// Gives a claimed change back (an uploader stopping): pending again.
     @available(*, noasync)
-    public func release(_ nodeID: NodeID) throws(DarkDiskError) {
+    package func release(_ nodeID: NodeID) throws(DarkDiskError) {
         try index.write { db in try Self.release(db, nodeID) }
     }
 
-    public func release(_ nodeID: NodeID) async throws(DarkDiskError) {
+    package func release(_ nodeID: NodeID) async throws(DarkDiskError) {
         try await index.write { db in try Self.release(db, nodeID) }
     }
 
@@ -271,11 +271,11 @@ public final class UploadQueue: Sendable {
 
     /// Drops the node's queued change without uploading it (the node was deleted).
     @available(*, noasync)
-    public func remove(_ nodeID: NodeID) throws(DarkDiskError) {
+    package func remove(_ nodeID: NodeID) throws(DarkDiskError) {
         try index.write { db in try Self.remove(db, nodeID) }
     }
 
-    public func remove(_ nodeID: NodeID) async throws(DarkDiskError) {
+    package func remove(_ nodeID: NodeID) async throws(DarkDiskError) {
         try await index.write { db in try Self.remove(db, nodeID) }
     }
 

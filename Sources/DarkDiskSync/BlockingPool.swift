@@ -7,14 +7,14 @@ import Glibc
 /// on a disk or on another process' lock stalls every other task behind it, so async code hands such work to
 /// this pool instead (swift-nio's `NIOThreadPool` is the model). Work runs in submission order on the first
 /// free thread; threads start on demand, up to `threadCount`, and live as long as the pool.
-public final class BlockingPool: @unchecked Sendable {
+package final class BlockingPool: @unchecked Sendable {
     /// The pool every darkdisk module uses: four threads per core, at least 16. Most of its jobs wait (on a
     /// disk, on another process' transaction) rather than compute, so it is wider than the core count: a
     /// handful of downloads waiting on a busy index must not hold up image loading or another store's work.
-    public static let shared = BlockingPool(threadCount: max(16, 4 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
+    package static let shared = BlockingPool(threadCount: max(16, 4 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
 
     /// The most threads the pool runs at once.
-    public let threadCount: Int
+    package let threadCount: Int
 
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
@@ -24,7 +24,7 @@ public final class BlockingPool: @unchecked Sendable {
     private var threads = 0
     private var idle = 0
 
-    public init(threadCount: Int) {
+    package init(threadCount: Int) {
         precondition(threadCount > 0, "a BlockingPool needs at least one thread")
         self.threadCount = threadCount
         mutex = .allocate(capacity: 1)
@@ -37,7 +37,7 @@ public final class BlockingPool: @unchecked Sendable {
     // A pool is never deallocated while its threads run: each thread holds it (see `startThread`).
 
     /// Runs `body` on a pool thread, later; it must not wait on other work of this pool.
-    public func submit(_ body: @escaping @Sendable () -> Void) {
+    package func submit(_ body: @escaping @Sendable () -> Void) {
         pthread_mutex_lock(mutex)
         queue.append(body)
         let start = idle == 0 && threads < threadCount
@@ -50,12 +50,12 @@ public final class BlockingPool: @unchecked Sendable {
     /// Runs `body` on a pool thread and returns its result; the calling task is suspended, not blocked,
     /// meanwhile. Once started, `body` runs to its end even if the task is cancelled (as with
     /// `NIOThreadPool.runIfActive`).
-    public func run<Value: Sendable, Failure: Error>(_ body: @escaping @Sendable () throws(Failure) -> Value) async throws(Failure) -> Value {
+    package func run<Value: Sendable, Failure: Error>(_ body: @escaping @Sendable () throws(Failure) -> Value) async throws(Failure) -> Value {
         try await awaitingResult(of: body, submit: submit)
     }
 
     /// Jobs waiting for a free thread (for tests and status).
-    public var backlog: Int {
+    package var backlog: Int {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return queue.count - head
@@ -94,7 +94,7 @@ public final class BlockingPool: @unchecked Sendable {
 
 /// Work that must run one job at a time, in order, on a `BlockingPool` (a partial download's checkpoints):
 /// a serial queue that holds no thread while it is empty.
-public final class BlockingLane: Sendable {
+package final class BlockingLane: Sendable {
     private struct State {
         var jobs: [@Sendable () -> Void] = []
         var draining = false
@@ -103,12 +103,12 @@ public final class BlockingLane: Sendable {
     private let pool: BlockingPool
     private let state = Locked(State())
 
-    public init(pool: BlockingPool = .shared) {
+    package init(pool: BlockingPool = .shared) {
         self.pool = pool
     }
 
     /// Queues `body` after every job submitted before it.
-    public func submit(_ body: @escaping @Sendable () -> Void) {
+    package func submit(_ body: @escaping @Sendable () -> Void) {
         let start = state.withLock { state -> Bool in
             state.jobs.append(body)
             defer { state.draining = true }
@@ -118,7 +118,7 @@ public final class BlockingLane: Sendable {
     }
 
     /// Runs `body` after every job submitted before it and returns its result.
-    public func run<Value: Sendable, Failure: Error>(_ body: @escaping @Sendable () throws(Failure) -> Value) async throws(Failure) -> Value {
+    package func run<Value: Sendable, Failure: Error>(_ body: @escaping @Sendable () throws(Failure) -> Value) async throws(Failure) -> Value {
         try await awaitingResult(of: body, submit: submit)
     }
 

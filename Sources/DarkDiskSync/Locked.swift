@@ -18,13 +18,13 @@ import Glibc
 ///
 /// A thread may also wait for the value to change (`withLock(when:before:_:)`), woken by `broadcast()`: the
 /// lock's own condition variable, so a value and the wait for it need no second lock (and no lock order).
-public final class Locked<Value>: @unchecked Sendable {
+package final class Locked<Value>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     /// Signalled by `broadcast()`; measured on the monotonic clock, so a change of the wall clock moves no deadline.
     private let changed: UnsafeMutablePointer<pthread_cond_t>
     private var value: Value
 
-    public init(_ initialValue: sending Value) {
+    package init(_ initialValue: sending Value) {
         value = initialValue
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -60,7 +60,7 @@ public final class Locked<Value>: @unchecked Sendable {
 
     /// Runs `body` with exclusive access to the value; the lock is held until `body` returns or throws.
     @inline(__always)
-    public func withLock<Result, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result {
+    package func withLock<Result, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result {
         let locked = pthread_mutex_lock(mutex)
         assert(locked == 0, "pthread_mutex_lock failed: \(locked) (EDEADLK: this thread already holds the lock)")
         defer {
@@ -74,7 +74,7 @@ public final class Locked<Value>: @unchecked Sendable {
     /// `body` with exclusive access, told whether the condition holds. The lock is let go while waiting; the
     /// value is looked at again after each `broadcast()`. Never wait on a thread whose work would make the
     /// condition true (the cooperative pool's, a queue's that the change runs on).
-    public func withLock<Result, E: Error>(when condition: (borrowing Value) -> Bool, before deadline: ContinuousClock.Instant? = nil,
+    package func withLock<Result, E: Error>(when condition: (borrowing Value) -> Bool, before deadline: ContinuousClock.Instant? = nil,
                                            _ body: (inout sending Value, _ satisfied: Bool) throws(E) -> sending Result) throws(E) -> sending Result {
         let locked = pthread_mutex_lock(mutex)
         assert(locked == 0, "pthread_mutex_lock failed: \(locked) (EDEADLK: this thread already holds the lock)")
@@ -107,7 +107,7 @@ public final class Locked<Value>: @unchecked Sendable {
 
     /// Wakes every thread waiting in `withLock(when:before:_:)` to look at the value again: call it after a
     /// change one may wait for (inside `withLock` or after it).
-    public func broadcast() {
+    package func broadcast() {
         let woken = pthread_cond_broadcast(changed)
         assert(woken == 0, "pthread_cond_broadcast failed: \(woken)")
     }

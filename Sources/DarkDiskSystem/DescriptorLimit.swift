@@ -7,10 +7,10 @@ import Glibc
 /// waiting for the index and per prepared new file; the soft limit a shell hands down (often 1024) would
 /// turn a busy mount's opens into `EMFILE`. Raising it to the hard limit is what Go's runtime does for every
 /// program since 1.19 (gocryptfs, rclone); the hard limit stays the administrator's.
-public enum DescriptorLimit {
+package enum DescriptorLimit {
     /// Raises the soft limit to the hard one; the soft limit now (unchanged if it could not be raised).
     @discardableResult
-    public static func raiseToHard() -> UInt64 {
+    package static func raiseToHard() -> UInt64 {
         var limit = rlimit()
         guard getrlimit(descriptors, &limit) == 0 else { return 0 }
         if limit.rlim_cur < limit.rlim_max {

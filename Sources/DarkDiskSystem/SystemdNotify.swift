@@ -5,10 +5,10 @@ import Glibc
 /// systemd's readiness protocol (`sd_notify(3)`), without libsystemd: a datagram with `READY=1`,
 /// `STOPPING=1` or `STATUS=…` to the socket named by `NOTIFY_SOCKET` (a path, or `@name` in the abstract
 /// namespace). Outside a `Type=notify` unit the variable is unset and nothing is sent.
-public enum SystemdNotify {
+package enum SystemdNotify {
     /// Sends `state` (lines of `KEY=VALUE`); returns whether it was sent.
     @discardableResult
-    public static func send(_ state: String, environment: [String: String] = ProcessEnvironment.current) -> Bool {
+    package static func send(_ state: String, environment: [String: String] = ProcessEnvironment.current) -> Bool {
         guard let socketPath = environment["NOTIFY_SOCKET"], !socketPath.isEmpty,
               socketPath.hasPrefix("/") || socketPath.hasPrefix("@") else { return false }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -36,8 +36,8 @@ public enum SystemdNotify {
 }
 
 /// The process's environment as a dictionary, read when asked (no Foundation in this module).
-public enum ProcessEnvironment {
-    public static var current: [String: String] {
+package enum ProcessEnvironment {
+    package static var current: [String: String] {
         var result: [String: String] = [:]
         var entry = environ
         while let pointer = entry.pointee {

@@ -3,11 +3,11 @@ import Logging
 
 /// A log handler that keeps every message with its level, for tests that check what a component logs.
 public struct LogRecorder: LogHandler {
-    public let records: Locked<[(level: Logger.Level, text: String)]>
+    package let records: Locked<[(level: Logger.Level, text: String)]>
     public var logLevel: Logger.Level = .trace
     public var metadata: Logger.Metadata = [:]
 
-    public init(records: Locked<[(level: Logger.Level, text: String)]>) {
+    package init(records: Locked<[(level: Logger.Level, text: String)]>) {
         self.records = records
     }
 

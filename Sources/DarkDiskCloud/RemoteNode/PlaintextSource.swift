@@ -2,7 +2,7 @@ import DarkDiskStore
 import DarkDiskCrypto
 
 /// Where a range of a node's plaintext can be decrypted now (see `DownloadManager.whenReadable`).
-public enum PlaintextSource: Sendable {
+package enum PlaintextSource: Sendable {
     /// The node's stored data, retained while this value lives.
     case stored(DiskExport)
     /// A reader over the download's partial file: its header authenticated with the node's key, and the
@@ -13,10 +13,10 @@ public enum PlaintextSource: Sendable {
 /// A reader over one partial download file and the descriptor it reads (kept open by the reader). A caller
 /// hands it back to `whenReadable` to skip the header next time: a download restarted for a new version of
 /// the node writes another partial file, and then gets a new reader.
-public struct PartialReader: Sendable {
-    public let reader: CryptoFileReader
+package struct PartialReader: Sendable {
+    package let reader: CryptoFileReader
     let descriptor: SharedDescriptor
 
     /// Whether both read the same partial file.
-    public func isSameFile(as other: PartialReader) -> Bool { descriptor === other.descriptor }
+    package func isSameFile(as other: PartialReader) -> Bool { descriptor === other.descriptor }
 }

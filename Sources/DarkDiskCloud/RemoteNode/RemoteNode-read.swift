@@ -14,7 +14,7 @@ extension DownloadManager {
     /// reader this caller got before, spares the header's wait when the partial file is still the same. Each
     /// of the two waits gives up after `timeout` with `.unreachable`. Returns the source and the download's
     /// ticket (nil when the node is stored), which the caller keeps to join it next time and cancels when done.
-    public func read(_ nodeID: NodeID, key: SymmetricKey, plaintext range: Range<UInt64>,
+    package func read(_ nodeID: NodeID, key: SymmetricKey, plaintext range: Range<UInt64>,
                      ticket: DownloadTicket<NodeDataDownload>? = nil, timeout: Duration? = nil,
                      known: PartialReader? = nil) async throws -> (source: PlaintextSource, ticket: DownloadTicket<NodeDataDownload>?) {
         let kept = Locked<DownloadTicket<NodeDataDownload>?>(nil)
@@ -30,7 +30,7 @@ extension DownloadManager {
     /// As `read(_:key:plaintext:ticket:timeout:known:)`, with `handler` called once, as blocking work on
     /// `pool` (the mount's reads decrypt there and reply); returns the ticket at once.
     @discardableResult
-    public func whenReadable(_ nodeID: NodeID, key: SymmetricKey, plaintext range: Range<UInt64>,
+    package func whenReadable(_ nodeID: NodeID, key: SymmetricKey, plaintext range: Range<UInt64>,
                              ticket: DownloadTicket<NodeDataDownload>? = nil, timeout: Duration? = nil, on pool: BlockingPool,
                              known: PartialReader? = nil,
                              handler: @escaping @Sendable (Result<PlaintextSource, any Error>) -> Void) -> DownloadTicket<NodeDataDownload>? {
@@ -74,7 +74,7 @@ extension DownloadManager {
     /// once, on `queue`, so a slow handler never holds up the download. Returns the download's ticket (nil
     /// when the node is stored), which a reader keeps to join it next time and cancels when done.
     @discardableResult
-    public func whenAvailable(_ nodeID: NodeID, range: Range<UInt64>, ticket: DownloadTicket<NodeDataDownload>? = nil,
+    package func whenAvailable(_ nodeID: NodeID, range: Range<UInt64>, ticket: DownloadTicket<NodeDataDownload>? = nil,
                               timeout: Duration? = nil, queue: DispatchQueue = .global(),
                               handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) -> DownloadTicket<NodeDataDownload>? {
         whenAvailable(nodeID, range: range, ticket: ticket, timeout: timeout, dispatch: { work in queue.async(execute: work) }, handler: handler)
@@ -83,7 +83,7 @@ extension DownloadManager {
     /// As `whenAvailable(_:range:ticket:timeout:queue:handler:)`, with `handler` run as blocking work on
     /// `pool`: for a handler that reads and decrypts (the mount's replies).
     @discardableResult
-    public func whenAvailable(_ nodeID: NodeID, range: Range<UInt64>, ticket: DownloadTicket<NodeDataDownload>? = nil,
+    package func whenAvailable(_ nodeID: NodeID, range: Range<UInt64>, ticket: DownloadTicket<NodeDataDownload>? = nil,
                               timeout: Duration? = nil, on pool: BlockingPool,
                               handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) -> DownloadTicket<NodeDataDownload>? {
         whenAvailable(nodeID, range: range, ticket: ticket, timeout: timeout, dispatch: { work in pool.submit(work) }, handler: handler)

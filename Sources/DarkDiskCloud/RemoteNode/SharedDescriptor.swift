@@ -5,11 +5,11 @@ import Glibc
 
 /// A read-only descriptor shared by the readers of a partial file; closed when the last one lets go. It
 /// stays valid after the finished file is renamed into the store.
-public final class SharedDescriptor: Sendable {
+package final class SharedDescriptor: Sendable {
     private let owner: OwnedDescriptor
 
     /// The descriptor's number: open while this object lives.
-    public var fileDescriptor: Int32 { owner.rawValue }
+    package var fileDescriptor: Int32 { owner.rawValue }
 
     private init(_ owner: OwnedDescriptor) {
         self.owner = owner

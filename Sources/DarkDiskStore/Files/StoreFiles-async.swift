@@ -60,7 +60,7 @@ extension StoreFiles {
     }
 
     /// Tells the store a node's file reached the cloud (see the synchronous form).
-    public func didUploadNodeFile(_ nodeID: NodeID, kind: FileKind = .data) async throws(DarkDiskError) {
+    package func didUploadNodeFile(_ nodeID: NodeID, kind: FileKind = .data) async throws(DarkDiskError) {
         try await blocking { () throws(DarkDiskError) in try self.didUploadNodeFile(nodeID, kind: kind) }
     }
 
@@ -86,22 +86,22 @@ extension StoreFiles {
     }
 
     /// A node's partial download as the index records it (see the synchronous form).
-    public func partialDownload(_ nodeID: NodeID) async throws(DarkDiskError) -> PartialDownload? {
+    package func partialDownload(_ nodeID: NodeID) async throws(DarkDiskError) -> PartialDownload? {
         try await blocking { () throws(DarkDiskError) in try self.partialDownload(nodeID) }
     }
 
     /// Starts a node's partial download anew (see the synchronous form).
-    public func beginPartialDownload(_ nodeID: NodeID, etag: String, size: UInt64) async throws(DarkDiskError) -> PartialDownload {
+    package func beginPartialDownload(_ nodeID: NodeID, etag: String, size: UInt64) async throws(DarkDiskError) -> PartialDownload {
         try await blocking { () throws(DarkDiskError) in try self.beginPartialDownload(nodeID, etag: etag, size: size) }
     }
 
     /// Records what a partial download holds (see the synchronous form).
-    public func savePartialDownload(_ download: PartialDownload) async throws(DarkDiskError) {
+    package func savePartialDownload(_ download: PartialDownload) async throws(DarkDiskError) {
         try await blocking { () throws(DarkDiskError) in try self.savePartialDownload(download) }
     }
 
     /// Drops a node's partial download (see the synchronous form).
-    public func removePartialDownload(_ nodeID: NodeID) async throws(DarkDiskError) {
+    package func removePartialDownload(_ nodeID: NodeID) async throws(DarkDiskError) {
         try await blocking { () throws(DarkDiskError) in try self.removePartialDownload(nodeID) }
     }
 }

@@ -55,7 +55,7 @@ extension StoreFiles {
     /// downloads), however the path is spelled, except the downloads the store handed to callers.
     /// Returns whether the file was deleted.
     @discardableResult
-    public func deleteFileIfUnmanaged(_ path: String) -> Bool {
+    package func deleteFileIfUnmanaged(_ path: String) -> Bool {
         guard !isStoreOwned(path) else { return false }
         return unlink(path) == 0
     }

@@ -6,7 +6,7 @@ extension StoreFiles {
     /// A row whose file is gone (the cache folder was purged) is forgotten, unless a downloader holds the node:
     /// its row is written a moment before its file.
     @available(*, noasync)
-    public func partialDownload(_ nodeID: NodeID) throws(DarkDiskError) -> PartialDownload? {
+    package func partialDownload(_ nodeID: NodeID) throws(DarkDiskError) -> PartialDownload? {
         let row = try read { db in try Row.fetchOne(db, sql: "SELECT * FROM download WHERE nodeID = ?", arguments: [nodeID.rawValue]) }
         guard let row else { return nil }
         let path = partialPath(row["partialName"])
@@ -20,7 +20,7 @@ extension StoreFiles {
 
     /// A folder of the cache directory for a component's own files (`partial`, `downloads`), created if the
     /// cache folder was purged; a symbolic link planted there is refused, never followed.
-    public func cacheSubfolder(_ name: String) throws(DarkDiskError) -> String {
+    package func cacheSubfolder(_ name: String) throws(DarkDiskError) -> String {
         guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
             throw DarkDiskError(.invalidArgument, "invalid cache folder name '\(name)'")
         }
@@ -31,7 +31,7 @@ extension StoreFiles {
 
     /// Starts recording a new download (replacing any older one, whose partial file is removed).
     @available(*, noasync)
-    public func beginPartialDownload(_ nodeID: NodeID, etag: String, size: UInt64) throws(DarkDiskError) -> PartialDownload {
+    package func beginPartialDownload(_ nodeID: NodeID, etag: String, size: UInt64) throws(DarkDiskError) -> PartialDownload {
         try removePartialDownload(nodeID)
         let name = FileOperations.randomName(extension: "part")
         try FileOperations.makeDirectory(location.cacheDirectory + "/partial")
@@ -44,7 +44,7 @@ extension StoreFiles {
 
     /// Records received ranges; call after the bytes are flushed to the partial file.
     @available(*, noasync)
-    public func savePartialDownload(_ download: PartialDownload) throws(DarkDiskError) {
+    package func savePartialDownload(_ download: PartialDownload) throws(DarkDiskError) {
         let text = download.ranges.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ",")
         try write { db in
             try db.execute(sql: "UPDATE download SET ranges = ?, bytes = ?, lastAccess = ? WHERE nodeID = ? AND etag = ?",
@@ -56,13 +56,13 @@ extension StoreFiles {
 
     /// The lock file a downloader of `nodeID` holds (`flock`, exclusive) while it writes the node's partial
     /// download; eviction and deletion leave a partial download alone while it is held.
-    public func downloadLockPath(_ nodeID: NodeID) throws(DarkDiskError) -> String {
+    package func downloadLockPath(_ nodeID: NodeID) throws(DarkDiskError) -> String {
         try cacheSubfolder("partial") + "/" + nodeID.rawValue + ".lock"
     }
 
     /// Forgets a download and removes its partial file (after it completed, or to restart from zero).
     @available(*, noasync)
-    public func removePartialDownload(_ nodeID: NodeID) throws(DarkDiskError) {
+    package func removePartialDownload(_ nodeID: NodeID) throws(DarkDiskError) {
         // One transaction, the file removed before the row: a crash between them leaves a row whose file is
         // gone (the next download recreates it and authentication refuses the gap), never a lost file name.
         try write { db in

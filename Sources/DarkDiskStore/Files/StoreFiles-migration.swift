@@ -34,7 +34,7 @@ extension StoreFiles {
     /// Tells the store that a node's file reached the cloud: `migrateToCacheAfterUpload` files become cache
     /// files (unless the node is pinned), `deleteAfterUpload` files are deleted.
     @available(*, noasync)
-    public func didUploadNodeFile(_ nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) {
+    package func didUploadNodeFile(_ nodeID: NodeID, kind: FileKind = .data) throws(DarkDiskError) {
         guard let record = try read({ db in try FileRecord.find(db, kind: kind, owner: nodeID.rawValue) }) else { return }
         if record.deleteAfterUpload {
             try deleteRecords([record], reason: .deleted)

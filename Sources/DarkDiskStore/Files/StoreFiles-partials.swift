@@ -7,7 +7,7 @@ import GRDB
 /// their node, and swept when no index row knows them.
 extension StoreFiles {
     /// Bytes and count of the partial downloads on disk (they belong to the data pool).
-    public func partialDownloadUsage() throws(DarkDiskError) -> (bytes: UInt64, files: Int) {
+    package func partialDownloadUsage() throws(DarkDiskError) -> (bytes: UInt64, files: Int) {
         try read { db in try Self.partialUsage(db) }
     }
 

@@ -1,17 +1,17 @@
 /// Everything the index knows of one node, read in one transaction: its stored files and what the remote's
 /// outline says of it. A mount's lookup, `stat` and listing of `/nodes/<id>` each need both, so they cost
 /// one indexed read (O(log n)) instead of several.
-public struct NodeState: Sendable, Equatable {
-    public let nodeID: NodeID
+package struct NodeState: Sendable, Equatable {
+    package let nodeID: NodeID
     /// The node's stored files (data, metadata, thumbnail), at most one per kind.
-    public let files: [StoredFile]
+    package let files: [StoredFile]
     /// What the remote's outline lists for the node, if it does.
-    public let outline: OutlineEntry?
+    package let outline: OutlineEntry?
     /// The permission bits of a drive file (uploaded or not); nil for a node the drive does not show as a
     /// file (imported by ID, a folder, a link).
-    public let fileMode: UInt32?
+    package let fileMode: UInt32?
 
-    public init(nodeID: NodeID, files: [StoredFile], outline: OutlineEntry?, fileMode: UInt32? = nil) {
+    package init(nodeID: NodeID, files: [StoredFile], outline: OutlineEntry?, fileMode: UInt32? = nil) {
         self.nodeID = nodeID
         self.files = files
         self.outline = outline
@@ -19,20 +19,20 @@ public struct NodeState: Sendable, Equatable {
     }
 
     /// Whether the node exists here at all: something stored, or listed by the outline.
-    public var exists: Bool { !files.isEmpty || outline != nil }
+    package var exists: Bool { !files.isEmpty || outline != nil }
 
     /// The stored file of `kind`, if any.
-    public func stored(_ kind: FileKind) -> StoredFile? {
+    package func stored(_ kind: FileKind) -> StoredFile? {
         files.first { $0.kind == kind }
     }
 
     /// Whether the node has a `kind` section: stored, or in the outline.
-    public func has(_ kind: FileKind) -> Bool {
+    package func has(_ kind: FileKind) -> Bool {
         stored(kind) != nil || outline?.has(kind) == true
     }
 
     /// The sections the node has, sorted by name.
-    public var kinds: [FileKind] {
+    package var kinds: [FileKind] {
         var kinds = Set(files.map(\.kind))
         if let outline {
             for kind in [FileKind.data, .metadata, .thumbnail] where outline.has(kind) { kinds.insert(kind) }

@@ -9,7 +9,7 @@ extension StoreOutline {
 
     /// Writes a node's entry into the outline (see the synchronous form).
     @discardableResult
-    public func update(_ entry: OutlineEntry, invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false) async throws(DarkDiskError) -> Bool {
+    package func update(_ entry: OutlineEntry, invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false) async throws(DarkDiskError) -> Bool {
         try await blocking { () throws(DarkDiskError) in
             try self.update(entry, invalidatingLocalFiles: invalidatingLocalFiles, keepingLocalPlacement: keepingLocalPlacement)
         }
@@ -17,7 +17,7 @@ extension StoreOutline {
 
     /// Writes many nodes' entries into the outline in one transaction (see the synchronous form).
     @discardableResult
-    public func update(_ entries: [OutlineEntry], invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false,
+    package func update(_ entries: [OutlineEntry], invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false,
                               pulledGenerations: [NodeID: UInt64] = [:]) async throws(DarkDiskError) -> Set<NodeID> {
         try await blocking { () throws(DarkDiskError) in
             try self.update(entries, invalidatingLocalFiles: invalidatingLocalFiles, keepingLocalPlacement: keepingLocalPlacement,
@@ -26,13 +26,13 @@ extension StoreOutline {
     }
 
     /// Drops a node's local files of `kinds` (see the synchronous form).
-    public func invalidateLocalFiles(of nodeID: NodeID, kinds: Set<FileKind>) async throws(DarkDiskError) {
+    package func invalidateLocalFiles(of nodeID: NodeID, kinds: Set<FileKind>) async throws(DarkDiskError) {
         try await blocking { () throws(DarkDiskError) in try self.invalidateLocalFiles(of: nodeID, kinds: kinds) }
     }
 
     /// Drops a node's local files while its data file is still `fileID` (see the synchronous form).
     @discardableResult
-    public func invalidateLocalFiles(of nodeID: NodeID, kinds: Set<FileKind>, whileDataFileIs fileID: Int64) async throws(DarkDiskError) -> Bool {
+    package func invalidateLocalFiles(of nodeID: NodeID, kinds: Set<FileKind>, whileDataFileIs fileID: Int64) async throws(DarkDiskError) -> Bool {
         try await blocking { () throws(DarkDiskError) in try self.invalidateLocalFiles(of: nodeID, kinds: kinds, whileDataFileIs: fileID) }
     }
 
@@ -48,27 +48,27 @@ extension StoreOutline {
 
     /// Writes a user's avatar outline (see the synchronous form).
     @discardableResult
-    public func updateAvatars(_ userID: UserID, entries: [AvatarOutlineEntry]) async throws(DarkDiskError) -> Bool {
+    package func updateAvatars(_ userID: UserID, entries: [AvatarOutlineEntry]) async throws(DarkDiskError) -> Bool {
         try await blocking { () throws(DarkDiskError) in try self.updateAvatars(userID, entries: entries) }
     }
 
     /// The downloads handed to the mount (see the synchronous form).
-    public func wantedDownloads() async throws(DarkDiskError) -> [(nodeID: NodeID, persistent: Bool)] {
+    package func wantedDownloads() async throws(DarkDiskError) -> [(nodeID: NodeID, persistent: Bool)] {
         try await blocking { () throws(DarkDiskError) in try self.wantedDownloads() }
     }
 
     /// A handed download is done (see the synchronous form).
-    public func forgetWantedDownload(_ nodeID: NodeID) async throws(DarkDiskError) {
+    package func forgetWantedDownload(_ nodeID: NodeID) async throws(DarkDiskError) {
         try await blocking { () throws(DarkDiskError) in try self.forgetWantedDownload(nodeID) }
     }
 
     /// The pinned files to keep that are not stored persistently (see the synchronous form).
-    public func pinnedNodesToKeep() async throws(DarkDiskError) -> [PinnedNode] {
+    package func pinnedNodesToKeep() async throws(DarkDiskError) -> [PinnedNode] {
         try await blocking { () throws(DarkDiskError) in try self.pinnedNodesToKeep() }
     }
 
     /// Notes a conflict copy (see the synchronous form).
-    public func noteConflictCopy(_ copy: ConflictCopy) async throws(DarkDiskError) {
+    package func noteConflictCopy(_ copy: ConflictCopy) async throws(DarkDiskError) {
         try await blocking { () throws(DarkDiskError) in try self.noteConflictCopy(copy) }
     }
 }

@@ -34,7 +34,7 @@ extension StoreOutline {
     /// whether the user's listing changed.
     @available(*, noasync)
     @discardableResult
-    public func updateAvatars(_ userID: UserID, entries: [AvatarOutlineEntry]) throws(DarkDiskError) -> Bool {
+    package func updateAvatars(_ userID: UserID, entries: [AvatarOutlineEntry]) throws(DarkDiskError) -> Bool {
         for entry in entries where entry.userID != userID {
             throw DarkDiskError(.invalidID, "avatar outline entry of user '\(entry.userID)' given for user '\(userID)'")
         }

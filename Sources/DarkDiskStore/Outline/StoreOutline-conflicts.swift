@@ -5,7 +5,7 @@ import GRDB
 extension StoreOutline {
     /// Remembers a conflict copy a push made.
     @available(*, noasync)
-    public func noteConflictCopy(_ copy: ConflictCopy) throws(DarkDiskError) {
+    package func noteConflictCopy(_ copy: ConflictCopy) throws(DarkDiskError) {
         try write { db in
             try db.execute(sql: """
                 INSERT OR REPLACE INTO conflictCopy (nodeID, originalID, name, createdAt) VALUES (?, ?, ?, ?)

@@ -7,7 +7,7 @@ import GRDB
 extension StoreOutline {
     /// The node's content key (created the first time it is needed) and the same key wrapped by the master
     /// key, as a remote record carries it.
-    public func contentKey(for nodeID: NodeID) throws(DarkDiskError) -> (key: SymmetricKey, wrapped: [UInt8]) {
+    package func contentKey(for nodeID: NodeID) throws(DarkDiskError) -> (key: SymmetricKey, wrapped: [UInt8]) {
         let key = try nodeKey(nodeID)
         let wrapped = try read { db in
             try Data.fetchOne(db, sql: "SELECT wrappedKey FROM node WHERE id = ?", arguments: [nodeID.rawValue])

@@ -5,7 +5,7 @@ extension StoreOutline {
     /// Every node a mount lists: stored here or in the remote's outline, sorted by ID, in one query that
     /// reads IDs only (a listing of 1,000,000 outline nodes loads no keys, names or sizes). With `kind`,
     /// only the nodes that have that section, stored or in the outline (`/thumbs`).
-    public func listedNodeIDs(having kind: FileKind? = nil) throws(DarkDiskError) -> [NodeID] {
+    package func listedNodeIDs(having kind: FileKind? = nil) throws(DarkDiskError) -> [NodeID] {
         let ids = try read { db in try String.fetchAll(db, sql: Self.listedNodeIDsQuery(having: kind)) }
         return ids.compactMap { try? NodeID($0) }
     }
@@ -23,7 +23,7 @@ extension StoreOutline {
 
     /// Calls `body` with every node a mount lists under `/nodes` (as `listedNodeIDs()`), in ID order, from
     /// a cursor: a listing of 1,000,000 nodes holds no array of them (`body` must not use the index).
-    public func forEachListedNodeID(_ body: (NodeID) -> Void) throws(DarkDiskError) {
+    package func forEachListedNodeID(_ body: (NodeID) -> Void) throws(DarkDiskError) {
         try read { db in
             let ids = try String.fetchCursor(db, sql: Self.listedNodeIDsQuery(having: nil))
             while let id = try ids.next() {
@@ -33,7 +33,7 @@ extension StoreOutline {
     }
 
     /// A node's stored files and outline entry, read together (`NodeState`).
-    public func nodeState(_ nodeID: NodeID) throws(DarkDiskError) -> NodeState {
+    package func nodeState(_ nodeID: NodeID) throws(DarkDiskError) -> NodeState {
         // Cached statements: a mount asks this for every node `find` or `du` opens, and preparing the query
         // each time (GRDB's authorizer, the query builder) was most of the cost.
         try read { db in

@@ -70,20 +70,20 @@ extension StoreOutline {
     }
 
     /// The pin clock: it changes whenever a pin is set or cleared, in any process.
-    public func pinClock() throws(DarkDiskError) -> Int64 {
+    package func pinClock() throws(DarkDiskError) -> Int64 {
         try read { db in try Int64.fetchOne(db, sql: "SELECT version FROM pinClock") ?? 0 }
     }
 
     /// A pinned node whose data is not kept as a pin asks: not stored (`stored` false: to download, `size`
     /// bytes), or stored in the cache pool (to make persistent).
-    public struct PinnedNode: Sendable, Equatable {
-        public let nodeID: NodeID
-        public let stored: Bool
-        public let size: UInt64
+    package struct PinnedNode: Sendable, Equatable {
+        package let nodeID: NodeID
+        package let stored: Bool
+        package let size: UInt64
         /// Whether it is kept persistently once here (always, for a pin).
-        public let persistent: Bool
+        package let persistent: Bool
 
-        public init(nodeID: NodeID, stored: Bool, size: UInt64, persistent: Bool = true) {
+        package init(nodeID: NodeID, stored: Bool, size: UInt64, persistent: Bool = true) {
             self.nodeID = nodeID
             self.stored = stored
             self.size = size
@@ -94,7 +94,7 @@ extension StoreOutline {
     /// The pinned nodes in the remote whose data is not stored persistently here, in the outline's order.
     /// Cheap when nothing is pinned (one read); otherwise it walks the pinned folders.
     @available(*, noasync)
-    public func pinnedNodesToKeep() throws(DarkDiskError) -> [PinnedNode] {
+    package func pinnedNodesToKeep() throws(DarkDiskError) -> [PinnedNode] {
         try read { db in
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM pin WHERE pinned = 1 LIMIT 1") == true else { return [] }
             let topPinned = try Bool.fetchOne(db, sql: "SELECT pinned FROM pin WHERE nodeID = ''") ?? false
@@ -147,7 +147,7 @@ extension StoreOutline {
 
     /// Hands the download of node `nodeID`'s data to the running mount (`darkdisk fetch --background`): it
     /// downloads it (`persistent`: to keep) and forgets the request, also after a restart.
-    public func requestDownload(_ nodeID: NodeID, persistent: Bool) throws(DarkDiskError) {
+    package func requestDownload(_ nodeID: NodeID, persistent: Bool) throws(DarkDiskError) {
         let now = clock.now.timeIntervalSince1970
         try write { db in
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM node WHERE id = ? AND cloudETag IS NOT NULL", arguments: [nodeID.rawValue]) == true else {
@@ -162,7 +162,7 @@ extension StoreOutline {
 
     /// The downloads handed to the mount and not done yet, oldest first.
     @available(*, noasync)
-    public func wantedDownloads() throws(DarkDiskError) -> [(nodeID: NodeID, persistent: Bool)] {
+    package func wantedDownloads() throws(DarkDiskError) -> [(nodeID: NodeID, persistent: Bool)] {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT nodeID, persistent FROM wantedDownload ORDER BY since, nodeID").compactMap { row in
                 (try? NodeID(row["nodeID"] as String)).map { ($0, row["persistent"] as Bool) }
@@ -172,7 +172,7 @@ extension StoreOutline {
 
     /// A handed download is done (or its node is gone).
     @available(*, noasync)
-    public func forgetWantedDownload(_ nodeID: NodeID) throws(DarkDiskError) {
+    package func forgetWantedDownload(_ nodeID: NodeID) throws(DarkDiskError) {
         try write { db in try db.execute(sql: "DELETE FROM wantedDownload WHERE nodeID = ?", arguments: [nodeID.rawValue]) }
     }
 }

@@ -50,11 +50,11 @@ public final class StoreOutline: Sendable {
 
     /// A number that changes whenever the outline changes, in any process (a cheap check for watchers).
     @available(*, noasync)
-    public func version() throws(DarkDiskError) -> Int64 {
+    package func version() throws(DarkDiskError) -> Int64 {
         try read(Self.version)
     }
 
-    public func version() async throws(DarkDiskError) -> Int64 {
+    package func version() async throws(DarkDiskError) -> Int64 {
         try await index.read(Self.version)
     }
 
@@ -81,7 +81,7 @@ public final class StoreOutline: Sendable {
     /// Sets what the drive shows of a node besides its content (the next push writes it into the node's
     /// record). Returns false when the index has no such node. Refuses attributes that cannot describe a node.
     @discardableResult
-    public func setAttributes(_ attributes: NodeAttributes, of nodeID: NodeID) throws(DarkDiskError) -> Bool {
+    package func setAttributes(_ attributes: NodeAttributes, of nodeID: NodeID) throws(DarkDiskError) -> Bool {
         try write { db in try Self.setAttributes(db, attributes, of: nodeID) }
     }
 
@@ -151,7 +151,7 @@ public final class StoreOutline: Sendable {
     /// no longer has (deleted while it uploaded) is not brought back.
     @available(*, noasync)
     @discardableResult
-    public func update(_ entry: OutlineEntry, invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false) throws(DarkDiskError) -> Bool {
+    package func update(_ entry: OutlineEntry, invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false) throws(DarkDiskError) -> Bool {
         try !update([entry], invalidatingLocalFiles: invalidatingLocalFiles, keepingLocalPlacement: keepingLocalPlacement).isEmpty
     }
 
@@ -166,7 +166,7 @@ public final class StoreOutline: Sendable {
     /// same transaction.
     @available(*, noasync)
     @discardableResult
-    public func update(_ entries: [OutlineEntry], invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false,
+    package func update(_ entries: [OutlineEntry], invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false,
                               pulledGenerations: [NodeID: UInt64] = [:]) throws(DarkDiskError) -> Set<NodeID> {
         let placement = keepingLocalPlacement ? "" : ", name = excluded.name, parentID = excluded.parentID, type = excluded.type, mode = excluded.mode, "
             + "mtime = excluded.mtime, mtimeNsec = excluded.mtimeNsec, target = excluded.target, xattrs = excluded.xattrs"
@@ -227,7 +227,7 @@ public final class StoreOutline: Sendable {
     /// Deletes the node's local files of `kinds`, which are not its current version any more (a push of
     /// other content replaced them): a persistent one is replaced, never just dropped (`keptVersionsToReplace`).
     @available(*, noasync)
-    public func invalidateLocalFiles(of nodeID: NodeID, kinds: Set<FileKind>) throws(DarkDiskError) {
+    package func invalidateLocalFiles(of nodeID: NodeID, kinds: Set<FileKind>) throws(DarkDiskError) {
         guard !kinds.isEmpty else { return }
         let created = clock.now.timeIntervalSince1970
         let stale = try write { db in try dropStaleFiles(db, of: nodeID, kinds: kinds, at: created) }
@@ -240,7 +240,7 @@ public final class StoreOutline: Sendable {
     /// Whether they went.
     @available(*, noasync)
     @discardableResult
-    public func invalidateLocalFiles(of nodeID: NodeID, kinds: Set<FileKind>, whileDataFileIs fileID: Int64) throws(DarkDiskError) -> Bool {
+    package func invalidateLocalFiles(of nodeID: NodeID, kinds: Set<FileKind>, whileDataFileIs fileID: Int64) throws(DarkDiskError) -> Bool {
         let created = clock.now.timeIntervalSince1970
         let stale = try write { db -> [FileRecord]? in
             guard try FileRecord.find(db, kind: .data, owner: nodeID.rawValue)?.id == fileID else { return nil }
@@ -264,7 +264,7 @@ public final class StoreOutline: Sendable {
     /// Node files that were kept (persistent) when a pull found a new version in the remote and dropped the
     /// old one: their new version is stored persistently whenever it is stored (a download, a read on the
     /// mount). `darkdisk pull` downloads them at once.
-    public func keptVersionsToReplace() throws(DarkDiskError) -> [(nodeID: NodeID, kind: FileKind)] {
+    package func keptVersionsToReplace() throws(DarkDiskError) -> [(nodeID: NodeID, kind: FileKind)] {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT nodeID, kind FROM keepPersistent ORDER BY nodeID, kind").compactMap { row in
                 guard let id = try? NodeID(row["nodeID"] as String), let kind = FileKind(rawValue: row["kind"]) else { return nil }
