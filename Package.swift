@@ -8,7 +8,6 @@ let package = Package(
         .library(name: "DarkDiskStore", targets: ["DarkDiskStore"]),
         .library(name: "DarkDiskCloud", targets: ["DarkDiskCloud"]),
         .library(name: "DarkDiskRemote", targets: ["DarkDiskRemote"]),
-        .library(name: "DarkDiskFS", targets: ["DarkDiskFS"]),
         .library(name: "DarkDiskImages", targets: ["DarkDiskImages"]),
         .executable(name: "darkdisk", targets: ["darkdisk"]),
         .library(name: "DarkDiskCache", targets: ["DarkDiskCache"]),

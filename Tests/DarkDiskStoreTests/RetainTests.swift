@@ -227,5 +227,9 @@ import Glibc
         let reader = try export.reader()
         let head = try reader.read(section: reader.dataSection, offset: 0, count: 4096)
         #expect(Data(head) == contents("photo", size: 10_000).prefix(4096))
+        let again = try await store.files.nodeFile(NodeID("photo1"))
+        #expect(again != nil)
+        try store.outline.setPin(true, on: NodeID("photo1"))
+        #expect(try store.outline.isPinned(NodeID("photo1")))
     }
 }
