@@ -29,7 +29,7 @@ package final class Drive: Sendable {
     /// New drive files whose index rows wait for their first commit.
     let creates: PendingCreates
     /// Told when a node has a new version committed here (in the index), so readers change over.
-    private let versionObserver = Locked<(@Sendable (NodeID) -> Void)?>(nil)
+    private let versionObserver = Locked<Callback<NodeID, Void>?>(nil)
 
     package init(store: DiskManager, logger: Logger) {
         self.store = store
@@ -39,11 +39,11 @@ package final class Drive: Sendable {
 
     /// Calls `observer` whenever node `id` gets a new version here (committed, or in the index at last).
     package func observeVersions(_ observer: @escaping @Sendable (NodeID) -> Void) {
-        versionObserver.withLock { $0 = observer }
+        versionObserver.withLock { $0 = Callback(observer) }
     }
 
     func versionChanged(_ id: NodeID) {
-        versionObserver.withLock { $0 }?(id)
+        versionObserver.withLock { $0 }?.call(id)
     }
 
     // MARK: Life

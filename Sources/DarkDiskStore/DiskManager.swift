@@ -164,9 +164,9 @@ public final class DiskManager: Sendable {
             logger.error("the drive's commit journal could not be written into the index (tried again at the next opening): \(error)")
         }
         // A pull sees the local changes waiting in the drive's journal (their queued uploads keep them).
-        outline.beforeUpdate.withLock { $0 = { [weak self] in _ = self?.drainDriveCommits() } }
+        outline.beforeUpdate.withLock { $0 = Callback { [weak self] in _ = self?.drainDriveCommits() } }
         files.journaled.withLock { journaled in
-            journaled = { [weak self] name in
+            journaled = Callback { [weak self] name in
                 // (The store closed while a holder keeps its files: a file it cannot look up stays.)
                 guard let self else { return true }
                 do { try self.replayDriveJournal() } catch { self.logger.error("the drive's commit journal: \(error)") }

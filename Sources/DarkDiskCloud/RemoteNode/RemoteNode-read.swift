@@ -154,14 +154,14 @@ extension DownloadManager {
 /// deadline and runs the cleanups (the waits it leaves).
 private final class ReadAnswer: Sendable {
     private let dispatch: @Sendable (@escaping @Sendable () -> Void) -> Void
-    private let handler: Locked<(@Sendable (Result<NodeDataSource, any Error>) -> Void)?>
+    private let handler: Locked<Callback<Result<NodeDataSource, any Error>, Void>?>
     private let timer = Locked<Task<Void, Never>?>(nil)
     private let cleanups = Locked<[@Sendable () -> Void]>([])
 
     init(dispatch: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
          handler: @escaping @Sendable (Result<NodeDataSource, any Error>) -> Void) {
         self.dispatch = dispatch
-        self.handler = Locked(handler)
+        self.handler = Locked(Callback(handler))
     }
 
     var isAnswered: Bool { handler.withLock { $0 == nil } }
@@ -183,12 +183,12 @@ private final class ReadAnswer: Sendable {
     }
 
     func callAsFunction(_ result: Result<NodeDataSource, any Error>) {
-        guard let handler = handler.withLock({ state -> (@Sendable (Result<NodeDataSource, any Error>) -> Void)? in
+        guard let handler = handler.withLock({ state -> Callback<Result<NodeDataSource, any Error>, Void>? in
             defer { state = nil }
             return state
         }) else { return }
         timer.withLock { $0 }?.cancel()
         runCleanups()
-        dispatch { handler(result) }
+        dispatch { handler.call(result) }
     }
 }

@@ -391,7 +391,7 @@ extension StoreFiles {
             // A version a daemon journaled but the index does not have yet: its record names it (read before the
             // index: the journal is emptied only once the index has every record); a stopped daemon's journal
             // is replayed first.
-            if mode == .persistent, let journaled = journaled.withLock({ $0 }), journaled(name) { return false }
+            if mode == .persistent, let journaled = journaled.withLock({ $0 }), journaled.call(name) { return false }
             return !known()
         }) ? .removed : .locked
     }

@@ -36,7 +36,7 @@ public final class StoreFiles: Sendable {
     let batchesAccessTimes = Locked(false)
     /// Whether the drive's commit journal names a stored file the index does not have yet (after replaying a
     /// stopped daemon's journal): such a version is no orphan. Set by the store before maintenance starts.
-    let journaled = Locked<(@Sendable (String) -> Bool)?>(nil)
+    let journaled = Locked<Callback<String, Bool>?>(nil)
     /// Orphans the start-up sweep found locked (by a reader of the same inode); each maintenance round retries them.
     let lockedOrphans = Locked<Set<String>>([])
     /// How often the timer enforces expiry, pool limits and the free-space floor.

@@ -18,10 +18,10 @@ extension StoreOutline {
     /// Writes many nodes' entries into the outline in one transaction (see the synchronous form).
     @discardableResult
     package func update(_ entries: [OutlineEntry], invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false,
-                              pulledGenerations: [NodeID: UInt64] = [:]) async throws(DarkDiskError) -> Set<NodeID> {
+                        pulledGenerations: [NodeID: UInt64] = [:]) async throws(DarkDiskError) -> Set<NodeID> {
         try await blocking { () throws(DarkDiskError) in
             try self.update(entries, invalidatingLocalFiles: invalidatingLocalFiles, keepingLocalPlacement: keepingLocalPlacement,
-                                   pulledGenerations: pulledGenerations)
+                            pulledGenerations: pulledGenerations)
         }
     }
 

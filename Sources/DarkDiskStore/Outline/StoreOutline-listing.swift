@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 
+/// What the mount's ID views (`/nodes`, `/thumbs`) list, and one node's files and entry read together.
 extension StoreOutline {
     /// Every node a mount lists: stored here or in the remote's outline, sorted by ID, in one query that
     /// reads IDs only (a listing of 1,000,000 outline nodes loads no keys, names or sizes). With `kind`,

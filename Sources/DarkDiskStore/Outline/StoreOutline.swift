@@ -16,7 +16,7 @@ public final class StoreOutline: Sendable {
     let files: StoreFiles
     /// Called before a pull's entries are written: local changes still on their way into the index (the
     /// drive's commit journal) go in first, so the queued uploads that keep them are seen. Set by the store.
-    let beforeUpdate = Locked<(@Sendable () -> Void)?>(nil)
+    let beforeUpdate = Locked<Callback<Void, Void>?>(nil)
 
     init(index: StoreIndex, keys: StoreKeys, clock: any StoreClock, files: StoreFiles) {
         self.index = index
@@ -172,7 +172,7 @@ public final class StoreOutline: Sendable {
             + "mtime = excluded.mtime, mtimeNsec = excluded.mtimeNsec, target = excluded.target, xattrs = excluded.xattrs"
         for entry in entries { _ = try keys.unwrap(entry.wrappedKey, for: .node(entry.nodeID)) }
         let created = clock.now.timeIntervalSince1970
-        beforeUpdate.withLock { $0 }?()
+        beforeUpdate.withLock { $0 }?.call(())
         // One transaction: the version compared is the one replaced, even with a pull in another process.
         let (changed, stale) = try write { db -> (Set<NodeID>, [FileRecord]) in
             var changed = Set<NodeID>()
