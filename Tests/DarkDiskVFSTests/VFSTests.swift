@@ -9,60 +9,8 @@ import Testing
 /// The file system the mount serves, driven in process through its typed operations, with no mount and
 /// no root: what `cat`, `cp`, `mv`, `rm` and `getfattr` would see, request by request.
 @Suite struct VFSTests {
-    /// A fresh store (gone at `remove`) and the VFS over it, started as a mount starts it (its journal on).
-    private final class Fixture {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("vfs-\(UUID().uuidString)").path
-        let store: DiskManager
-        let vfs: VFS
-        let files: Inode
-        let caller = VFS.Caller(uid: getuid())
-
-        init() throws {
-            store = try DiskManager.create(at: StoreLocation(directory: directory))
-            vfs = VFS(manager: store, logger: Logger(label: "darkdisk.test.vfs"))
-            _ = vfs.start(kernel: nil)
-            files = try vfs.lookup(parent: 1, name: "files").ino
-        }
-
-        func remove() {
-            vfs.stop()
-            try? FileManager.default.removeItem(atPath: directory)
-        }
-
-        /// Opens `ino` (answered at once: it is stored here), or throws what the open answered.
-        func open(_ ino: Inode, _ flags: Int32) throws -> UInt64 {
-            let answer = Locked<Result<VFS.Opened, any Error>?>(nil)
-            vfs.open(ino, flags: flags) { result in answer.withLock { $0 = result } }
-            return try #require(answer.withLock { $0 }, "an open of a stored file was not answered at once").get().handle
-        }
-
-        /// Reads `size` bytes at `offset` through `handle`.
-        func read(_ handle: UInt64, offset: Int64 = 0, size: Int = 1 << 20) throws -> String {
-            let answer = Locked<Result<[UInt8], any Error>?>(nil)
-            vfs.read(handle: handle, offset: offset, size: size) { result in answer.withLock { $0 = result.map { Array($0) } } }
-            return String(decoding: try #require(answer.withLock { $0 }).get(), as: UTF8.self)
-        }
-
-        /// Makes file `name` in folder `parent` holding `text`, closed as `echo text > name` leaves it.
-        @discardableResult
-        func write(_ name: String, _ text: String, in parent: Inode? = nil) throws -> VFS.Entry {
-            let (entry, opened) = try vfs.create(parent: parent ?? files, name: name, mode: 0o644)
-            let written = try Array(text.utf8).withUnsafeBytes { try vfs.write(handle: opened.handle, offset: 0, bytes: $0, appending: false) }
-            #expect(written == text.utf8.count)
-            try vfs.flush(handle: opened.handle)
-            vfs.release(handle: opened.handle)
-            return entry
-        }
-
-        /// The errno an operation fails with (0: it did not).
-        func errno(_ operation: () throws -> Void) -> Int32 {
-            do { try operation() } catch { return VFSErrno.from(error) }
-            return 0
-        }
-    }
-
     @Test func aFileWrittenIsFoundListedAndReadBackThroughEveryView() throws {
-        let fixture = try Fixture(), vfs = fixture.vfs
+        let fixture = try VFSFixture(), vfs = fixture.vfs
         defer { fixture.remove() }
         let made = try fixture.write("hello.txt", "hello, world\n")
         let found = try vfs.lookup(parent: fixture.files, name: "hello.txt")
@@ -91,7 +39,7 @@ import Testing
     }
 
     @Test func aReaderOpenBeforeARewriteReadsTheNewVersionAfterTheClose() throws {
-        let fixture = try Fixture(), vfs = fixture.vfs
+        let fixture = try VFSFixture(), vfs = fixture.vfs
         defer { fixture.remove() }
         let file = try fixture.write("log", "first\n")
         let reader = try fixture.open(file.ino, O_RDONLY)
@@ -108,7 +56,7 @@ import Testing
     }
 
     @Test func foldersRenamesAndRemovalsAnswerAsALocalDiskDoes() throws {
-        let fixture = try Fixture(), vfs = fixture.vfs
+        let fixture = try VFSFixture(), vfs = fixture.vfs
         defer { fixture.remove() }
         let docs = try vfs.mkdir(parent: fixture.files, name: "docs", mode: 0o755)
         #expect(docs.attributes.st_mode == S_IFDIR | 0o755)
@@ -131,7 +79,7 @@ import Testing
     }
 
     @Test func attributesChangeAsChmodTouchAndTruncateAsk() throws {
-        let fixture = try Fixture(), vfs = fixture.vfs
+        let fixture = try VFSFixture(), vfs = fixture.vfs
         defer { fixture.remove() }
         let file = try fixture.write("f", "0123456789")
         var wanted = stat()
@@ -150,7 +98,7 @@ import Testing
     }
 
     @Test func extendedAttributesOfDriveEntriesAndOfTheRoot() throws {
-        let fixture = try Fixture(), vfs = fixture.vfs
+        let fixture = try VFSFixture(), vfs = fixture.vfs
         defer { fixture.remove() }
         let file = try fixture.write("tagged", "t")
         try Array("blue".utf8).withUnsafeBytes { try vfs.setxattr(file.ino, name: "user.colour", value: $0, flags: 0) }
@@ -169,7 +117,7 @@ import Testing
     }
 
     @Test func aSingleUserMountChecksTheOwnersBits() throws {
-        let fixture = try Fixture(), vfs = fixture.vfs
+        let fixture = try VFSFixture(), vfs = fixture.vfs
         defer { fixture.remove() }
         vfs.configure(checksOwnerBits: true, idViewsOwnerOnly: false)
         let file = try fixture.write("secret", "s")

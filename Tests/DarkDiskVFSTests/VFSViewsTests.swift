@@ -9,69 +9,8 @@ import Testing
 /// Names, the ID views, pins and the store's own attributes, driven in process through the VFS's typed
 /// operations: what `ls`, `mv`, `getfattr` and `setfattr` would see on a mount, with no mount and no root.
 @Suite struct VFSViewsTests {
-    /// A fresh store (gone at `remove`) and the VFS over it, started as a mount starts it.
-    private final class Fixture {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("vfs-views-\(UUID().uuidString)").path
-        let store: DiskManager
-        let vfs: VFS
-        let files: Inode
-
-        init() throws {
-            store = try DiskManager.create(at: StoreLocation(directory: directory))
-            vfs = VFS(manager: store, logger: Logger(label: "darkdisk.test.vfs"))
-            _ = vfs.start(kernel: nil)
-            files = try vfs.lookup(parent: 1, name: "files").ino
-        }
-
-        func remove() {
-            vfs.stop()
-            try? FileManager.default.removeItem(atPath: directory)
-        }
-
-        /// Makes file `name` in `parent` (default `/files`) holding `text`, closed.
-        @discardableResult
-        func write(_ name: String, _ text: String, in parent: Inode? = nil) throws -> VFS.Entry {
-            let (entry, opened) = try vfs.create(parent: parent ?? files, name: name, mode: 0o644)
-            _ = try Array(text.utf8).withUnsafeBytes { try vfs.write(handle: opened.handle, offset: 0, bytes: $0, appending: false) }
-            try vfs.flush(handle: opened.handle)
-            vfs.release(handle: opened.handle)
-            return entry
-        }
-
-        /// The whole content of `ino`, read through a handle of its own.
-        func contents(_ ino: Inode) throws -> [UInt8] {
-            let opened = Locked<Result<VFS.Opened, any Error>?>(nil)
-            vfs.open(ino, flags: O_RDONLY) { result in opened.withLock { $0 = result } }
-            let handle = try #require(opened.withLock { $0 }, "an open of a stored file was not answered at once").get().handle
-            defer { vfs.release(handle: handle) }
-            let answer = Locked<Result<[UInt8], any Error>?>(nil)
-            vfs.read(handle: handle, offset: 0, size: 1 << 20) { result in answer.withLock { $0 = result.map { Array($0) } } }
-            return try #require(answer.withLock { $0 }).get()
-        }
-
-        /// The names a folder lists, without `.` and `..`.
-        func names(_ folder: Inode) throws -> [String] {
-            let handle = try vfs.openDirectory(folder)
-            defer { vfs.releaseDirectory(handle) }
-            return try vfs.listing(ofHandle: handle).map(\.name).filter { $0 != "." && $0 != ".." }
-        }
-
-        func attribute(_ ino: Inode, _ name: String) throws -> String {
-            String(decoding: try vfs.getxattr(ino, name: name), as: UTF8.self)
-        }
-
-        func setAttribute(_ ino: Inode, _ name: String, _ value: String) throws {
-            try Array(value.utf8).withUnsafeBytes { try vfs.setxattr(ino, name: name, value: $0, flags: 0) }
-        }
-
-        func errno(_ operation: () throws -> Void) -> Int32 {
-            do { try operation() } catch { return VFSErrno.from(error) }
-            return 0
-        }
-    }
-
     @Test func namesAreBytesSoNFCAndNFDAreTwoFilesAndLongNamesAreRefused() throws {
-        let fixture = try Fixture(), vfs = fixture.vfs
+        let fixture = try VFSFixture(), vfs = fixture.vfs
         defer { fixture.remove() }
         let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
         try fixture.write(composed, "composed")
@@ -89,7 +28,7 @@ import Testing
     }
 
     @Test func aRenameOverAFileReplacesItAndAMoveKeepsTheNode() throws {
-        let fixture = try Fixture(), vfs = fixture.vfs
+        let fixture = try VFSFixture(), vfs = fixture.vfs
         defer { fixture.remove() }
         let old = try fixture.write("draft", "new text")
         try fixture.write("final", "old text")
@@ -111,7 +50,7 @@ import Testing
     }
 
     @Test func writesAtAnOffsetLeaveZerosBeforeThemAndTruncateShortens() throws {
-        let fixture = try Fixture(), vfs = fixture.vfs
+        let fixture = try VFSFixture(), vfs = fixture.vfs
         defer { fixture.remove() }
         let (entry, opened) = try vfs.create(parent: fixture.files, name: "gap", mode: 0o644)
         _ = try Array("end".utf8).withUnsafeBytes { try vfs.write(handle: opened.handle, offset: 100_000, bytes: $0, appending: false) }
@@ -122,13 +61,13 @@ import Testing
         #expect(read.prefix(100_000).allSatisfy { $0 == 0 } && read.suffix(3) == Array("end".utf8))
         var size = stat()
         size.st_size = 10
-        let after = try vfs.setAttributes(of: entry.ino, size, changes: [.size], handle: nil, caller: VFS.Caller(uid: getuid())).stat
+        let after = try vfs.setAttributes(of: entry.ino, size, changes: [.size], handle: nil, caller: fixture.caller).stat
         #expect(after.st_size == 10)
         #expect(try fixture.contents(entry.ino) == [UInt8](repeating: 0, count: 10))
     }
 
     @Test func aNodeImportedIntoTheStoreShowsInTheIDViewsAndItsPersistenceIsAnAttribute() throws {
-        let fixture = try Fixture(), vfs = fixture.vfs
+        let fixture = try VFSFixture(), vfs = fixture.vfs
         defer { fixture.remove() }
         let source = fixture.directory + "/source"
         try Data("photo bytes".utf8).write(to: URL(fileURLWithPath: source))
@@ -161,7 +100,7 @@ import Testing
     }
 
     @Test func aFoldersPinIsInheritedBelowItAndRemovingItInheritsAgain() throws {
-        let fixture = try Fixture(), vfs = fixture.vfs
+        let fixture = try VFSFixture(), vfs = fixture.vfs
         defer { fixture.remove() }
         let folder = try vfs.mkdir(parent: fixture.files, name: "keep", mode: 0o755)
         let file = try fixture.write("f", "x", in: folder.ino)
@@ -182,7 +121,7 @@ import Testing
     }
 
     @Test func aNewFileWaitsForItsUploadAndTheDriveReportsItsSize() throws {
-        let fixture = try Fixture(), vfs = fixture.vfs
+        let fixture = try VFSFixture(), vfs = fixture.vfs
         defer { fixture.remove() }
         let file = try fixture.write("queued", "twelve bytes")
         #expect(try fixture.attribute(file.ino, "user.darkdisk.sync") == "pending", "no uploader runs in this process")
