@@ -21,7 +21,7 @@ extension CloudSync {
     /// (`If-Match`, or `If-None-Match: *` for a new node). If another machine's record came first, the
     /// node takes the remote's version in this store and the file is pushed again as a new node named
     /// `NAME (conflict HOST YYYY-MM-DD HHMMSS).EXT` in the same folder (`PushResult.conflict`, listed by
-    /// `DiskManager.conflictCopies()`). Then the store hears that the upload finished (upload hooks fire).
+    /// `StoreOutline.conflictCopies()`). Then the store hears that the upload finished (upload hooks fire).
     @discardableResult
     public func push(dataFile: String, nodeID: NodeID, name: String? = nil, parentID: String? = nil,
                      thumbnail: Data? = nil, metadata: Data? = nil) async throws -> PushResult {

@@ -6,7 +6,7 @@ import GRDBSQLite
 /// with each statement prepared once. A `tar x` asks one lookup per file, and a `cat` a lookup and an open;
 /// through GRDB the same indexed query cost about 36 µs, six times SQLite's own work (queue hop, schema
 /// check, statement cache keyed by SQL text, boxed arguments, `Row`s). Used only under
-/// `DiskManager.lookupConnection`'s lock (hence `@unchecked Sendable`). Any SQLite error is thrown as is;
+/// `StoreIndex.lookupConnection`'s lock (hence `@unchecked Sendable`). Any SQLite error is thrown as is;
 /// the caller then gives the connection up and reads through the pool.
 final class DriveLookupConnection: @unchecked Sendable {
     private let handle: OpaquePointer
