@@ -6,11 +6,6 @@ import DarkDiskSync
 /// shared `BlockingPool`, so a task never holds one of Swift's cooperative threads while it waits. In async
 /// code these are the ones Swift picks; synchronous code keeps calling the blocking forms.
 extension DiskManager {
-    /// Runs blocking store work on the shared pool.
-    func blocking<Value: Sendable>(_ body: @escaping @Sendable () throws(DarkDiskError) -> Value) async throws(DarkDiskError) -> Value {
-        try await BlockingPool.shared.run(body)
-    }
-
     /// Encrypts or moves `diskImport` into the store as a node's `kind` file (see the synchronous form).
     @discardableResult
     public func importNodeFile(_ diskImport: DiskImport, nodeID: NodeID, kind: FileKind = .data) async throws(DarkDiskError) -> DiskExport {

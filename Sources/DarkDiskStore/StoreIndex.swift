@@ -126,3 +126,9 @@ package final class StoreIndex: Sendable {
         }
     }
 }
+
+/// Runs blocking store work (an index transaction that may wait on another process, file I/O) on the shared
+/// `BlockingPool`: the one helper behind every `async` form of the store's components.
+func blocking<Value: Sendable>(_ body: @escaping @Sendable () throws(DarkDiskError) -> Value) async throws(DarkDiskError) -> Value {
+    try await BlockingPool.shared.run(body)
+}

@@ -5,11 +5,6 @@ import DarkDiskSync
 /// synchronous form on the shared `BlockingPool`, so a task never holds one of Swift's cooperative threads
 /// while it waits.
 extension StoreFiles {
-    /// Runs blocking store work on the shared pool.
-    func blocking<Value: Sendable>(_ body: @escaping @Sendable () throws(DarkDiskError) -> Value) async throws(DarkDiskError) -> Value {
-        try await BlockingPool.shared.run(body)
-    }
-
     /// A node's stored file, retained, or nil (see the synchronous form).
     public func nodeFile(_ nodeID: NodeID, kind: FileKind = .data) async throws(DarkDiskError) -> DiskExport? {
         try await blocking { () throws(DarkDiskError) in try self.nodeFile(nodeID, kind: kind) }

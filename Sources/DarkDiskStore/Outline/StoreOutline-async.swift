@@ -3,10 +3,6 @@ import DarkDiskSync
 /// The `async` forms of the outline's calls that write or may wait on another process: each runs its
 /// synchronous form on the shared `BlockingPool` (the reads that have async forms use GRDB's own).
 extension StoreOutline {
-    func blocking<Value: Sendable>(_ body: @escaping @Sendable () throws(DarkDiskError) -> Value) async throws(DarkDiskError) -> Value {
-        try await BlockingPool.shared.run(body)
-    }
-
     /// Writes a node's entry into the outline (see the synchronous form).
     @discardableResult
     package func update(_ entry: OutlineEntry, invalidatingLocalFiles: Bool = true, keepingLocalPlacement: Bool = false) async throws(DarkDiskError) -> Bool {
