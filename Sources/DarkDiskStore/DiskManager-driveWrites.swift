@@ -192,7 +192,7 @@ extension DiskManager {
         drainDriveCommits()
         try Self.checkDriveName(name)
         let now = clock.now.timeIntervalSince1970
-        let replaced = try write { db -> NodeID? in
+        let replaced = try write { db -> (NodeID, ([FileRecord], Bool))? in
             guard let kind = try Self.driveKind(of: nodeID, db) else { throw DarkDiskError(.notFound, "node \(nodeID) is not in the drive") }
             try Self.checkDriveFolder(parentID, db)
             var folder = parentID
@@ -202,40 +202,68 @@ extension DiskManager {
                 folder = try String.fetchOne(db, sql: "SELECT parentID FROM node WHERE id = ? AND name IS NOT NULL", arguments: [current.rawValue])
                     .flatMap { try? NodeID($0) }
             }
-            var replaced: NodeID?
+            var replaced: (NodeID, ([FileRecord], Bool))?
             if let existing = try Self.driveChildID(named: name, in: parentID, db), existing != nodeID {
                 guard replacing else { throw DarkDiskError(.exists, "'\(name)' exists already") }
                 let existingKind = try Self.driveKind(of: existing, db)
                 if existingKind == .folder {
                     guard kind == .folder else { throw DarkDiskError(.isDirectory, "'\(name)' is a folder") }
-                    guard try Self.driveChildIDs(of: existing, db).isEmpty else { throw DarkDiskError(.notEmpty, "folder '\(name)' is not empty") }
+                    guard try !Self.hasDriveChild(existing, db) else { throw DarkDiskError(.notEmpty, "folder '\(name)' is not empty") }
                 } else if kind == .folder {
                     throw DarkDiskError(.notDirectory, "'\(name)' is not a folder")
                 }
-                try db.execute(sql: "UPDATE node SET name = NULL, parentID = NULL WHERE id = ?", arguments: [existing.rawValue])
-                replaced = existing
+                replaced = (existing, try Self.deleteDriveRows(db, existing, now: now, files: files))
             }
-            try db.execute(sql: "UPDATE node SET name = ?, parentID = ? WHERE id = ?", arguments: [name, parentID?.rawValue, nodeID.rawValue])
+            try db.cachedStatement(sql: "UPDATE node SET name = ?, parentID = ? WHERE id = ?").execute(arguments: [name, parentID?.rawValue, nodeID.rawValue])
             try Self.queueDriveRecordChange(db, nodeID, now: now)
             return replaced
         }
-        if let replaced { try finishDriveDelete(replaced) }
-        return replaced
+        guard let (replacedID, (deleted, hadPartial)) = replaced else { return nil }
+        files.finishDeletes(deleted, reason: .deleted)
+        if hadPartial { files.removeIdlePartialDownload(replacedID) }
+        return replacedID
     }
 
     /// Deletes drive node `nodeID` here and, through the queue, in the remote. A folder must be empty. Its
-    /// stored files go when no one holds them any more: an open file keeps working for its holders.
+    /// stored files go when no one holds them any more: an open file keeps working for its holders. One
+    /// transaction (an `rm -rf` makes one per entry).
     package func deleteDriveNode(_ nodeID: NodeID) throws(DarkDiskError) {
         // (After what the drive's journal holds: its commits may make or change this node.)
         drainDriveCommits()
-        try write { db in
+        let (deleted, hadPartial) = try write { db -> ([FileRecord], Bool) in
             guard let kind = try Self.driveKind(of: nodeID, db) else { throw DarkDiskError(.notFound, "node \(nodeID) is not in the drive") }
-            if kind == .folder, try !Self.driveChildIDs(of: nodeID, db).isEmpty {
+            if kind == .folder, try Self.hasDriveChild(nodeID, db) {
                 throw DarkDiskError(.notEmpty, "the folder is not empty")
             }
-            try db.execute(sql: "UPDATE node SET name = NULL, parentID = NULL WHERE id = ?", arguments: [nodeID.rawValue])
+            return try Self.deleteDriveRows(db, nodeID, now: clock.now.timeIntervalSince1970, files: files)
         }
-        try finishDriveDelete(nodeID)
+        files.finishDeletes(deleted, reason: .deleted)
+        if hadPartial { files.removeIdlePartialDownload(nodeID) }
+    }
+
+    /// Inside a write transaction: takes node `nodeID` out of the tree and deletes its stored files' rows
+    /// (their files go after the commit: `StoreFiles.finishDeletes`). A node the remote has keeps its row
+    /// until the queued delete writes its tombstone; one only this store knew is forgotten at once. Returns
+    /// the file records deleted, and whether a partial download of the node is left to remove.
+    private static func deleteDriveRows(_ db: Database, _ nodeID: NodeID, now: Double, files: StoreFiles) throws -> ([FileRecord], Bool) {
+        let id = nodeID.rawValue
+        try db.cachedStatement(sql: "UPDATE node SET name = NULL, parentID = NULL WHERE id = ?").execute(arguments: [id])
+        let records = try FileRecord.fetchAll(db.cachedStatement(sql: "SELECT * FROM file WHERE ownerID = ? AND kind != ?"),
+                                              arguments: [id, FileKind.avatar.rawValue])
+        let deleted = try files.deleteRows(db, records)
+        try db.cachedStatement(sql: "DELETE FROM keepPersistent WHERE nodeID = ?").execute(arguments: [id])
+        let inRemote = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM node WHERE id = ? AND cloudETag IS NOT NULL"), arguments: [id]) ?? false
+        if inRemote {
+            try UploadQueue.add(db, nodeID, .delete, name: nil, parentID: nil, now: now)
+        } else {
+            for sql in ["DELETE FROM node WHERE id = ?", "DELETE FROM conflictCopy WHERE nodeID = ?", "DELETE FROM pin WHERE nodeID = ?",
+                        "DELETE FROM uploadQueue WHERE nodeID = ?"] {
+                try db.cachedStatement(sql: sql).execute(arguments: [id])
+            }
+        }
+        guard !inRemote else { return (deleted, false) }
+        let partial = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM download WHERE nodeID = ?"), arguments: [id]) ?? false
+        return (deleted, partial)
     }
 
     /// Changes a drive node's attributes (mode, times, extended attributes) and queues the record change.
@@ -252,19 +280,6 @@ extension DiskManager {
             guard try StoreOutline.setAttributes(db, attributes, of: nodeID) else { throw DarkDiskError(.notFound, "node \(nodeID) is not in the drive") }
             try Self.queueDriveRecordChange(db, nodeID, now: now)
             return attributes
-        }
-    }
-
-    /// The rest of a delete once the node has left the tree: its files go, and so does its record in the
-    /// remote (a tombstone through the queue); a node the remote never had is forgotten at once.
-    private func finishDriveDelete(_ nodeID: NodeID) throws(DarkDiskError) {
-        if try outline.entry(nodeID) != nil {
-            try files.deleteNodeFiles([nodeID], kind: .data)
-            try files.deleteNodeFiles([nodeID], kind: .metadata)
-            try files.deleteNodeFiles([nodeID], kind: .thumbnail)
-            try uploadQueue.addDelete(nodeID)
-        } else {
-            try deleteNodes([nodeID])
         }
     }
 
@@ -309,8 +324,8 @@ extension DiskManager {
     /// Thrown in a commit's transaction when the node has gone meanwhile, to roll it back.
     struct DeletedMeanwhile: Error {}
 
-    private static func driveChildIDs(of folder: NodeID, _ db: Database) throws -> [NodeID] {
-        try String.fetchAll(db, sql: "SELECT id FROM node WHERE parentID = ? AND name IS NOT NULL LIMIT 1", arguments: [folder.rawValue])
-            .compactMap { try? NodeID($0) }
+    /// Whether drive folder `folder` has an entry.
+    private static func hasDriveChild(_ folder: NodeID, _ db: Database) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM node WHERE parentID = ? AND name IS NOT NULL LIMIT 1"), arguments: [folder.rawValue]) ?? false
     }
 }

@@ -14,6 +14,11 @@ final class FileDeleter: Sendable {
     /// looks up only these in the index (one read per `close` of every file was the cost before). A path
     /// another process marked goes at the next sweep of a process that has the store open (`StoreFiles.maintenanceInterval`).
     private static let markedHere = Locked<Set<String>>([])
+    /// Paths deleted whose `pendingDelete` rows are still to go: they go in the next transaction that marks
+    /// paths, or in a batch of their own once `goneBatch` wait (a transaction per deleted file made an `rm`
+    /// cost two). A row left by a process that exits is harmless: the next sweep finds its file gone.
+    private let gone = Locked<Set<String>>([])
+    static let goneBatch = 256
 
     init(database: DatabasePool) {
         self.database = database
@@ -23,13 +28,34 @@ final class FileDeleter: Sendable {
     /// so that a token released in between still sees the entry.
     func markPending(_ db: Database, paths: [String]) throws {
         guard !paths.isEmpty else { return }
+        // Marked before the commit (a release in between must look). A marking that rolls back leaves the paths
+        // marked: a release then looks in vain, one read. (No transaction observer here: adding one makes GRDB
+        // drop every cached statement that deletes, so each `unlink` prepared its statements again.)
         Self.markedHere.withLock { $0.formUnion(paths) }
-        // Marked before the commit (a release in between must look), unmarked if the marking never commits.
-        db.afterNextTransaction(onCommit: { _ in }, onRollback: { _ in Self.markedHere.withLock { $0.subtract(paths) } })
+        // (A path marked again is no longer gone; the rest of the gone go first, in this transaction.)
+        gone.withLock { $0.subtract(paths) }
+        try removeGone(db)
         let now = Date().timeIntervalSince1970
         for path in paths {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO pendingDelete (path, since) VALUES (?, ?)").execute(arguments: [path, now])
         }
+    }
+
+    /// Inside a write transaction: removes the rows of the paths gone so far (left to a sweep if it rolls back).
+    private func removeGone(_ db: Database) throws {
+        let paths = gone.withLock { set in
+            defer { set = [] }
+            return set
+        }
+        for path in paths {
+            try db.cachedStatement(sql: "DELETE FROM pendingDelete WHERE path = ?").execute(arguments: [path])
+        }
+    }
+
+    /// Removes the rows of every path gone so far now.
+    func removeGone() {
+        guard !gone.withLock({ $0.isEmpty }) else { return }
+        _ = try? database.write { db in try self.removeGone(db) }
     }
 
     /// Deletes `path` now if nobody retains it; returns whether it is gone.
@@ -69,6 +95,7 @@ final class FileDeleter: Sendable {
 
     /// Retries every pending delete (at start-up and from sweeps).
     func sweep() {
+        removeGone()
         let paths = (try? database.read { db in try String.fetchAll(db, sql: "SELECT path FROM pendingDelete") }) ?? []
         for path in paths { tryDelete(path) }
     }
@@ -77,11 +104,14 @@ final class FileDeleter: Sendable {
         forget([path])
     }
 
+    /// Notes `paths` as deleted: their `pendingDelete` rows go with the next batch (`gone`).
     func forget(_ paths: [String]) {
         guard !paths.isEmpty else { return }
         Self.markedHere.withLock { $0.subtract(paths) }
-        _ = try? database.write { db in
-            for path in paths { try db.execute(sql: "DELETE FROM pendingDelete WHERE path = ?", arguments: [path]) }
+        let full = gone.withLock { set in
+            set.formUnion(paths)
+            return set.count >= Self.goneBatch
         }
+        if full { removeGone() }
     }
 }

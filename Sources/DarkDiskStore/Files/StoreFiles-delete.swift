@@ -89,7 +89,7 @@ extension StoreFiles {
     func deleteRows(_ db: Database, _ records: [FileRecord]) throws -> [FileRecord] {
         var deleted: [FileRecord] = []
         for record in records {
-            try db.execute(sql: "DELETE FROM file WHERE id = ? AND name = ?", arguments: [record.id, record.name])
+            try db.cachedStatement(sql: "DELETE FROM file WHERE id = ? AND name = ?").execute(arguments: [record.id, record.name])
             if db.changesCount == 1 { deleted.append(record) }
         }
         try deleter.markPending(db, paths: deleted.map(path(of:)))
