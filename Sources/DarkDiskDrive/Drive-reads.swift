@@ -116,7 +116,7 @@ extension Drive {
         var pending: StagedContent.AttributeChanges?
         switch record.kind {
         case .folder:
-            break
+            attributes.links = 2 + UInt32(try store.driveSubfolderCount(of: node.id))
         case .symlink:
             guard let target = record.target else { return nil }
             attributes.size = UInt64(target.utf8.count)
@@ -143,6 +143,11 @@ extension Drive {
             attributes.changed = time
         }
         if let changed = node.changed.flatMap(DriveTime.init) { attributes.changed = changed }
+        // A folder whose entries changed here since: that time (the index may not have the change yet).
+        if record.kind == .folder, let touched = folderTimes.withLock({ $0[node.id] }) {
+            if attributes.modified.map({ touched > $0 }) ?? true { attributes.modified = touched }
+            if attributes.changed.map({ touched > $0 }) ?? true { attributes.changed = touched }
+        }
         // Written or changed since its last commit: as its writer has it.
         if let pending {
             if let mode = pending.mode { attributes.permissions = mode & 0o7777 }
@@ -153,6 +158,11 @@ extension Drive {
             }
         }
         return attributes
+    }
+
+    /// The link count of the top of the drive: 2 and one per folder in it.
+    package func topLinks() throws(DarkDiskError) -> UInt32 {
+        2 + UInt32(try store.driveSubfolderCount(of: nil))
     }
 
     /// The target of link `id` (nil: gone, or not a link).

@@ -14,6 +14,7 @@ extension Drive {
         // (The kernel looked the name up first and holds the folder meanwhile; a node another process
         // gave the same name since is shown beside it.)
         creates.add(prepared)
+        entriesChanged(in: folder)
         // (Its attributes as made: no query, as its content is the writer's.)
         guard let attributes = try attributes(of: node) else {
             release(writer)
@@ -30,6 +31,8 @@ extension Drive {
         guard truncating else { return writer }
         do {
             try writer.content.truncate(to: 0)
+            // (Truncated to nothing, even from nothing, its times move.)
+            writer.content.noteChange()
             // A version of some size given up is replaced by the empty one at once, so that its room is free
             // for what is written next, as a local disk frees a truncated file's blocks (`cp` of 40 MB over
             // 30 MB needs 10 MB free there, not 40).

@@ -28,6 +28,10 @@ package final class Drive: Sendable {
     let folderRecords = DriveFolderRecords()
     /// New drive files whose index rows wait for their first commit.
     let creates: PendingCreates
+    /// Folders whose entries changed here, and when: their modification and change times show it at once,
+    /// before the index has the change (a journaled `unlink`, a `creat` whose row waits). Forgotten when the
+    /// folder's time is set.
+    let folderTimes = Locked<[NodeID: DriveTime]>([:])
     /// Told when a node has a new version committed here (in the index), so readers change over.
     private let versionObserver = Locked<Callback<NodeID, Void>?>(nil)
 
@@ -95,6 +99,14 @@ package final class Drive: Sendable {
     }
 
     // MARK: Records kept
+
+    /// Notes that the entries of `folders` (nil: the top, whose times are the mount's) changed now.
+    func entriesChanged(in folders: NodeID?...) {
+        let now = Self.now()
+        folderTimes.withLock { times in
+            for case let folder? in folders { times[folder] = now }
+        }
+    }
 
     /// Forgets what this drive keeps of the records of `ids` (a folder's, a writer's), whose nodes changed
     /// (here, or elsewhere: a pull, another process).

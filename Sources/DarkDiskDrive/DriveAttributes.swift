@@ -36,4 +36,6 @@ package struct DriveAttributes: Sendable, Equatable {
     package var modified: DriveTime?
     package var changed: DriveTime?
     package var accessed: DriveTime?
+    /// Its link count: 1 for a file or link; 2 and one per folder in it for a folder.
+    package var links: UInt32 = 1
 }

@@ -66,6 +66,15 @@ extension DiskManager {
         return try Self.listedNode(from: columns, in: parentIsFolder ? parent : nil)
     }
 
+    /// How many folders drive folder `folder` (nil: the top) holds: its link count is two more, as on a
+    /// local disk (`..` of each). One read of a partial index of folders.
+    package func driveSubfolderCount(of folder: NodeID?) throws(DarkDiskError) -> Int {
+        try quickRead { db in
+            try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM node WHERE parentID IS ? AND type = 'folder' AND name IS NOT NULL"),
+                             arguments: [folder?.rawValue]) ?? 0
+        }
+    }
+
     /// The drive nodes of `ids` that the outline names, by ID, in one read (the store watcher asks for every
     /// node that changed in the last second at once).
     package func driveNodes(_ ids: [NodeID]) throws(DarkDiskError) -> [NodeID: DriveNode] {

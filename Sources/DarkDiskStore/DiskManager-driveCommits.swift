@@ -87,8 +87,28 @@ extension DiskManager {
     }
 
     /// Whether a journaled commit waiting for the index makes a node named `name` in folder `parentID`.
+    /// Whether a record making or removing an entry of folder `folderID` waits in the drive's journal.
+    package func hasPendingDriveCommit(inFolder folderID: NodeID) -> Bool {
+        driveJournal.withLock { $0 }?.isPending(inFolder: folderID.rawValue) ?? false
+    }
+
     package func hasPendingDriveCommit(named name: String, in parentID: NodeID?) -> Bool {
         driveJournal.withLock { $0 }?.isPending(name: name, in: parentID?.rawValue) ?? false
+    }
+
+    /// Removes drive file or link `node` (found named `node.name` in its folder, no commit of that name
+    /// waiting) through the journal: once this returns, the removal outlives the process, and the index takes
+    /// it with the next batch (`applyDriveCommits`); a lookup of the name waits for that. False when this
+    /// process does not journal: the caller deletes the node itself (`deleteDriveNode`).
+    package func journalDriveRemoval(_ node: DriveNode) throws(DarkDiskError) -> Bool {
+        guard node.attributes.kind != .folder else { throw DarkDiskError(.isDirectory, "'\(node.name)' is a folder") }
+        guard let journal = driveJournal.withLock({ $0 }) else { return false }
+        let now = clock.now.timeIntervalSince1970
+        try journal.append { sequence in
+            DriveCommitJournal.Pending(record: .removal(sequence: sequence, nodeID: node.id.rawValue, parentID: node.parentID?.rawValue, name: node.name, time: now),
+                                       isLive: true, fileRecord: nil, completion: { _ in })
+        }
+        return true
     }
 
     /// The journaled half of `commitDriveFile`: `file` goes in place, locked, and its record into the journal;
@@ -143,6 +163,13 @@ extension DiskManager {
             results = try applyDriveCommits(batch, savepoints: true)
         }
         for (pending, result) in zip(batch, results) {
+            if pending.record.removal != nil {
+                if let (deleted, hadPartial) = result.removed {
+                    files.finishDeletes(deleted, reason: .deleted)
+                    if hadPartial, let id = try? NodeID(pending.record.nodeID) { files.removeIdlePartialDownload(id) }
+                }
+                continue
+            }
             let finalPath = files.path(name: pending.record.fileName, mode: .persistent)
             switch result.outcome {
             case .indexed:
@@ -156,11 +183,14 @@ extension DiskManager {
         return results.map(\.outcome)
     }
 
-    /// A record's outcome in a batch, the version it replaced (deleted once the batch commits), the row it inserted.
+    /// A record's outcome in a batch, the version it replaced (deleted once the batch commits), the row it
+    /// inserted; for a removal, the file rows it deleted (their files go once the batch commits) and whether
+    /// a partial download is left to remove.
     struct AppliedCommit {
         let outcome: DriveCommitOutcome
         let replaced: String?
         let inserted: FileRecord?
+        var removed: ([FileRecord], Bool)? = nil
 
         /// Thrown (and never seen outside) when a record of a batch written without savepoints cannot land.
         static let retry = DarkDiskError(.busy, "a record of the batch cannot land: written again with savepoints")
@@ -177,12 +207,20 @@ extension DiskManager {
             let applied = UInt64(max(try Int64.fetchOne(db.cachedStatement(sql: "SELECT appliedThrough FROM driveJournal WHERE id = 1")) ?? 0, 0))
             let results = try batch.map { pending throws -> AppliedCommit in
                 guard pending.record.sequence > applied else { return AppliedCommit(outcome: .indexed, replaced: nil, inserted: nil) }
+                if pending.record.removal != nil {
+                    // (A node gone meanwhile, or no longer a file or link, has nothing left to remove.)
+                    guard let id = try? NodeID(pending.record.nodeID), let kind = try Self.driveKind(of: id, db), kind != .folder else {
+                        return AppliedCommit(outcome: .dropped(nil), replaced: nil, inserted: nil)
+                    }
+                    let removed = try Self.deleteDriveRows(db, id, now: pending.record.time, files: files)
+                    return AppliedCommit(outcome: .indexed, replaced: nil, inserted: nil, removed: removed)
+                }
                 if !pending.isLive, access(files.path(name: pending.record.fileName, mode: .persistent), F_OK) != 0 {
                     // A replayed record whose stored file went (removed by hand): nothing to index.
                     return AppliedCommit(outcome: .dropped(DarkDiskError(.notFound, "its stored file \(pending.record.fileName) is gone")),
                                          replaced: nil, inserted: nil)
                 }
-                var fileRecord = pending.fileRecord
+                guard var fileRecord = pending.fileRecord else { throw DarkDiskError(.corrupt, "a commit without its file row") }
                 var old: String?
                 let dropped: DriveCommitOutcome
                 do {
@@ -220,8 +258,9 @@ extension DiskManager {
     }
 
     /// The change rows a batch's transaction wrote (after row `changesBefore`) and the nodes among them
-    /// whose commits landed as this process's writers made them, so that a mount has shown them to the kernel
-    /// already: not replayed records, and not new files whose folder a pull deleted meanwhile (they show at
+    /// whose commits or removals landed as this process's writers made them, and their folders (whose times
+    /// they moved), so that a mount has shown them to the kernel already: not replayed records, and not new
+    /// files whose folder a pull deleted meanwhile (they show at
     /// the top, which the kernel must be told of). Nil when no row was written (a range past the last row
     /// would claim another writer's next one) or a read failed: the watcher then tells every row, as for
     /// another process's, and the batch is not failed for it.
@@ -232,12 +271,14 @@ extension DiskManager {
         var folders: [String: Bool] = [:]
         for (pending, result) in zip(batch, results) where pending.isLive {
             // (Landed by this transaction: not a record another process's replay had written already.)
-            guard case .indexed = result.outcome, result.inserted != nil else { continue }
-            if let folder = pending.record.newNode?.parentID {
+            guard case .indexed = result.outcome, result.inserted != nil || result.removed != nil else { continue }
+            if let folder = pending.record.name?.parentID {
                 if folders[folder] == nil {
                     folders[folder] = (try? NodeID(folder)).flatMap { try? driveKind(of: $0, db) } == .folder
                 }
                 guard folders[folder] == true else { continue }
+                // (Its folder's times, which the mount shows already: `Drive.folderTimes`.)
+                nodes.insert(folder)
             }
             nodes.insert(pending.record.nodeID)
         }
@@ -276,6 +317,7 @@ extension DiskManager {
             try insertNodeColumns(db, id: nodeID.rawValue, wrappedKey: node.wrappedKey, name: node.name, parentID: node.parentID,
                                   created: node.created, type: node.type, mode: mode ?? node.mode, mtime: modified?.seconds ?? node.mtime,
                                   mtimeNsec: modified?.nanoseconds ?? node.mtimeNsec, target: node.target, xattrs: node.xattrs, changed: now)
+            try touchDriveFolder(db, node.parentID, now: node.created)
         } else if mode != nil || modified != nil {
             // One statement sets them and finds the node still named.
             try db.cachedStatement(sql: """
@@ -330,7 +372,8 @@ extension DiskManager {
         while start < todo.count {
             let slice = todo[start..<min(start + 500, todo.count)]
             let batch = slice.map { record in
-                DriveCommitJournal.Pending(record: record, isLive: false, fileRecord: Self.fileRecord(of: record), completion: { _ in })
+                DriveCommitJournal.Pending(record: record, isLive: false, fileRecord: record.removal == nil ? Self.fileRecord(of: record) : nil,
+                                           completion: { _ in })
             }
             let outcomes = try applyDriveCommits(batch)
             written += outcomes.filter { if case .indexed = $0 { true } else { false } }.count
@@ -359,7 +402,7 @@ extension DiskManager {
         guard let st = try? file.stat() else { return nil }
         guard st.st_size > 0 else { return [] }
         guard let bytes = try? file.pread(count: Int(st.st_size), at: 0) else { return nil }
-        return Set(DriveCommitRecord.records(in: bytes, key: journalKey).records.map(\.fileName))
+        return Set(DriveCommitRecord.records(in: bytes, key: journalKey).records.filter { $0.removal == nil }.map(\.fileName))
     }
 
     /// The file row a journaled record stands for: the node's data, persistent until uploaded.

@@ -17,7 +17,9 @@ extension DiskManager {
         guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(UInt8(ascii: "/")), !name.utf8.contains(0) else {
             throw DarkDiskError(.invalidArgument, "'\(name)' cannot name a drive entry")
         }
-        guard name.utf8.count <= 255 else { throw DarkDiskError(.nameTooLong, "a name of \(name.utf8.count) bytes (at most 255)") }
+        guard name.utf8.count <= DriveNames.maximumLength else {
+            throw DarkDiskError(.nameTooLong, "a name of \(name.utf8.count) bytes (at most \(DriveNames.maximumLength))")
+        }
     }
 
     /// Makes a drive node named `name` in folder `parentID` (nil: the top). A folder or link is queued for
@@ -98,6 +100,16 @@ extension DiskManager {
                               created: node.created, type: attributes.kind.rawValue, mode: Int64(attributes.mode),
                               mtime: attributes.modifiedSeconds, mtimeNsec: Int64(attributes.modifiedNanoseconds),
                               target: attributes.target, xattrs: row.extendedAttributes)
+        try touchDriveFolder(db, node.parentID?.rawValue, now: node.created)
+    }
+
+    /// Sets folder `parentID`'s modification and change times to `now` (an entry was made, removed or moved
+    /// in it, as a local disk does), in the caller's transaction; the top of the drive keeps the mount's. Not
+    /// queued for upload: the folder's next record change carries them.
+    static func touchDriveFolder(_ db: Database, _ parentID: String?, now: Double) throws {
+        guard let parentID, let time = DriveTimeColumns(now) else { return }
+        try db.cachedStatement(sql: "UPDATE node SET mtime = ?, mtimeNsec = ?, ctime = ? WHERE id = ? AND type = 'folder'")
+            .execute(arguments: [time.seconds, time.nanoseconds, now, parentID])
     }
 
     /// Inserts a new node's row from its columns (a journaled commit keeps them so), in the caller's transaction.
@@ -214,14 +226,49 @@ extension DiskManager {
                 }
                 replaced = (existing, try Self.deleteDriveRows(db, existing, now: now, files: files))
             }
+            let oldParent = try String.fetchOne(db.cachedStatement(sql: "SELECT parentID FROM node WHERE id = ?"), arguments: [nodeID.rawValue])
             try db.cachedStatement(sql: "UPDATE node SET name = ?, parentID = ? WHERE id = ?").execute(arguments: [name, parentID?.rawValue, nodeID.rawValue])
             try Self.queueDriveRecordChange(db, nodeID, now: now)
+            try Self.touchDriveFolder(db, oldParent, now: now)
+            if oldParent != parentID?.rawValue { try Self.touchDriveFolder(db, parentID?.rawValue, now: now) }
             return replaced
         }
         guard let (replacedID, (deleted, hadPartial)) = replaced else { return nil }
         files.finishDeletes(deleted, reason: .deleted)
         if hadPartial { files.removeIdlePartialDownload(replacedID) }
         return replacedID
+    }
+
+    /// Swaps the names and folders of drive nodes `a` and `b` in one transaction (`RENAME_EXCHANGE`); a folder
+    /// cannot go below itself (`EINVAL`). Both records are queued for upload.
+    package func exchangeDriveNodes(_ a: NodeID, _ b: NodeID) throws(DarkDiskError) {
+        guard a != b else { return }
+        drainDriveCommits()
+        let now = clock.now.timeIntervalSince1970
+        try write { db in
+            let place = try db.cachedStatement(sql: "SELECT name, parentID FROM node WHERE id = ? AND name IS NOT NULL")
+            guard let rowA = try Row.fetchOne(place, arguments: [a.rawValue]), let rowB = try Row.fetchOne(place, arguments: [b.rawValue]) else {
+                throw DarkDiskError(.notFound, "a node to exchange is not in the drive")
+            }
+            let nameA: String = rowA["name"], parentA: String? = rowA["parentID"]
+            let nameB: String = rowB["name"], parentB: String? = rowB["parentID"]
+            // Each goes to the other's folder: neither may be that folder or above it.
+            for (node, folder) in [(a, parentB), (b, parentA)] {
+                var current = folder.flatMap { try? NodeID($0) }
+                while let id = current {
+                    if id == node { throw DarkDiskError(.invalidArgument, "a folder cannot move below itself") }
+                    current = try String.fetchOne(db.cachedStatement(sql: "SELECT parentID FROM node WHERE id = ? AND name IS NOT NULL"),
+                                                  arguments: [id.rawValue]).flatMap { try? NodeID($0) }
+                }
+            }
+            let move = try db.cachedStatement(sql: "UPDATE node SET name = ?, parentID = ? WHERE id = ?")
+            try move.execute(arguments: [nameB, parentB, a.rawValue])
+            try move.execute(arguments: [nameA, parentA, b.rawValue])
+            try Self.queueDriveRecordChange(db, a, now: now)
+            try Self.queueDriveRecordChange(db, b, now: now)
+            try Self.touchDriveFolder(db, parentA, now: now)
+            if parentB != parentA { try Self.touchDriveFolder(db, parentB, now: now) }
+        }
     }
 
     /// Deletes drive node `nodeID` here and, through the queue, in the remote. A folder must be empty. Its
@@ -245,9 +292,11 @@ extension DiskManager {
     /// (their files go after the commit: `StoreFiles.finishDeletes`). A node the remote has keeps its row
     /// until the queued delete writes its tombstone; one only this store knew is forgotten at once. Returns
     /// the file records deleted, and whether a partial download of the node is left to remove.
-    private static func deleteDriveRows(_ db: Database, _ nodeID: NodeID, now: Double, files: StoreFiles) throws -> ([FileRecord], Bool) {
+    static func deleteDriveRows(_ db: Database, _ nodeID: NodeID, now: Double, files: StoreFiles) throws -> ([FileRecord], Bool) {
         let id = nodeID.rawValue
+        let parentID = try String.fetchOne(db.cachedStatement(sql: "SELECT parentID FROM node WHERE id = ?"), arguments: [id])
         try db.cachedStatement(sql: "UPDATE node SET name = NULL, parentID = NULL WHERE id = ?").execute(arguments: [id])
+        try touchDriveFolder(db, parentID, now: now)
         let records = try FileRecord.fetchAll(db.cachedStatement(sql: "SELECT * FROM file WHERE ownerID = ? AND kind != ?"),
                                               arguments: [id, FileKind.avatar.rawValue])
         let deleted = try files.deleteRows(db, records)
@@ -327,5 +376,18 @@ extension DiskManager {
     /// Whether drive folder `folder` has an entry.
     private static func hasDriveChild(_ folder: NodeID, _ db: Database) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM node WHERE parentID = ? AND name IS NOT NULL LIMIT 1"), arguments: [folder.rawValue]) ?? false
+    }
+}
+
+/// A time in seconds since 1970 as the `node` row's `mtime` and `mtimeNsec` columns keep it.
+struct DriveTimeColumns {
+    let seconds: Int64
+    let nanoseconds: Int64
+
+    init?(_ time: Double) {
+        guard time.isFinite, abs(time) < 1e15 else { return nil }
+        let whole = time.rounded(.down)
+        seconds = Int64(whole)
+        nanoseconds = min(999_999_999, Int64((time - whole) * 1e9))
     }
 }

@@ -23,7 +23,8 @@ final class DriveCommitJournal: Sendable {
     struct Pending: Sendable {
         let record: DriveCommitRecord
         let isLive: Bool
-        let fileRecord: FileRecord
+        /// The file row a commit inserts (nil for a removal).
+        let fileRecord: FileRecord?
         let completion: @Sendable (DriveCommitOutcome) -> Void
     }
 
@@ -79,9 +80,11 @@ final class DriveCommitJournal: Sendable {
         var scheduled = false
         var failing = false
         var stopped = false
-        /// Records waiting, by node and by (folder, name) of the nodes they insert.
+        /// Records waiting, by node and by (folder, name) of the nodes they insert or remove.
         var nodes: [String: Int] = [:]
         var names: [NameKey: Int] = [:]
+        /// Records waiting, by the folder whose entries they make or remove (whose times they move).
+        var folders: [String: Int] = [:]
 
         /// Records appended that the index does not have yet (sequences are consecutive); none once stopped.
         var backlog: Int { stopped ? 0 : Int(appended - processed) }
@@ -149,7 +152,10 @@ final class DriveCommitJournal: Sendable {
         state.appended = pending.record.sequence
         state.waiting.append(pending)
         state.nodes[pending.record.nodeID, default: 0] += 1
-        if let node = pending.record.newNode { state.names[NameKey(parentID: node.parentID, name: node.name), default: 0] += 1 }
+        if let named = pending.record.name {
+            state.names[NameKey(parentID: named.parentID, name: named.name), default: 0] += 1
+            if let folder = named.parentID { state.folders[folder, default: 0] += 1 }
+        }
         outstanding.wrappingAdd(1, ordering: .releasing)
         if state.waiting.count == Self.fullBatch {
             queue.async { self.run() }
@@ -176,7 +182,13 @@ final class DriveCommitJournal: Sendable {
         return state.withLock { $0.nodes[nodeID] != nil }
     }
 
-    /// Whether a record inserting a node named `name` in folder `parentID` waits for the index.
+    /// Whether a record inserting or removing an entry of folder `folderID` waits for the index.
+    func isPending(inFolder folderID: String) -> Bool {
+        guard !isIdle else { return false }
+        return state.withLock { $0.folders[folderID] != nil }
+    }
+
+    /// Whether a record inserting or removing a node named `name` in folder `parentID` waits for the index.
     func isPending(name: String, in parentID: String?) -> Bool {
         guard !isIdle else { return false }
         return state.withLock { $0.names[NameKey(parentID: parentID, name: name)] != nil }
@@ -248,8 +260,12 @@ final class DriveCommitJournal: Sendable {
                 let node = pending.record.nodeID
                 state.nodes[node, default: 1] -= 1
                 if state.nodes[node] == 0 { state.nodes[node] = nil }
-                if let new = pending.record.newNode {
-                    let key = NameKey(parentID: new.parentID, name: new.name)
+                if let named = pending.record.name {
+                    if let folder = named.parentID {
+                        state.folders[folder, default: 1] -= 1
+                        if state.folders[folder] == 0 { state.folders[folder] = nil }
+                    }
+                    let key = NameKey(parentID: named.parentID, name: named.name)
                     state.names[key, default: 1] -= 1
                     if state.names[key] == 0 { state.names[key] = nil }
                 }

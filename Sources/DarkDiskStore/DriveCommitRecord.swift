@@ -3,7 +3,8 @@ import Foundation
 
 /// One drive file's commit as the drive's journal keeps it until the index has it (`DriveCommitJournal`):
 /// the rows the commit's transaction writes, by value, so that a daemon killed before that transaction ran
-/// has it run at the store's next opening. Its frame (Sources/DarkDiskDrive/README.md, "The drive's commit journal"):
+/// has it run at the store's next opening. Or, when `removal` is set, an `unlink` of a file or link: the
+/// node leaves its folder when the index takes the record (its file fields are then empty). Its frame (Sources/DarkDiskDrive/README.md, "The drive's commit journal"):
 /// the bytes `DDJ1`, the payload's length and its CRC-32 (both little-endian 32-bit), then the payload; in a
 /// store with a passphrase `DDJ2`, the payload sealed (`SealedMessage`, it names a new file), as the index is
 /// encrypted there.
@@ -28,6 +29,15 @@ struct DriveCommitRecord: Sendable, Equatable {
     /// The file ID in the version's header, when it is a cloud file (`FileRecord.cloudFileID`). Written last
     /// and only when present, so records written before it read as they were.
     var cloudFileID: Data?
+    /// Set when this record removes the node from the drive instead (its frame is `DDR1`, or `DDR2` sealed).
+    var removal: Removal?
+
+    /// Where the node removed was, as the `unlink` found it: a name that waits for the index is looked up
+    /// after the index has it.
+    struct Removal: Sendable, Equatable {
+        var parentID: String?
+        var name: String
+    }
 
     struct Modified: Sendable, Equatable {
         var seconds: Int64
@@ -51,6 +61,9 @@ struct DriveCommitRecord: Sendable, Equatable {
     static let magic: [UInt8] = Array("DDJ1".utf8)
     /// The frame of a sealed payload.
     static let sealedMagic: [UInt8] = Array("DDJ2".utf8)
+    /// The frames of a removal, in the clear and sealed.
+    static let removalMagic: [UInt8] = Array("DDR1".utf8)
+    static let sealedRemovalMagic: [UInt8] = Array("DDR2".utf8)
     /// What a sealed payload is bound to.
     static let sealingContext: [UInt8] = Array("darkdisk drive journal 1".utf8)
     /// Magic, length, CRC.
@@ -62,6 +75,14 @@ struct DriveCommitRecord: Sendable, Equatable {
     /// The record framed for the journal, its payload sealed under `key` if given.
     func framed(sealedWith key: SymmetricKey? = nil) throws(CryptoError) -> [UInt8] {
         var payload = Writer()
+        if let removal {
+            payload.u64(sequence)
+            payload.string(nodeID)
+            payload.optional(removal.parentID) { $0.string($1) }
+            payload.string(removal.name)
+            payload.f64(time)
+            return try Self.frame(payload.bytes, magic: key == nil ? Self.removalMagic : Self.sealedRemovalMagic, key: key)
+        }
         payload.u64(sequence)
         payload.string(nodeID)
         payload.string(fileName)
@@ -85,10 +106,15 @@ struct DriveCommitRecord: Sendable, Equatable {
             writer.optional(node.xattrs) { $0.data($1) }
         }
         if let cloudFileID { payload.optional(cloudFileID) { $0.data($1) } }
-        let body = try key.map { (key) throws(CryptoError) in try SealedMessage.seal(payload.bytes, key: key, context: Self.sealingContext) } ?? payload.bytes
+        return try Self.frame(payload.bytes, magic: key == nil ? Self.magic : Self.sealedMagic, key: key)
+    }
+
+    /// `payload` in a frame, sealed under `key` if given.
+    private static func frame(_ payload: [UInt8], magic: [UInt8], key: SymmetricKey?) throws(CryptoError) -> [UInt8] {
+        let body = try key.map { (key) throws(CryptoError) in try SealedMessage.seal(payload, key: key, context: Self.sealingContext) } ?? payload
         var frame = Writer()
         frame.bytes.reserveCapacity(Self.frameHeaderSize + body.count)
-        frame.bytes.append(contentsOf: key == nil ? Self.magic : Self.sealedMagic)
+        frame.bytes.append(contentsOf: magic)
         frame.u32(UInt32(body.count))
         frame.u32(CRC32.checksum(body))
         frame.bytes.append(contentsOf: body)
@@ -103,7 +129,8 @@ struct DriveCommitRecord: Sendable, Equatable {
         var offset = 0
         while bytes.count - offset >= frameHeaderSize {
             let frameMagic = Array(bytes[offset..<offset + 4])
-            guard frameMagic == magic || frameMagic == sealedMagic else { break }
+            let isRemoval = frameMagic == removalMagic || frameMagic == sealedRemovalMagic
+            guard isRemoval || frameMagic == magic || frameMagic == sealedMagic else { break }
             var header = Reader(bytes: bytes, offset: offset + 4)
             guard let length = try? Int(header.u32()), let crc = try? header.u32(), length <= maximumPayload,
                   bytes.count - offset - frameHeaderSize >= length else { break }
@@ -111,7 +138,8 @@ struct DriveCommitRecord: Sendable, Equatable {
             let body = bytes[start..<start + length]
             guard CRC32.checksum(body) == crc else { break }
             let record: DriveCommitRecord?
-            if frameMagic == sealedMagic {
+            let decode = isRemoval ? decodeRemoval : decode
+            if frameMagic == sealedMagic || frameMagic == sealedRemovalMagic {
                 guard let key, let payload = try? SealedMessage.open(Array(body), key: key, context: sealingContext) else { break }
                 record = try? decode(Reader(bytes: payload, offset: 0, end: payload.count))
             } else {
@@ -149,6 +177,30 @@ struct DriveCommitRecord: Sendable, Equatable {
         }
         guard reader.offset == reader.end else { throw Malformed() }
         return record
+    }
+
+    private static func decodeRemoval(_ reader: Reader) throws(Malformed) -> DriveCommitRecord {
+        var reader = reader
+        let sequence = try reader.u64(), nodeID = try reader.string()
+        let parentID = try reader.present() ? try reader.string() : nil
+        let name = try reader.string(), time = try reader.f64()
+        guard reader.offset == reader.end else { throw Malformed() }
+        return removal(sequence: sequence, nodeID: nodeID, parentID: parentID, name: name, time: time)
+    }
+
+    /// A record that removes node `nodeID`, named `name` in folder `parentID`, from the drive.
+    static func removal(sequence: UInt64, nodeID: String, parentID: String?, name: String, time: Double) -> DriveCommitRecord {
+        var record = DriveCommitRecord(sequence: sequence, nodeID: nodeID, fileName: "", format: 0, fileWrappedKey: Data(), storedSize: 0,
+                                       plaintextSize: 0, time: time)
+        record.removal = Removal(parentID: parentID, name: name)
+        return record
+    }
+
+    /// The folder and name whose lookups wait for this record: a new node's, or a removed one's.
+    var name: (parentID: String?, name: String)? {
+        if let newNode { return (newNode.parentID, newNode.name) }
+        if let removal { return (removal.parentID, removal.name) }
+        return nil
     }
 
     private init(sequence: UInt64, nodeID: String, fileName: String, format: UInt8, fileWrappedKey: Data, storedSize: Int64,

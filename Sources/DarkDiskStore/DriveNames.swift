@@ -6,6 +6,9 @@ import Foundation
 /// from one listing, mount or machine to the next, and a lookup finds its node again from the name alone.
 /// Pure: no store, no FUSE.
 package enum DriveNames {
+    /// The longest name a drive entry may have, in bytes (`NAME_MAX`).
+    package static let maximumLength = 255
+
     /// One child of a folder as the outline has it.
     package struct Child: Sendable, Equatable {
         package let id: NodeID
@@ -67,8 +70,8 @@ package enum DriveNames {
         let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
         var base = dot.map { String(name[..<$0]) } ?? name
         var ext = dot.map { String(name[$0...]) } ?? ""
-        if ext.utf8.count + suffix.utf8.count > 255 { ext = "" ; base = name }
-        while base.utf8.count + suffix.utf8.count + ext.utf8.count > 255, !base.isEmpty { base.removeLast() }
+        if ext.utf8.count + suffix.utf8.count > maximumLength { ext = "" ; base = name }
+        while base.utf8.count + suffix.utf8.count + ext.utf8.count > maximumLength, !base.isEmpty { base.removeLast() }
         return base + suffix + ext
     }
 

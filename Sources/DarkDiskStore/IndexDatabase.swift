@@ -417,6 +417,11 @@ enum IndexDatabase {
             // uploaded. Rows from before (NULL) are all downloads: drive versions were cache files then.
             try db.execute(sql: "ALTER TABLE file ADD COLUMN cloudFileID BLOB")
         }
+        migrator.registerMigration("v28: a folder's subfolders") { db in
+            // A drive folder's link count is 2 and one per folder in it (`DiskManager.driveSubfolderCount`):
+            // counted from this index alone, whatever else the folder holds.
+            try db.execute(sql: "CREATE INDEX node_subfolder ON node(parentID) WHERE type = 'folder' AND name IS NOT NULL")
+        }
         return migrator
     }
 

@@ -178,7 +178,8 @@ package final class StagedContent: Sendable {
         guard let base = bytes.baseAddress else { return }
         let chunkSize = UInt64(Self.chunkSize)
         try usable(state)
-        let end = offset + UInt64(bytes.count)
+        let (end, overflow) = offset.addingReportingOverflow(UInt64(bytes.count))
+        if overflow || end > state.size { try checkRoom(growingFrom: state.size, to: overflow ? .max : end) }
         if offset == state.size, try appendSequentially(bytes, &state) {
             state.size = end
             state.dirty = true
@@ -206,6 +207,42 @@ package final class StagedContent: Sendable {
         state.changed = now
     }
 
+    /// The largest plaintext a drive file may have: its sealed version (the cloud file's header, the chunks and
+    /// their tags) must stay addressable by a signed 64-bit offset. Past it: `EFBIG`.
+    package static let maximumSize: UInt64 = {
+        let chunk = UInt64(CryptoFormat.defaultChunkSize), perChunk = chunk + 16
+        return (UInt64(Int64.max) - 1024) / perChunk * chunk
+    }()
+
+    /// Refuses to grow the content from `old` to `new` bytes when the file could never be stored: past
+    /// `maximumSize` (`EFBIG`), or when its sealed version could not fit in the space left on the store's disk
+    /// (`ENOSPC`), at once: a version is sealed whole, every chunk of zeros a `truncate -s` makes included.
+    func checkRoom(growingFrom old: UInt64, to new: UInt64) throws(DarkDiskError) {
+        guard new <= Self.maximumSize else {
+            throw DarkDiskError(.tooLarge, "a drive file holds at most \(Self.maximumSize) bytes, not \(new)")
+        }
+        var disk = statvfs()
+        guard statvfs(directory, &disk) == 0 else { return }
+        let free = UInt64(disk.f_bavail) &* UInt64(disk.f_frsize)
+        let chunk = UInt64(CryptoFormat.defaultChunkSize)
+        let (chunks, _) = new.quotientAndRemainder(dividingBy: chunk)
+        let sealed = new &+ (chunks &+ 1) &* 16
+        guard sealed - min(sealed, old) <= free else {
+            throw DarkDiskError(.io, "growing a drive file to \(new) bytes needs \(sealed) bytes on the store's disk, which has \(free) free", errno: ENOSPC)
+        }
+    }
+
+    /// Notes a change of the content now though its bytes are as they were (an open with `O_TRUNC`: its
+    /// modification and change times move, as on a local disk).
+    package func noteChange() {
+        let now = Self.now()
+        state.withLock { state in
+            state.dirty = true
+            state.lastChange = now
+            state.changed = now
+        }
+    }
+
     /// Sets the size: a shorter file loses its end for good, a longer one reads zeros past the old end.
     package func truncate(to size: UInt64) throws(DarkDiskError) {
         let chunkSize = UInt64(Self.chunkSize)
@@ -213,6 +250,7 @@ package final class StagedContent: Sendable {
         try state.withLock { (state) throws(DarkDiskError) in
             try usable(state)
             guard size != state.size else { return }
+            if size > state.size { try checkRoom(growingFrom: state.size, to: size) }
             if size == 0 {
                 // Everything goes: a sequential version in the making, the staging file's chunks, the base.
                 state.sequential = nil

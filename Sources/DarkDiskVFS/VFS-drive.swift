@@ -27,7 +27,7 @@ extension VFS {
         case .file: S_IFREG
         case .symlink: S_IFLNK
         }
-        var st = baseStat(mode: type | mode_t(attributes.permissions & 0o7777), links: attributes.kind == .folder ? 2 : 1, size: attributes.size)
+        var st = baseStat(mode: type | mode_t(attributes.permissions & 0o7777), links: nlink_t(attributes.links), size: attributes.size)
         st.st_blocks = blkcnt_t((attributes.allocated + 511) / 512)
         if let time = attributes.modified { st.st_mtim = Self.time(time) }
         if let time = attributes.changed { st.st_ctim = Self.time(time) }
@@ -45,7 +45,7 @@ extension VFS {
     func currentDriveEntry(_ entry: FSEntry) throws(DarkDiskError) -> (stat: stat, version: InodeTable.Version?)? {
         let current: (node: DriveNode, attributes: DriveAttributes)?
         switch entry {
-        case .files: return (baseStat(mode: S_IFDIR | 0o755, links: 2), nil)
+        case .files: return (baseStat(mode: S_IFDIR | 0o755, links: nlink_t(try drive.topLinks())), nil)
         case .driveFolder(let id): current = try drive.attributes(of: id, kind: .folder)
         case .driveFile(let id): current = try drive.attributes(of: id, kind: .file)
         case .driveLink(let id): current = try drive.attributes(of: id, kind: .symlink)

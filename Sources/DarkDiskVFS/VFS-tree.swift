@@ -11,6 +11,8 @@ extension VFS {
     /// The entry named `name` in folder `parent`, counted as one lookup of its inode (the caller `forget`s
     /// it if the kernel does not take it).
     package func lookup(parent: Inode, name: String) throws -> Entry {
+        // (A name no entry can have: the kernel passes up to 1,024 bytes.)
+        guard name.utf8.count <= DriveNames.maximumLength else { throw Errno(rawValue: ENAMETOOLONG) }
         guard let parentEntry = inodes.withLock({ $0.entry(for: parent) }) else { throw Errno(rawValue: ENOENT) }
         try check(parentEntry, .execute)
         do {

@@ -1,6 +1,7 @@
 import DarkDiskStore
 import DarkDiskCloud
 import DarkDiskDrive
+import DarkDiskSync
 import DarkDiskSystem
 import Foundation
 #if canImport(Glibc)
@@ -93,26 +94,43 @@ extension VFS {
         }
     }
 
-    /// Renames or moves an entry (an outline edit; a folder moves with everything in it). `noReplace`:
-    /// `RENAME_NOREPLACE`; other flags (`RENAME_EXCHANGE`) are not supported (`EINVAL`, as on file systems
-    /// without them).
+    /// Renames or moves an entry (an outline edit; a folder moves with everything in it), as `renameat2(2)`
+    /// does: `RENAME_NOREPLACE` refuses to replace an entry (`EEXIST`), `RENAME_EXCHANGE` swaps two entries
+    /// in one change; both at once, or any other flag, is `EINVAL`.
     package func rename(parent: Inode, name: String, newParent: Inode, newName: String, flags: UInt32) throws {
         try check(parent, [.write, .execute])
         try check(newParent, [.write, .execute])
         do {
-            guard flags & ~UInt32(1) == 0 else { throw DarkDiskError(.invalidArgument, "rename flags \(flags) are not supported") }
+            let noReplace = flags & Self.renameNoReplace != 0, exchange = flags & Self.renameExchange != 0
+            guard flags & ~(Self.renameNoReplace | Self.renameExchange) == 0, !(noReplace && exchange) else {
+                throw DarkDiskError(.invalidArgument, "rename flags \(flags) are not supported")
+            }
             guard let node = try drive.child(named: name, in: try driveFolder(parent)) else { throw Errno(rawValue: ENOENT) }
             let id = node.id
             // A folder moving to another one changes its `..`: it must be writable too.
             if node.attributes.kind == .folder, newParent != parent { try check(Self.driveEntry(node), .write) }
             let folder = try driveFolder(newParent)
-            try drive.move(id, to: newName, in: folder, replacing: flags & 1 == 0)
+            if exchange {
+                guard let other = try drive.child(named: newName, in: folder) else { throw Errno(rawValue: ENOENT) }
+                if other.attributes.kind == .folder, newParent != parent { try check(Self.driveEntry(other), .write) }
+                try drive.exchange(node, other)
+                driveNames.withLock { names in
+                    names[id] = (newParent, newName)
+                    names[other.id] = (parent, name)
+                }
+                return
+            }
+            try drive.move(node, to: newName, in: folder, replacing: !noReplace)
             // The kernel moves its entry itself: the watcher must not take the move for one made elsewhere.
             driveNames.withLock { $0[id] = (newParent, newName) }
         } catch {
             throw refused("rename from \(folderLogName(parent)) to \(folderLogName(newParent))", error)
         }
     }
+
+    /// `renameat2(2)`'s flags (`<linux/fs.h>`).
+    static let renameNoReplace: UInt32 = 1
+    static let renameExchange: UInt32 = 2
 
     // MARK: Content
 
@@ -294,13 +312,27 @@ extension VFS {
     }
 
     /// Truncates drive file `id` through the handle that asks (`ftruncate`), or by name (`truncate`), which
-    /// commits at once.
+    /// commits at once. A file only the remote has is downloaded first, unless it is truncated to nothing
+    /// (the request waits for it, as an open for writing does).
     private func truncate(_ id: NodeID, to size: UInt64, handle: UInt64?) throws {
         if let handle, let file = handles.withLock({ $0[handle] }), case .drive(let writer) = file.source {
             try writer.content.truncate(to: size)
             return
         }
-        try drive.truncate(id, to: size)
+        do {
+            try drive.truncate(id, to: size)
+        } catch let needed as DataNotLocal {
+            guard let downloads else { throw DarkDiskError(.notFound, needed.message) }
+            let done = DispatchSemaphore(value: 0)
+            let outcome = Locked<Result<Void, any Error>?>(nil)
+            told(downloads.downloadNodeData(id, options: DownloadOptions(cacheToDiskManager: true))).onCompletion { result in
+                outcome.withLock { $0 = result.map { _ in () } }
+                done.signal()
+            }
+            done.wait()
+            try outcome.withLock { $0 }?.get()
+            try drive.truncate(id, to: size)
+        }
     }
 
     // MARK: Handles

@@ -63,6 +63,23 @@ import Glibc
         #expect(try String(contentsOfFile: files + "/f/sub/b", encoding: .utf8) == "b\n", "an evicted file reads again")
     }
 
+    /// `truncate` of a file only the remote has: to a size, it is downloaded first and cut; to nothing, it
+    /// needs no download. Neither is `EIO`.
+    @Test func truncateOfAnEvictedFileWorks() async throws {
+        let (_, mount, files) = try await DriveWriteTests.mounted()
+        defer { withExtendedLifetime(mount) {} }
+        try await DriveWriteTests.sh("printf 'hello world' > \(Shell.quote(files))/cut && printf 'gone' > \(Shell.quote(files))/empty")
+        let synced = await eventually(within: 60) {
+            ["/cut", "/empty"].allSatisfy { (try? Shell.run("/usr/bin/getfattr", ["--only-values", "-n", "user.darkdisk.sync", files + $0]).output) == "synced" }
+        }
+        #expect(synced, "the files were uploaded")
+        let evicted = try await mount.store.darkdisk(["evict", files + "/cut", files + "/empty"])
+        #expect(evicted.status == 0, "\(evicted.stderr)")
+        try await DriveWriteTests.sh("truncate -s 5 \(Shell.quote(files))/cut && truncate -s 0 \(Shell.quote(files))/empty", log: mount)
+        #expect(try String(contentsOfFile: files + "/cut", encoding: .utf8) == "hello")
+        #expect(try String(contentsOfFile: files + "/empty", encoding: .utf8) == "")
+    }
+
     @Test func anUnknownCommandAndANegativeIntervalAreNamed() async throws {
         let store = try CLIStore()
         expectOneLineFailure(try await store.darkdisk(["foo"]), mentioning: "no such command 'foo'")

@@ -94,11 +94,12 @@ import Testing
         let b = try fixture.write("b.txt", "BB")
         let folder = try drive.makeFolder("box", in: nil, permissions: 0o755)
         // Over an existing name only when allowed.
-        #expect(throws: DarkDiskError.self) { try drive.move(a, to: "b.txt", in: nil, replacing: false) }
-        #expect(try drive.move(a, to: "b.txt", in: nil, replacing: true) == b)
+        let nodeA = try #require(try drive.currentStore().driveNode(a))
+        #expect(throws: DarkDiskError.self) { try drive.move(nodeA, to: "b.txt", in: nil, replacing: false) }
+        #expect(try drive.move(nodeA, to: "b.txt", in: nil, replacing: true) == b)
         #expect(try drive.lookup("a.txt", in: nil) == nil)
         #expect(try drive.lookup("b.txt", in: nil)?.node.id == a)
-        try drive.move(a, to: "moved.txt", in: folder.id, replacing: true)
+        try drive.move(try #require(try drive.currentStore().driveNode(a)), to: "moved.txt", in: folder.id, replacing: true)
         #expect(try drive.children(of: folder.id).map(\.name) == ["moved.txt"])
         // A folder is not unlinked, a file is not rmdir'ed, a folder with something in it stays.
         #expect(throws: DarkDiskError.self) { try drive.remove("box", in: nil, isFolder: false) }

@@ -120,6 +120,40 @@ import Testing
         #expect(DriveCommitRecord.records(in: journal).records == records)
     }
 
+    /// An `unlink` journaled is a removal record (`DDR1`: sequence, node, folder if any, name, time), read
+    /// back in order among commits; sealed (`DDR2`) its name is not in the bytes; a removal frame whose payload
+    /// has a byte too many or too few stops reading there.
+    @Test func aRemovalIsItsOwnFrameAmongCommits() throws {
+        let removal = DriveCommitRecord.removal(sequence: 2, nodeID: "n9", parentID: "dir", name: "gone.txt", time: 3.5)
+        var payload = Encoder()
+        payload.u64(2)
+        payload.string("n9")
+        payload.bytes.append(1); payload.string("dir")
+        payload.string("gone.txt")
+        payload.f64(3.5)
+        let expected = frame(payload.bytes, magic: "DDR1")
+        #expect(try removal.framed() == expected)
+        let atTop = DriveCommitRecord.removal(sequence: 3, nodeID: "n10", parentID: nil, name: "é", time: 0)
+        let journal = (try bareRecord(sequence: 1).framed()) + expected + (try atTop.framed()) + (try bareRecord(sequence: 4).framed())
+        let read = DriveCommitRecord.records(in: journal)
+        #expect(read.records == [bareRecord(sequence: 1), removal, atTop, bareRecord(sequence: 4)])
+        #expect(read.length == journal.count)
+        #expect(read.records[1].name! == (parentID: "dir", name: "gone.txt"))
+        #expect(read.records[2].removal == .init(parentID: nil, name: "é"))
+
+        let key = SymmetricKey.random()
+        let sealed = try removal.framed(sealedWith: key)
+        #expect(Array(sealed.prefix(4)) == Array("DDR2".utf8))
+        #expect(Data(sealed).range(of: Data("gone.txt".utf8)) == nil)
+        #expect(DriveCommitRecord.records(in: sealed, key: key).records == [removal])
+        #expect(DriveCommitRecord.records(in: sealed).records.isEmpty, "without the key")
+
+        for bad in [payload.bytes + [0], Array(payload.bytes.dropLast())] {
+            let read = DriveCommitRecord.records(in: (try bareRecord(sequence: 1).framed()) + frame(bad, magic: "DDR1"))
+            #expect(read.records == [bareRecord(sequence: 1)])
+        }
+    }
+
     /// A flipped bit anywhere in a frame (its magic, length, CRC or payload) stops reading before it, even
     /// though a good frame follows.
     @Test func aDamagedFrameStopsReading() throws {
@@ -242,9 +276,9 @@ private func encode(_ record: DriveCommitRecord) -> [UInt8] {
 }
 
 /// `payload` framed: magic, length, CRC-32 (little-endian), payload.
-private func frame(_ payload: [UInt8]) -> [UInt8] {
+private func frame(_ payload: [UInt8], magic: String = "DDJ1") -> [UInt8] {
     var header = Encoder()
-    header.bytes = Array("DDJ1".utf8)
+    header.bytes = Array(magic.utf8)
     header.u32(UInt32(payload.count))
     header.u32(crc32(payload))
     return header.bytes + payload

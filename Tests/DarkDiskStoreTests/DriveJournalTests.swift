@@ -76,6 +76,80 @@ import Glibc
         #expect(batches.withLock { $0 } == [DriveCommitJournal.fullBatch, 3], "a drain writes what waits at once")
     }
 
+    /// An `unlink` journaled returns before the index has it: the name waits for the index (a lookup of it
+    /// drains first), and the batch takes the node out of the tree and deletes its stored file; a removal
+    /// whose node went meanwhile is dropped alone. A folder is not journaled (`EISDIR`).
+    @Test func aJournaledRemovalTakesTheNodeAndItsFileWithTheBatch() throws {
+        let store = try TemporaryStore()
+        let manager = try store.create()
+        let folder = try manager.createDriveNode(named: "docs", in: nil, attributes: NodeAttributes(kind: .folder, mode: 0o755))
+        func commitNew(_ name: String) throws -> DriveNode {
+            let prepared = try manager.prepareDriveFile(named: name, in: folder.id, attributes: NodeAttributes(kind: .file, mode: 0o600))
+            try Data("bytes of \(name)".utf8).withUnsafeBytes { try prepared.content.write(offset: 0, bytes: $0) }
+            _ = try manager.commitDriveFile(prepared.node.id, content: prepared.content, inserting: prepared) { _ in }
+            return try #require(try manager.driveNode(prepared.node.id))
+        }
+        let kept = try commitNew("kept.txt"), gone = try commitNew("gone.txt"), raced = try commitNew("raced.txt")
+        let stored = try #require(try manager.files.nodeFile(gone.id, kind: .data)).retainToken.path
+        let journal = try Self.journalGatheringForever(manager)
+        defer {
+            journal.stop()
+            manager.driveJournal.withLock { $0 = nil }
+        }
+        #expect(throws: DarkDiskError.self) { try manager.journalDriveRemoval(folder) }
+        #expect(try manager.journalDriveRemoval(gone))
+        #expect(try manager.journalDriveRemoval(raced))
+        // Waiting: the names are noted, the index still has the nodes.
+        #expect(manager.hasPendingDriveCommit(named: "gone.txt", in: folder.id))
+        #expect(!manager.hasPendingDriveCommit(named: "kept.txt", in: folder.id))
+        #expect(try manager.driveNode(gone.id) != nil)
+        // A delete drains first: both removals land, and it finds nothing left to delete.
+        #expect(throws: DarkDiskError.self) { try manager.deleteDriveNode(raced.id) }
+        #expect(!manager.hasPendingDriveCommit(named: "gone.txt", in: folder.id))
+        #expect(try manager.driveNode(gone.id) == nil)
+        #expect(try manager.driveChildren(of: folder.id).map(\.name) == ["kept.txt"])
+        #expect(try manager.files.nodeFile(gone.id, kind: .data) == nil)
+        #expect(access(stored, F_OK) != 0, "its stored file went")
+        #expect(try manager.driveNode(kept.id) != nil)
+        #expect(try manager.check().problems.isEmpty)
+    }
+
+    /// A removal a killed daemon journaled reaches the index at the next opening.
+    @Test func aRemovalAKilledDaemonJournaledLandsAtTheNextOpening() throws {
+        let store = try TemporaryStore()
+        // (The daemon's instance goes before the next opening, as a killed daemon's does.)
+        let node = try Self.journalRemovalWithoutIndex(store)
+        let reopened = try store.open()
+        #expect(try reopened.driveNode(node.id) == nil)
+        #expect(try reopened.driveChildren(of: nil).isEmpty)
+        #expect(fileSize(reopened.driveJournalPath) == 0)
+        let pending = try reopened.database.read { try String.fetchAll($0, sql: "SELECT path FROM pendingDelete") }
+        #expect(try storedFileCount(store) == 0, "pending: \(pending)")
+        #expect(try reopened.check().problems.isEmpty)
+    }
+
+    /// A store with a file whose removal a daemon journaled and the index never took; the file's node.
+    private static func journalRemovalWithoutIndex(_ store: TemporaryStore) throws -> DriveNode {
+        let manager = try store.create()
+        let prepared = try manager.prepareDriveFile(named: "doomed", in: nil, attributes: NodeAttributes(kind: .file, mode: 0o600))
+        try Data("x".utf8).withUnsafeBytes { try prepared.content.write(offset: 0, bytes: $0) }
+        _ = try manager.commitDriveFile(prepared.node.id, content: prepared.content, inserting: prepared) { _ in }
+        let node = try #require(try manager.driveNode(prepared.node.id))
+        manager.files.maintenanceQueue.sync {}
+        let fd = open(manager.driveJournalPath, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        try #require(try SystemCall.tryLock(fd, .exclusive))
+        let journal = DriveCommitJournal(path: manager.driveJournalPath, descriptor: OwnedDescriptor(owning: fd), after: 0, apply: { _ throws(DarkDiskError) in
+            throw DarkDiskError(.io, "the index is not written in this test")
+        }, logger: { _ in })
+        manager.driveJournal.withLock { $0 = journal }
+        #expect(try manager.journalDriveRemoval(node))
+        journal.stop()
+        manager.driveJournal.withLock { $0 = nil }
+        #expect(try manager.driveNode(node.id) != nil, "the index never took it")
+        return node
+    }
+
     /// A journal for `manager` whose batches gather for ten minutes (only a full batch or a drain writes
     /// one), made its drive journal; `batch` hears each batch's size before it is written.
     static func journalGatheringForever(_ manager: DiskManager, batch: @escaping @Sendable (Int) -> Void = { _ in }) throws -> DriveCommitJournal {
@@ -367,8 +441,9 @@ import Glibc
 
         let seen = try manager.entryChanges(after: start, skippingOwnCommits: true)
         #expect(seen.changes == [.node(doomedFolder.id), .node(orphan)], "\(seen.changes)")
-        // (Apart, for the ID view, which the mount's requests in `/files` did not touch.)
-        #expect(seen.ownCommits == Set(made), "\(seen.ownCommits)")
+        // (Apart, for the ID view, which the mount's requests in `/files` did not touch; with their folder,
+        // whose times they moved.)
+        #expect(seen.ownCommits == Set(made + [folder.id]), "\(seen.ownCommits)")
         // Another process reads every row.
         let all = try store.open().entryChanges(after: start)
         #expect(Set((made + [orphan, doomedFolder.id]).map(EntryChange.node)).isSubset(of: all.changes))

@@ -25,6 +25,134 @@ import Testing
         try fixture.write(longest, "x")
         #expect(try vfs.lookup(parent: fixture.files, name: longest).attributes.st_size == 1)
         #expect(fixture.errno { _ = try vfs.create(parent: fixture.files, name: longest + "n", mode: 0o644) } == ENAMETOOLONG)
+        #expect(fixture.errno { _ = try vfs.lookup(parent: fixture.files, name: longest + "n") } == ENAMETOOLONG, "not ENOENT")
+    }
+
+    /// An `unlink` returns before the index has it (its record is in the journal), yet nothing sees the entry
+    /// after it: not a lookup, not a listing, and the name can be made again at once.
+    @Test func anUnlinkedNameIsGoneAtOnceAndCanBeMadeAgain() throws {
+        let fixture = try VFSFixture(), vfs = fixture.vfs
+        defer { fixture.remove() }
+        for round in 0..<3 {
+            try fixture.write("again", "round \(round)")
+            try fixture.write("kept \(round)", "kept")
+            try vfs.unlink(parent: fixture.files, name: "again")
+            #expect(fixture.errno { _ = try vfs.lookup(parent: fixture.files, name: "again") } == ENOENT)
+            #expect(!(try fixture.names(fixture.files)).contains("again"))
+            #expect(fixture.errno { try vfs.unlink(parent: fixture.files, name: "again") } == ENOENT)
+        }
+        try fixture.write("again", "last")
+        #expect(try fixture.contents(vfs.lookup(parent: fixture.files, name: "again").ino) == Array("last".utf8))
+        #expect(try fixture.names(fixture.files) == ["again", "kept 0", "kept 1", "kept 2"])
+        #expect(try fixture.store.check().problems.isEmpty)
+    }
+
+    /// A folder's link count is 2 and one per folder in it, as on a local disk; files do not count.
+    @Test func aFoldersLinkCountCountsItsFolders() throws {
+        let fixture = try VFSFixture(), vfs = fixture.vfs
+        defer { fixture.remove() }
+        let top = try vfs.attributes(of: fixture.files).stat.st_nlink
+        let a = try vfs.mkdir(parent: fixture.files, name: "a", mode: 0o755)
+        #expect(a.attributes.st_nlink == 2)
+        #expect(try vfs.attributes(of: fixture.files).stat.st_nlink == top + 1)
+        _ = try vfs.mkdir(parent: a.ino, name: "b", mode: 0o755)
+        _ = try vfs.mkdir(parent: a.ino, name: "c", mode: 0o755)
+        try fixture.write("file", "not a folder", in: a.ino)
+        #expect(try vfs.attributes(of: a.ino).stat.st_nlink == 4)
+        try vfs.rmdir(parent: a.ino, name: "c")
+        #expect(try vfs.attributes(of: a.ino).stat.st_nlink == 3)
+        #expect(try vfs.lookup(parent: fixture.files, name: "a").attributes.st_nlink == 3)
+    }
+
+    /// Making, removing or moving an entry moves its folder's modification and change times (both folders'
+    /// for a move), at once; an open with `O_TRUNC` moves the file's; a time set on a folder holds.
+    @Test func entriesChangingMoveTheirFoldersTimes() throws {
+        let fixture = try VFSFixture(), vfs = fixture.vfs
+        defer { fixture.remove() }
+        let a = try vfs.mkdir(parent: fixture.files, name: "a", mode: 0o755)
+        let b = try vfs.mkdir(parent: fixture.files, name: "b", mode: 0o755)
+        func times(_ ino: Inode) throws -> (modified: timespec, changed: timespec) {
+            let st = try vfs.attributes(of: ino).stat
+            return (st.st_mtim, st.st_ctim)
+        }
+        func later(_ x: timespec, than y: timespec) -> Bool { (x.tv_sec, x.tv_nsec) > (y.tv_sec, y.tv_nsec) }
+        func expectMoved(_ folders: [Inode], _ what: String, by change: () throws -> Void) throws {
+            let before = try folders.map(times)
+            usleep(20_000)
+            try change()
+            for (folder, old) in zip(folders, before) {
+                let now = try times(folder)
+                #expect(later(now.modified, than: old.modified) && later(now.changed, than: old.changed), "\(what) moves the folder's times")
+            }
+        }
+        try expectMoved([a.ino], "a create") { try fixture.write("f", "text", in: a.ino) }
+        try expectMoved([a.ino], "a mkdir") { _ = try vfs.mkdir(parent: a.ino, name: "sub", mode: 0o755) }
+        try expectMoved([a.ino], "a symlink") { _ = try vfs.symlink(target: "f", parent: a.ino, name: "link") }
+        try expectMoved([a.ino], "an unlink") { try vfs.unlink(parent: a.ino, name: "link") }
+        try expectMoved([a.ino], "an rmdir") { try vfs.rmdir(parent: a.ino, name: "sub") }
+        try expectMoved([a.ino, b.ino], "a move") { try vfs.rename(parent: a.ino, name: "f", newParent: b.ino, newName: "g", flags: 0) }
+        let file = try vfs.lookup(parent: b.ino, name: "g")
+        try expectMoved([file.ino], "an open with O_TRUNC") { vfs.release(handle: try fixture.open(file.ino, O_WRONLY | O_TRUNC)) }
+
+        // A time set on the folder is its time, whatever changed in it before.
+        var set = stat()
+        set.st_mtim = timespec(tv_sec: 1_000_000_000, tv_nsec: 0)
+        _ = try vfs.setAttributes(of: b.ino, set, changes: .modificationTime, handle: nil, caller: fixture.caller)
+        #expect(try times(b.ino).modified.tv_sec == 1_000_000_000)
+    }
+
+    /// A size the format cannot hold is `EFBIG`, and one the store's disk cannot hold `ENOSPC`, at once: the
+    /// file keeps its bytes and nothing is written (a `truncate -s 999999999999999` once wrote zeros until the
+    /// disk was full).
+    @Test func aSizeTooBigForTheFormatOrTheDiskIsRefusedAtOnce() throws {
+        let fixture = try VFSFixture(), vfs = fixture.vfs
+        defer { fixture.remove() }
+        let file = try fixture.write("f", "kept")
+        func truncate(to size: Int64) -> Int32 {
+            var set = stat()
+            set.st_size = off_t(size)
+            return fixture.errno { _ = try vfs.setAttributes(of: file.ino, set, changes: .size, handle: nil, caller: fixture.caller) }
+        }
+        #expect(truncate(to: Int64.max) == EFBIG)
+        #expect(truncate(to: 999_999_999_999_999) == ENOSPC)
+        let handle = try fixture.open(file.ino, O_WRONLY)
+        defer { vfs.release(handle: handle) }
+        #expect(fixture.errno { _ = try Array("x".utf8).withUnsafeBytes { try vfs.write(handle: handle, offset: Int64.max - 10, bytes: $0, appending: false) } } == EFBIG)
+        #expect(try fixture.contents(file.ino) == Array("kept".utf8))
+        #expect(truncate(to: 10) == 0)
+        #expect(try vfs.attributes(of: file.ino).stat.st_size == 10)
+    }
+
+    /// `renameat2`'s flags: `RENAME_EXCHANGE` swaps two entries (files, or a folder and a file in other
+    /// folders), `RENAME_NOREPLACE` refuses an entry that exists; both at once, or a folder swapped below
+    /// itself, is `EINVAL`.
+    @Test func renameExchangeSwapsTwoEntriesAndNoReplaceKeepsOne() throws {
+        let fixture = try VFSFixture(), vfs = fixture.vfs
+        defer { fixture.remove() }
+        let exchange: UInt32 = 2, noReplace: UInt32 = 1
+        try fixture.write("a", "text of a")
+        try fixture.write("b", "text of b")
+        try vfs.rename(parent: fixture.files, name: "a", newParent: fixture.files, newName: "b", flags: exchange)
+        #expect(try fixture.contents(vfs.lookup(parent: fixture.files, name: "a").ino) == Array("text of b".utf8))
+        #expect(try fixture.contents(vfs.lookup(parent: fixture.files, name: "b").ino) == Array("text of a".utf8))
+
+        let folder = try vfs.mkdir(parent: fixture.files, name: "dir", mode: 0o755)
+        try fixture.write("inner", "inside", in: folder.ino)
+        let other = try vfs.mkdir(parent: fixture.files, name: "other", mode: 0o755)
+        try fixture.write("file", "a file", in: other.ino)
+        try vfs.rename(parent: fixture.files, name: "dir", newParent: other.ino, newName: "file", flags: exchange)
+        let movedFolder = try vfs.lookup(parent: other.ino, name: "file")
+        #expect(try fixture.contents(vfs.lookup(parent: movedFolder.ino, name: "inner").ino) == Array("inside".utf8))
+        #expect(try fixture.contents(vfs.lookup(parent: fixture.files, name: "dir").ino) == Array("a file".utf8))
+
+        #expect(fixture.errno { try vfs.rename(parent: fixture.files, name: "a", newParent: fixture.files, newName: "b", flags: noReplace) } == EEXIST)
+        #expect(fixture.errno { try vfs.rename(parent: fixture.files, name: "a", newParent: fixture.files, newName: "b", flags: 3) } == EINVAL)
+        #expect(fixture.errno { try vfs.rename(parent: fixture.files, name: "a", newParent: fixture.files, newName: "none", flags: exchange) } == ENOENT)
+        // A folder and an entry inside it cannot swap.
+        #expect(fixture.errno { try vfs.rename(parent: fixture.files, name: "other", newParent: other.ino, newName: "file", flags: exchange) } == EINVAL)
+        try vfs.rename(parent: fixture.files, name: "a", newParent: fixture.files, newName: "c", flags: noReplace)
+        #expect(try fixture.names(fixture.files) == ["b", "c", "dir", "other"])
+        #expect(try fixture.store.check().problems.isEmpty)
     }
 
     @Test func aRenameOverAFileReplacesItAndAMoveKeepsTheNode() throws {

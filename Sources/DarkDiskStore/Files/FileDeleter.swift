@@ -20,18 +20,23 @@ final class FileDeleter: Sendable {
     private let gone = Locked<Set<String>>([])
     static let goneBatch = 256
 
+    /// Takes back the markings of a transaction that rolls back: one observer on the writer connection for
+    /// the deleter's life. (One added per transaction, as `afterNextTransaction` does, makes GRDB drop every
+    /// cached statement that deletes: each `unlink` prepared its statements again.)
+    private let rollbacks = RollbackWatch()
+
     init(database: DatabasePool) {
         self.database = database
+        database.writeWithoutTransaction { db in db.add(transactionObserver: rollbacks, extent: .observerLifetime) }
     }
 
     /// Records `paths` as pending inside the caller's transaction, before the caller tries to delete them,
     /// so that a token released in between still sees the entry.
     func markPending(_ db: Database, paths: [String]) throws {
         guard !paths.isEmpty else { return }
-        // Marked before the commit (a release in between must look). A marking that rolls back leaves the paths
-        // marked: a release then looks in vain, one read. (No transaction observer here: adding one makes GRDB
-        // drop every cached statement that deletes, so each `unlink` prepared its statements again.)
+        // Marked before the commit (a release in between must look), unmarked if the marking never commits.
         Self.markedHere.withLock { $0.formUnion(paths) }
+        rollbacks.marked(paths)
         // (A path marked again is no longer gone; the rest of the gone go first, in this transaction.)
         gone.withLock { $0.subtract(paths) }
         try removeGone(db)
@@ -113,5 +118,32 @@ final class FileDeleter: Sendable {
             return set.count >= Self.goneBatch
         }
         if full { removeGone() }
+    }
+}
+
+extension FileDeleter {
+    /// The paths marked in the writer connection's current transaction: forgotten when it commits, unmarked
+    /// (`markedHere`) when it rolls back.
+    private final class RollbackWatch: TransactionObserver, Sendable {
+        private let current = Locked<[String]>([])
+
+        func marked(_ paths: [String]) {
+            current.withLock { $0 += paths }
+        }
+
+        func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { false }
+        func databaseDidChange(with event: DatabaseEvent) {}
+
+        func databaseDidCommit(_ db: Database) {
+            current.withLock { $0 = [] }
+        }
+
+        func databaseDidRollback(_ db: Database) {
+            let paths = current.withLock { paths in
+                defer { paths = [] }
+                return paths
+            }
+            if !paths.isEmpty { FileDeleter.markedHere.withLock { $0.subtract(paths) } }
+        }
     }
 }
