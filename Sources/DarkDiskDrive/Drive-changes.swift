@@ -84,9 +84,6 @@ extension Drive {
     /// takes them with its next commit (one transaction at close); else the record changes now.
     package func setAttributes(of id: NodeID, permissions: UInt32?, modified: DriveTime?) throws(DarkDiskError) {
         try settle(id)
-        // A folder's time lands after the records that make or remove its entries: they move its times, which
-        // a time set now must outlast (`tar x` sets each folder's time once its files are in).
-        if modified != nil, !store.driveCommitsIdle, store.hasPendingDriveCommit(inFolder: id) { try waitForCommits() }
         if let writer = writer(of: id),
            writer.content.deferAttributes(mode: permissions, modified: modified.map { ($0.seconds, $0.nanoseconds) }) {
             return

@@ -36,26 +36,34 @@ extension Drive {
 
     /// The file or link named `name` in `folder` and its attributes from one index read
     /// (`DiskManager.driveListedChildren`: the node with its data), when that read says all: no writer here,
-    /// and no commit waiting for the index. Nil when the name needs more (a folder, a suffixed name, a file
-    /// being written, commits in the journal): `lookup` then reads the child and its attributes apart.
+    /// and no commit of it waiting for the index. Nil when the name needs more (a folder, a suffixed name, a
+    /// file being written, a commit of it in the journal or landing meanwhile): `lookup` then reads the child and its attributes apart.
     private func listedChild(of folder: NodeID, named name: String) throws(DarkDiskError) -> (node: DriveNode, attributes: DriveAttributes)? {
         // (A writer that goes after this mark makes `attributes(of:listed:)` read its data again.)
         let removals = writers.withLock { $0.removals }
-        // Only while nothing waits in the journal: a commit journaled before the mark (its writer gone) and
-        // indexed between this read and a look at the journal after it would leave the read behind it.
-        guard store.driveCommitsIdle else { return nil }
+        // A commit journaled before the mark (its writer gone) and indexed between this read and the look at
+        // the journal after it would leave the read behind it: no batch may land in between.
+        let landed = store.driveCommitsLanded
         let holders = try store.driveListedChildren(of: folder, named: name)
         guard let first = holders.min(by: { ($0.node.created, $0.node.id.rawValue) < ($1.node.created, $1.node.id.rawValue) }) else { return nil }
         guard first.node.attributes.kind != .folder else { return nil }
         let id = first.node.id
-        guard store.driveCommitsIdle || !store.hasPendingDriveCommit(id), writer(of: id) == nil else { return nil }
+        guard store.driveCommitsIdle || (!store.hasPendingDriveCommit(id) && store.driveCommitsLanded == landed), writer(of: id) == nil else { return nil }
         guard let attributes = try attributes(of: first.node, listed: (first, removals)) else { return nil }
         return (first.node, attributes)
     }
 
+    /// Lets in what a listing of `folder` must see: the rows of new files, and the journal's records that make
+    /// or remove its entries (not the whole journal: `rm -rf` lists each folder as it empties the one before).
+    func settleEntries(of folder: NodeID?) throws(DarkDiskError) {
+        creates.drain()
+        if !store.driveCommitsIdle, store.hasPendingDriveCommit(inFolder: folder) { try waitForCommits() }
+    }
+
     /// The entries of `folder` (nil: the top) by the names they show.
     package func children(of folder: NodeID?) throws(DarkDiskError) -> [(name: String, node: DriveNode)] {
-        let nodes = try currentStore().driveChildren(of: folder)
+        try settleEntries(of: folder)
+        let nodes = try store.driveChildren(of: folder)
         var byID: [NodeID: DriveNode] = [:]
         for node in nodes { byID[node.id] = node }
         return DriveNames.shown(nodes.map { DriveNames.Child(id: $0.id, name: $0.name, created: $0.created) }).compactMap { shown in
@@ -68,7 +76,13 @@ extension Drive {
     package func listing(of folder: NodeID?) throws(DarkDiskError) -> [(name: String, node: DriveNode, attributes: DriveAttributes)] {
         // (A writer that went before this mark committed into the journal: the listing reads after the index has it.)
         let removals = writers.withLock { $0.removals }
-        let nodes = try currentStore().driveListing(of: folder)
+        try settleEntries(of: folder)
+        let landed = store.driveCommitsLanded
+        var nodes = try store.driveListing(of: folder)
+        // A file of it whose commit waits, or a batch landed since the read: read after the index has them all.
+        if !store.driveCommitsIdle, store.driveCommitsLanded != landed || nodes.contains(where: { store.hasPendingDriveCommit($0.node.id) }) {
+            nodes = try currentStore().driveListing(of: folder)
+        }
         var byID: [NodeID: DriveListedNode] = [:]
         byID.reserveCapacity(nodes.count)
         for listed in nodes { byID[listed.node.id] = listed }

@@ -81,15 +81,22 @@ extension DiskManager {
         driveJournal.withLock { $0 }?.isIdle ?? true
     }
 
+    /// Batches of the drive's journal the index has taken so far: a read between two looks at this that find
+    /// it the same, with no record of the node read waiting at the second, has every record of that node.
+    package var driveCommitsLanded: UInt64 {
+        driveJournal.withLock { $0 }?.landedBatches ?? 0
+    }
+
     /// Whether a journaled commit of drive node `nodeID` waits for the index.
     package func hasPendingDriveCommit(_ nodeID: NodeID) -> Bool {
         driveJournal.withLock { $0 }?.isPending(node: nodeID.rawValue) ?? false
     }
 
     /// Whether a journaled commit waiting for the index makes a node named `name` in folder `parentID`.
-    /// Whether a record making or removing an entry of folder `folderID` waits in the drive's journal.
-    package func hasPendingDriveCommit(inFolder folderID: NodeID) -> Bool {
-        driveJournal.withLock { $0 }?.isPending(inFolder: folderID.rawValue) ?? false
+    /// Whether a record making or removing an entry of folder `folderID` (nil: the top) waits in the drive's
+    /// journal.
+    package func hasPendingDriveCommit(inFolder folderID: NodeID?) -> Bool {
+        driveJournal.withLock { $0 }?.isPending(inFolder: folderID?.rawValue) ?? false
     }
 
     package func hasPendingDriveCommit(named name: String, in parentID: NodeID?) -> Bool {

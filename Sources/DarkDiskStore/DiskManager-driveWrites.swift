@@ -104,12 +104,14 @@ extension DiskManager {
     }
 
     /// Sets folder `parentID`'s modification and change times to `now` (an entry was made, removed or moved
-    /// in it, as a local disk does), in the caller's transaction; the top of the drive keeps the mount's. Not
-    /// queued for upload: the folder's next record change carries them.
+    /// in it, as a local disk does), in the caller's transaction, unless the folder changed later (a journaled
+    /// record lands after a time set on its folder since: `tar x` sets each folder's time once its files are
+    /// in, and that time holds); the top of the drive keeps the mount's. Not queued for upload: the folder's
+    /// next record change carries them.
     static func touchDriveFolder(_ db: Database, _ parentID: String?, now: Double) throws {
         guard let parentID, let time = DriveTimeColumns(now) else { return }
-        try db.cachedStatement(sql: "UPDATE node SET mtime = ?, mtimeNsec = ?, ctime = ? WHERE id = ? AND type = 'folder'")
-            .execute(arguments: [time.seconds, time.nanoseconds, now, parentID])
+        try db.cachedStatement(sql: "UPDATE node SET mtime = ?, mtimeNsec = ?, ctime = ? WHERE id = ? AND type = 'folder' AND (ctime IS NULL OR ctime <= ?)")
+            .execute(arguments: [time.seconds, time.nanoseconds, now, parentID, now])
     }
 
     /// Inserts a new node's row from its columns (a journaled commit keeps them so), in the caller's transaction.
@@ -275,8 +277,9 @@ extension DiskManager {
     /// stored files go when no one holds them any more: an open file keeps working for its holders. One
     /// transaction (an `rm -rf` makes one per entry).
     package func deleteDriveNode(_ nodeID: NodeID) throws(DarkDiskError) {
-        // (After what the drive's journal holds: its commits may make or change this node.)
-        drainDriveCommits()
+        // (After what the drive's journal holds of this node, and of the entries it holds if it is a folder:
+        // they may make or change it, or make it empty.)
+        if hasPendingDriveCommit(nodeID) || hasPendingDriveCommit(inFolder: nodeID) { drainDriveCommits() }
         let (deleted, hadPartial) = try write { db -> ([FileRecord], Bool) in
             guard let kind = try Self.driveKind(of: nodeID, db) else { throw DarkDiskError(.notFound, "node \(nodeID) is not in the drive") }
             if kind == .folder, try Self.hasDriveChild(nodeID, db) {

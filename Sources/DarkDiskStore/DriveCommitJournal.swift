@@ -65,6 +65,10 @@ final class DriveCommitJournal: Sendable {
     static let backlogWait = 10.0
     /// Quick checks on every request: whether anything waits at all.
     private let outstanding = Atomic<Int>(0)
+    /// Batches the index has taken, counted once a batch's transaction commits and before its records stop
+    /// counting as waiting: a read of the index between two looks at it, with no record of a node waiting
+    /// at the second, has seen every record of that node.
+    private let landed = Atomic<UInt64>(0)
 
     /// What only the writer of the journal's file needs.
     private struct FileState: Sendable {
@@ -83,7 +87,7 @@ final class DriveCommitJournal: Sendable {
         /// Records waiting, by node and by (folder, name) of the nodes they insert or remove.
         var nodes: [String: Int] = [:]
         var names: [NameKey: Int] = [:]
-        /// Records waiting, by the folder whose entries they make or remove (whose times they move).
+        /// Records waiting, by the folder whose entries they make or remove ("": the top).
         var folders: [String: Int] = [:]
 
         /// Records appended that the index does not have yet (sequences are consecutive); none once stopped.
@@ -154,7 +158,7 @@ final class DriveCommitJournal: Sendable {
         state.nodes[pending.record.nodeID, default: 0] += 1
         if let named = pending.record.name {
             state.names[NameKey(parentID: named.parentID, name: named.name), default: 0] += 1
-            if let folder = named.parentID { state.folders[folder, default: 0] += 1 }
+            state.folders[named.parentID ?? "", default: 0] += 1
         }
         outstanding.wrappingAdd(1, ordering: .releasing)
         if state.waiting.count == Self.fullBatch {
@@ -173,6 +177,9 @@ final class DriveCommitJournal: Sendable {
         state.withLock(when: { $0.backlog < Self.backlogLimit }, before: .now + .seconds(Self.backlogWait)) { _, _ in }
     }
 
+    /// Batches the index has taken so far (`landed`).
+    var landedBatches: UInt64 { landed.load(ordering: .acquiring) }
+
     /// Whether records wait for the index.
     var isIdle: Bool { outstanding.load(ordering: .acquiring) == 0 }
 
@@ -182,10 +189,10 @@ final class DriveCommitJournal: Sendable {
         return state.withLock { $0.nodes[nodeID] != nil }
     }
 
-    /// Whether a record inserting or removing an entry of folder `folderID` waits for the index.
-    func isPending(inFolder folderID: String) -> Bool {
+    /// Whether a record inserting or removing an entry of folder `folderID` (nil: the top) waits for the index.
+    func isPending(inFolder folderID: String?) -> Bool {
         guard !isIdle else { return false }
-        return state.withLock { $0.folders[folderID] != nil }
+        return state.withLock { $0.folders[folderID ?? ""] != nil }
     }
 
     /// Whether a record inserting or removing a node named `name` in folder `parentID` waits for the index.
@@ -236,6 +243,7 @@ final class DriveCommitJournal: Sendable {
         let outcomes: [DriveCommitOutcome]
         do throws(DarkDiskError) {
             outcomes = try apply(batch)
+            landed.wrappingAdd(1, ordering: .releasing)
         } catch {
             let retry = state.withLock { state -> Bool in
                 guard !state.stopped else {
@@ -261,10 +269,9 @@ final class DriveCommitJournal: Sendable {
                 state.nodes[node, default: 1] -= 1
                 if state.nodes[node] == 0 { state.nodes[node] = nil }
                 if let named = pending.record.name {
-                    if let folder = named.parentID {
-                        state.folders[folder, default: 1] -= 1
-                        if state.folders[folder] == 0 { state.folders[folder] = nil }
-                    }
+                    let folder = named.parentID ?? ""
+                    state.folders[folder, default: 1] -= 1
+                    if state.folders[folder] == 0 { state.folders[folder] = nil }
                     let key = NameKey(parentID: named.parentID, name: named.name)
                     state.names[key, default: 1] -= 1
                     if state.names[key] == 0 { state.names[key] = nil }

@@ -112,8 +112,12 @@ extension VFS {
     /// A folder's listing: `.`, `..`, then its children with their inodes (a file's number is its current
     /// version's, as a lookup of the name would give it) and attributes.
     private func makeListing(of entry: FSEntry, ino: Inode) throws(DarkDiskError) -> [DirectoryEntry] {
-        // (The ID views show the drive's nodes too: what it took must be in the store first.)
-        _ = try currentStore()
+        // (The ID views show the drive's nodes too: what it took must be in the store first. A drive folder's
+        // listing lets in what it must see itself, `Drive.listing(of:)`.)
+        switch entry {
+        case .files, .driveFolder: break
+        default: _ = try currentStore()
+        }
         let parentIno = inodes.withLock { $0.inode(for: entry.parent) }
         var listing = [DirectoryEntry(name: ".", ino: ino, file: nil), DirectoryEntry(name: "..", ino: parentIno, file: nil)]
         if case .nodes = entry {
