@@ -9,8 +9,9 @@ import Logging
 /// right after its own uploads so the outline shows what the remote now holds. A failing round is logged
 /// once and retried with backoff (doubling up to a minute) until an upload succeeds again.
 ///
-/// The rest is the drive's, not only each file's: while any change is younger than `writeBack`, nothing
-/// uploads, and a drain in progress pauses. A burst of writes across many files (`tar x`, `cp -a`, a
+/// The rest is the drive's, not only each file's: while any change is younger than `writeBack` (a queued
+/// one, or any change of the drive this process made, `DiskManager.lastDriveChange`), nothing uploads, and
+/// a drain in progress pauses. A burst of writes across many files (`tar x`, `cp -a`, a
 /// `git checkout`) thus uploads after the work instead of beside it, on the same cores and the same index;
 /// rclone's rest per file lets the first files of such a burst upload while the rest are still written.
 /// A drive written without a pause still uploads once a change has waited `longestHold` seconds. The changes
@@ -39,8 +40,10 @@ package final class QueueUploader: Sendable {
         let longestHold = longestHold ?? 12 * writeBack
         let manager = sync.manager
         // Whether the drive is busy: a change younger than `writeBack`, none waiting `longestHold` yet.
+        // A change that queued nothing (an `unlink` of a file never uploaded, a folder's time) counts too.
         @Sendable func busy() throws -> Bool {
-            guard writeBack > 0, let times = try manager.uploadQueue.times() else { return false }
+            guard writeBack > 0, var times = try manager.uploadQueue.times() else { return false }
+            if let last = manager.lastDriveChange, last > times.newestChange { times.newestChange = last }
             return !times.allowUploads(at: manager.clock.now, writeBack: writeBack, longestHold: longestHold)
         }
         let progress = Locked(Progress(backoff: checkInterval))

@@ -32,6 +32,8 @@ package final class Drive: Sendable {
     /// before the index has the change (a journaled `unlink`, a `creat` whose row waits). Forgotten when the
     /// folder's time is set.
     let folderTimes = Locked<[NodeID: DriveTime]>([:])
+    /// The top of the drive's own attributes, once read (`Drive-top.swift`).
+    let top = Locked<DriveTopAttributes?>(nil)
     /// Told when a node has a new version committed here (in the index), so readers change over.
     private let versionObserver = Locked<Callback<NodeID, Void>?>(nil)
 

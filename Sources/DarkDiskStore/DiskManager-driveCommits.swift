@@ -111,6 +111,7 @@ extension DiskManager {
         guard node.attributes.kind != .folder else { throw DarkDiskError(.isDirectory, "'\(node.name)' is a folder") }
         guard let journal = driveJournal.withLock({ $0 }) else { return false }
         let now = clock.now.timeIntervalSince1970
+        defer { noteDriveChange() }
         try journal.append { sequence in
             DriveCommitJournal.Pending(record: .removal(sequence: sequence, nodeID: node.id.rawValue, parentID: node.parentID?.rawValue, name: node.name, time: now),
                                        isLive: true, fileRecord: nil, completion: { _ in })

@@ -87,6 +87,7 @@ extension DiskManager {
 
     private func insert(_ row: DriveNodeRow, allowingDuplicate: Bool) throws(DarkDiskError) {
         try write { db in try Self.insert(row, allowingDuplicate: allowingDuplicate, db) }
+        noteDriveChange()
     }
 
     /// Inserts a new node's row, in the caller's transaction.
@@ -106,7 +107,7 @@ extension DiskManager {
     /// Sets folder `parentID`'s modification and change times to `now` (an entry was made, removed or moved
     /// in it, as a local disk does), in the caller's transaction, unless the folder changed later (a journaled
     /// record lands after a time set on its folder since: `tar x` sets each folder's time once its files are
-    /// in, and that time holds); the top of the drive keeps the mount's. Not queued for upload: the folder's
+    /// in, and that time holds); the top of the drive (no node) keeps the time set on it. Not queued for upload: the folder's
     /// next record change carries them.
     static func touchDriveFolder(_ db: Database, _ parentID: String?, now: Double) throws {
         guard let parentID, let time = DriveTimeColumns(now) else { return }
@@ -150,6 +151,7 @@ extension DiskManager {
             throw DarkDiskError(.invalidArgument, "node \(nodeID): the prepared file to insert is another node's")
         }
         let journal = driveJournal.withLock { $0 }
+        defer { noteDriveChange() }
         if let journal, let whenIndexed, !durable {
             return try content.commit { (file, header, changes) throws(DarkDiskError) -> DiskExport in
                 try journalNodeData(file, header: header, key: content.key, nodeID: nodeID, changes: changes, inserting: prepared,
@@ -235,6 +237,7 @@ extension DiskManager {
             if oldParent != parentID?.rawValue { try Self.touchDriveFolder(db, parentID?.rawValue, now: now) }
             return replaced
         }
+        noteDriveChange()
         guard let (replacedID, (deleted, hadPartial)) = replaced else { return nil }
         files.finishDeletes(deleted, reason: .deleted)
         if hadPartial { files.removeIdlePartialDownload(replacedID) }
@@ -271,6 +274,7 @@ extension DiskManager {
             try Self.touchDriveFolder(db, parentA, now: now)
             if parentB != parentA { try Self.touchDriveFolder(db, parentB, now: now) }
         }
+        noteDriveChange()
     }
 
     /// Deletes drive node `nodeID` here and, through the queue, in the remote. A folder must be empty. Its
@@ -287,6 +291,7 @@ extension DiskManager {
             }
             return try Self.deleteDriveRows(db, nodeID, now: clock.now.timeIntervalSince1970, files: files)
         }
+        noteDriveChange()
         files.finishDeletes(deleted, reason: .deleted)
         if hadPartial { files.removeIdlePartialDownload(nodeID) }
     }
@@ -326,6 +331,7 @@ extension DiskManager {
         // for the whole journal made each of those 1 ms.)
         if hasPendingDriveCommit(nodeID) { drainDriveCommits() }
         let now = clock.now.timeIntervalSince1970
+        defer { noteDriveChange() }
         return try write { db in
             var attributes = try StoreOutline.attributes(db, nodeID)
             try change(&attributes)

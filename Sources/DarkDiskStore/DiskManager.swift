@@ -4,6 +4,7 @@ import GRDB
 import Logging
 import DarkDiskSync
 import DarkDiskSystem
+import Synchronization
 
 /// The store: imports files (encrypting them), hands them out with retain tokens, keeps pools and
 /// settings in the index, and deletes safely. One instance per store per process; the CLI and the mount
@@ -35,6 +36,8 @@ public final class DiskManager: Sendable {
     let ownCommitChanges = Locked(OwnCommitChanges())
     /// Scratch files kept for the next upload (`ScratchFile`).
     let scratchFiles = ScratchFilePool()
+    /// When this instance last changed the drive (`noteDriveChange`), in the store clock's milliseconds; 0: never.
+    private let lastDriveChangeMilliseconds = Atomic<Int64>(0)
     /// New persistent stored files made ahead of need while the drive journals (the mount daemon).
     let unnamedFiles = Locked<UnnamedFilePool?>(nil)
 
@@ -190,6 +193,18 @@ public final class DiskManager: Sendable {
     /// Flushes the index's last commits to the disk (`StoreIndex.sync`): an `fsync` of a drive folder.
     package func syncIndex() {
         index.sync()
+    }
+
+    /// When this instance last changed the drive (a file's commit, an entry made, moved, removed or changed):
+    /// the uploader rests after it as after a queued change (`QueueUploader`), so that an `rm -rf` or a
+    /// `git checkout` that queues nothing new still has the cores and the index to itself. Nil: not yet.
+    package var lastDriveChange: Date? {
+        let milliseconds = lastDriveChangeMilliseconds.load(ordering: .relaxed)
+        return milliseconds == 0 ? nil : Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+
+    func noteDriveChange() {
+        lastDriveChangeMilliseconds.store(Int64(clock.now.timeIntervalSince1970 * 1000), ordering: .relaxed)
     }
 
     /// Runs a read on the index (`StoreIndex.read`).

@@ -45,7 +45,11 @@ extension VFS {
     func currentDriveEntry(_ entry: FSEntry) throws(DarkDiskError) -> (stat: stat, version: InodeTable.Version?)? {
         let current: (node: DriveNode, attributes: DriveAttributes)?
         switch entry {
-        case .files: return (baseStat(mode: S_IFDIR | 0o755, links: nlink_t(try drive.topLinks())), nil)
+        case .files:
+            let top = try drive.topAttributes()
+            var st = baseStat(mode: S_IFDIR | mode_t(top.permissions), links: nlink_t(try drive.topLinks()))
+            if let time = top.modified { st.st_mtim = Self.time(time); st.st_ctim = Self.time(time) }
+            return (st, nil)
         case .driveFolder(let id): current = try drive.attributes(of: id, kind: .folder)
         case .driveFile(let id): current = try drive.attributes(of: id, kind: .file)
         case .driveLink(let id): current = try drive.attributes(of: id, kind: .symlink)

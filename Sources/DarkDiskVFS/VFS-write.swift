@@ -271,6 +271,7 @@ extension VFS {
         let id: NodeID
         switch entry {
         case .driveFile(let node), .driveFolder(let node), .driveLink(let node): id = node
+        case .files: return try setTopAttributes(attributes, changes: changes)
         default: throw Errno(rawValue: EROFS)
         }
         do {
@@ -309,6 +310,25 @@ extension VFS {
         }
         // (As `getattr` answers: a file replaced meanwhile is ESTALE, with no log line.)
         return try self.attributes(of: ino, handle: handle)
+    }
+
+    /// chmod and utimens of the top of the drive (`Drive.setTopAttributes`); chown as for any entry.
+    private func setTopAttributes(_ attributes: stat, changes: AttributeChanges) throws -> (stat: stat, timeout: Double) {
+        do {
+            if changes.contains(.uid), attributes.st_uid != uid { throw DarkDiskError(.notPermitted, "drive entries belong to the mounting user") }
+            if changes.contains(.gid), attributes.st_gid != gid { throw DarkDiskError(.notPermitted, "drive entries belong to the mounting user's group") }
+            if changes.contains(.size) { throw DarkDiskError(.isDirectory, "only files have a size to set") }
+            let setsTime = !changes.isDisjoint(with: [.modificationTime, .modificationTimeNow])
+            let time = changes.contains(.modificationTimeNow)
+                ? Drive.now() : DriveTime(seconds: Int64(attributes.st_mtim.tv_sec), nanoseconds: UInt32(attributes.st_mtim.tv_nsec))
+            if changes.contains(.mode) || setsTime {
+                try drive.setTopAttributes(permissions: changes.contains(.mode) ? UInt32(attributes.st_mode) & 0o7777 : nil,
+                                           modified: setsTime ? time : nil)
+            }
+        } catch {
+            throw refused("setattr of /files", error)
+        }
+        return try self.attributes(of: inodes.withLock { $0.inode(for: .files) })
     }
 
     /// Truncates drive file `id` through the handle that asks (`ftruncate`), or by name (`truncate`), which

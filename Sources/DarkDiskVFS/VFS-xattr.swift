@@ -62,10 +62,11 @@ extension VFS {
             return
         }
         // ACLs, security labels and the like have no place in the drive: tools that copy them (`cp -a`)
-        // take EOPNOTSUPP as "not supported here" and go on.
-        if inodes.withLock({ $0.entry(for: ino) })?.driveNode != nil, !name.hasPrefix("user.") {
-            throw Errno(rawValue: EOPNOTSUPP)
-        }
+        // take EOPNOTSUPP as "not supported here" and go on. The top of the drive, no node, keeps no `user.*`
+        // attributes of its own either (only darkdisk's, a pin).
+        let entry = inodes.withLock({ $0.entry(for: ino) })
+        if entry?.driveNode != nil, !name.hasPrefix("user.") { throw Errno(rawValue: EOPNOTSUPP) }
+        if entry == .files, !name.hasPrefix(ExtendedAttribute.prefix) { throw Errno(rawValue: EOPNOTSUPP) }
         do {
             let (entry, attribute) = try resolve(ino, name)
             guard flags & ~(ExtendedAttribute.createFlag | ExtendedAttribute.replaceFlag) == 0 else {

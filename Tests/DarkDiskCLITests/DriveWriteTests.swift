@@ -138,6 +138,20 @@ import Testing
         try await Self.sh("diff -r --no-dereference \(Shell.quote(tree)) \(Shell.quote(files + "/r"))")
     }
 
+    /// `cp -a SRC/. files/` and `rsync -a SRC/ files/` copy into the top of the drive, whose mode and time they
+    /// set as on any folder (the top refused them: `cp` exited 1).
+    @Test func copiesIntoTheTopOfTheDriveSetItsModeAndTime() async throws {
+        let (store, mount, files) = try await Self.mounted()
+        defer { withExtendedLifetime(mount) {} }
+        let source = store.directory + "/src"
+        try await Self.sh("mkdir -p \(Shell.quote(source))/d && echo a > \(Shell.quote(source))/a && chmod 750 \(Shell.quote(source)) && touch -d '2001-02-03 04:05:06' \(Shell.quote(source))")
+        try await Self.sh("cp -a \(Shell.quote(source))/. \(Shell.quote(files))/", log: mount)
+        #expect(try await Self.sh("stat -c '%a %Y' \(Shell.quote(files))") == (try await Self.sh("stat -c '%a %Y' \(Shell.quote(source))")))
+        try await Self.sh("chmod 755 \(Shell.quote(source)) && rsync -a \(Shell.quote(source))/ \(Shell.quote(files))/", log: mount)
+        #expect(try await Self.sh("stat -c '%a %Y' \(Shell.quote(files))") == (try await Self.sh("stat -c '%a %Y' \(Shell.quote(source))")))
+        #expect(try String(contentsOfFile: files + "/a", encoding: .utf8) == "a\n")
+    }
+
     @Test func tarExtractAndCreateGiveTheSameArchive() async throws {
         let (store, mount, files) = try await Self.mounted()
         defer { withExtendedLifetime(mount) {} }

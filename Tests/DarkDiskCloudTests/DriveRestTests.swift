@@ -62,6 +62,21 @@ import Testing
         #expect(try await rig.setup.remote.info(CloudLayout.record(first, with: rig.store)) != nil)
     }
 
+    /// A change that leaves nothing new in the queue (an entry made and removed again before any upload, as an
+    /// `rm -rf` of a tree just extracted does) is a change of the drive all the same: uploads wait for its rest.
+    @Test func aChangeThatQueuesNothingStillKeepsTheDriveBusy() async throws {
+        let rig = try Rig()
+        let first = try await rig.change("first")
+        rig.clock.advance(by: 11)
+        let folder = try rig.store.createDriveNode(named: "scratch", in: nil, attributes: NodeAttributes(kind: .folder, mode: 0o755))
+        try rig.store.deleteDriveNode(folder.id)
+        #expect(try await rig.store.uploadQueue.all().map(\.nodeID) == [first], "the folder came and went: nothing of it is queued")
+        await rig.uploader.runOnce()
+        #expect(try rig.isQueued(first), "the drive changed a moment ago")
+        rig.clock.advance(by: 11)
+        #expect(try await rig.uploads(first), "the drive rested 11 s")
+    }
+
     @Test func aDriveWrittenWithoutAPauseStillUploadsWhatWaitedTheLongestHold() async throws {
         let rig = try Rig()
         let first = try await rig.change("first")

@@ -123,6 +123,24 @@ import Testing
         #expect(try vfs.attributes(of: file.ino).stat.st_size == 10)
     }
 
+    /// The top of the drive takes a mode and a time as any folder does (`cp -a SRC/. files/` sets them), kept
+    /// in the store; its size cannot be set and its owner cannot change.
+    @Test func theTopOfTheDriveTakesAModeAndATime() throws {
+        let fixture = try VFSFixture(), vfs = fixture.vfs
+        defer { fixture.remove() }
+        var set = stat()
+        set.st_mode = 0o750
+        set.st_mtim = timespec(tv_sec: 1_234_567_890, tv_nsec: 42)
+        let after = try vfs.setAttributes(of: fixture.files, set, changes: [.mode, .modificationTime], handle: nil, caller: fixture.caller).stat
+        #expect(after.st_mode & 0o7777 == 0o750 && after.st_mode & S_IFMT == S_IFDIR)
+        #expect(after.st_mtim.tv_sec == 1_234_567_890 && after.st_mtim.tv_nsec == 42)
+        #expect(try vfs.attributes(of: fixture.files).stat.st_mode & 0o7777 == 0o750)
+        #expect(try fixture.store.text("drive.top") == "750 1234567890 42", "kept in the store")
+        set.st_uid = getuid() &+ 1
+        #expect(fixture.errno { _ = try vfs.setAttributes(of: fixture.files, set, changes: .uid, handle: nil, caller: fixture.caller) } == EPERM)
+        #expect(fixture.errno { _ = try vfs.setAttributes(of: fixture.files, set, changes: .size, handle: nil, caller: fixture.caller) } == EISDIR)
+    }
+
     /// `renameat2`'s flags: `RENAME_EXCHANGE` swaps two entries (files, or a folder and a file in other
     /// folders), `RENAME_NOREPLACE` refuses an entry that exists; both at once, or a folder swapped below
     /// itself, is `EINVAL`.
