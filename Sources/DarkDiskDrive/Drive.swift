@@ -105,10 +105,16 @@ package final class Drive: Sendable {
     /// Notes that the entries of `folders` (nil: the top, whose times are the mount's) changed now.
     func entriesChanged(in folders: NodeID?...) {
         let now = Self.now()
+        // (Once the index has every change, it has these times too: a long-running mount keeps no more than
+        // `folderTimesLimit` of them.)
+        let idle = store.driveCommitsIdle
         folderTimes.withLock { times in
+            if times.count >= Self.folderTimesLimit, idle { times.removeAll(keepingCapacity: true) }
             for case let folder? in folders { times[folder] = now }
         }
     }
+
+    static let folderTimesLimit = 10_000
 
     /// Forgets what this drive keeps of the records of `ids` (a folder's, a writer's), whose nodes changed
     /// (here, or elsewhere: a pull, another process).

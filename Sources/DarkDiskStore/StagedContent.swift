@@ -221,6 +221,8 @@ package final class StagedContent: Sendable {
         guard new <= Self.maximumSize else {
             throw DarkDiskError(.tooLarge, "a drive file holds at most \(Self.maximumSize) bytes, not \(new)")
         }
+        // (Growth by less than a mebibyte, as every write of a `cp` is, is left to the writes themselves.)
+        guard new - min(new, old) >= 1 << 20 else { return }
         var disk = statvfs()
         guard statvfs(directory, &disk) == 0 else { return }
         let free = UInt64(disk.f_bavail) &* UInt64(disk.f_frsize)
