@@ -107,8 +107,8 @@ extension DiskManager {
     /// Sets folder `parentID`'s modification and change times to `now` (an entry was made, removed or moved
     /// in it, as a local disk does), in the caller's transaction, unless the folder changed later (a journaled
     /// record lands after a time set on its folder since: `tar x` sets each folder's time once its files are
-    /// in, and that time holds); the top of the drive (no node) keeps the time set on it. Not queued for upload: the folder's
-    /// next record change carries them.
+    /// in, and that time holds); the top of the drive (no node) keeps the time set on it. Not queued for
+    /// upload: the folder's next record change carries them.
     static func touchDriveFolder(_ db: Database, _ parentID: String?, now: Double) throws {
         guard let parentID, let time = DriveTimeColumns(now) else { return }
         try db.cachedStatement(sql: "UPDATE node SET mtime = ?, mtimeNsec = ?, ctime = ? WHERE id = ? AND type = 'folder' AND (ctime IS NULL OR ctime <= ?)")
