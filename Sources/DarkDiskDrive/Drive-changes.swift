@@ -64,7 +64,12 @@ extension Drive {
     /// name unless `replacing` is false (`EEXIST`). The node it replaced, if any.
     @discardableResult
     package func move(_ node: DriveNode, to name: String, in folder: NodeID?, replacing: Bool) throws(DarkDiskError) -> NodeID? {
-        _ = try currentStore()
+        // (After the journal's records of this node, and of the name it takes: not the whole journal, which a
+        // `git` or `dbench` that renames between its closes waited for at every rename.)
+        creates.drain()
+        if !store.driveCommitsIdle, store.hasPendingDriveCommit(node.id) || store.hasPendingDriveCommit(named: name, in: folder) {
+            try waitForCommits()
+        }
         let replaced = try store.moveDriveNode(node.id, to: name, in: folder, replacing: replacing)
         forgetRecords([node.id] + (replaced.map { [$0] } ?? []))
         entriesChanged(in: node.parentID, folder)

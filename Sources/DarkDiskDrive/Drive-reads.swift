@@ -16,10 +16,11 @@ extension Drive {
         return try attributes(of: node.id, kind: node.attributes.kind)
     }
 
-    /// The entry named `name` in `folder`, once the store has every change taken so far: for a change of it
-    /// (a rename, a delete).
+    /// The entry named `name` in `folder`, once the store has every change of that name taken so far (a new
+    /// file's row, a record that makes or removes the name): for a change of it (a rename).
     package func child(named name: String, in folder: NodeID?) throws(DarkDiskError) -> DriveNode? {
-        _ = try currentStore()
+        creates.drain()
+        if !store.driveCommitsIdle, store.hasPendingDriveCommit(named: name, in: folder) { try waitForCommits() }
         return try child(of: folder, named: name)
     }
 

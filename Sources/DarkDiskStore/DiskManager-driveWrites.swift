@@ -204,8 +204,10 @@ extension DiskManager {
     /// (`deleteDriveNode`). A folder cannot move into itself or below itself. Returns the replaced node, if any.
     @discardableResult
     package func moveDriveNode(_ nodeID: NodeID, to name: String, in parentID: NodeID?, replacing: Bool = true) throws(DarkDiskError) -> NodeID? {
-        // (After what the drive's journal holds: its commits may make or change this node.)
-        drainDriveCommits()
+        // (After what the drive's journal holds of this node and of the name it takes: its commits may make or
+        // change the node, a new file or a removal the name. A replaced file's commit still waiting is dropped
+        // when it lands, as for any file deleted meanwhile.)
+        if hasPendingDriveCommit(nodeID) || hasPendingDriveCommit(named: name, in: parentID) { drainDriveCommits() }
         try Self.checkDriveName(name)
         let now = clock.now.timeIntervalSince1970
         let replaced = try write { db -> (NodeID, ([FileRecord], Bool))? in
