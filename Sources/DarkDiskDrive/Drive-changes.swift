@@ -43,10 +43,7 @@ extension Drive {
     /// four times slower than gocryptfs.) A folder goes at once, after everything journaled before it.
     @discardableResult
     package func remove(_ name: String, in folder: NodeID?, isFolder: Bool) throws(DarkDiskError) -> NodeID {
-        creates.drain()
-        // (A new file or a removal of this very name waiting in the journal goes in first.)
-        if !store.driveCommitsIdle, store.hasPendingDriveCommit(named: name, in: folder) { try waitForCommits() }
-        guard let node = try child(of: folder, named: name) else { throw DarkDiskError(.notFound, "no entry '\(name)'") }
+        guard let node = try child(named: name, in: folder) else { throw DarkDiskError(.notFound, "no entry '\(name)'") }
         switch (node.attributes.kind == .folder, isFolder) {
         case (true, false): throw DarkDiskError(.isDirectory, "'\(name)' is a folder")
         case (false, true): throw DarkDiskError(.notDirectory, "'\(name)' is not a folder")

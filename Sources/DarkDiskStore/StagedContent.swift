@@ -207,28 +207,19 @@ package final class StagedContent: Sendable {
         state.changed = now
     }
 
-    /// The largest plaintext a drive file may have: its sealed version (the cloud file's header, the chunks and
-    /// their tags) must stay addressable by a signed 64-bit offset. Past it: `EFBIG`.
-    package static let maximumSize: UInt64 = {
-        let chunk = UInt64(CryptoFormat.defaultChunkSize), perChunk = chunk + 16
-        return (UInt64(Int64.max) - 1024) / perChunk * chunk
-    }()
-
-    /// Refuses to grow the content from `old` to `new` bytes when the file could never be stored: past
-    /// `maximumSize` (`EFBIG`), or when its sealed version could not fit in the space left on the store's disk
-    /// (`ENOSPC`), at once: a version is sealed whole, every chunk of zeros a `truncate -s` makes included.
+    /// Refuses to grow the content from `old` to `new` bytes when the file could never be stored: its sealed
+    /// version (`CloudFilePadding.fileLength`) not addressable by a signed 64-bit offset (`EFBIG`), or not
+    /// fitting in the space left on the store's disk (`ENOSPC`), at once: a version is sealed whole, every
+    /// chunk of zeros a `truncate -s` makes included.
     func checkRoom(growingFrom old: UInt64, to new: UInt64) throws(DarkDiskError) {
-        guard new <= Self.maximumSize else {
-            throw DarkDiskError(.tooLarge, "a drive file holds at most \(Self.maximumSize) bytes, not \(new)")
+        guard let sealed = CloudFilePadding.fileLength(sectionSizes: [0, 0, new]), sealed <= UInt64(Int64.max) else {
+            throw DarkDiskError(.tooLarge, "a drive file of \(new) bytes would not fit the file format")
         }
         // (Growth by less than a mebibyte, as every write of a `cp` is, is left to the writes themselves.)
         guard new - min(new, old) >= 1 << 20 else { return }
         var disk = statvfs()
         guard statvfs(directory, &disk) == 0 else { return }
         let free = UInt64(disk.f_bavail) &* UInt64(disk.f_frsize)
-        let chunk = UInt64(CryptoFormat.defaultChunkSize)
-        let (chunks, _) = new.quotientAndRemainder(dividingBy: chunk)
-        let sealed = new &+ (chunks &+ 1) &* 16
         guard sealed - min(sealed, old) <= free else {
             throw DarkDiskError(.io, "growing a drive file to \(new) bytes needs \(sealed) bytes on the store's disk, which has \(free) free", errno: ENOSPC)
         }

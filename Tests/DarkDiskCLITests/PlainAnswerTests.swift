@@ -50,12 +50,7 @@ import Glibc
         let (_, mount, files) = try await DriveWriteTests.mounted()
         defer { withExtendedLifetime(mount) {} }
         try await DriveWriteTests.sh("mkdir -p \(Shell.quote(files))/f/sub && echo a > \(Shell.quote(files))/f/a && echo b > \(Shell.quote(files))/f/sub/b")
-        let synced = await eventually(within: 60) {
-            ["/f/a", "/f/sub/b"].allSatisfy { (try? Shell.run("/usr/bin/getfattr", ["--only-values", "-n", "user.darkdisk.sync", files + $0]).output) == "synced" }
-        }
-        #expect(synced, "the files were uploaded")
-        let evicted = try await mount.store.darkdisk(["evict", files + "/f"])
-        #expect(evicted.status == 0, "\(evicted.stderr)")
+        try await Self.evictOnceSynced(["/f/a", "/f/sub/b"], evicting: ["/f"], in: files, of: mount)
         for path in ["/f/a", "/f/sub/b"] {
             let local = try await Shell.run("/usr/bin/getfattr", ["--only-values", "-n", "user.darkdisk.local", files + path])
             #expect(local.output == "none", "\(path): \(local.output) \(local.stderr)")
@@ -69,15 +64,20 @@ import Glibc
         let (_, mount, files) = try await DriveWriteTests.mounted()
         defer { withExtendedLifetime(mount) {} }
         try await DriveWriteTests.sh("printf 'hello world' > \(Shell.quote(files))/cut && printf 'gone' > \(Shell.quote(files))/empty")
-        let synced = await eventually(within: 60) {
-            ["/cut", "/empty"].allSatisfy { (try? Shell.run("/usr/bin/getfattr", ["--only-values", "-n", "user.darkdisk.sync", files + $0]).output) == "synced" }
-        }
-        #expect(synced, "the files were uploaded")
-        let evicted = try await mount.store.darkdisk(["evict", files + "/cut", files + "/empty"])
-        #expect(evicted.status == 0, "\(evicted.stderr)")
+        try await Self.evictOnceSynced(["/cut", "/empty"], evicting: ["/cut", "/empty"], in: files, of: mount)
         try await DriveWriteTests.sh("truncate -s 5 \(Shell.quote(files))/cut && truncate -s 0 \(Shell.quote(files))/empty", log: mount)
         #expect(try String(contentsOfFile: files + "/cut", encoding: .utf8) == "hello")
         #expect(try String(contentsOfFile: files + "/empty", encoding: .utf8) == "")
+    }
+
+    /// Waits until `paths` (below the drive `files`) are uploaded, then `darkdisk evict`s `evicting`.
+    static func evictOnceSynced(_ paths: [String], evicting: [String], in files: String, of mount: Mount) async throws {
+        let synced = await eventually(within: 60) {
+            paths.allSatisfy { (try? Shell.run("/usr/bin/getfattr", ["--only-values", "-n", "user.darkdisk.sync", files + $0]).output) == "synced" }
+        }
+        #expect(synced, "the files were uploaded")
+        let evicted = try await mount.store.darkdisk(["evict"] + evicting.map { files + $0 })
+        #expect(evicted.status == 0, "\(evicted.stderr)")
     }
 
     @Test func anUnknownCommandAndANegativeIntervalAreNamed() async throws {
